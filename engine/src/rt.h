@@ -1,0 +1,48 @@
+/* rt: scheduling policy, priority, affinity, memory locking, stack prefault,
+ * /dev/cpu_dma_latency. Every call reports what it actually obtained, so the
+ * env block says what was measured rather than what was asked for. */
+#ifndef RTG_RT_H
+#define RTG_RT_H
+#include <stdbool.h>
+#include <stddef.h>
+#include "json.h"
+
+typedef enum { RTG_POL_OTHER = 0, RTG_POL_FIFO, RTG_POL_RR } rtg_policy;
+
+int rtg_policy_parse(const char *name, rtg_policy *p);   /* 0 or -1 */
+const char *rtg_policy_name(rtg_policy p);
+
+typedef struct {
+    rtg_policy asked, policy;  /* policy = what the thread got */
+    int priority;              /* 0 for other */
+    bool fallback;             /* asked fifo/rr, got other under --allow-fallback */
+    char why[256];             /* why a fallback or failure happened */
+} rtg_sched;
+
+/* Apply policy/priority to the calling thread. When the privilege is missing:
+ * allow_fallback -> SCHED_OTHER, s->fallback = true, returns 0;
+ * otherwise returns -1 with a sentence in err (what to do: run as root or grant
+ * CAP_SYS_NICE / an rtprio limit, or pass --allow-fallback). */
+int rtg_sched_apply(rtg_sched *s, rtg_policy p, int prio, bool allow_fallback,
+                    char *err, size_t errlen);
+/* Pin the calling thread to one CPU (cpu >= 0) ; 0 or -1 with err. */
+int rtg_pin_cpu(int cpu, char *err, size_t errlen);
+/* CPUs the process may run on, ascending; returns count. */
+int rtg_allowed_cpus(int *cpus, int max);
+
+/* mlockall(MCL_CURRENT|MCL_FUTURE); 0 or -1 (errno kept). */
+int rtg_lock_memory(void);
+/* Touch size bytes of stack so page faults do not happen in the measured loop. */
+void rtg_prefault_stack(size_t size);
+
+/* Hold /dev/cpu_dma_latency at 0 while the fd stays open. Returns fd >= 0 or -1
+ * (not present / not writable); the reason goes to why. */
+int rtg_dma_latency_hold(char *why, size_t whylen);
+void rtg_dma_latency_release(int fd);
+
+/* Fill env with facts of the machine and the process: kernel (uname), preempt
+ * model as far as user space can read it, RT throttling (sched_rt_runtime_us /
+ * period), clocksource, cpu count, uid, page size. */
+void rtg_env_system(rtg_json *env);
+
+#endif

@@ -1,0 +1,89 @@
+/* samples: distributions of nanosecond values.
+ * rtg_dist accumulates exactly count/min/max/mean/variance and a log-linear
+ * (HDR-style) histogram covering 1 ns .. 2^62 ns with 128 linear sub-buckets per
+ * power of two (relative bucket width <= 1/128 < 1%), so percentiles are within
+ * 1% however long the tail; min and max are exact. Optionally a cyclictest-style
+ * linear histogram (fixed bucket width, counts up to a limit, overflow count).
+ * Nothing here is called inside a measured loop: measured loops only store into
+ * preallocated arrays or rings (see ring below); folding happens after the run or
+ * in a non-RT collector thread. */
+#ifndef RTG_SAMPLES_H
+#define RTG_SAMPLES_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RTG_HDR_SUB_BITS 7                       /* 128 sub-buckets */
+#define RTG_HDR_SUB (1 << RTG_HDR_SUB_BITS)
+#define RTG_HDR_BUCKETS (RTG_HDR_SUB * 57)       /* enough for values up to 2^63 */
+
+typedef struct {
+    uint64_t count;
+    int64_t min, max;
+    double mean, m2;          /* Welford; variance = m2 / count */
+    long double sum;          /* exact enough for avg of 1e9 samples */
+    uint64_t negative;        /* values < 0 seen (stored in hdr bucket 0) */
+    uint64_t *hdr;            /* RTG_HDR_BUCKETS counts; bucket 0 holds values <= 0 */
+    /* optional linear histogram (cyclictest -h style) */
+    int64_t lin_bucket_ns;    /* 0 = none */
+    size_t lin_n;
+    uint64_t *lin;            /* lin_n counts, [i*w, (i+1)*w) */
+    uint64_t lin_overflow;
+} rtg_dist;
+
+/* Allocate (and touch) the histogram. lin_buckets = 0 for none.
+ * Returns 0, or -1 on allocation failure. */
+int rtg_dist_init(rtg_dist *d, int64_t lin_bucket_ns, size_t lin_buckets);
+void rtg_dist_free(rtg_dist *d);
+void rtg_dist_add(rtg_dist *d, int64_t v);
+void rtg_dist_add_array(rtg_dist *d, const int64_t *v, size_t n);
+/* a += b (histograms must have the same linear shape) */
+void rtg_dist_merge(rtg_dist *a, const rtg_dist *b);
+double rtg_dist_avg(const rtg_dist *d);
+double rtg_dist_stddev(const rtg_dist *d);   /* population stddev */
+/* q in [0,1]. Nearest-rank percentile from the HDR histogram: the upper edge of
+ * the bucket holding the ceil(q*count)-th smallest value, clamped to [min,max].
+ * Exact for q=0 (min) and q=1 (max). 0 when count = 0. */
+int64_t rtg_dist_percentile(const rtg_dist *d, double q);
+
+/* HDR bucket geometry, exposed for tests and the JSON writer. */
+size_t rtg_hdr_index(int64_t v);
+int64_t rtg_hdr_lower(size_t idx);     /* smallest value in bucket */
+int64_t rtg_hdr_upper(size_t idx);     /* largest value in bucket (inclusive) */
+
+/* Single-producer single-consumer ring of fixed-size records, preallocated and
+ * touched. The producer (a measuring RT thread) writes a record and publishes it
+ * with a release store; a collector drains with acquire loads. When full, the
+ * producer counts a drop instead of blocking. */
+typedef struct {
+    void *buf;
+    size_t rec_size, cap;     /* cap is a power of two */
+    _Alignas(64) volatile uint64_t head;   /* written by producer */
+    _Alignas(64) volatile uint64_t tail;   /* written by consumer */
+    _Alignas(64) uint64_t dropped;
+} rtg_ring;
+
+int rtg_ring_init(rtg_ring *r, size_t rec_size, size_t cap_pow2);
+void rtg_ring_free(rtg_ring *r);
+/* producer: pointer to the slot to fill, or NULL when full (drop counted) */
+void *rtg_ring_slot(rtg_ring *r);
+void rtg_ring_publish(rtg_ring *r);
+/* consumer: up to max records available; returns count and pointer to first;
+ * records may wrap, so call repeatedly until 0 */
+size_t rtg_ring_peek(rtg_ring *r, void **first, size_t max);
+void rtg_ring_release(rtg_ring *r, size_t n);
+
+/* Window series: the maximum of a value per fixed window of time since a start
+ * instant (e.g. the max wake-up latency per second). */
+typedef struct {
+    int64_t start_ns, window_ns;
+    size_t n, cap;
+    int64_t *max;             /* -1 = empty window */
+} rtg_series;
+
+int rtg_series_init(rtg_series *s, int64_t start_ns, int64_t window_ns, size_t cap);
+void rtg_series_free(rtg_series *s);
+void rtg_series_add(rtg_series *s, int64_t t_ns, int64_t v);
+void rtg_series_merge(rtg_series *a, const rtg_series *b); /* element-wise max */
+
+#endif

@@ -1,0 +1,85 @@
+/* test: the descriptor every engine test exports, its options and its result.
+ * main.c holds the one table of descriptors; it parses and range-checks options
+ * generically from the descriptor, records every option in effect (defaults
+ * included) under "params" (name with '-' turned into '_'), applies the common
+ * real-time setup (rt.h) unless the test opts out, runs the test and prints the
+ * one JSON document. */
+#ifndef RTG_TEST_H
+#define RTG_TEST_H
+#include <stdbool.h>
+#include <signal.h>
+#include <stdint.h>
+#include "json.h"
+
+typedef enum {
+    RTG_OPT_INT,      /* int64 within [min,max] */
+    RTG_OPT_NUM,      /* double within [min,max] */
+    RTG_OPT_STR,      /* free string (file names) */
+    RTG_OPT_ENUM,     /* one of choices, "a|b|c" */
+    RTG_OPT_CPUS,     /* CPU list "0-3,6"; each CPU must exist and be allowed */
+    RTG_OPT_FLAG      /* no value; true when given */
+} rtg_opt_type;
+
+typedef struct {
+    const char *name;      /* without leading "--", e.g. "interval-us" */
+    rtg_opt_type type;
+    const char *def;       /* default as text; NULL = unset (optional) */
+    double min, max;       /* range for INT and NUM */
+    const char *choices;   /* ENUM: "monotonic|tsc" */
+    const char *help;      /* one line; the range and default are printed by --help */
+} rtg_opt;
+
+#define RTG_MAX_CPUS 1024
+
+/* parsed option values, looked up by name */
+typedef struct rtg_opts rtg_opts;
+bool rtg_opt_given(const rtg_opts *o, const char *name);   /* set by user or default */
+int64_t rtg_opt_int(const rtg_opts *o, const char *name);
+double rtg_opt_num(const rtg_opts *o, const char *name);
+const char *rtg_opt_str(const rtg_opts *o, const char *name); /* STR/ENUM; NULL if unset */
+bool rtg_opt_flag(const rtg_opts *o, const char *name);
+/* CPUS: number of CPUs, and up to max of them in cpus[] ascending */
+int rtg_opt_cpus(const rtg_opts *o, const char *name, int *cpus, int max);
+
+/* Result of one run; main.c turns it into the document
+ * {"schema":1,"test":..,"ok":..,"interrupted":..,"params":{..},"env":{..},
+ *  "metrics":{..},"verdicts":{..}} plus "error" when not ok. */
+typedef struct {
+    rtg_json *env;        /* object; main fills the common fields */
+    rtg_json *metrics;    /* object: name -> scalar | dist | series */
+    rtg_json *verdicts;   /* object: name -> {"pass": bool, "detail": str} */
+    rtg_json *extra;      /* object: further top-level sections (e.g. "physics") */
+    char error[512];      /* set with rtg_fail() */
+} rtg_result;
+
+/* Exit statuses (and run-function return values) */
+enum {
+    RTG_EXIT_OK = 0,
+    RTG_EXIT_FAIL = 1,        /* the run could not be done; error says why */
+    RTG_EXIT_USAGE = 2,       /* bad option/test; error says what to do */
+    RTG_EXIT_VERDICT = 3,     /* measured, but a limit the user set was broken */
+    RTG_EXIT_INTERRUPTED = 130
+};
+
+/* Record an error sentence; returns status for `return rtg_fail(res, RTG_EXIT_FAIL, ...)` */
+int rtg_fail(rtg_result *res, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void rtg_verdict(rtg_result *res, const char *name, bool pass, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Set by SIGINT/SIGTERM (main installs the handler). Tests poll it and stop
+ * early, keeping what was measured; main then marks the run interrupted. */
+extern volatile sig_atomic_t rtg_stop;
+
+typedef struct {
+    const char *name;          /* engine test name, e.g. "latency" */
+    const char *help;          /* one line for --list */
+    const rtg_opt *opts;       /* test-specific options, terminated by {0} */
+    unsigned flags;            /* RTG_TEST_* */
+    int (*run)(const rtg_opts *o, rtg_result *res);  /* returns an RTG_EXIT_* */
+} rtg_test;
+
+/* The test uses the common RT options (--policy --priority --cpus
+ * --allow-fallback --no-mlock) and main applies policy/mlockall before run. */
+#define RTG_TEST_RT 1u
+
+#endif
