@@ -54,7 +54,7 @@ static inline uint64_t rtg_rdtsc(void) { return 0; }
 static inline int64_t rtg_clock_now(const rtg_clock *c)
 {
     if (c->id == RTG_CLOCK_TSC)
-        return c->mono0 + (int64_t)((double)(rtg_rdtsc() - c->tsc0) * c->ns_per_tick);
+        return c->mono0 + (int64_t)((double)(int64_t)(rtg_rdtsc() - c->tsc0) * c->ns_per_tick);
     return rtg_mono_ns();
 }
 
@@ -74,5 +74,23 @@ int rtg_clock_init(rtg_clock *c, rtg_clock_id id, char *err, size_t errlen);
  * loop of n iterations with and without a timestamp, difference divided by n.
  * Median of `rounds` rounds. */
 double rtg_clock_cost_ns(const rtg_clock *c, long n, int rounds);
+/* Median of n values (mean of the two middle ones for even n); 0 for n < 1. */
+double rtg_median(const double *v, int n);
+/* One round: (time of the loop with a timestamp - time without) / n, in ns. */
+double rtg_clock_cost_round_ns(const rtg_clock *c, long n);
+/* Warm caches and CPU frequency before a series of rounds (runs n/10 iterations). */
+void rtg_clock_cost_warmup(const rtg_clock *c, long n);
+/* Same as rtg_clock_cost_ns; also stores each round's cost in per_round[rounds]
+ * (may be NULL). */
+double rtg_clock_cost_rounds_ns(const rtg_clock *c, long n, int rounds, double *per_round);
+
+/* TSC only (no-op returning 0 for monotonic): re-anchor the TSC clock to
+ * CLOCK_MONOTONIC and refine ns_per_tick over the longer baseline since the last
+ * anchor. CLOCK_MONOTONIC is NTP-slewed (up to 500 ppm) and a 50 ms calibration
+ * leaves ~1 ppm of rate error, so a TSC clock drifts from the deadline time base
+ * by about 1 us per second unless re-anchored now and then (e.g. each second).
+ * Not thread-safe: call it where no other thread reads *c at the same time.
+ * Returns how far the clock was off (TSC clock minus monotonic) before, in ns. */
+int64_t rtg_clock_resync(rtg_clock *c);
 
 #endif

@@ -35,6 +35,9 @@ typedef struct {
     int64_t period_ns;
     int64_t start_delay_ns;    /* first deadline = now + this (default 100 ms: lets
                                   every thread reach its first sleep) */
+    int64_t start_at_ns;       /* > 0: the first deadline, absolute CLOCK_MONOTONIC
+                                  (aligns a run with another process); overrides
+                                  start_delay_ns */
     uint64_t cycles;           /* per thread; 0 = until duration_ns */
     int64_t duration_ns;       /* 0 = until cycles */
     rtg_clock clock;
@@ -67,6 +70,9 @@ typedef struct {
     int64_t start_ns, end_ns;
     bool interrupted;          /* stopped by rtg_stop */
     bool stopped_above;        /* stopped by stop_above_ns */
+    /* env also gets run_start_ns / run_end_ns; ti_window_max windows are keyed by
+     * the cycle's deadline: window w holds deadlines in
+     * [start_ns + w*window, start_ns + (w+1)*window). */
 } rtg_periodic_run;
 
 /* Run the driver. Returns 0, or -1 with a sentence in err (then run is freed). */

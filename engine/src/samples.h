@@ -11,6 +11,7 @@
 #define RTG_SAMPLES_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #define RTG_HDR_SUB_BITS 7                       /* 128 sub-buckets */
@@ -24,10 +25,12 @@ typedef struct {
     long double sum;          /* exact enough for avg of 1e9 samples */
     uint64_t negative;        /* values < 0 seen (stored in hdr bucket 0) */
     uint64_t *hdr;            /* RTG_HDR_BUCKETS counts; bucket 0 holds values <= 0 */
+    uint64_t *hdr_neg;        /* RTG_HDR_BUCKETS counts of -v for values v < 0, so
+                                 percentiles of negative values (Tw) are within 1% too */
     /* optional linear histogram (cyclictest -h style) */
     int64_t lin_bucket_ns;    /* 0 = none */
     size_t lin_n;
-    uint64_t *lin;            /* lin_n counts, [i*w, (i+1)*w) */
+    uint64_t *lin;            /* lin_n counts, [i*w, (i+1)*w); values < 0 count in lin[0] */
     uint64_t lin_overflow;
 } rtg_dist;
 
@@ -58,9 +61,9 @@ int64_t rtg_hdr_upper(size_t idx);     /* largest value in bucket (inclusive) */
 typedef struct {
     void *buf;
     size_t rec_size, cap;     /* cap is a power of two */
-    _Alignas(64) volatile uint64_t head;   /* written by producer */
-    _Alignas(64) volatile uint64_t tail;   /* written by consumer */
-    _Alignas(64) uint64_t dropped;
+    _Alignas(64) _Atomic uint64_t head;    /* written by producer (release) */
+    _Alignas(64) _Atomic uint64_t tail;    /* written by consumer (release) */
+    _Alignas(64) _Atomic uint64_t dropped; /* written by producer only */
 } rtg_ring;
 
 int rtg_ring_init(rtg_ring *r, size_t rec_size, size_t cap_pow2);
@@ -72,17 +75,23 @@ void rtg_ring_publish(rtg_ring *r);
  * records may wrap, so call repeatedly until 0 */
 size_t rtg_ring_peek(rtg_ring *r, void **first, size_t max);
 void rtg_ring_release(rtg_ring *r, size_t n);
+/* records lost so far because the ring was full (readable from any thread) */
+uint64_t rtg_ring_dropped(const rtg_ring *r);
 
 /* Window series: the maximum of a value per fixed window of time since a start
  * instant (e.g. the max wake-up latency per second). */
 typedef struct {
     int64_t start_ns, window_ns;
     size_t n, cap;
-    int64_t *max;             /* -1 = empty window */
+    int64_t *max;             /* RTG_SERIES_EMPTY = empty window */
 } rtg_series;
+/* INT64_MIN rather than -1: a window's max may legitimately be negative (Tw). */
+#define RTG_SERIES_EMPTY INT64_MIN
 
 int rtg_series_init(rtg_series *s, int64_t start_ns, int64_t window_ns, size_t cap);
 void rtg_series_free(rtg_series *s);
+/* t_ns before start_ns counts in window 0; at or after start + cap*window it is
+ * ignored (the series has no room; size cap for the run's duration). */
 void rtg_series_add(rtg_series *s, int64_t t_ns, int64_t v);
 void rtg_series_merge(rtg_series *a, const rtg_series *b); /* element-wise max */
 

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "json.h"
 
 typedef enum {
@@ -40,6 +41,8 @@ const char *rtg_opt_str(const rtg_opts *o, const char *name); /* STR/ENUM; NULL 
 bool rtg_opt_flag(const rtg_opts *o, const char *name);
 /* CPUS: number of CPUs, and up to max of them in cpus[] ascending */
 int rtg_opt_cpus(const rtg_opts *o, const char *name, int *cpus, int max);
+/* true only when the user gave the option on the command line (not a default) */
+bool rtg_opt_user(const rtg_opts *o, const char *name);
 
 /* Result of one run; main.c turns it into the document
  * {"schema":1,"test":..,"ok":..,"interrupted":..,"params":{..},"env":{..},
@@ -48,7 +51,8 @@ typedef struct {
     rtg_json *env;        /* object; main fills the common fields */
     rtg_json *metrics;    /* object: name -> scalar | dist | series */
     rtg_json *verdicts;   /* object: name -> {"pass": bool, "detail": str} */
-    rtg_json *extra;      /* object: further top-level sections (e.g. "physics") */
+    rtg_json *extra;      /* object: further top-level sections (e.g. "physics",
+                             "events"); main copies each of its keys to the top level */
     char error[512];      /* set with rtg_fail() */
 } rtg_result;
 
@@ -79,7 +83,32 @@ typedef struct {
 } rtg_test;
 
 /* The test uses the common RT options (--policy --priority --cpus
- * --allow-fallback --no-mlock) and main applies policy/mlockall before run. */
+ * --allow-fallback --no-mlock) and main applies policy/mlockall before run.
+ * A test may redefine a common option in its own table (e.g. another default
+ * --priority); its own definition wins. */
 #define RTG_TEST_RT 1u
+/* With RTG_TEST_RT: the test takes no --cpus (it has its own CPU option). */
+#define RTG_TEST_NO_CPUS 2u
+
+/* ---- option parsing (opts.c), used by main.c and the unit tests ---- */
+
+/* Options of test t with their defaults applied; NULL on allocation failure. */
+rtg_opts *rtg_opts_new(const rtg_test *t);
+void rtg_opts_free(rtg_opts *o);
+/* Parse "--name value" / "--name=value" / "--flag" arguments. Returns 0, or
+ * RTG_EXIT_USAGE with one sentence (what is wrong, what to do) in err. */
+int rtg_opts_parse(rtg_opts *o, int argc, char **argv, char *err, size_t errlen);
+/* {"option_name": typed value, ...} for every option, defaults included; an
+ * optional option that is unset is null, a flag false. */
+rtg_json *rtg_opts_params(const rtg_opts *o);
+/* `TEST --help`: every option with its type, range, default and help line. */
+void rtg_opts_help(FILE *f, const rtg_test *t);
+/* Parse a CPU list "0-3,6" into ascending unique cpus[]; each CPU must exist
+ * and be in the process's affinity mask. Returns the count, or -1 with a
+ * sentence in err (naming the option `what`). */
+int rtg_cpu_list_parse(const char *text, const char *what, int *cpus, int max,
+                       char *err, size_t errlen);
+/* Shortest text for an option bound or default: 1000000 rather than 1e+06. */
+const char *rtg_fmt_bound(double v, char *buf, size_t len);
 
 #endif

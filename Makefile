@@ -1,0 +1,17 @@
+# Conveniences; the README's two commands are the supported entry points.
+.PHONY: setup test quick bench engine
+
+setup:
+	scripts/setup.sh
+
+engine:
+	ninja -C build/engine
+
+test: setup
+	scripts/test.sh
+
+quick: setup
+	.venv/bin/rtgauge run --profile quick
+
+bench: setup
+	.venv/bin/python bench/run.py

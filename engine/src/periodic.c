@@ -1,0 +1,519 @@
+/* periodic: the driver of T = Ti + Ts + Tw (see periodic.h).
+ * Measuring threads: set up (pin, policy, stack prefault), meet at a start gate,
+ * then loop: sleep to the absolute deadline, two timestamps around the payload,
+ * store one record into the thread's ring. Nothing else happens in the loop.
+ * A SCHED_OTHER collector drains the rings every 50 ms into the statistics and
+ * the optional raw samples file. */
+#include "periodic.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define COLLECT_PERIOD_NS 50000000LL     /* drain rings every 50 ms */
+#define RING_SECONDS 2                   /* ring holds >= 2 s of cycles */
+#define STACK_SIZE (512 * 1024)
+#define STACK_PREFAULT (256 * 1024)
+#define SERIES_MAX_WINDOWS (1u << 20)    /* bounds memory of the window series */
+
+typedef struct shared shared;
+
+typedef struct {
+    shared *sh;
+    int index;
+    rtg_ring ring;
+    rtg_periodic_thread *out;
+    pthread_t th;
+    bool started;
+    char err[512];
+    atomic_bool failed;
+    atomic_bool done;
+} worker;
+
+struct shared {
+    const rtg_periodic_cfg *cfg;
+    worker *w;
+    /* start gate: threads report ready, then wait for go (start_ns is set) */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int ready;
+    bool go;
+    int64_t start_ns;          /* written before go */
+    atomic_bool abort_setup;   /* a thread failed setup: nobody measures */
+    atomic_bool stop_run;      /* stop_above_ns was exceeded */
+    atomic_bool stopped_above;
+};
+
+static size_t ring_capacity(int64_t period_ns)
+{
+    uint64_t need = (uint64_t)(RING_SECONDS * 1000000000LL / period_ns) + 1;
+    size_t cap = 1024;
+    while (cap < need)
+        cap <<= 1;
+    return cap;
+}
+
+static int current_tid(void)
+{
+#ifdef SYS_gettid
+    return (int)syscall(SYS_gettid);
+#else
+    return -1;
+#endif
+}
+
+/* Pin, policy, prefault; on failure record the sentence. */
+static void setup_worker(worker *w)
+{
+    const rtg_periodic_cfg *cfg = w->sh->cfg;
+    rtg_periodic_thread *o = w->out;
+    o->cpu = cfg->cpus[w->index];
+    o->tid = current_tid();
+    if (o->cpu >= 0 && rtg_pin_cpu(o->cpu, w->err, sizeof w->err) != 0) {
+        atomic_store(&w->failed, true);
+        return;
+    }
+    if (rtg_sched_apply(&o->sched, cfg->policy, cfg->priority, cfg->allow_fallback, w->err,
+                        sizeof w->err) != 0) {
+        atomic_store(&w->failed, true);
+        return;
+    }
+    rtg_prefault_stack(STACK_PREFAULT);
+}
+
+static bool should_stop(shared *sh)
+{
+    return rtg_stop || atomic_load_explicit(&sh->stop_run, memory_order_relaxed);
+}
+
+/* The measured loop. Deadlines never skip: an overrun makes later cycles run
+ * back to back, so every late cycle is recorded (like cyclictest). */
+static void measure(worker *w)
+{
+    shared *sh = w->sh;
+    const rtg_periodic_cfg *cfg = sh->cfg;
+    rtg_clock clk = cfg->clock;      /* own copy: resync below is not thread-safe */
+    int64_t next_resync = sh->start_ns + 1000000000LL;
+    const int64_t period = cfg->period_ns;
+    const uint64_t ncycles = cfg->cycles;
+    const int64_t end = cfg->duration_ns > 0 ? sh->start_ns + cfg->duration_ns : INT64_MAX;
+    const int64_t stop_above = cfg->stop_above_ns;
+    rtg_payload_fn payload = cfg->payload;
+    void *arg = cfg->payload_args ? cfg->payload_args[w->index] : NULL;
+    int64_t d = sh->start_ns;
+
+    for (uint64_t k = 0;; k++, d += period) {
+        if (ncycles ? k >= ncycles : d >= end)
+            break;
+        if (should_stop(sh))
+            break;
+        struct timespec ts = rtg_ns_timespec(d);
+        int rc;
+        while ((rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR && !rtg_stop)
+            ;
+        if (rc != 0)
+            break;
+        int64_t t1 = rtg_clock_now(&clk);
+        if (payload)
+            payload(arg, w->index, k);
+        int64_t t2 = rtg_clock_now(&clk);
+        rtg_cycle *c = rtg_ring_slot(&w->ring);
+        if (c) {
+            c->deadline_ns = d;
+            c->ti = t1 - d;
+            c->ts = t2 - t1;
+            c->tw = d + period - t2;
+            rtg_ring_publish(&w->ring);
+        }
+        if (stop_above > 0 && t1 - d > stop_above) {
+            atomic_store(&sh->stopped_above, true);
+            atomic_store(&sh->stop_run, true);
+        }
+        /* A TSC clock drifts ~1 us/s from the deadline time base; re-anchor it
+         * once a second, after the cycle's timestamps are stored. */
+        if (clk.id == RTG_CLOCK_TSC && d >= next_resync) {
+            rtg_clock_resync(&clk);
+            next_resync += 1000000000LL;
+        }
+    }
+}
+
+static void *worker_main(void *p)
+{
+    worker *w = p;
+    shared *sh = w->sh;
+    setup_worker(w);
+    pthread_mutex_lock(&sh->lock);
+    sh->ready++;
+    pthread_cond_broadcast(&sh->cond);
+    while (!sh->go)
+        pthread_cond_wait(&sh->cond, &sh->lock);
+    pthread_mutex_unlock(&sh->lock);
+    if (!atomic_load(&w->failed) && !atomic_load(&sh->abort_setup))
+        measure(w);
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+        w->out->nvcsw = (uint64_t)ru.ru_nvcsw;
+        w->out->nivcsw = (uint64_t)ru.ru_nivcsw;
+    }
+    atomic_store_explicit(&w->done, true, memory_order_release);
+    return NULL;
+}
+
+/* ---- raw samples ---- */
+
+static void put_le32(unsigned char *b, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_le64(unsigned char *b, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void write_samples_header(FILE *f, bool binary)
+{
+    if (binary) {
+        unsigned char h[16];
+        memcpy(h, "RTGSAMP1", 8);
+        put_le32(h + 8, 48);
+        put_le32(h + 12, 0);
+        fwrite(h, 1, sizeof h, f);
+    } else {
+        fputs("thread,cycle,deadline_ns,ti_ns,ts_ns,tw_ns\n", f);
+    }
+}
+
+static void write_sample(FILE *f, bool binary, int thread, uint64_t cycle, const rtg_cycle *c)
+{
+    if (binary) {
+        unsigned char r[48];
+        put_le32(r, (uint32_t)thread);
+        put_le32(r + 4, 0);
+        put_le64(r + 8, cycle);
+        put_le64(r + 16, (uint64_t)c->deadline_ns);
+        put_le64(r + 24, (uint64_t)c->ti);
+        put_le64(r + 32, (uint64_t)c->ts);
+        put_le64(r + 40, (uint64_t)c->tw);
+        fwrite(r, 1, sizeof r, f);
+    } else {
+        fprintf(f, "%d,%llu,%lld,%lld,%lld,%lld\n", thread, (unsigned long long)cycle,
+                (long long)c->deadline_ns, (long long)c->ti, (long long)c->ts, (long long)c->tw);
+    }
+}
+
+/* ---- collector ---- */
+
+static void fold_record(shared *sh, worker *w, const rtg_cycle *c)
+{
+    rtg_periodic_thread *t = w->out;
+    t->cycles++;
+    if (c->tw < 0)
+        t->misses++;
+    rtg_dist_add(&t->ti, c->ti);
+    rtg_dist_add(&t->ts, c->ts);
+    rtg_dist_add(&t->tw, c->tw);
+    /* Windows are keyed by the deadline, so a late wake-up counts in the
+     * window where the cycle was due. */
+    rtg_series_add(&t->ti_max, c->deadline_ns, c->ti);
+    if (sh->cfg->samples) {
+        uint64_t k = (uint64_t)((c->deadline_ns - sh->start_ns) / sh->cfg->period_ns);
+        write_sample(sh->cfg->samples, sh->cfg->samples_binary, w->index, k, c);
+    }
+}
+
+static void drain(shared *sh, worker *w)
+{
+    void *first;
+    size_t n;
+    while ((n = rtg_ring_peek(&w->ring, &first, 4096)) > 0) {
+        for (size_t i = 0; i < n; i++)
+            fold_record(sh, w, (const rtg_cycle *)first + i);
+        rtg_ring_release(&w->ring, n);
+    }
+}
+
+static void *collector_main(void *p)
+{
+    shared *sh = p;
+    int n = sh->cfg->nthreads;
+    for (;;) {
+        bool all_done = true;
+        for (int i = 0; i < n; i++)
+            all_done = all_done && atomic_load_explicit(&sh->w[i].done, memory_order_acquire);
+        for (int i = 0; i < n; i++)
+            drain(sh, &sh->w[i]);
+        if (sh->cfg->samples)
+            fflush(sh->cfg->samples);   /* lets a reader follow the file during the run */
+        if (all_done)
+            break;
+        struct timespec ts = rtg_ns_timespec(COLLECT_PERIOD_NS);
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+/* Keep the collector off the measured CPUs when another CPU is allowed. */
+static void place_collector(pthread_attr_t *a, const rtg_periodic_cfg *cfg)
+{
+    int allowed[RTG_MAX_CPUS];
+    int n = rtg_allowed_cpus(allowed, RTG_MAX_CPUS);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int count = 0;
+    for (int i = 0; i < n; i++) {
+        bool measured = false;
+        for (int k = 0; k < cfg->nthreads; k++)
+            measured = measured || cfg->cpus[k] == allowed[i];
+        if (!measured) {
+            CPU_SET(allowed[i], &set);
+            count++;
+        }
+    }
+    if (count > 0)
+        pthread_attr_setaffinity_np(a, sizeof set, &set);
+}
+
+/* Threads start as SCHED_OTHER (explicit, not inherited from an RT main thread);
+ * measuring threads raise themselves after pinning. */
+static void other_attr(pthread_attr_t *a)
+{
+    struct sched_param sp = {.sched_priority = 0};
+    pthread_attr_init(a);
+    pthread_attr_setstacksize(a, STACK_SIZE);
+    pthread_attr_setinheritsched(a, PTHREAD_EXPLICIT_SCHED);
+    pthread_attr_setschedpolicy(a, SCHED_OTHER);
+    pthread_attr_setschedparam(a, &sp);
+}
+
+static size_t series_windows(const rtg_periodic_cfg *cfg)
+{
+    int64_t span = cfg->cycles ? (int64_t)cfg->cycles * cfg->period_ns : cfg->duration_ns;
+    uint64_t n = (uint64_t)(span / cfg->window_ns) + 2;
+    return n > SERIES_MAX_WINDOWS ? SERIES_MAX_WINDOWS : (size_t)n;
+}
+
+static int init_thread_stats(rtg_periodic_thread *t, const rtg_periodic_cfg *cfg)
+{
+    memset(t, 0, sizeof *t);
+    t->cpu = -1;
+    t->tid = -1;
+    if (rtg_dist_init(&t->ti, cfg->lin_bucket_ns, cfg->lin_buckets) != 0 ||
+        rtg_dist_init(&t->ts, 0, 0) != 0 || rtg_dist_init(&t->tw, 0, 0) != 0 ||
+        rtg_series_init(&t->ti_max, 0, cfg->window_ns, series_windows(cfg)) != 0)
+        return -1;
+    return 0;
+}
+
+static void free_thread_stats(rtg_periodic_thread *t)
+{
+    rtg_dist_free(&t->ti);
+    rtg_dist_free(&t->ts);
+    rtg_dist_free(&t->tw);
+    rtg_series_free(&t->ti_max);
+}
+
+void rtg_periodic_free(rtg_periodic_run *run)
+{
+    if (run->t)
+        for (int i = 0; i < run->nthreads; i++)
+            free_thread_stats(&run->t[i]);
+    free(run->t);
+    run->t = NULL;
+    free_thread_stats(&run->all);
+    run->nthreads = 0;
+}
+
+static void merge_threads(rtg_periodic_run *run)
+{
+    rtg_periodic_thread *a = &run->all;
+    a->ti_max.start_ns = run->start_ns;
+    for (int i = 0; i < run->nthreads; i++) {
+        const rtg_periodic_thread *t = &run->t[i];
+        a->cycles += t->cycles;
+        a->misses += t->misses;
+        a->dropped += t->dropped;
+        a->nvcsw += t->nvcsw;
+        a->nivcsw += t->nivcsw;
+        rtg_dist_merge(&a->ti, &t->ti);
+        rtg_dist_merge(&a->ts, &t->ts);
+        rtg_dist_merge(&a->tw, &t->tw);
+        rtg_series_merge(&a->ti_max, &t->ti_max);
+    }
+    if (run->nthreads > 0)
+        a->sched = run->t[0].sched;
+}
+
+/* Measuring threads block the stop signals, so rtg_stop is set by the main
+ * thread's handler and the measured sleep is never interrupted by it. */
+static void block_stop_signals(sigset_t *old)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGINT);
+    sigaddset(&s, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &s, old);
+}
+
+static int start_workers(shared *sh, pthread_attr_t *attr, char *err, size_t errlen)
+{
+    for (int i = 0; i < sh->cfg->nthreads; i++) {
+        int rc = pthread_create(&sh->w[i].th, attr, worker_main, &sh->w[i]);
+        if (rc != 0) {
+            snprintf(err, errlen, "could not start measuring thread %d (%s); use fewer --threads.", i,
+                     strerror(rc));
+            return i;
+        }
+        sh->w[i].started = true;
+    }
+    return sh->cfg->nthreads;
+}
+
+int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, size_t errlen)
+{
+    memset(run, 0, sizeof *run);
+    int n = cfg->nthreads;
+    if (n < 1 || n > 1024 || cfg->period_ns <= 0 || (cfg->cycles == 0 && cfg->duration_ns <= 0)) {
+        snprintf(err, errlen, "periodic driver misconfigured (threads %d, period %lld ns); this is a bug.",
+                 n, (long long)cfg->period_ns);
+        return -1;
+    }
+    rtg_periodic_cfg c = *cfg;
+    if (c.window_ns <= 0)
+        c.window_ns = 1000000000LL;
+    shared sh = {.cfg = &c};
+    run->nthreads = n;
+    run->t = calloc((size_t)n, sizeof *run->t);
+    sh.w = calloc((size_t)n, sizeof *sh.w);
+    bool ok = run->t && sh.w && init_thread_stats(&run->all, &c) == 0;
+    for (int i = 0; ok && i < n; i++) {
+        ok = init_thread_stats(&run->t[i], &c) == 0 &&
+             rtg_ring_init(&sh.w[i].ring, sizeof(rtg_cycle), ring_capacity(c.period_ns)) == 0;
+        sh.w[i].sh = &sh;
+        sh.w[i].index = i;
+        sh.w[i].out = &run->t[i];
+    }
+    if (!ok) {
+        snprintf(err, errlen, "out of memory preparing %d measuring threads; use fewer --threads.", n);
+        goto fail_alloc;
+    }
+    pthread_mutex_init(&sh.lock, NULL);
+    pthread_cond_init(&sh.cond, NULL);
+    pthread_attr_t attr;
+    other_attr(&attr);
+    sigset_t old;
+    block_stop_signals(&old);
+    int started = start_workers(&sh, &attr, err, errlen);
+    if (started < n)
+        atomic_store(&sh.abort_setup, true);
+    for (int i = started; i < n; i++)
+        atomic_store(&sh.w[i].done, true);   /* the collector must not wait for them */
+    pthread_mutex_lock(&sh.lock);
+    while (sh.ready < started)
+        pthread_cond_wait(&sh.cond, &sh.lock);
+    pthread_mutex_unlock(&sh.lock);
+    for (int i = 0; i < started; i++)
+        if (atomic_load(&sh.w[i].failed) && !atomic_load(&sh.abort_setup)) {
+            snprintf(err, errlen, "%s", sh.w[i].err);
+            atomic_store(&sh.abort_setup, true);
+        }
+    /* One start instant for all threads, so their deadlines align. */
+    sh.start_ns = c.start_at_ns > 0 ? c.start_at_ns
+                                    : rtg_mono_ns() + (c.start_delay_ns > 0 ? c.start_delay_ns : 0);
+    for (int i = 0; i < n; i++)
+        run->t[i].ti_max.start_ns = sh.start_ns;
+    if (c.samples && !atomic_load(&sh.abort_setup))
+        write_samples_header(c.samples, c.samples_binary);
+    pthread_t coll;
+    pthread_attr_t cattr;
+    other_attr(&cattr);
+    place_collector(&cattr, &c);
+    bool have_collector = pthread_create(&coll, &cattr, collector_main, &sh) == 0;
+    pthread_mutex_lock(&sh.lock);
+    sh.go = true;
+    pthread_cond_broadcast(&sh.cond);
+    pthread_mutex_unlock(&sh.lock);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    for (int i = 0; i < started; i++)
+        pthread_join(sh.w[i].th, NULL);
+    if (have_collector)
+        pthread_join(coll, NULL);
+    else
+        collector_main(&sh);
+    pthread_attr_destroy(&attr);
+    pthread_attr_destroy(&cattr);
+    pthread_cond_destroy(&sh.cond);
+    pthread_mutex_destroy(&sh.lock);
+    run->end_ns = rtg_mono_ns();
+    run->start_ns = sh.start_ns;
+    for (int i = 0; i < n; i++) {
+        run->t[i].dropped = rtg_ring_dropped(&sh.w[i].ring);
+        rtg_ring_free(&sh.w[i].ring);
+    }
+    free(sh.w);
+    if (atomic_load(&sh.abort_setup)) {
+        rtg_periodic_free(run);
+        return -1;
+    }
+    merge_threads(run);
+    run->interrupted = rtg_stop != 0;
+    run->stopped_above = atomic_load(&sh.stopped_above);
+    return 0;
+
+fail_alloc:
+    if (sh.w)
+        for (int i = 0; i < n; i++)
+            rtg_ring_free(&sh.w[i].ring);
+    free(sh.w);
+    rtg_periodic_free(run);
+    return -1;
+}
+
+static void put_metrics(rtg_json *m, const rtg_periodic_thread *t, const char *suffix)
+{
+    char key[64];
+#define KEY(name) (snprintf(key, sizeof key, "%s%s", name, suffix), key)
+    rtg_j_set(m, KEY("ti"), rtg_j_dist(&t->ti, "ns"));
+    rtg_j_set(m, KEY("ts"), rtg_j_dist(&t->ts, "ns"));
+    rtg_j_set(m, KEY("tw"), rtg_j_dist(&t->tw, "ns"));
+    rtg_j_set(m, KEY("misses"), rtg_j_scalar_int((int64_t)t->misses, "count"));
+    rtg_j_set(m, KEY("cycles"), rtg_j_scalar_int((int64_t)t->cycles, "count"));
+    rtg_j_set(m, KEY("dropped"), rtg_j_scalar_int((int64_t)t->dropped, "count"));
+    rtg_j_set(m, KEY("ti_window_max"), rtg_j_series(&t->ti_max, "ns"));
+#undef KEY
+}
+
+void rtg_periodic_report(const rtg_periodic_run *run, rtg_result *res)
+{
+    put_metrics(res->metrics, &run->all, "");
+    for (int i = 0; i < run->nthreads; i++) {
+        char suffix[16];
+        snprintf(suffix, sizeof suffix, "#%d", i);
+        put_metrics(res->metrics, &run->t[i], suffix);
+    }
+    rtg_json *threads = rtg_j_set(res->env, "threads", rtg_j_arr());
+    for (int i = 0; i < run->nthreads; i++) {
+        const rtg_periodic_thread *t = &run->t[i];
+        rtg_json *j = rtg_j_push(threads, rtg_j_obj());
+        rtg_j_set(j, "index", rtg_j_int(i));
+        rtg_j_set(j, "cpu", rtg_j_int(t->cpu));
+        rtg_j_set(j, "tid", rtg_j_int(t->tid));
+        rtg_j_set(j, "policy", rtg_j_str(rtg_policy_name(t->sched.policy)));
+        rtg_j_set(j, "priority", rtg_j_int(t->sched.priority));
+        rtg_j_set(j, "fallback", rtg_j_bool(t->sched.fallback));
+        rtg_j_set(j, "nvcsw", rtg_j_int((int64_t)t->nvcsw));
+        rtg_j_set(j, "nivcsw", rtg_j_int((int64_t)t->nivcsw));
+    }
+    rtg_j_set(res->env, "run_start_ns", rtg_j_int(run->start_ns));
+    rtg_j_set(res->env, "run_end_ns", rtg_j_int(run->end_ns));
+}

@@ -1,0 +1,230 @@
+/* rt: scheduling policy, priority, affinity, memory locking, stack prefault,
+ * /dev/cpu_dma_latency and the system facts of the env block. See rt.h. */
+#include "rt.h"
+
+#include <alloca.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+int rtg_policy_parse(const char *name, rtg_policy *p)
+{
+    if (strcmp(name, "other") == 0)
+        *p = RTG_POL_OTHER;
+    else if (strcmp(name, "fifo") == 0)
+        *p = RTG_POL_FIFO;
+    else if (strcmp(name, "rr") == 0)
+        *p = RTG_POL_RR;
+    else
+        return -1;
+    return 0;
+}
+
+const char *rtg_policy_name(rtg_policy p)
+{
+    switch (p) {
+    case RTG_POL_FIFO: return "fifo";
+    case RTG_POL_RR: return "rr";
+    default: return "other";
+    }
+}
+
+static int os_policy(rtg_policy p)
+{
+    return p == RTG_POL_FIFO ? SCHED_FIFO : p == RTG_POL_RR ? SCHED_RR : SCHED_OTHER;
+}
+
+static void set_other(rtg_sched *s)
+{
+    struct sched_param sp = {.sched_priority = 0};
+    pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+    s->policy = RTG_POL_OTHER;
+    s->priority = 0;
+}
+
+int rtg_sched_apply(rtg_sched *s, rtg_policy p, int prio, bool allow_fallback,
+                    char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->asked = p;
+    if (p == RTG_POL_OTHER) {
+        set_other(s);
+        return 0;
+    }
+    struct sched_param sp = {.sched_priority = prio};
+    int rc = pthread_setschedparam(pthread_self(), os_policy(p), &sp);
+    if (rc == 0) {
+        s->policy = p;
+        s->priority = prio;
+        return 0;
+    }
+    if (rc == EPERM) {
+        struct rlimit rl = {0, 0};
+        getrlimit(RLIMIT_RTPRIO, &rl);
+        snprintf(s->why, sizeof s->why,
+                 "SCHED_%s priority %d was refused: no CAP_SYS_NICE and RLIMIT_RTPRIO is %lld",
+                 p == RTG_POL_FIFO ? "FIFO" : "RR", prio, (long long)rl.rlim_cur);
+    } else {
+        snprintf(s->why, sizeof s->why, "SCHED_%s priority %d failed: %s",
+                 p == RTG_POL_FIFO ? "FIFO" : "RR", prio, strerror(rc));
+    }
+    if (allow_fallback) {
+        set_other(s);
+        s->fallback = true;
+        return 0;
+    }
+    snprintf(err, errlen,
+             "%s; run as root, or grant CAP_SYS_NICE or an rtprio limit of at least %d "
+             "(ulimit -r / limits.conf), or pass --allow-fallback to measure as other.",
+             s->why, prio);
+    return -1;
+}
+
+int rtg_pin_cpu(int cpu, char *err, size_t errlen)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    if (rc != 0) {
+        snprintf(err, errlen, "could not pin a thread to CPU %d (%s); choose a CPU this process may use.",
+                 cpu, strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+int rtg_allowed_cpus(int *cpus, int max)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return 0;
+    int n = 0;
+    for (int c = 0; c < CPU_SETSIZE && n < max; c++)
+        if (CPU_ISSET(c, &set))
+            cpus[n++] = c;
+    return n;
+}
+
+int rtg_lock_memory(void)
+{
+    return mlockall(MCL_CURRENT | MCL_FUTURE);
+}
+
+/* noinline + volatile writes: the compiler must not drop the touch of the stack. */
+__attribute__((noinline)) void rtg_prefault_stack(size_t size)
+{
+    volatile unsigned char *buf = alloca(size);
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        page = 4096;
+    for (size_t i = 0; i < size; i += (size_t)page)
+        buf[i] = 0;
+}
+
+int rtg_dma_latency_hold(char *why, size_t whylen)
+{
+    int fd = open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, whylen, "unavailable: cannot open /dev/cpu_dma_latency (%s)", strerror(errno));
+        return -1;
+    }
+    int32_t zero = 0;
+    if (write(fd, &zero, sizeof zero) != (ssize_t)sizeof zero) {
+        snprintf(why, whylen, "unavailable: cannot write /dev/cpu_dma_latency (%s)", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    snprintf(why, whylen, "held at 0");
+    return fd;
+}
+
+void rtg_dma_latency_release(int fd)
+{
+    if (fd >= 0)
+        close(fd);
+}
+
+/* First line of a small file, without the newline; false when unreadable. */
+static bool read_line(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    bool ok = fgets(buf, (int)len, f) != NULL;
+    fclose(f);
+    if (ok)
+        buf[strcspn(buf, "\n")] = '\0';
+    return ok;
+}
+
+static void set_file_int(rtg_json *env, const char *key, const char *path)
+{
+    char buf[64];
+    if (read_line(path, buf, sizeof buf))
+        rtg_j_set(env, key, rtg_j_int(strtoll(buf, NULL, 10)));
+    else
+        rtg_j_set(env, key, rtg_j_null());
+}
+
+/* The preemption model: the debugfs knob of PREEMPT_DYNAMIC kernels shows the
+ * active mode as "none voluntary (full)"; without it, the build string of
+ * uname -v names the configured model. */
+static void set_preempt(rtg_json *env, const struct utsname *u)
+{
+    char buf[128];
+    const char *model;
+    if (strstr(u->version, "PREEMPT_RT"))
+        model = "PREEMPT_RT";
+    else if (strstr(u->version, "PREEMPT_DYNAMIC"))
+        model = "PREEMPT_DYNAMIC";
+    else if (strstr(u->version, "PREEMPT"))
+        model = "PREEMPT";
+    else
+        model = "none or voluntary";
+    rtg_j_set(env, "preempt_model", rtg_j_str(model));
+    if (read_line("/sys/kernel/debug/sched/preempt", buf, sizeof buf)) {
+        char *open = strchr(buf, '('), *close = open ? strchr(open, ')') : NULL;
+        if (open && close) {
+            *close = '\0';
+            rtg_j_set(env, "preempt_mode", rtg_j_str(open + 1));
+        }
+    } else {
+        rtg_j_set(env, "preempt_mode", rtg_j_null());
+    }
+}
+
+void rtg_env_system(rtg_json *env)
+{
+    struct utsname u;
+    if (uname(&u) == 0) {
+        rtg_j_set(env, "kernel", rtg_j_str(u.release));
+        rtg_j_set(env, "kernel_version", rtg_j_str(u.version));
+        rtg_j_set(env, "machine", rtg_j_str(u.machine));
+        rtg_j_set(env, "hostname", rtg_j_str(u.nodename));
+        set_preempt(env, &u);
+    }
+    char buf[128];
+    rtg_j_set(env, "realtime_kernel",
+              rtg_j_bool(read_line("/sys/kernel/realtime", buf, sizeof buf) && buf[0] == '1'));
+    set_file_int(env, "sched_rt_runtime_us", "/proc/sys/kernel/sched_rt_runtime_us");
+    set_file_int(env, "sched_rt_period_us", "/proc/sys/kernel/sched_rt_period_us");
+    if (read_line("/sys/devices/system/clocksource/clocksource0/current_clocksource", buf, sizeof buf))
+        rtg_j_set(env, "clocksource", rtg_j_str(buf));
+    else
+        rtg_j_set(env, "clocksource", rtg_j_null());
+    rtg_j_set(env, "online_cpus", rtg_j_int(sysconf(_SC_NPROCESSORS_ONLN)));
+    rtg_j_set(env, "configured_cpus", rtg_j_int(sysconf(_SC_NPROCESSORS_CONF)));
+    rtg_j_set(env, "uid", rtg_j_int((int64_t)geteuid()));
+    rtg_j_set(env, "page_size", rtg_j_int(sysconf(_SC_PAGESIZE)));
+}

@@ -1,0 +1,143 @@
+/* latency: the cyclictest-class measurement. One measuring thread per CPU (or
+ * --threads N pinned round-robin), each waking every --interval-us at absolute
+ * deadlines with an empty payload; Ti is the wake-up latency. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+#include "periodic.h"
+#include "rt.h"
+#include "test.h"
+
+static const rtg_opt latency_opts[] = {
+    {"interval-us", RTG_OPT_INT, "1000", 50, 1000000, NULL, "wake-up period in microseconds"},
+    {"duration-s", RTG_OPT_NUM, "10", 0.01, 31536000, NULL,
+     "how long to measure, in seconds (ignored when --cycles is given)"},
+    {"cycles", RTG_OPT_INT, NULL, 1, 1e12, NULL, "cycles per thread; wins over --duration-s"},
+    {"threads", RTG_OPT_INT, NULL, 1, 1024, NULL,
+     "measuring threads (default: one per CPU of --cpus or per allowed CPU), pinned round-robin"},
+    {"clock", RTG_OPT_ENUM, "monotonic", 0, 0, "monotonic|tsc",
+     "clock for the timestamps (tsc: invariant TSC calibrated against CLOCK_MONOTONIC)"},
+    {"histogram", RTG_OPT_INT, NULL, 1, 1000000, NULL,
+     "add a linear 1 us histogram of Ti up to MAX_US (like cyclictest -h)"},
+    {"samples", RTG_OPT_STR, NULL, 0, 0, NULL, "write every cycle to FILE (docs/samples.md)"},
+    {"samples-format", RTG_OPT_ENUM, "csv", 0, 0, "csv|binary", "format of --samples"},
+    {"window-s", RTG_OPT_NUM, "1", 0.001, 3600, NULL, "window of the ti_window_max series, in seconds"},
+    {"max-latency-us", RTG_OPT_INT, NULL, 1, 1e9, NULL,
+     "fail the run (exit 3, verdict max_latency) when any wake-up is later than LIMIT us"},
+    {"break", RTG_OPT_FLAG, NULL, 0, 0, NULL,
+     "with --max-latency-us: stop at the first wake-up above the limit (like cyclictest -b)"},
+    {"start-delay-ms", RTG_OPT_INT, "100", 0, 60000, NULL,
+     "first deadline this long after the threads are ready"},
+    {"start-at-ns", RTG_OPT_INT, NULL, 1, 9.2e18, NULL,
+     "first deadline at this CLOCK_MONOTONIC instant (aligns a run with another process)"},
+    {0},
+};
+
+/* CPUs of the measuring threads: thread i on cpus[i % ncpus]. */
+static int assign_cpus(const rtg_opts *o, rtg_periodic_cfg *cfg)
+{
+    static int cpus[RTG_MAX_CPUS];
+    int ncpus = rtg_opt_given(o, "cpus") ? rtg_opt_cpus(o, "cpus", cpus, RTG_MAX_CPUS)
+                                         : rtg_allowed_cpus(cpus, RTG_MAX_CPUS);
+    if (ncpus < 1)
+        return -1;
+    cfg->nthreads = rtg_opt_given(o, "threads") ? (int)rtg_opt_int(o, "threads") : ncpus;
+    for (int i = 0; i < cfg->nthreads; i++)
+        cfg->cpus[i] = cpus[i % ncpus];
+    return 0;
+}
+
+static FILE *open_samples(const rtg_opts *o, rtg_periodic_cfg *cfg, rtg_result *res, int *status)
+{
+    const char *path = rtg_opt_str(o, "samples");
+    *status = RTG_EXIT_OK;
+    if (!path)
+        return NULL;
+    cfg->samples_binary = strcmp(rtg_opt_str(o, "samples-format"), "binary") == 0;
+    FILE *f = fopen(path, cfg->samples_binary ? "wb" : "w");
+    if (!f)
+        *status = rtg_fail(res, RTG_EXIT_FAIL, "cannot write --samples %s (%s); choose a writable file.",
+                           path, strerror(errno));
+    return f;
+}
+
+static int latency_run(const rtg_opts *o, rtg_result *res)
+{
+    static rtg_periodic_cfg cfg;   /* large (cpu table); not on the stack */
+    char err[512];
+    memset(&cfg, 0, sizeof cfg);
+    if (assign_cpus(o, &cfg) != 0)
+        return rtg_fail(res, RTG_EXIT_FAIL, "no CPU is available to this process; check its affinity.");
+    rtg_policy_parse(rtg_opt_str(o, "policy"), &cfg.policy);
+    cfg.priority = (int)rtg_opt_int(o, "priority");
+    cfg.allow_fallback = rtg_opt_flag(o, "allow-fallback");
+    cfg.period_ns = rtg_opt_int(o, "interval-us") * 1000;
+    cfg.start_delay_ns = rtg_opt_int(o, "start-delay-ms") * 1000000;
+    if (rtg_opt_given(o, "start-at-ns")) {
+        cfg.start_at_ns = rtg_opt_int(o, "start-at-ns");
+        if (cfg.start_at_ns < rtg_mono_ns() + 10000000)
+            return rtg_fail(res, RTG_EXIT_USAGE,
+                            "--start-at-ns %lld is not at least 10 ms in the future (now is %lld); give a later instant.",
+                            (long long)cfg.start_at_ns, (long long)rtg_mono_ns());
+    }
+    if (rtg_opt_given(o, "cycles"))
+        cfg.cycles = (uint64_t)rtg_opt_int(o, "cycles");
+    else
+        cfg.duration_ns = (int64_t)(rtg_opt_num(o, "duration-s") * 1e9);
+    rtg_clock_id cid;
+    rtg_clock_parse(rtg_opt_str(o, "clock"), &cid);
+    if (rtg_clock_init(&cfg.clock, cid, err, sizeof err) != 0)
+        return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    cfg.window_ns = (int64_t)(rtg_opt_num(o, "window-s") * 1e9);
+    if (rtg_opt_given(o, "histogram")) {
+        cfg.lin_bucket_ns = 1000;
+        cfg.lin_buckets = (size_t)rtg_opt_int(o, "histogram");
+    }
+    bool limited = rtg_opt_given(o, "max-latency-us");
+    int64_t limit_ns = limited ? rtg_opt_int(o, "max-latency-us") * 1000 : 0;
+    if (limited && rtg_opt_flag(o, "break"))
+        cfg.stop_above_ns = limit_ns;
+    int status;
+    cfg.samples = open_samples(o, &cfg, res, &status);
+    if (status != RTG_EXIT_OK)
+        return status;
+
+    rtg_periodic_run run;
+    int rc = rtg_periodic(&cfg, &run, err, sizeof err);
+    if (cfg.samples)
+        fclose(cfg.samples);
+    if (rc != 0)
+        return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    rtg_periodic_report(&run, res);
+    rtg_json *jc = rtg_j_set(res->env, "cpus", rtg_j_arr());
+    for (int i = 0; i < cfg.nthreads; i++) {
+        bool seen = false;
+        for (int k = 0; k < i; k++)
+            seen = seen || cfg.cpus[k] == cfg.cpus[i];
+        if (!seen)
+            rtg_j_push(jc, rtg_j_int(cfg.cpus[i]));
+    }
+    status = RTG_EXIT_OK;
+    if (limited) {
+        bool pass = run.all.ti.count > 0 ? run.all.ti.max <= limit_ns : true;
+        rtg_verdict(res, "max_latency", pass,
+                    "max wake-up latency %.1f us %s the limit %lld us%s",
+                    run.all.ti.count ? (double)run.all.ti.max / 1000.0 : 0.0,
+                    pass ? "is within" : "exceeds", (long long)(limit_ns / 1000),
+                    run.stopped_above ? " (run stopped at the first breach)" : "");
+        if (!pass)
+            status = RTG_EXIT_VERDICT;
+    }
+    rtg_periodic_free(&run);
+    return status;
+}
+
+const rtg_test rtg_test_latency = {
+    .name = "latency",
+    .help = "wake-up latency of periodic threads at absolute deadlines (cyclictest-class)",
+    .opts = latency_opts,
+    .flags = RTG_TEST_RT,
+    .run = latency_run,
+};

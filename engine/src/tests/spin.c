@@ -1,0 +1,198 @@
+/* spin: a disturbance with ground truth. A thread pinned to --cpu at
+ * --policy/--priority busy-spins --busy-us every --period-us (absolute
+ * deadlines) and records the exact CLOCK_MONOTONIC start and end of every busy
+ * period, printed as "events": [[start_ns, end_ns], ...]. A latency run on the
+ * same CPU at a lower priority must show each one; it also serves as a load. */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "rt.h"
+#include "samples.h"
+#include "test.h"
+
+static const rtg_opt spin_opts[] = {
+    {"cpu", RTG_OPT_INT, "0", 0, RTG_MAX_CPUS - 1, NULL, "CPU the spinning thread is pinned to"},
+    {"priority", RTG_OPT_INT, "90", 1, 99, NULL,
+     "real-time priority of the spinning thread (ignored for other)"},
+    {"busy-us", RTG_OPT_INT, "1000", 1, 1000000, NULL,
+     "busy time per period in microseconds (at most half of --period-us)"},
+    {"period-us", RTG_OPT_INT, "100000", 2, 10000000, NULL, "period of the busy bursts in microseconds"},
+    {"duration-s", RTG_OPT_NUM, "5", 0.01, 3600, NULL, "how long to run, in seconds"},
+    {"start-delay-ms", RTG_OPT_INT, "100", 0, 60000, NULL,
+     "first busy period this long after the thread is ready"},
+    {"start-at-ns", RTG_OPT_INT, NULL, 1, 9.2e18, NULL,
+     "first busy period at this CLOCK_MONOTONIC instant (aligns with another process)"},
+    {0},
+};
+
+typedef struct {
+    int cpu;
+    rtg_policy policy;
+    int priority;
+    bool allow_fallback;
+    int64_t busy_ns, period_ns, duration_ns, start_ns;
+    int64_t (*events)[2];     /* preallocated, touched */
+    size_t cap, count;
+    rtg_sched sched;
+    int tid;
+    uint64_t nvcsw, nivcsw;
+    char err[512];
+    bool failed;
+} spinner;
+
+/* Busy from s until at least busy_ns later; bounded by construction. */
+static void busy_period(const spinner *sp, int64_t *start, int64_t *end)
+{
+    int64_t s = rtg_mono_ns(), e = s;
+    while (e - s < sp->busy_ns)
+        e = rtg_mono_ns();
+    *start = s;
+    *end = e;
+}
+
+static void *spin_main(void *p)
+{
+    spinner *sp = p;
+    sp->tid = (int)syscall(SYS_gettid);
+    if (rtg_pin_cpu(sp->cpu, sp->err, sizeof sp->err) != 0 ||
+        rtg_sched_apply(&sp->sched, sp->policy, sp->priority, sp->allow_fallback, sp->err,
+                        sizeof sp->err) != 0) {
+        sp->failed = true;
+        return NULL;
+    }
+    rtg_prefault_stack(64 * 1024);
+    int64_t end = sp->start_ns + sp->duration_ns;
+    int64_t d = sp->start_ns;
+    for (size_t k = 0; k < sp->cap && d < end && !rtg_stop; k++, d += sp->period_ns) {
+        struct timespec ts = rtg_ns_timespec(d);
+        int rc;
+        while ((rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR && !rtg_stop)
+            ;
+        if (rc != 0)
+            break;
+        busy_period(sp, &sp->events[k][0], &sp->events[k][1]);
+        sp->count = k + 1;
+    }
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+        sp->nvcsw = (uint64_t)ru.ru_nvcsw;
+        sp->nivcsw = (uint64_t)ru.ru_nivcsw;
+    }
+    return NULL;
+}
+
+static int run_spinner(spinner *sp, rtg_result *res)
+{
+    pthread_attr_t a;
+    struct sched_param prm = {.sched_priority = 0};
+    pthread_attr_init(&a);
+    pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
+    pthread_attr_setschedpolicy(&a, SCHED_OTHER);
+    pthread_attr_setschedparam(&a, &prm);
+    sigset_t s, old;
+    sigemptyset(&s);
+    sigaddset(&s, SIGINT);
+    sigaddset(&s, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &s, &old);   /* the main thread takes the stop signals */
+    pthread_t th;
+    int rc = pthread_create(&th, &a, spin_main, sp);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&a);
+    if (rc != 0)
+        return rtg_fail(res, RTG_EXIT_FAIL, "could not start the spinning thread (%s).", strerror(rc));
+    pthread_join(th, NULL);
+    if (sp->failed)
+        return rtg_fail(res, RTG_EXIT_FAIL, "%s", sp->err);
+    return RTG_EXIT_OK;
+}
+
+static void report(const spinner *sp, rtg_result *res)
+{
+    rtg_dist busy;
+    rtg_json *ev = rtg_j_set(res->extra, "events", rtg_j_arr());
+    bool have = rtg_dist_init(&busy, 0, 0) == 0;
+    for (size_t k = 0; k < sp->count; k++) {
+        rtg_json *pair = rtg_j_push(ev, rtg_j_arr());
+        rtg_j_push(pair, rtg_j_int(sp->events[k][0]));
+        rtg_j_push(pair, rtg_j_int(sp->events[k][1]));
+        if (have)
+            rtg_dist_add(&busy, sp->events[k][1] - sp->events[k][0]);
+    }
+    if (have) {
+        rtg_j_set(res->metrics, "busy", rtg_j_dist(&busy, "ns"));
+        rtg_dist_free(&busy);
+    }
+    rtg_j_set(res->metrics, "count", rtg_j_scalar_int((int64_t)sp->count, "count"));
+    rtg_json *cpus = rtg_j_set(res->env, "cpus", rtg_j_arr());
+    rtg_j_push(cpus, rtg_j_int(sp->cpu));
+    rtg_json *threads = rtg_j_set(res->env, "threads", rtg_j_arr());
+    rtg_json *t = rtg_j_push(threads, rtg_j_obj());
+    rtg_j_set(t, "index", rtg_j_int(0));
+    rtg_j_set(t, "cpu", rtg_j_int(sp->cpu));
+    rtg_j_set(t, "tid", rtg_j_int(sp->tid));
+    rtg_j_set(t, "policy", rtg_j_str(rtg_policy_name(sp->sched.policy)));
+    rtg_j_set(t, "priority", rtg_j_int(sp->sched.priority));
+    rtg_j_set(t, "fallback", rtg_j_bool(sp->sched.fallback));
+    rtg_j_set(t, "nvcsw", rtg_j_int((int64_t)sp->nvcsw));
+    rtg_j_set(t, "nivcsw", rtg_j_int((int64_t)sp->nivcsw));
+    rtg_j_set(res->env, "run_start_ns", rtg_j_int(sp->start_ns));
+}
+
+static int spin_run(const rtg_opts *o, rtg_result *res)
+{
+    spinner sp;
+    memset(&sp, 0, sizeof sp);
+    sp.busy_ns = rtg_opt_int(o, "busy-us") * 1000;
+    sp.period_ns = rtg_opt_int(o, "period-us") * 1000;
+    if (2 * sp.busy_ns > sp.period_ns)
+        return rtg_fail(res, RTG_EXIT_USAGE,
+                        "--busy-us %lld is more than half of --period-us %lld; keep the busy time at most 50%% of the period so the CPU is never hogged.",
+                        (long long)(sp.busy_ns / 1000), (long long)(sp.period_ns / 1000));
+    int cpus[1];
+    char what[64], err[512];
+    snprintf(what, sizeof what, "%lld", (long long)rtg_opt_int(o, "cpu"));
+    if (rtg_cpu_list_parse(what, "--cpu", cpus, 1, err, sizeof err) < 0)
+        return rtg_fail(res, RTG_EXIT_USAGE, "%s", err);
+    sp.cpu = cpus[0];
+    rtg_policy_parse(rtg_opt_str(o, "policy"), &sp.policy);
+    sp.priority = (int)rtg_opt_int(o, "priority");
+    sp.allow_fallback = rtg_opt_flag(o, "allow-fallback");
+    sp.duration_ns = (int64_t)(rtg_opt_num(o, "duration-s") * 1e9);
+    sp.cap = (size_t)(sp.duration_ns / sp.period_ns) + 2;
+    sp.events = calloc(sp.cap, sizeof *sp.events);   /* calloc + mlockall: touched */
+    if (!sp.events)
+        return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %zu events; shorten --duration-s.", sp.cap);
+    memset(sp.events, 0, sp.cap * sizeof *sp.events);
+    if (rtg_opt_given(o, "start-at-ns")) {
+        sp.start_ns = rtg_opt_int(o, "start-at-ns");
+        if (sp.start_ns < rtg_mono_ns() + 10000000) {
+            free(sp.events);
+            return rtg_fail(res, RTG_EXIT_USAGE,
+                            "--start-at-ns %lld is not at least 10 ms in the future (now is %lld); give a later instant.",
+                            (long long)sp.start_ns, (long long)rtg_mono_ns());
+        }
+    } else {
+        sp.start_ns = rtg_mono_ns() + rtg_opt_int(o, "start-delay-ms") * 1000000;
+    }
+    int status = run_spinner(&sp, res);
+    if (status == RTG_EXIT_OK)
+        report(&sp, res);
+    free(sp.events);
+    return status;
+}
+
+const rtg_test rtg_test_spin = {
+    .name = "spin",
+    .help = "disturbance with ground truth: busy-spin X us every Y us on one CPU, recording each burst",
+    .opts = spin_opts,
+    .flags = RTG_TEST_RT | RTG_TEST_NO_CPUS,
+    .run = spin_run,
+};

@@ -1,0 +1,5 @@
+import sys
+
+from rtgauge.cli import main
+
+sys.exit(main())

@@ -1,0 +1,52 @@
+"""The rtgauge command line: one module a subcommand, each with register()."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rtgauge import __version__
+from rtgauge.errors import UserError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from rtgauge.cli import doctor, engine, run, show
+
+    parser = argparse.ArgumentParser(
+        prog="rtgauge",
+        description="Measure whether this system can carry a real-time job, store the "
+        "result and compare it with other systems and the published figures.",
+    )
+    parser.add_argument("--version", action="version", version=f"rtgauge {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in (run, show, doctor, engine):
+        module.register(sub)
+    return parser
+
+
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    # `rtgauge engine ...` passes everything after it to the engine untouched.
+    if argv[:1] == ["engine"]:
+        from rtgauge.cli.engine import passthrough
+
+        return passthrough(argv[1:])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UserError as e:
+        print(f"rtgauge: {e}", file=sys.stderr)
+        return e.exit_status
+    except KeyboardInterrupt:
+        print("rtgauge: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""`rtgauge doctor`: what on this machine stands between it and real-time, and what to change."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from rtgauge.errors import UserError
+
+VERDICT_STYLE = {"ok": "green", "info": "cyan", "warn": "yellow", "bad": "bold red"}
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "doctor",
+        help="check this system for what spoils real-time measurements, and how to fix it",
+        description="Check privileges, RT throttling, governor, SMT, isolated CPUs, idle states, "
+        "preemption model, clocksource, swap, THP, irqbalance and tracer availability; "
+        "each gets a verdict (ok/info/warn/bad) and what to change. Exit status 0: it is advice.",
+    )
+    p.add_argument("--json", action="store_true", help='print {"facts": ..., "checks": [...]} as JSON')
+    p.add_argument("--strict", action="store_true", help="exit with status 1 when a check is bad")
+    p.add_argument(
+        "--root", default="/", metavar="DIR",
+        help="read /proc, /sys and /etc under DIR instead of / (a copied or fake tree)",
+    )
+    p.set_defaults(func=doctor)
+
+
+def doctor(args: argparse.Namespace) -> int:
+    from rtgauge.sysinfo import collect_facts, run_doctor
+    from rtgauge.sysinfo.checks import count_verdicts
+
+    if not os.path.isdir(os.path.join(args.root, "proc")):
+        raise UserError(f"--root {args.root} has no proc directory; give the root of a system tree (default /).")
+    facts = collect_facts(args.root)
+    checks = run_doctor(facts)
+    if args.json:
+        print(json.dumps({"facts": facts, "checks": checks}, indent=2, ensure_ascii=False))
+    else:
+        print_table(facts, checks)
+    return 1 if args.strict and count_verdicts(checks)["bad"] else 0
+
+
+def print_table(facts: dict, checks: list[dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from rtgauge.sysinfo.checks import count_verdicts
+
+    console = Console()
+    title = (
+        f"{facts.get('hostname') or '?'}: Linux {facts.get('kernel_release') or '?'}, "
+        f"{facts.get('cpus')} CPUs, {facts.get('cpu_model') or 'unknown CPU'}"
+    )
+    table = Table(title=title, show_lines=True)
+    table.add_column("check", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    # fold, never truncate: advice lines carry commands the user copies.
+    table.add_column("value", ratio=2, overflow="fold")
+    table.add_column("advice", ratio=3, overflow="fold")
+    for c in checks:
+        style = VERDICT_STYLE.get(c["status"], "")
+        # Advice holds shell commands with [brackets]; keep rich from reading them as markup.
+        table.add_row(c["name"], f"[{style}]{c['status']}[/]", escape(c["value"]), escape(c["advice"]))
+    console.print(table)
+    counts = count_verdicts(checks)
+    console.print(
+        f"[bold red]{counts['bad']} bad[/], [yellow]{counts['warn']} warn[/], "
+        f"{counts['info']} info, {counts['ok']} ok"
+        + ("" if counts["bad"] or counts["warn"] else ": nothing stands in the way")
+    )
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)

@@ -1,0 +1,204 @@
+"""`rtgauge show [RUN]`: the runs in the results store, or one run in detail."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from rtgauge.errors import UserError
+from rtgauge.store import open_store
+from rtgauge.store.urls import display_url, normalise_url, sqlite_file
+
+PERIODIC_STATS = ("min", "avg", "p99", "max")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "show", help="list the stored runs, or show one",
+        description="Without RUN, list the runs in the results database; with RUN (an id or "
+        "'latest'), show that run's system, doctor warnings and measurements.")
+    p.add_argument("run", nargs="?", metavar="RUN", help="a run id, or 'latest'")
+    p.add_argument("--db", metavar="URL", default=None,
+                   help="results database: a file path, sqlite:///PATH or postgresql://USER@HOST/DB "
+                   "(default: $XDG_DATA_HOME/rtgauge/rtgauge.db)")
+    p.add_argument("--json", action="store_true", help="print the data as JSON instead of tables")
+    p.set_defaults(func=show)
+
+
+def parse_run_argument(text: str | None) -> int | str | None:
+    if text is None or text == "latest":
+        return text
+    try:
+        run_id = int(text)
+    except ValueError:
+        run_id = 0
+    if run_id <= 0:
+        raise UserError(f"'{text}' is not a run; give a run id such as 3, or 'latest'; "
+                        "`rtgauge show` lists the runs.")
+    return run_id
+
+
+def show(args: argparse.Namespace) -> int:
+    wanted = parse_run_argument(args.run)
+    url = normalise_url(args.db)
+    path = sqlite_file(url)
+    # Looking must not create an empty database file as a side effect.
+    if path is not None and not path.exists():
+        return say_no_runs(display_url(url), args.json, wanted)
+    with open_store(args.db) as store:
+        if wanted is None:
+            runs = store.list_runs()
+            if not runs:
+                return say_no_runs(store.url, args.json, wanted)
+            if args.json:
+                print_json(runs)
+            else:
+                print_run_list(runs, store.url)
+            return 0
+        run_id = store.latest_run_id() if wanted == "latest" else wanted
+        run = None if run_id is None else store.get_run(run_id)
+        if run is None:
+            if run_id is None:
+                return say_no_runs(store.url, args.json, wanted)
+            raise UserError(f"no run {run_id} in {store.url}; `rtgauge show` lists the runs.")
+        if args.json:
+            print_json(run)
+        else:
+            print_run(run)
+        return 0
+
+
+def say_no_runs(where: str, as_json: bool, wanted) -> int:
+    if wanted not in (None, "latest"):
+        raise UserError(f"no run {wanted} in {where}; it has no runs yet, `rtgauge run` makes one.")
+    if as_json:
+        print_json([] if wanted is None else None)
+    else:
+        print(f"There are no runs in {where} yet; `rtgauge run` measures this machine and stores one.")
+    return 0
+
+
+def print_json(data) -> None:
+    json.dump(data, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def console() -> Console:
+    # Wide enough for the measurement table when piped (no terminal to ask).
+    return Console(width=None if sys.stdout.isatty() else 140, highlight=False)
+
+
+def when(iso: str | None) -> str:
+    """A stored UTC timestamp as local time, to the second."""
+    if not iso:
+        return "-"
+    try:
+        return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return iso
+
+
+def elapsed(start: str | None, end: str | None) -> str:
+    try:
+        seconds = (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    except (TypeError, ValueError):
+        return ""
+    minutes, seconds = divmod(int(round(seconds)), 60)
+    return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
+
+
+STATUS_STYLE = {"complete": "green", "running": "yellow", "interrupted": "yellow", "failed": "red"}
+
+
+def styled_status(status: str) -> str:
+    return f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]"
+
+
+def print_run_list(runs: list[dict], where: str) -> None:
+    table = Table(title=f"Runs in {where}", title_justify="left")
+    for column in ("run", "started", "status", "profile", "host", "kernel"):
+        table.add_column(column)
+    table.add_column("measurements", justify="right")
+    for run in runs:
+        table.add_row(str(run["id"]), when(run["started_at"]), styled_status(run["status"]),
+                      escape(run["profile"]), escape(run["hostname"]), escape(run["kernel_release"]),
+                      str(run["measurements"]))
+    console().print(table)
+
+
+def system_line(system: dict) -> str:
+    parts = [system.get("hostname") or "?"]
+    kernel = " ".join(str(system[k]) for k in ("kernel_release", "arch") if system.get(k))
+    if kernel:
+        parts.append(kernel)
+    if system.get("preempt_model"):
+        parts.append(f"preempt {system['preempt_model']}")
+    cpu = system.get("cpu_model") or ""
+    if system.get("cpus"):
+        cpu = f"{system['cpus']} × {cpu}" if cpu else f"{system['cpus']} CPUs"
+    if cpu:
+        parts.append(cpu)
+    return " · ".join(parts)
+
+
+def microseconds(ns) -> str:
+    return "-" if not isinstance(ns, (int, float)) else f"{ns / 1000:.1f}"
+
+
+def scalar(metrics: dict, name: str) -> str:
+    value = metrics.get(name, {}).get("value")
+    return "-" if value is None else str(value)
+
+
+def outcome(m: dict) -> str:
+    if not m["ok"]:
+        return "[red]failed[/]"
+    return "[yellow]interrupted[/]" if m["interrupted"] else "[green]ok[/]"
+
+
+def verdict_summary(verdicts: dict) -> str:
+    return ", ".join(f"{escape(name)} {'[green]pass[/]' if v['pass'] else '[red]FAIL[/]'}"
+                     for name, v in verdicts.items())
+
+
+def print_run(run: dict) -> None:
+    out = console()
+    duration = elapsed(run["started_at"], run["finished_at"])
+    out.print(f"[bold]Run {run['id']}[/] · {styled_status(run['status'])} · profile {escape(run['profile'])} · "
+              f"started {when(run['started_at'])}" + (f" · took {duration}" if duration else ""))
+    if run.get("note"):
+        out.print(f"  note: {run['note']}", markup=False)
+    out.print(f"System: {system_line(run['system'] or {'hostname': run['hostname']})}", markup=False)
+    warnings = [d for d in run["doctor"] if d.get("status") != "ok"]
+    if warnings:
+        out.print("Doctor:")
+        for d in warnings:
+            advice = f" — {d['advice']}" if d.get("advice") else ""
+            out.print(f"  {d.get('status', '?')}: {d.get('name', '?')} = {d.get('value', '')}{advice}",
+                      markup=False)
+    if not run["measurements"]:
+        out.print("No measurements were stored in this run.")
+        return
+    table = Table(title="Measurements (wake-up latency ti in µs)", title_justify="left")
+    for column in ("name", "tool", "condition", "result"):
+        table.add_column(column)
+    for stat in PERIODIC_STATS:
+        table.add_column(f"ti {stat}", justify="right")
+    table.add_column("misses", justify="right")
+    table.add_column("verdicts")
+    for m in run["measurements"]:
+        ti = m["metrics"].get("ti", {})
+        tool = f"{m['tool']} (ref)" if m["reference"] else m["tool"]
+        table.add_row(escape(m["name"]), escape(tool), escape(m["condition"]), outcome(m),
+                      *(microseconds(ti.get(stat)) for stat in PERIODIC_STATS),
+                      scalar(m["metrics"], "misses"), verdict_summary(m["verdicts"]))
+    out.print(table)
+    for m in run["measurements"]:
+        if m["error"]:
+            out.print(f"{m['name']}: {m['error']}", markup=False)

@@ -1,0 +1,123 @@
+"""Profiles: TOML files naming the jobs of a run (test, options, load conditions).
+
+    name = "quick"                       # shown in `rtgauge show`
+    description = "..."
+    [settings]
+    warmup_s = 1.0                       # let a load settle before measuring
+    [[jobs]]
+    name = "latency"                     # unique within the profile
+    test = "latency"                     # an engine test (rtgauge engine --list)
+    conditions = ["idle", "cpu"]         # load conditions (rtgauge.loads)
+    cross_check = ["cyclictest"]         # also run the field's tool on the same settings
+    [jobs.options]                       # engine options, as on its command line
+    interval-us = 1000
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from rtgauge.errors import UserError
+
+BUILTIN = ("quick", "standard")
+CROSS_CHECKS = ("cyclictest",)
+_TOP_KEYS = {"name", "description", "settings", "jobs"}
+_JOB_KEYS = {"name", "test", "conditions", "cross_check", "options"}
+_SETTING_KEYS = {"warmup_s"}
+
+
+@dataclass
+class JobSpec:
+    name: str
+    test: str
+    conditions: list[str]
+    cross_check: list[str] = field(default_factory=list)
+    options: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class Profile:
+    name: str
+    description: str
+    source: str            # the TOML text, stored with the run
+    origin: str            # "builtin:quick" or the file path
+    warmup_s: float
+    jobs: list[JobSpec]
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """A built-in profile by name, or a TOML file by path."""
+    if name_or_path in BUILTIN:
+        text = resources.files("rtgauge.profiles").joinpath(f"{name_or_path}.toml").read_text()
+        return parse_profile(text, f"builtin:{name_or_path}")
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise UserError(f"profile {name_or_path!r} is neither a built-in profile "
+                        f"({', '.join(BUILTIN)}) nor a readable TOML file; give one of those.")
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise UserError(f"cannot read profile {path}: {e.strerror}; check the path and permissions.")
+    return parse_profile(text, str(path))
+
+
+def parse_profile(text: str, origin: str) -> Profile:
+    from rtgauge.loads import CONDITIONS
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"profile {origin} is not valid TOML ({e}); fix the file.")
+    _reject_unknown(data, _TOP_KEYS, f"profile {origin}")
+    settings = data.get("settings", {})
+    _expect(isinstance(settings, dict), f"profile {origin}: [settings] must be a table.")
+    _reject_unknown(settings, _SETTING_KEYS, f"profile {origin} [settings]")
+    warmup = settings.get("warmup_s", 1.0)
+    _expect(isinstance(warmup, (int, float)) and 0 <= warmup <= 600,
+            f"profile {origin}: settings.warmup_s must be a number of seconds from 0 to 600.")
+    jobs_raw = data.get("jobs")
+    _expect(isinstance(jobs_raw, list) and jobs_raw,
+            f"profile {origin} has no [[jobs]]; add at least one job with a test and conditions.")
+    jobs, seen = [], set()
+    for i, raw in enumerate(jobs_raw, 1):
+        where = f"profile {origin}, job {i}"
+        _expect(isinstance(raw, dict), f"{where} must be a table.")
+        _reject_unknown(raw, _JOB_KEYS, where)
+        name, test = raw.get("name"), raw.get("test")
+        _expect(isinstance(name, str) and name, f"{where} needs a name.")
+        _expect(name not in seen, f"{where}: job name {name!r} is used twice; names must be unique.")
+        seen.add(name)
+        _expect(isinstance(test, str) and test, f"{where} ({name}) needs a test (see `rtgauge engine --list`).")
+        conditions = raw.get("conditions", ["idle"])
+        _expect(isinstance(conditions, list) and conditions and all(isinstance(c, str) for c in conditions),
+                f"{where} ({name}): conditions must be a non-empty list of names.")
+        for c in conditions:
+            _expect(c in CONDITIONS, f"{where} ({name}): unknown condition {c!r}; "
+                    f"known conditions are {', '.join(sorted(CONDITIONS))}.")
+        cross = raw.get("cross_check", [])
+        _expect(isinstance(cross, list) and all(c in CROSS_CHECKS for c in cross),
+                f"{where} ({name}): cross_check may list only {', '.join(CROSS_CHECKS)}.")
+        _expect(not cross or test == "latency",
+                f"{where} ({name}): a cyclictest cross-check only fits the latency test.")
+        options = raw.get("options", {})
+        _expect(isinstance(options, dict), f"{where} ({name}): options must be a table.")
+        for k, v in options.items():
+            _expect(isinstance(v, (str, int, float, bool)),
+                    f"{where} ({name}): option {k} must be a string, number or boolean.")
+        jobs.append(JobSpec(name, test, list(conditions), list(cross), dict(options)))
+    name = data.get("name", Path(origin).stem)
+    return Profile(str(name), str(data.get("description", "")), text, origin, float(warmup), jobs)
+
+
+def _reject_unknown(table: dict, known: set[str], where: str) -> None:
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise UserError(f"{where}: unknown key {unknown[0]!r}; known keys are {', '.join(sorted(known))}.")
+
+
+def _expect(ok: bool, sentence: str) -> None:
+    if not ok:
+        raise UserError(sentence)

@@ -1,0 +1,1 @@
+"""Reports of stored runs: a terminal summary and a self-contained HTML file."""

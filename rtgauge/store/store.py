@@ -1,0 +1,363 @@
+"""The results store: one relational database (SQLite or PostgreSQL) through
+SQLAlchemy Core. Every public write is its own transaction, so a run that dies
+keeps every measurement stored before it died."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import datetime, timezone
+from typing import Callable, Iterator
+
+from sqlalchemy import create_engine, event, func, insert, inspect, select, text, update
+from sqlalchemy.engine import Connection, Engine, URL
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
+
+from rtgauge import __version__
+from rtgauge.errors import UserError
+from rtgauge.store import codec, schema
+from rtgauge.store.codec import from_json, to_json
+from rtgauge.store.schema import (
+    SCHEMA_VERSION,
+    histogram_bins,
+    histograms,
+    measurements,
+    metrics,
+    runs,
+    systems,
+    verdicts,
+)
+from rtgauge.store.urls import display_url, normalise_url, sqlite_file
+
+SYSTEM_IDENTITY = ("hostname", "machine_id", "kernel_release", "kernel_version", "arch", "cpu_model")
+FINAL_STATUSES = ("complete", "interrupted", "failed")
+
+# version -> function(conn) bringing a database at that version to version + 1.
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
+
+# Any constant works; it serialises schema creation between machines that
+# open one PostgreSQL database for the first time together.
+SCHEMA_LOCK_KEY = 0x72746761
+
+
+class StoreError(UserError):
+    """The database failed while in use (gone away, full, read-only)."""
+
+    exit_status = 1
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def short_reason(error: BaseException, secret: str | None) -> str:
+    """The driver's first line, without our own prefix, and never the password."""
+    orig = getattr(error, "orig", None) or error
+    lines = [line.strip() for line in str(orig).strip().splitlines() if line.strip()]
+    reason = lines[0] if lines else type(orig).__name__
+    if secret:
+        reason = reason.replace(secret, "***")
+    return reason.rstrip(".")
+
+
+def open_store(url: str | None = None) -> "Store":
+    """Open (creating if needed) the results database at url; None means the
+    default SQLite file under the user's data directory."""
+    return Store(normalise_url(url))
+
+
+class Store:
+    def __init__(self, url: URL):
+        self._url = url
+        self.url = display_url(url)
+        self._engine = self._connect()
+        try:
+            self._prepare_schema()
+        except BaseException:
+            self._engine.dispose()
+            raise
+
+    # ---- opening ---------------------------------------------------------
+
+    def _connect(self) -> Engine:
+        path = sqlite_file(self._url)
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise UserError(f"cannot create the directory {path.parent} for the results database "
+                                f"({e.strerror}); give a writable path with --db.") from None
+        kwargs: dict = {}
+        if self._url.get_backend_name() == "sqlite":
+            # Wait for a concurrent writer (a run storing while `show` reads).
+            kwargs["connect_args"] = {"timeout": 30}
+        else:
+            kwargs["connect_args"] = {"connect_timeout": 10}
+            kwargs["pool_pre_ping"] = True
+        try:
+            engine = create_engine(self._url, **kwargs)
+        except SQLAlchemyError as e:
+            raise UserError(f"cannot use the database URL {self.url}: {short_reason(e, self._url.password)}; "
+                            "give a file path, sqlite:///PATH or postgresql://USER@HOST/DB.") from None
+        except ImportError as e:
+            raise UserError(f"the driver for {self.url} is not installed ({e.name}); "
+                            "install rtgauge's dependencies with `pip install .`.") from None
+        if engine.dialect.name == "sqlite":
+            event.listen(engine, "connect", enable_sqlite_foreign_keys)
+        return engine
+
+    def _prepare_schema(self) -> None:
+        try:
+            with self._engine.begin() as conn:
+                if conn.dialect.name == "postgresql":
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": SCHEMA_LOCK_KEY})
+                version = self._stored_version(conn)
+                if version is None:
+                    schema.metadata.create_all(conn)
+                    conn.execute(insert(schema.schema_version).values(version=SCHEMA_VERSION, applied_at=utc_now()))
+                elif version > SCHEMA_VERSION:
+                    raise UserError(
+                        f"the database {self.url} has store schema version {version}, newer than this "
+                        f"rtgauge understands ({SCHEMA_VERSION}); upgrade rtgauge or use another --db.")
+                elif version < SCHEMA_VERSION:
+                    self._migrate(conn, version)
+        except UserError:
+            raise
+        except (SQLAlchemyError, OSError) as e:
+            raise UserError(f"cannot open the results database {self.url}: "
+                            f"{short_reason(e, self._url.password)}; check the --db URL, that the "
+                            "server is running and that you may write there.") from None
+
+    @staticmethod
+    def _stored_version(conn: Connection) -> int | None:
+        if not inspect(conn).has_table("schema_version"):
+            return None
+        version = conn.execute(select(func.max(schema.schema_version.c.version))).scalar()
+        return None if version is None else int(version)
+
+    def _migrate(self, conn: Connection, version: int) -> None:
+        while version < SCHEMA_VERSION:
+            step = MIGRATIONS.get(version)
+            if step is None:
+                raise UserError(f"the database {self.url} has store schema version {version}, which this "
+                                f"rtgauge cannot upgrade to {SCHEMA_VERSION}; use another --db.")
+            step(conn)
+            version += 1
+            conn.execute(insert(schema.schema_version).values(version=version, applied_at=utc_now()))
+
+    @contextlib.contextmanager
+    def _transaction(self, doing: str) -> Iterator[Connection]:
+        """One transaction; a database failure becomes one sentence for the user."""
+        try:
+            with self._engine.begin() as conn:
+                yield conn
+        except (DBAPIError, OSError) as e:
+            raise StoreError(f"the results database {self.url} failed while {doing}: "
+                             f"{short_reason(e, self._url.password)}; check that it is reachable "
+                             "and writable.") from e
+
+    # ---- writing ---------------------------------------------------------
+
+    def begin_run(self, system: dict, doctor: list[dict], profile: str, profile_source: str,
+                  argv: list[str]) -> int:
+        system_id = self._system_id(system)
+        with self._transaction("starting a run") as conn:
+            result = conn.execute(insert(runs).values(
+                system_id=system_id, started_at=utc_now(), finished_at=None, status="running",
+                note="", profile=profile, profile_source=profile_source, argv=to_json(list(argv)),
+                system_facts=to_json(system), doctor=to_json(list(doctor)),
+                rtgauge_version=__version__,
+            ))
+            return int(result.inserted_primary_key[0])
+
+    def _system_id(self, system: dict) -> int:
+        identity = {key: str(system.get(key) or "") for key in SYSTEM_IDENTITY}
+        where = [systems.c[key] == value for key, value in identity.items()]
+        with self._transaction("recording the system") as conn:
+            found = conn.execute(select(systems.c.id).where(*where)).scalar()
+            if found is not None:
+                return int(found)
+        try:
+            with self._transaction("recording the system") as conn:
+                cpus = system.get("cpus")
+                result = conn.execute(insert(systems).values(
+                    **identity, cpus=cpus if codec.is_int(cpus) else None,
+                    preempt_model=None if system.get("preempt_model") is None else str(system["preempt_model"]),
+                    first_seen=utc_now()))
+                return int(result.inserted_primary_key[0])
+        except StoreError as e:
+            # Another machine or process inserted the same system meanwhile.
+            if not isinstance(e.__cause__, IntegrityError):
+                raise
+        with self._transaction("recording the system") as conn:
+            return int(conn.execute(select(systems.c.id).where(*where)).scalar_one())
+
+    def add_measurement(self, run_id: int, job: dict, doc: dict) -> int:
+        """Store one job's result, all of it in one transaction."""
+        doc = doc if isinstance(doc, dict) else {}
+        with self._transaction(f"storing measurement {job.get('name', '?')}") as conn:
+            if conn.execute(select(runs.c.id).where(runs.c.id == run_id)).scalar() is None:
+                raise ValueError(f"no run {run_id} in {self.url}")
+            result = conn.execute(insert(measurements).values(**measurement_row(run_id, job, doc)))
+            measurement_id = int(result.inserted_primary_key[0])
+            metric_docs = doc.get("metrics")
+            if isinstance(metric_docs, dict):
+                for name, metric in metric_docs.items():
+                    if isinstance(metric, dict):
+                        insert_metric(conn, measurement_id, str(name), metric)
+            verdict_rows = verdict_rows_of(measurement_id, doc.get("verdicts"))
+            if verdict_rows:
+                conn.execute(insert(verdicts), verdict_rows)
+            return measurement_id
+
+    def finish_run(self, run_id: int, status: str, note: str = "") -> None:
+        if status not in FINAL_STATUSES:
+            raise ValueError(f"run status must be one of {', '.join(FINAL_STATUSES)}, not {status!r}")
+        with self._transaction("finishing the run") as conn:
+            result = conn.execute(update(runs).where(runs.c.id == run_id).values(
+                status=status, note=note or "", finished_at=utc_now()))
+            if result.rowcount == 0:
+                raise ValueError(f"no run {run_id} in {self.url}")
+
+    # ---- reading ---------------------------------------------------------
+
+    def latest_run_id(self) -> int | None:
+        with self._transaction("reading runs") as conn:
+            found = conn.execute(select(func.max(runs.c.id))).scalar()
+            return None if found is None else int(found)
+
+    def list_runs(self, limit: int | None = None) -> list[dict]:
+        count = (select(func.count(measurements.c.id))
+                 .where(measurements.c.run_id == runs.c.id).scalar_subquery())
+        query = (select(runs.c.id, runs.c.started_at, runs.c.finished_at, runs.c.status, runs.c.note,
+                        runs.c.profile, systems.c.hostname, systems.c.kernel_release,
+                        count.label("measurements"))
+                 .join(systems, systems.c.id == runs.c.system_id)
+                 .order_by(runs.c.id.desc()))
+        if limit is not None:
+            query = query.limit(limit)
+        with self._transaction("reading runs") as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
+    def get_run(self, run_id: int) -> dict | None:
+        with self._transaction(f"reading run {run_id}") as conn:
+            row = conn.execute(
+                select(runs, systems.c.hostname, systems.c.kernel_release)
+                .join(systems, systems.c.id == runs.c.system_id)
+                .where(runs.c.id == run_id)).first()
+            if row is None:
+                return None
+            run = dict(row._mapping)
+            run["argv"] = from_json(run["argv"], [])
+            run["system"] = from_json(run.pop("system_facts"), {})
+            run["doctor"] = from_json(run["doctor"], [])
+            run["measurements"] = read_measurements(conn, run_id)
+            return run
+
+    # ---- lifetime --------------------------------------------------------
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def enable_sqlite_foreign_keys(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def json_object(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def measurement_row(run_id: int, job: dict, doc: dict) -> dict:
+    duration = job.get("duration_s")
+    exit_status = job.get("exit_status")
+    # A tool that died before printing its document leaves the reason in the job.
+    error = doc.get("error") or job.get("error")
+    return {
+        "run_id": run_id,
+        "name": str(job.get("name") or job.get("test") or doc.get("test") or "?"),
+        "tool": str(job.get("tool") or "engine"),
+        "test": str(job.get("test") or doc.get("test") or ""),
+        "condition": str(job.get("condition") or ""),
+        "reference": bool(job.get("reference", False)),
+        "ok": doc.get("ok") is True,
+        "interrupted": doc.get("interrupted") is True,
+        "error": None if error is None else str(error),
+        "exit_status": exit_status if codec.is_int(exit_status) else None,
+        "params": to_json(json_object(doc.get("params"))),
+        "env": to_json(json_object(doc.get("env"))),
+        "load": to_json(json_object(job.get("load"))),
+        "command": to_json([str(a) for a in job.get("command") or []]),
+        "started_at": None if job.get("started_at") is None else str(job["started_at"]),
+        "duration_s": float(duration) if isinstance(duration, (int, float)) else None,
+        "document": to_json(doc),
+        "stored_at": utc_now(),
+    }
+
+
+def insert_metric(conn: Connection, measurement_id: int, name: str, metric: dict) -> None:
+    row, arrays = codec.metric_rows(name, metric)
+    result = conn.execute(insert(metrics).values(measurement_id=measurement_id, **row))
+    metric_id = int(result.inserted_primary_key[0])
+    for array in arrays:
+        result = conn.execute(insert(histograms).values(metric_id=metric_id, layout=array.layout, **array.row))
+        if array.bins:
+            histogram_id = int(result.inserted_primary_key[0])
+            conn.execute(insert(histogram_bins), [
+                {"histogram_id": histogram_id, "seq": seq, "lo_ns": lo, "hi_ns": hi, "count": n}
+                for seq, (lo, hi, n) in enumerate(array.bins)
+            ])
+
+
+def verdict_rows_of(measurement_id: int, verdict_docs) -> list[dict]:
+    if not isinstance(verdict_docs, dict):
+        return []
+    rows = []
+    for name, verdict in verdict_docs.items():
+        verdict = verdict if isinstance(verdict, dict) else {"pass": verdict}
+        rows.append({"measurement_id": measurement_id, "name": str(name),
+                     "pass": verdict.get("pass") is True, "detail": str(verdict.get("detail") or "")})
+    return rows
+
+
+def read_measurements(conn: Connection, run_id: int) -> list[dict]:
+    rows = conn.execute(select(measurements).where(measurements.c.run_id == run_id)
+                        .order_by(measurements.c.id)).all()
+    ids = [row.id for row in rows]
+    if not ids:
+        return []
+    metric_rows = conn.execute(select(metrics).where(metrics.c.measurement_id.in_(ids))
+                               .order_by(metrics.c.id)).all()
+    arrays_by_metric: dict[int, list[dict]] = {}
+    for array in conn.execute(select(histograms).join(metrics, metrics.c.id == histograms.c.metric_id)
+                              .where(metrics.c.measurement_id.in_(ids)).order_by(histograms.c.id)):
+        arrays_by_metric.setdefault(array.metric_id, []).append(dict(array._mapping))
+    metrics_by_measurement: dict[int, dict] = {i: {} for i in ids}
+    for metric in metric_rows:
+        rebuilt = codec.metric_from_rows(dict(metric._mapping), arrays_by_metric.get(metric.id, []))
+        metrics_by_measurement[metric.measurement_id][metric.name] = {"kind": metric.kind, **rebuilt}
+    verdicts_by_measurement: dict[int, dict] = {i: {} for i in ids}
+    for verdict in conn.execute(select(verdicts).where(verdicts.c.measurement_id.in_(ids))
+                                .order_by(verdicts.c.id)):
+        verdicts_by_measurement[verdict.measurement_id][verdict.name] = {
+            "pass": bool(verdict._mapping["pass"]), "detail": verdict.detail}
+    out = []
+    for row in rows:
+        m = dict(row._mapping)
+        m.pop("run_id")
+        for key in ("params", "env", "load"):
+            m[key] = from_json(m[key], {})
+        m["command"] = from_json(m["command"], [])
+        m["reference"], m["ok"], m["interrupted"] = bool(m["reference"]), bool(m["ok"]), bool(m["interrupted"])
+        m["metrics"] = metrics_by_measurement[row.id]
+        m["verdicts"] = verdicts_by_measurement[row.id]
+        m["document"] = from_json(m["document"], {})
+        out.append(m)
+    return out

@@ -1,0 +1,85 @@
+"""Where the results database is: default location and URL normalisation."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+
+from rtgauge.errors import UserError
+
+
+def default_db_path() -> Path:
+    """$XDG_DATA_HOME/rtgauge/rtgauge.db, the XDG default being ~/.local/share."""
+    base = os.environ.get("XDG_DATA_HOME", "")
+    # The XDG spec says a relative value is invalid and must be ignored.
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".local" / "share"
+    return root / "rtgauge" / "rtgauge.db"
+
+
+def default_db_url() -> str:
+    return f"sqlite:///{default_db_path()}"
+
+
+def is_plain_path(text: str) -> bool:
+    return "://" not in text
+
+
+def normalise_url(url: str | None) -> URL:
+    """An SQLAlchemy URL for what the user gave: None (the default file), a file
+    path, sqlite:///path, or postgresql://... (driven by psycopg 3)."""
+    if url is None:
+        url = default_db_url()
+    url = url.strip()
+    if not url:
+        raise UserError("the database URL is empty; give a file path, sqlite:///PATH or postgresql://HOST/DB.")
+    if is_plain_path(url):
+        return URL.create("sqlite", database=str(Path(url).expanduser().resolve()))
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        raise UserError(f"'{mask_unparsed(url)}' is not a database URL; give a file path, "
+                        "sqlite:///PATH or postgresql://USER@HOST/DB.") from None
+    backend = parsed.get_backend_name()
+    if backend in ("postgresql", "postgres"):
+        # SQLAlchemy's default PostgreSQL driver is psycopg2; we ship psycopg 3.
+        if parsed.drivername in ("postgresql", "postgres"):
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        elif parsed.drivername == "postgres+psycopg":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        return parsed
+    if backend == "sqlite":
+        return parsed
+    raise UserError(f"rtgauge stores results in SQLite or PostgreSQL, not '{parsed.drivername}'; "
+                    "give a file path, sqlite:///PATH or postgresql://USER@HOST/DB.")
+
+
+def mask_unparsed(url: str) -> str:
+    """Hide a password in a URL SQLAlchemy could not parse: user:secret@ -> user:***@."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
+        return url
+    creds, at, host = rest.rpartition("@")
+    if ":" in creds:
+        creds = creds.split(":", 1)[0] + ":***"
+    return f"{scheme}://{creds}@{host}"
+
+
+def display_url(url: URL) -> str:
+    """The URL to show the user: password hidden, and our default driver left out
+    so it reads as the postgresql://... they typed."""
+    if url.drivername == "postgresql+psycopg":
+        url = url.set(drivername="postgresql")
+    return url.render_as_string(hide_password=True)
+
+
+def sqlite_file(url: URL) -> Path | None:
+    """The file behind an SQLite URL; None for other backends and in-memory."""
+    if url.get_backend_name() != "sqlite":
+        return None
+    database = url.database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return None
+    return Path(database)
