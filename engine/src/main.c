@@ -130,6 +130,7 @@ static void print_usage(FILE *f)
 {
     fprintf(f, "usage: rtgauge-engine TEST [--option value ...]\n"
                "       rtgauge-engine --list | --version | TEST --help\n"
+               "       rtgauge-engine TEST --dry-run [--option value ...]  (check options only)\n"
                "Prints one JSON document per run (see docs/engine.md).\n");
 }
 
@@ -139,6 +140,23 @@ static bool wants_help(int argc, char **argv)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
             return true;
     return false;
+}
+
+/* --dry-run anywhere after TEST: check the options and print the params that
+ * would be in effect, without measuring (how the orchestrator validates a
+ * profile before it stores anything). Removes the word from argv. */
+static bool take_dry_run(int *argc, char **argv)
+{
+    bool found = false;
+    int j = 2;
+    for (int i = 2; i < *argc; i++) {
+        if (strcmp(argv[i], "--dry-run") == 0)
+            found = true;
+        else
+            argv[j++] = argv[i];
+    }
+    *argc = j;
+    return found;
 }
 
 typedef struct {
@@ -238,12 +256,21 @@ int main(int argc, char **argv)
         rtg_opts_help(stdout, t);
         return RTG_EXIT_OK;
     }
+    bool dry_run = take_dry_run(&argc, argv);
     rtg_opts *o = rtg_opts_new(t);
     if (!o)
         return fail_early(t->name, RTG_EXIT_FAIL, "out of memory while parsing options.");
     if (rtg_opts_parse(o, argc - 2, argv + 2, msg, sizeof msg) != 0) {
         rtg_opts_free(o);
         return fail_early(t->name, RTG_EXIT_USAGE, msg);
+    }
+    if (dry_run) {
+        rtg_result res = {0};
+        rtg_json *params = rtg_opts_params(o);
+        write_document(stdout, t->name, RTG_EXIT_OK, false, params, &res);
+        rtg_j_free(params);
+        rtg_opts_free(o);
+        return RTG_EXIT_OK;
     }
     FILE *out = stdout;
     const char *out_path = rtg_opt_str(o, "out");

@@ -64,19 +64,20 @@ class StressCpu(Load):
         if not exe:
             raise UserError("the cpu load needs stress-ng, which is not installed; "
                             "install it with `apt-get install stress-ng`.")
-        return [exe, "--cpu", str(self.workers), "--timeout", "0", "--metrics",
-                "--yaml", yaml_path, "--quiet"]
+        # not --quiet: it also drops the metrics from the YAML file
+        return [exe, "--cpu", str(self.workers), "--timeout", "0", "--metrics", "--yaml", yaml_path]
 
     def start(self) -> None:
         self.tmp = tempfile.TemporaryDirectory(prefix="rtgauge-load-")
         cmd = self.command(str(Path(self.tmp.name) / "metrics.yaml"))
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, start_new_session=True,
-                                     preexec_fn=_die_with_parent)
+        log = Path(self.tmp.name) / "log.txt"
+        with open(log, "w") as out:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                         start_new_session=True, preexec_fn=_die_with_parent)
         self.started = time.monotonic()
         time.sleep(0.2)
         if self.proc.poll() is not None:
-            err = self.proc.stderr.read().decode(errors="replace").strip().splitlines()
+            err = log.read_text(errors="replace").strip().splitlines()
             raise UserError(f"stress-ng exited at once ({err[-1] if err else 'no message'}); "
                             "run `stress-ng --cpu 1 -t 1` by hand to see why.")
 
