@@ -30,7 +30,7 @@ fi
 .venv/bin/python -m pip install -q '.[test]'
 
 if [ ! -f build/engine/build.ninja ]; then
-    meson setup -q build/engine engine >/dev/null
+    meson setup build/engine engine >/dev/null
 fi
 ninja -C build/engine >/dev/null
 echo "setup: ready (.venv/bin/rtgauge, build/engine/src/rtgauge-engine)"

@@ -4,5 +4,5 @@
 set -eu
 cd "$(dirname "$0")/.."
 ninja -C build/engine >/dev/null
-meson test -C build/engine --print-errorlogs -q
+meson test -C build/engine --print-errorlogs
 RTGAUGE_ENGINE="$PWD/build/engine/src/rtgauge-engine" .venv/bin/python -m pytest -q tests "$@"
