@@ -47,13 +47,13 @@ def measured_cpu() -> int:
     return max(os.sched_getaffinity(0))
 
 
-def run_pair(engine_bin: str, tmp_path, with_spin: bool):
+def run_pair(engine_bin: str, tmp_path, with_spin: bool, overrun: str = "skip"):
     cpu = measured_cpu()
     start = time.monotonic_ns() + 400_000_000
     samples = tmp_path / "samples.csv"
     lat_cmd = [engine_bin, "latency", "--cpus", str(cpu), "--interval-us", str(I_US),
                "--priority", "80", "--duration-s", str(LATENCY_S), "--samples", str(samples),
-               "--window-s", str(WINDOW_S), "--start-at-ns", str(start)]
+               "--window-s", str(WINDOW_S), "--start-at-ns", str(start), "--overrun", overrun]
     spin_cmd = [engine_bin, "spin", "--cpu", str(cpu), "--priority", "90",
                 "--busy-us", str(X_US), "--period-us", str(Y_US), "--duration-s", str(SPIN_S),
                 "--start-at-ns", str(start + SPIN_OFFSET_NS)]
@@ -85,11 +85,22 @@ def late_windows_of(rows, start, window):
 
 
 @needs_root
-def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tmp_path):
-    doc, rows, events = run_pair(engine_bin, tmp_path, with_spin=True)
+@pytest.mark.parametrize("overrun", ["skip", "catch-up"])
+def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tmp_path, overrun):
+    doc, rows, events = run_pair(engine_bin, tmp_path, with_spin=True, overrun=overrun)
     expected_events = int((SPIN_S * 1e9) // (Y_US * 1000)) + 1
     assert len(events) == expected_events
-    assert len(rows) == doc["metrics"]["cycles"]["value"] == int(LATENCY_S * 1e6 / I_US)
+    expected_cycles = int(LATENCY_S * 1e6 / I_US)
+    skipped = doc["metrics"]["skipped"]["value"]
+    assert len(rows) == doc["metrics"]["cycles"]["value"]
+    if overrun == "catch-up":
+        # every deadline is recorded; the ones a burst held back run back to back
+        assert len(rows) == expected_cycles and skipped == 0
+    else:
+        # like cyclictest: the deadlines that passed during a burst are skipped,
+        # at least X/I - 1 per burst, and every deadline is either measured or skipped
+        assert len(rows) + skipped == expected_cycles
+        assert skipped >= (X_US // I_US - 1) * len(events)
 
     held_back = set()
     clean = 0

@@ -35,6 +35,7 @@ typedef struct {
     char err[512];
     atomic_bool failed;
     atomic_bool done;
+    uint64_t skipped;          /* written by the measuring thread only; read after join */
 } worker;
 
 struct shared {
@@ -93,8 +94,8 @@ static bool should_stop(shared *sh)
     return rtg_stop || atomic_load_explicit(&sh->stop_run, memory_order_relaxed);
 }
 
-/* The measured loop. Deadlines never skip: an overrun makes later cycles run
- * back to back, so every late cycle is recorded (like cyclictest). */
+/* The measured loop. After an overrun, deadlines already past are skipped (as
+ * cyclictest does) and counted, unless catch_up asks to run them back to back. */
 static void measure(worker *w)
 {
     shared *sh = w->sh;
@@ -108,6 +109,9 @@ static void measure(worker *w)
     rtg_payload_fn payload = cfg->payload;
     void *arg = cfg->payload_args ? cfg->payload_args[w->index] : NULL;
     int64_t d = sh->start_ns;
+
+    const bool catch_up = cfg->catch_up;
+    uint64_t skipped = 0;
 
     for (uint64_t k = 0;; k++, d += period) {
         if (ncycles ? k >= ncycles : d >= end)
@@ -142,7 +146,13 @@ static void measure(worker *w)
             rtg_clock_resync(&clk);
             next_resync += 1000000000LL;
         }
+        if (!catch_up && t2 > d + period) {
+            int64_t behind = (t2 - d - period) / period + 1;   /* deadlines now past */
+            skipped += (uint64_t)behind;
+            d += behind * period;
+        }
     }
+    w->skipped = skipped;
 }
 
 static void *worker_main(void *p)
@@ -342,6 +352,7 @@ static void merge_threads(rtg_periodic_run *run)
         const rtg_periodic_thread *t = &run->t[i];
         a->cycles += t->cycles;
         a->misses += t->misses;
+        a->skipped += t->skipped;
         a->dropped += t->dropped;
         a->nvcsw += t->nvcsw;
         a->nivcsw += t->nivcsw;
@@ -458,6 +469,7 @@ int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, 
     run->start_ns = sh.start_ns;
     for (int i = 0; i < n; i++) {
         run->t[i].dropped = rtg_ring_dropped(&sh.w[i].ring);
+        run->t[i].skipped = sh.w[i].skipped;
         rtg_ring_free(&sh.w[i].ring);
     }
     free(sh.w);
@@ -487,6 +499,7 @@ static void put_metrics(rtg_json *m, const rtg_periodic_thread *t, const char *s
     rtg_j_set(m, KEY("ts"), rtg_j_dist(&t->ts, "ns"));
     rtg_j_set(m, KEY("tw"), rtg_j_dist(&t->tw, "ns"));
     rtg_j_set(m, KEY("misses"), rtg_j_scalar_int((int64_t)t->misses, "count"));
+    rtg_j_set(m, KEY("skipped"), rtg_j_scalar_int((int64_t)t->skipped, "count"));
     rtg_j_set(m, KEY("cycles"), rtg_j_scalar_int((int64_t)t->cycles, "count"));
     rtg_j_set(m, KEY("dropped"), rtg_j_scalar_int((int64_t)t->dropped, "count"));
     rtg_j_set(m, KEY("ti_window_max"), rtg_j_series(&t->ti_max, "ns"));

@@ -6,8 +6,10 @@
  * The measuring thread only stores {d_k, Ti, Ts, Tw} into a preallocated SPSC ring;
  * a non-RT collector thread drains the rings (every 50 ms) into per-thread and
  * merged distributions, the per-window max series and, on request, a raw samples
- * file. An overrun does not skip cycles (like cyclictest): the next deadline is
- * still d_k + period, so late cycles run back to back. */
+ * file. After an overrun (the cycle ends after the next deadline) the driver
+ * either skips the deadlines already past, like cyclictest, counting them as
+ * `skipped` (default), or catches up (catch_up: the next deadline is still
+ * d_k + period, so late cycles run back to back and every one is recorded). */
 #ifndef RTG_PERIODIC_H
 #define RTG_PERIODIC_H
 #include <stdbool.h>
@@ -49,11 +51,13 @@ typedef struct {
     FILE *samples;             /* raw samples out, NULL = none */
     bool samples_binary;       /* false = CSV */
     int64_t stop_above_ns;     /* > 0: stop the run at the first Ti above this */
+    bool catch_up;             /* overrun: run missed cycles back to back instead of skipping */
 } rtg_periodic_cfg;
 
 typedef struct {
     uint64_t cycles;           /* cycles measured */
     uint64_t misses;           /* cycles with Tw < 0 */
+    uint64_t skipped;          /* deadlines skipped after overruns (never with catch_up) */
     uint64_t dropped;          /* records lost because a ring was full (never expected) */
     rtg_dist ti, ts, tw;       /* distributions */
     rtg_series ti_max;         /* max Ti per window */
@@ -79,7 +83,7 @@ typedef struct {
 int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, size_t errlen);
 void rtg_periodic_free(rtg_periodic_run *run);
 /* Put the run into a result: metrics ti, ts, tw (dist), misses, cycles, dropped
- * (scalar), ti_window_max (series), and per thread the same with suffix "#i"
+ * skipped (scalar), ti_window_max (series), and per thread the same with suffix "#i"
  * (ti#0, misses#0, ...); env.threads = [{"index","cpu","tid","policy","priority",
  * "fallback","nvcsw","nivcsw"}]. */
 void rtg_periodic_report(const rtg_periodic_run *run, rtg_result *res);

@@ -99,7 +99,9 @@ def cmd_run(args) -> int:
     from rtgauge.store import open_store
     from rtgauge.sysinfo import collect_facts, run_doctor
 
-    console = Console(stderr=False)
+    console = Console()
+    if not console.is_terminal:      # a log file or pipe: do not squeeze the tables to 80 columns
+        console = Console(width=120)
     profile = load_profile(args.profile)
     jobs = build_plan(profile)
     # cross-checks need their tool; drop them with a note when it is missing

@@ -100,52 +100,72 @@ def _thread_dists(m: dict) -> list[tuple[str, dict]]:
     return out or [("all", metrics["ti"])]
 
 
+PLOT_BUCKETS_PER_DECADE = 40
+
+
+def rebin_log(bins: list, per_decade: int = PLOT_BUCKETS_PER_DECADE) -> dict[int, int]:
+    """Counts per plot bucket of equal log width (bucket k covers 10^(k/per_decade) µs),
+    so histograms with different native bins (the engine's log-linear ones,
+    cyclictest's 1 µs ones) are drawn on one grid and can be compared by shape."""
+    out: dict[int, int] = {}
+    for lo, hi, c in bins:
+        mid_us = max((lo + hi) / 2000, 1e-3)
+        k = math.floor(math.log10(mid_us) * per_decade)
+        out[k] = out.get(k, 0) + c
+    return out
+
+
 def render_histogram(m: dict, width=640, height=260) -> str:
     """Per-CPU latency histograms: x = latency (µs, log), y = count (log); max marked."""
-    curves = [(label, d.get("histogram", {}).get("bins", [])) for label, d in _thread_dists(m)]
-    pts = [(lo, hi, c) for _, bins in curves for lo, hi, c in bins if c > 0]
-    if not pts:
+    curves = [(label, rebin_log(d.get("histogram", {}).get("bins", []))) for label, d in _thread_dists(m)]
+    keys = [k for _, c in curves for k in c]
+    if not keys:
         return ""
-    xmin = max(1.0, min(lo for lo, _, _ in pts)) / 1000
-    xmax = max(hi for _, hi, _ in pts) / 1000 * 1.2
-    ymax = max(c for _, _, c in pts)
-    lx0, lx1 = math.log10(max(xmin, 0.1)), math.log10(max(xmax, xmin * 10))
-    ly1 = math.log10(ymax) + 0.2
-    L, B, R, T = 60, 40, 20, 30
-    def X(us): return L + (math.log10(max(us, 10 ** lx0)) - lx0) / (lx1 - lx0) * (width - L - R)
-    def Y(c): return height - B - (math.log10(c) + 0.1) / (ly1 + 0.1) * (height - B - T) if c > 0 else height - B
+    per = PLOT_BUCKETS_PER_DECADE
+    lx0 = math.floor(min(keys) / per)
+    lx1 = max(math.ceil((max(keys) + 1) / per), lx0 + 1)
+    ymax = max(v for _, c in curves for v in c.values())
+    ly1 = max(math.log10(ymax) * 1.05, 1)
+    L, B, R, T = 60, 40, 110, 30
+    def X(k): return L + (k / per - lx0) / (lx1 - lx0) * (width - L - R)
+    def Y(c): return height - B - math.log10(c) / ly1 * (height - B - T) if c >= 1 else height - B
     svg = [f"<svg width='{width}' height='{height}' role='img' viewBox='0 0 {width} {height}'>",
-           f"<text x='{width/2}' y='18' text-anchor='middle' font-weight='bold'>{escape(m['name'])}: "
-           f"wake-up latency histogram ({escape(str(m.get('condition')))})</text>",
+           f"<text x='{(width - R + L) / 2}' y='18' text-anchor='middle' font-weight='bold'>{escape(m['name'])}: "
+           f"wake-up latency ({escape(str(m.get('condition')))})</text>",
            f"<line x1='{L}' y1='{height-B}' x2='{width-R}' y2='{height-B}' stroke='#000'/>",
            f"<line x1='{L}' y1='{T}' x2='{L}' y2='{height-B}' stroke='#000'/>",
-           f"<text x='{width/2}' y='{height-6}' text-anchor='middle'>latency (µs, log scale)</text>",
-           f"<text x='14' y='{height/2}' transform='rotate(-90 14 {height/2})' text-anchor='middle'>count (log)</text>"]
-    for e in range(math.floor(lx0), math.ceil(lx1) + 1):
-        x = X(10 ** e)
-        if L <= x <= width - R:
-            svg.append(f"<line x1='{x:.1f}' y1='{height-B}' x2='{x:.1f}' y2='{height-B+4}' stroke='#000'/>"
-                       f"<text x='{x:.1f}' y='{height-B+16}' text-anchor='middle' font-size='11'>{10**e:g}</text>")
-    for e in range(0, math.ceil(ly1) + 1):
+           f"<text x='{(width - R + L) / 2}' y='{height-6}' text-anchor='middle'>latency (µs, log scale)</text>",
+           f"<text x='14' y='{height/2}' transform='rotate(-90 14 {height/2})' text-anchor='middle' "
+           f"font-size='12'>wake-ups per bin (log)</text>"]
+    for e in range(lx0, lx1 + 1):
+        x = X(e * per)
+        svg.append(f"<line x1='{x:.1f}' y1='{height-B}' x2='{x:.1f}' y2='{height-B+4}' stroke='#000'/>"
+                   f"<text x='{x:.1f}' y='{height-B+16}' text-anchor='middle' font-size='11'>{10**e:g}</text>")
+    for e in range(0, math.floor(ly1) + 1):
         y = Y(10 ** e)
         svg.append(f"<text x='{L-4}' y='{y+4:.1f}' text-anchor='end' font-size='11'>{10**e:g}</text>")
-    for i, (label, bins) in enumerate(curves):
+    for i, (label, counts) in enumerate(curves):
         colour, dash = COLOURS[i % len(COLOURS)], DASHES[i % len(DASHES)]
-        path = " ".join(f"{X((lo + hi) / 2000):.1f},{Y(c):.1f}" for lo, hi, c in bins if c > 0)
-        svg.append(f"<polyline fill='none' stroke='{colour}' stroke-dasharray='{dash}' points='{path}'/>")
-        svg.append(f"<text x='{width-R-4}' y='{T+14+14*i}' text-anchor='end' fill='{colour}' font-size='12'>"
-                   f"{escape(label)}</text>")
+        # a step line over every plot bin from the first to the last, empty bins at 0
+        pts = []
+        for k in range(min(counts), max(counts) + 1):
+            y = Y(counts.get(k, 0))
+            pts.append(f"{X(k):.1f},{y:.1f} {X(k + 1):.1f},{y:.1f}")
+        svg.append(f"<polyline fill='none' stroke='{colour}' stroke-dasharray='{dash}' points='{' '.join(pts)}'/>")
+        svg.append(f"<line x1='{width-R+8}' y1='{T+10+16*i}' x2='{width-R+28}' y2='{T+10+16*i}' stroke='{colour}' "
+                   f"stroke-dasharray='{dash}'/><text x='{width-R+32}' y='{T+14+16*i}' fill='{colour}' "
+                   f"font-size='12'>{escape(label)}</text>")
     mx = m["metrics"]["ti"].get("max")
     if mx:
-        x = X(mx / 1000)
+        x = min(X(math.log10(max(mx / 1000, 1e-3)) * per), width - R)
         svg.append(f"<line x1='{x:.1f}' y1='{T}' x2='{x:.1f}' y2='{height-B}' stroke='#b71c1c' stroke-dasharray='3 3'/>"
-                   f"<text x='{x-3:.1f}' y='{T+10}' text-anchor='end' fill='#b71c1c' font-size='11'>max {mx/1000:,.1f} µs</text>")
+                   f"<text x='{width-R+8}' y='{height-B-4}' fill='#b71c1c' font-size='11'>max {mx/1000:,.1f} µs</text>")
     svg.append("</svg>")
     env = m.get("env") or {}
     params = m.get("params") or {}
     how = (f"{m['metrics']['ti'].get('count', 0):,} wake-ups, interval {params.get('interval_us', '?')} µs, "
            f"policy {env.get('policy', '?')} priority {env.get('priority', '?')}, condition {m.get('condition')}, "
-           f"tool {m.get('tool')}")
+           f"tool {m.get('tool')}; {PLOT_BUCKETS_PER_DECADE} bins per decade")
     return "".join(svg) + f"<p class='note'>{escape(how)}</p>"
 
 

@@ -19,7 +19,8 @@ def print_summary(console: Console, run: dict) -> None:
                   f"[bold]{run.get('status')}[/]")
     table = Table(title="Wake-up latency (µs)", title_justify="left")
     for col in ("job", "tool", "condition", "samples", "min", "avg", "p99", "p99.99", "max", "misses"):
-        table.add_column(col, justify="right" if col not in ("job", "tool", "condition") else "left")
+        table.add_column(col, justify="right" if col not in ("job", "tool", "condition") else "left",
+                         no_wrap=True)
     other = []
     for m in run.get("measurements", []):
         row = latency_row(m)

@@ -28,6 +28,9 @@ static const rtg_opt latency_opts[] = {
      "fail the run (exit 3, verdict max_latency) when any wake-up is later than LIMIT us"},
     {"break", RTG_OPT_FLAG, NULL, 0, 0, NULL,
      "with --max-latency-us: stop at the first wake-up above the limit (like cyclictest -b)"},
+    {"overrun", RTG_OPT_ENUM, "skip", 0, 0, "skip|catch-up",
+     "after a late cycle: skip the deadlines already past, counted as skipped (like cyclictest), "
+     "or catch up by running them back to back"},
     {"start-delay-ms", RTG_OPT_INT, "100", 0, 60000, NULL,
      "first deadline this long after the threads are ready"},
     {"start-at-ns", RTG_OPT_INT, NULL, 1, 9.2e18, NULL,
@@ -74,6 +77,7 @@ static int latency_run(const rtg_opts *o, rtg_result *res)
     cfg.priority = (int)rtg_opt_int(o, "priority");
     cfg.allow_fallback = rtg_opt_flag(o, "allow-fallback");
     cfg.period_ns = rtg_opt_int(o, "interval-us") * 1000;
+    cfg.catch_up = strcmp(rtg_opt_str(o, "overrun"), "catch-up") == 0;
     cfg.start_delay_ns = rtg_opt_int(o, "start-delay-ms") * 1000000;
     if (rtg_opt_given(o, "start-at-ns")) {
         cfg.start_at_ns = rtg_opt_int(o, "start-at-ns");
