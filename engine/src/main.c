@@ -15,6 +15,11 @@
 #define RTG_ENGINE_VERSION "0.1.0"
 
 extern const rtg_test rtg_test_latency, rtg_test_overhead, rtg_test_spin;
+extern const rtg_test rtg_test_pi, rtg_test_mut_arc, rtg_test_thr_new;
+extern const rtg_test rtg_test_thr_rr, rtg_test_sem_lck, rtg_test_sem_rel, rtg_test_hartstone;
+extern const rtg_test rtg_test_switch, rtg_test_preempt, rtg_test_shuffle, rtg_test_message;
+extern const rtg_test rtg_test_sem, rtg_test_mutex, rtg_test_thread, rtg_test_tick, rtg_test_deadlock_break;
+extern const rtg_test rtg_test_tire;
 
 /* The one table of tests: adding a test is one line here (and its file in
  * src/meson.build). */
@@ -22,6 +27,23 @@ static const rtg_test *const tests[] = {
     &rtg_test_latency,
     &rtg_test_overhead,
     &rtg_test_spin,
+    &rtg_test_pi,
+    &rtg_test_mut_arc,
+    &rtg_test_thr_new,
+    &rtg_test_thr_rr,
+    &rtg_test_sem_lck,
+    &rtg_test_sem_rel,
+    &rtg_test_hartstone,
+    &rtg_test_switch,
+    &rtg_test_preempt,
+    &rtg_test_shuffle,
+    &rtg_test_message,
+    &rtg_test_sem,
+    &rtg_test_mutex,
+    &rtg_test_thread,
+    &rtg_test_tick,
+    &rtg_test_deadlock_break,
+    &rtg_test_tire,
     NULL,
 };
 

@@ -81,7 +81,8 @@ static void setup_worker(worker *w)
         atomic_store(&w->failed, true);
         return;
     }
-    if (rtg_sched_apply(&o->sched, cfg->policy, cfg->priority, cfg->allow_fallback, w->err,
+    int prio = cfg->priorities ? cfg->priorities[w->index] : cfg->priority;
+    if (rtg_sched_apply(&o->sched, cfg->policy, prio, cfg->allow_fallback, w->err,
                         sizeof w->err) != 0) {
         atomic_store(&w->failed, true);
         return;
@@ -102,7 +103,7 @@ static void measure(worker *w)
     const rtg_periodic_cfg *cfg = sh->cfg;
     rtg_clock clk = cfg->clock;      /* own copy: resync below is not thread-safe */
     int64_t next_resync = sh->start_ns + 1000000000LL;
-    const int64_t period = cfg->period_ns;
+    const int64_t period = cfg->periods_ns ? cfg->periods_ns[w->index] : cfg->period_ns;
     const uint64_t ncycles = cfg->cycles;
     const int64_t end = cfg->duration_ns > 0 ? sh->start_ns + cfg->duration_ns : INT64_MAX;
     const int64_t stop_above = cfg->stop_above_ns;
@@ -148,7 +149,8 @@ static void measure(worker *w)
         }
         if (!catch_up && t2 > d + period) {
             int64_t behind = (t2 - d - period) / period + 1;   /* deadlines now past */
-            skipped += (uint64_t)behind;
+            int64_t before_end = (end - d - 1) / period;          /* of those, due before the end */
+            skipped += (uint64_t)(behind < before_end ? behind : (before_end > 0 ? before_end : 0));
             d += behind * period;
         }
     }

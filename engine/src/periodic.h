@@ -52,6 +52,9 @@ typedef struct {
     bool samples_binary;       /* false = CSV */
     int64_t stop_above_ns;     /* > 0: stop the run at the first Ti above this */
     bool catch_up;             /* overrun: run missed cycles back to back instead of skipping */
+    const int64_t *periods_ns; /* optional, per thread (e.g. a Hartstone task set); NULL = period_ns
+                                  for all. period_ns must then be the shortest (it sizes the rings) */
+    const int *priorities;     /* optional, per thread (e.g. rate-monotonic); NULL = priority for all */
 } rtg_periodic_cfg;
 
 typedef struct {

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from rtgauge.errors import UserError
 
-BUILTIN = ("quick", "standard")
+BUILTIN = ("quick", "standard", "micro")
 CROSS_CHECKS = ("cyclictest",)
-_TOP_KEYS = {"name", "description", "settings", "jobs"}
+_TOP_KEYS = {"name", "description", "settings", "jobs", "tire"}
 _JOB_KEYS = {"name", "test", "conditions", "cross_check", "options"}
 _SETTING_KEYS = {"warmup_s"}
 
@@ -46,6 +46,7 @@ class Profile:
     origin: str            # "builtin:quick" or the file path
     warmup_s: float
     jobs: list[JobSpec]
+    tire: object = None    # rtgauge.tire.sweep.SweepSpec from a [tire] table, or None
 
 
 def load_profile(name_or_path: str) -> Profile:
@@ -109,7 +110,11 @@ def parse_profile(text: str, origin: str) -> Profile:
                     f"{where} ({name}): option {k} must be a string, number or boolean.")
         jobs.append(JobSpec(name, test, list(conditions), list(cross), dict(options)))
     name = data.get("name", Path(origin).stem)
-    return Profile(str(name), str(data.get("description", "")), text, origin, float(warmup), jobs)
+    tire = None
+    if "tire" in data:
+        from rtgauge.tire.sweep import spec_from_table
+        tire = spec_from_table(data["tire"], f"profile {origin}")
+    return Profile(str(name), str(data.get("description", "")), text, origin, float(warmup), jobs, tire)
 
 
 def _reject_unknown(table: dict, known: set[str], where: str) -> None:

@@ -1,0 +1,437 @@
+/* behav_util: threads, bounded waits, /proc facts, locks and the inversion
+ * scenario shared by the behaviour tests (see behav_util.h). */
+#include "behav_util.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+
+#define POLL_NS 100000LL
+
+static int os_policy(rtg_policy p)
+{
+    return p == RTG_POL_FIFO ? SCHED_FIFO : p == RTG_POL_RR ? SCHED_RR : SCHED_OTHER;
+}
+
+int rtg_bh_cpu(const rtg_opts *o)
+{
+    int cpus[RTG_MAX_CPUS];
+    if (rtg_opt_given(o, "cpus") && rtg_opt_cpus(o, "cpus", cpus, RTG_MAX_CPUS) > 0)
+        return cpus[0];
+    int n = rtg_allowed_cpus(cpus, RTG_MAX_CPUS);
+    return n > 0 ? cpus[n - 1] : -1;
+}
+
+int rtg_bh_other_cpu(int cpu)
+{
+    int cpus[RTG_MAX_CPUS];
+    int n = rtg_allowed_cpus(cpus, RTG_MAX_CPUS);
+    for (int i = 0; i < n; i++)
+        if (cpus[i] != cpu)
+            return cpus[i];
+    return -1;
+}
+
+int rtg_bh_self(int cpu, rtg_policy pol, int prio, char *err, size_t errlen)
+{
+    if (rtg_pin_cpu(cpu, err, errlen) != 0)
+        return -1;
+    struct sched_param sp = {.sched_priority = pol == RTG_POL_OTHER ? 0 : prio};
+    int rc = pthread_setschedparam(pthread_self(), os_policy(pol), &sp);
+    if (rc != 0) {
+        snprintf(err, errlen, "could not set %s priority %d on the controlling thread (%s); run as root or grant CAP_SYS_NICE.",
+                 rtg_policy_name(pol), prio, strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+int rtg_bh_start(pthread_t *th, void *(*fn)(void *), void *arg, int cpu, rtg_policy pol, int prio,
+                 char *err, size_t errlen)
+{
+    pthread_attr_t a;
+    struct sched_param sp = {.sched_priority = pol == RTG_POL_OTHER ? 0 : prio};
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, 256 * 1024);
+    pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
+    pthread_attr_setschedpolicy(&a, os_policy(pol));
+    pthread_attr_setschedparam(&a, &sp);
+    pthread_attr_setaffinity_np(&a, sizeof set, &set);
+    sigset_t s, old;
+    sigemptyset(&s);
+    sigaddset(&s, SIGINT);
+    sigaddset(&s, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &s, &old);
+    int rc = pthread_create(th, &a, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&a);
+    if (rc != 0) {
+        snprintf(err, errlen, "could not start a %s thread at priority %d on CPU %d (%s); run as root, or check the thread limit.",
+                 rtg_policy_name(pol), prio, cpu, strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+int rtg_bh_tid(void)
+{
+    return (int)syscall(SYS_gettid);
+}
+
+int64_t rtg_bh_thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return rtg_timespec_ns(&ts);
+}
+
+void rtg_bh_sleep_ns(int64_t ns)
+{
+    struct timespec ts = rtg_ns_timespec(ns);
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+bool rtg_bh_wait_flag(atomic_int *flag, int64_t timeout_ns)
+{
+    int64_t end = rtg_mono_ns() + timeout_ns;
+    while (!atomic_load(flag)) {
+        if (rtg_mono_ns() > end)
+            return false;
+        rtg_bh_sleep_ns(POLL_NS);
+    }
+    return true;
+}
+
+/* The fields of /proc/self/task/TID/stat after "(comm)", space separated. */
+static bool read_stat_fields(int tid, char *buf, size_t len, char **after)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, len - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');   /* comm may hold spaces or ')' */
+    if (!p || p[1] != ' ')
+        return false;
+    *after = p + 2;
+    return true;
+}
+
+char rtg_bh_task_state(int tid)
+{
+    char buf[1024], *a;
+    return read_stat_fields(tid, buf, sizeof buf, &a) ? a[0] : 0;
+}
+
+bool rtg_bh_wait_blocked(int tid, int64_t timeout_ns)
+{
+    int64_t end = rtg_mono_ns() + timeout_ns;
+    for (;;) {
+        char s = rtg_bh_task_state(tid);
+        if (s == 'S' || s == 'D')
+            return true;
+        if (rtg_mono_ns() > end)
+            return false;
+        rtg_bh_sleep_ns(POLL_NS);
+    }
+}
+
+int rtg_bh_effective_rt_prio(int tid)
+{
+    char buf[1024], *a;
+    if (!read_stat_fields(tid, buf, sizeof buf, &a))
+        return -1;
+    /* field 18 "priority" is the 16th after the state: task_prio() = prio - 100,
+     * i.e. -1 - rt_priority for a real-time task, boosts included */
+    char *save = NULL, *tok = strtok_r(a, " ", &save);
+    for (int i = 0; tok && i < 15; i++)
+        tok = strtok_r(NULL, " ", &save);
+    if (!tok)
+        return -1;
+    long v = strtol(tok, NULL, 10);
+    return v < 0 ? (int)(-1 - v) : 0;
+}
+
+static atomic_llong seq_counter;
+
+int64_t rtg_bh_seq(void)
+{
+    return atomic_fetch_add(&seq_counter, 1) + 1;
+}
+
+/* ---- locks ---- */
+
+const char *rtg_lock_name(rtg_lock_kind kind)
+{
+    switch (kind) {
+    case RTG_LOCK_PI_MUTEX: return "pi-mutex";
+    case RTG_LOCK_MUTEX: return "mutex";
+    case RTG_LOCK_PROTECT_MUTEX: return "protect-mutex";
+    case RTG_LOCK_SEM: return "sem";
+    case RTG_LOCK_SPIN: return "spin";
+    }
+    return "?";
+}
+
+static bool is_mutex(rtg_lock_kind k)
+{
+    return k == RTG_LOCK_PI_MUTEX || k == RTG_LOCK_MUTEX || k == RTG_LOCK_PROTECT_MUTEX;
+}
+
+int rtg_lock_init(rtg_lock *l, rtg_lock_kind kind, int ceiling, char *err, size_t errlen)
+{
+    memset(l, 0, sizeof *l);
+    l->kind = kind;
+    int rc = 0;
+    if (is_mutex(kind)) {
+        pthread_mutexattr_t a;
+        pthread_mutexattr_init(&a);
+        int proto = kind == RTG_LOCK_PI_MUTEX ? PTHREAD_PRIO_INHERIT
+                    : kind == RTG_LOCK_PROTECT_MUTEX ? PTHREAD_PRIO_PROTECT : PTHREAD_PRIO_NONE;
+        rc = pthread_mutexattr_setprotocol(&a, proto);
+        if (rc == 0 && kind == RTG_LOCK_PROTECT_MUTEX)
+            rc = pthread_mutexattr_setprioceiling(&a, ceiling);
+        if (rc == 0)
+            rc = pthread_mutex_init(&l->m, &a);
+        pthread_mutexattr_destroy(&a);
+    } else if (kind == RTG_LOCK_SEM) {
+        rc = sem_init(&l->s, 0, 1) == 0 ? 0 : errno;
+    } else {
+        rc = pthread_spin_init(&l->sp, PTHREAD_PROCESS_PRIVATE);
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "this system cannot make a %s lock (%s); choose another primitive.",
+                 rtg_lock_name(kind), strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+void rtg_lock_destroy(rtg_lock *l)
+{
+    if (is_mutex(l->kind))
+        pthread_mutex_destroy(&l->m);
+    else if (l->kind == RTG_LOCK_SEM)
+        sem_destroy(&l->s);
+    else
+        pthread_spin_destroy(&l->sp);
+}
+
+int rtg_lock_acquire(rtg_lock *l)
+{
+    if (is_mutex(l->kind))
+        return pthread_mutex_lock(&l->m);
+    if (l->kind == RTG_LOCK_SEM) {
+        while (sem_wait(&l->s) != 0)
+            if (errno != EINTR)
+                return errno;
+        return 0;
+    }
+    return pthread_spin_lock(&l->sp);
+}
+
+int rtg_lock_acquire_until(rtg_lock *l, int64_t deadline_ns)
+{
+    struct timespec dl = rtg_ns_timespec(deadline_ns);
+    if (is_mutex(l->kind)) {
+        /* timedlock takes CLOCK_REALTIME; map the monotonic deadline onto it */
+        struct timespec now_rt;
+        clock_gettime(CLOCK_REALTIME, &now_rt);
+        struct timespec rt = rtg_ns_timespec(rtg_timespec_ns(&now_rt) + deadline_ns - rtg_mono_ns());
+        return pthread_mutex_timedlock(&l->m, &rt);
+    }
+    if (l->kind == RTG_LOCK_SEM) {
+        while (sem_clockwait(&l->s, CLOCK_MONOTONIC, &dl) != 0)
+            if (errno != EINTR)
+                return errno;
+        return 0;
+    }
+    while (pthread_spin_trylock(&l->sp) != 0)
+        if (rtg_mono_ns() >= deadline_ns)
+            return ETIMEDOUT;
+    return 0;
+}
+
+void rtg_lock_release(rtg_lock *l)
+{
+    if (is_mutex(l->kind))
+        pthread_mutex_unlock(&l->m);
+    else if (l->kind == RTG_LOCK_SEM)
+        sem_post(&l->s);
+    else
+        pthread_spin_unlock(&l->sp);
+}
+
+/* ---- the inversion scenario ---- */
+
+typedef struct {
+    const rtg_inv_cfg *cfg;
+    rtg_inv_result *r;
+    rtg_lock lock;
+    atomic_int held, requested, low_tid, high_tid;
+    int low_rc, high_rc;
+} inversion;
+
+/* Safety bound of low's critical section in wall time: it needs cs_ns of CPU,
+ * which it only gets once high and medium are done; never reached normally. */
+#define LOW_WALL_BOUND_NS 10000000000LL
+
+static void *low_main(void *p)
+{
+    inversion *v = p;
+    atomic_store(&v->low_tid, rtg_bh_tid());
+    v->low_rc = rtg_lock_acquire(&v->lock);
+    if (v->low_rc != 0) {
+        atomic_store(&v->held, -1);
+        return NULL;
+    }
+    v->r->t_held = rtg_mono_ns();
+    int64_t cpu0 = rtg_bh_thread_cpu_ns();
+    atomic_store(&v->held, 1);
+    /* CPU time, not wall time: while preempted the section does not progress */
+    while (rtg_bh_thread_cpu_ns() - cpu0 < v->cfg->cs_ns && rtg_mono_ns() - v->r->t_held < LOW_WALL_BOUND_NS)
+        ;
+    v->r->t_low_release = rtg_mono_ns();
+    rtg_lock_release(&v->lock);
+    return NULL;
+}
+
+static void *high_main(void *p)
+{
+    inversion *v = p;
+    atomic_store(&v->high_tid, rtg_bh_tid());
+    v->r->t_request = rtg_mono_ns();
+    atomic_store(&v->requested, 1);
+    v->high_rc = rtg_lock_acquire_until(&v->lock, v->r->t_request + v->cfg->timeout_ns);
+    if (v->high_rc == 0) {
+        v->r->t_acquire = rtg_mono_ns();
+        v->r->s_acquire = rtg_bh_seq();
+        v->r->acquired = true;
+        rtg_lock_release(&v->lock);
+    } else {
+        v->r->timed_out = v->high_rc == ETIMEDOUT;
+    }
+    return NULL;
+}
+
+static void *medium_main(void *p)
+{
+    inversion *v = p;
+    v->r->s_med_start = rtg_bh_seq();
+    int64_t s = rtg_mono_ns(), e = s;
+    v->r->t_med_start = s;
+    while (e - s < v->cfg->hog_ns)   /* stops itself: bounded hog */
+        e = rtg_mono_ns();
+    v->r->t_med_end = e;
+    v->r->s_med_end = rtg_bh_seq();
+    return NULL;
+}
+
+int rtg_inversion(const rtg_inv_cfg *cfg, rtg_inv_result *r, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    r->low_prio_before = r->low_prio_waiting = -1;
+    static inversion v;     /* threads read it until joined */
+    memset(&v, 0, sizeof v);
+    v.cfg = cfg;
+    v.r = r;
+    if (rtg_bh_self(cfg->cpu, RTG_POL_FIFO, cfg->prio_ctl, err, errlen) != 0)
+        return -1;
+    if (rtg_lock_init(&v.lock, cfg->kind, cfg->prio_high, err, errlen) != 0)
+        return -1;
+    pthread_t lo, hi, me;
+    int rc = -1;
+    if (rtg_bh_start(&lo, low_main, &v, cfg->cpu, RTG_POL_FIFO, cfg->prio_low, err, errlen) != 0)
+        goto out_lock;
+    if (!rtg_bh_wait_flag(&v.held, 2000000000LL) || atomic_load(&v.held) < 0) {
+        snprintf(err, errlen, "the low-priority thread could not take the %s lock (%s); this system cannot run the scenario.",
+                 rtg_lock_name(cfg->kind), strerror(v.low_rc ? v.low_rc : ETIMEDOUT));
+        pthread_join(lo, NULL);
+        goto out_lock;
+    }
+    r->low_prio_before = rtg_bh_effective_rt_prio(atomic_load(&v.low_tid));
+    if (rtg_bh_start(&hi, high_main, &v, cfg->cpu, RTG_POL_FIFO, cfg->prio_high, err, errlen) != 0) {
+        pthread_join(lo, NULL);
+        goto out_lock;
+    }
+    /* Let high ask: it blocks (or, for a spin lock, spins: then wait a little) */
+    rtg_bh_wait_flag(&v.requested, 2000000000LL);
+    if (cfg->kind != RTG_LOCK_SPIN)
+        rtg_bh_wait_blocked(atomic_load(&v.high_tid), 200000000LL);
+    else
+        rtg_bh_sleep_ns(1000000);
+    r->high_state = rtg_bh_task_state(atomic_load(&v.high_tid));
+    r->low_prio_waiting = rtg_bh_effective_rt_prio(atomic_load(&v.low_tid));
+    if (rtg_bh_start(&me, medium_main, &v, cfg->cpu, RTG_POL_FIFO, cfg->prio_med, err, errlen) != 0) {
+        pthread_join(hi, NULL);
+        pthread_join(lo, NULL);
+        goto out_lock;
+    }
+    pthread_join(hi, NULL);
+    pthread_join(me, NULL);
+    pthread_join(lo, NULL);
+    rc = 0;
+    if (v.high_rc != 0 && v.high_rc != ETIMEDOUT) {
+        snprintf(err, errlen, "the high-priority thread's timed wait on the %s lock failed (%s).",
+                 rtg_lock_name(cfg->kind), strerror(v.high_rc));
+        rc = -1;
+    }
+out_lock:
+    rtg_lock_destroy(&v.lock);
+    return rc;
+}
+
+void rtg_inversion_report(const rtg_inv_cfg *cfg, const rtg_inv_result *r, rtg_result *res)
+{
+    rtg_json *m = res->metrics;
+    if (r->acquired)
+        rtg_j_set(m, "high_wait", rtg_j_scalar_int(r->t_acquire - r->t_request, "ns"));
+    else
+        rtg_j_set(m, "high_wait", rtg_j_scalar_int(cfg->timeout_ns, "ns"));
+    rtg_j_set(m, "high_timed_out", rtg_j_scalar_int(r->timed_out ? 1 : 0, "count"));
+    rtg_j_set(m, "medium_hog", rtg_j_scalar_int(r->t_med_end - r->t_med_start, "ns"));
+    rtg_j_set(m, "low_hold", rtg_j_scalar_int(r->t_low_release - r->t_held, "ns"));
+    rtg_j_set(m, "low_priority_before", rtg_j_scalar_int(r->low_prio_before, "priority"));
+    rtg_j_set(m, "low_priority_while_high_waits", rtg_j_scalar_int(r->low_prio_waiting, "priority"));
+    rtg_json *sc = rtg_j_set(res->extra, "scenario", rtg_j_obj());
+    rtg_j_set(sc, "lock", rtg_j_str(rtg_lock_name(cfg->kind)));
+    rtg_j_set(sc, "cpu", rtg_j_int(cfg->cpu));
+    rtg_j_set(sc, "priority_low", rtg_j_int(cfg->prio_low));
+    rtg_j_set(sc, "priority_medium", rtg_j_int(cfg->prio_med));
+    rtg_j_set(sc, "priority_high", rtg_j_int(cfg->prio_high));
+    rtg_j_set(sc, "priority_controller", rtg_j_int(cfg->prio_ctl));
+    rtg_j_set(sc, "critical_section_cpu_ns", rtg_j_int(cfg->cs_ns));
+    rtg_j_set(sc, "hog_ns", rtg_j_int(cfg->hog_ns));
+    rtg_j_set(sc, "timeout_ns", rtg_j_int(cfg->timeout_ns));
+    char st[2] = {(char)(r->high_state ? r->high_state : '?'), 0};
+    rtg_j_set(sc, "high_state_while_waiting", rtg_j_str(st));
+    /* instants relative to high's request, ns (null when it did not happen) */
+    rtg_json *t = rtg_j_set(sc, "timeline_ns", rtg_j_obj());
+    rtg_j_set(t, "low_took_lock", rtg_j_int(r->t_held - r->t_request));
+    rtg_j_set(t, "high_requested", rtg_j_int(0));
+    rtg_j_set(t, "medium_started", rtg_j_int(r->t_med_start - r->t_request));
+    rtg_j_set(t, "low_released", rtg_j_int(r->t_low_release - r->t_request));
+    rtg_j_set(t, "high_acquired", r->acquired ? rtg_j_int(r->t_acquire - r->t_request) : rtg_j_null());
+    rtg_j_set(t, "medium_stopped", rtg_j_int(r->t_med_end - r->t_request));
+}
+
+void rtg_bh_env_cpu(rtg_result *res, int cpu)
+{
+    rtg_json *c = rtg_j_set(res->env, "cpus", rtg_j_arr());
+    rtg_j_push(c, rtg_j_int(cpu));
+}

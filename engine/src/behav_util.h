@@ -1,0 +1,105 @@
+/* behav_util: what the behaviour tests (thr-new, thr-rr, sem-lck, sem-rel,
+ * mut-arc, pi) share: threads created pinned at an explicit policy and priority,
+ * bounded waits, what the kernel says about a thread (/proc state and effective
+ * priority), a lock of a chosen kind, and the priority-inversion scenario
+ * (low holds a lock, high wants it, medium hogs the CPU) that mut-arc and pi run.
+ * Every wait here has a bound, so a scenario that goes wrong ends by itself. */
+#ifndef RTG_BEHAV_UTIL_H
+#define RTG_BEHAV_UTIL_H
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt.h"
+#include "test.h"
+
+/* The CPU every thread of a behaviour test runs on: the first CPU of --cpus, or
+ * the last CPU this process may use (CPU 0 usually takes most interrupts). */
+int rtg_bh_cpu(const rtg_opts *o);
+/* Optional second CPU (the deliberately wrong "split" setups): another allowed
+ * CPU than cpu, or -1 when there is none. */
+int rtg_bh_other_cpu(int cpu);
+
+/* Pin the calling thread to cpu and set its policy/priority; 0 or -1 with err. */
+int rtg_bh_self(int cpu, rtg_policy pol, int prio, char *err, size_t errlen);
+/* Start fn(arg) pinned to cpu at pol/prio from its first instruction (explicit
+ * scheduling and affinity in the attributes). Stop signals stay with the main
+ * thread. 0 or -1 with err. */
+int rtg_bh_start(pthread_t *th, void *(*fn)(void *), void *arg, int cpu, rtg_policy pol, int prio,
+                 char *err, size_t errlen);
+
+int rtg_bh_tid(void);
+int64_t rtg_bh_thread_cpu_ns(void);            /* CPU time of the calling thread */
+void rtg_bh_sleep_ns(int64_t ns);
+/* Sleep-poll (100 us steps) until *flag != 0 or timeout; true when set. */
+bool rtg_bh_wait_flag(atomic_int *flag, int64_t timeout_ns);
+/* Scheduler state letter of a thread of this process ('R', 'S', 'D', ...), or 0. */
+char rtg_bh_task_state(int tid);
+/* Sleep-poll until the thread sleeps (state S or D); true when it does. */
+bool rtg_bh_wait_blocked(int tid, int64_t timeout_ns);
+/* Effective real-time priority of a thread (what it runs at now, boosts
+ * included, from /proc/self/task/TID/stat), 0 for a non-RT thread, -1 unknown. */
+int rtg_bh_effective_rt_prio(int tid);
+
+/* Event order: a global sequence number, so "A happened before B" is exact. */
+int64_t rtg_bh_seq(void);
+
+/* ---- locks of a chosen kind ---- */
+typedef enum {
+    RTG_LOCK_PI_MUTEX,      /* pthread mutex, PTHREAD_PRIO_INHERIT */
+    RTG_LOCK_MUTEX,         /* pthread mutex, PTHREAD_PRIO_NONE */
+    RTG_LOCK_PROTECT_MUTEX, /* pthread mutex, PTHREAD_PRIO_PROTECT (ceiling) */
+    RTG_LOCK_SEM,           /* POSIX unnamed semaphore of value 1 (no owner) */
+    RTG_LOCK_SPIN           /* pthread_spin (busy-waits) */
+} rtg_lock_kind;
+
+typedef struct {
+    rtg_lock_kind kind;
+    pthread_mutex_t m;
+    sem_t s;
+    pthread_spinlock_t sp;
+} rtg_lock;
+
+int rtg_lock_init(rtg_lock *l, rtg_lock_kind kind, int ceiling, char *err, size_t errlen);
+void rtg_lock_destroy(rtg_lock *l);
+int rtg_lock_acquire(rtg_lock *l);
+/* Acquire before the CLOCK_MONOTONIC deadline: 0, or ETIMEDOUT. A spin lock
+ * spins (never sleeps) until then, as pthread_spin_lock would, but bounded. */
+int rtg_lock_acquire_until(rtg_lock *l, int64_t deadline_ns);
+void rtg_lock_release(rtg_lock *l);
+const char *rtg_lock_name(rtg_lock_kind kind);
+
+/* ---- the priority-inversion scenario ----
+ * All on one CPU under SCHED_FIFO, the calling thread (controller) above all:
+ *  1. low takes the lock and starts a critical section needing cs_ns of CPU;
+ *  2. high asks for the lock (timed wait, timeout_ns);
+ *  3. medium becomes ready and hogs the CPU for hog_ns of wall time, then stops.
+ * Protected: high gets the lock before medium stops. */
+typedef struct {
+    int cpu;
+    int prio_low, prio_med, prio_high, prio_ctl;
+    rtg_lock_kind kind;
+    int64_t cs_ns, hog_ns, timeout_ns;
+} rtg_inv_cfg;
+
+typedef struct {
+    bool acquired, timed_out;
+    int64_t t_held, t_request, t_acquire, t_low_release, t_med_start, t_med_end;   /* ns */
+    int64_t s_acquire, s_med_start, s_med_end;   /* event sequence numbers */
+    int low_prio_before, low_prio_waiting;   /* low's effective priority before / while high waits */
+    int high_state;                          /* high's state letter while it waits */
+} rtg_inv_result;
+
+/* 0, or -1 with err (setup failed: nothing was measured). */
+int rtg_inversion(const rtg_inv_cfg *cfg, rtg_inv_result *r, char *err, size_t errlen);
+/* The scenario's timings as metrics (ns): high_wait, medium_hog, low_cs; and
+ * low's effective priority before and while high waited. */
+void rtg_inversion_report(const rtg_inv_cfg *cfg, const rtg_inv_result *r, rtg_result *res);
+
+/* env.cpus = [cpu] (the CPU the scenario ran on) and env.scenario_priorities */
+void rtg_bh_env_cpu(rtg_result *res, int cpu);
+
+#endif

@@ -1,0 +1,233 @@
+/* mutex: pthread mutex performance, on one CPU, --protocol inherit (default)
+ * or none. Threads L at --priority, M at +1, H at +2.
+ *  MUT-P-ARN  acquire / release: L locks and unlocks a free mutex (timestamps
+ *             around each call; both stay in user space).
+ *  MUT-P-ARC  per iteration: L locks the mutex and posts H's semaphore; H
+ *             preempts L, takes t0 and requests the mutex, blocks, and (with
+ *             inheritance) lends L its priority; L resumes and takes t1:
+ *             acquire_contended = t1 - t0 (the blocking request, the boost and
+ *             the switch back to the holder). L then makes M ready (posts its
+ *             semaphore): boosted, L keeps the CPU. L takes t2 and unlocks; the
+ *             mutex passes to H, which preempts L and takes t3:
+ *             release_contended = t3 - t2 (the unlock with a waiter, the end of
+ *             the boost and the switch to H). M runs only after H is done; if M
+ *             ran before H got the mutex (no inheritance), the iteration is
+ *             counted in inversions and M busy-waits --hog-us, as a medium-
+ *             priority task would. */
+#include <errno.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_util.h"
+#include "clock.h"
+#include "test.h"
+
+static const rtg_opt mutex_opts[] = {
+    {"priority", RTG_OPT_INT, "80", 1, 96, NULL, "priority of the low thread; medium +1, high +2"},
+    {"protocol", RTG_OPT_ENUM, "inherit", 0, 0, "inherit|none",
+     "mutex protocol: priority inheritance (PTHREAD_PRIO_INHERIT) or none"},
+    {"iterations", RTG_OPT_INT, "10000", 10, 1000000, NULL, "samples of each metric"},
+    {"hog-us", RTG_OPT_INT, "200", 1, 100000, NULL,
+     "how long the medium thread hogs the CPU when it runs before the high one got the mutex"},
+    {"timeout-s", RTG_OPT_NUM, "30", 1, 3600, NULL,
+     "watchdog: stop the run after this many seconds and report what was measured"},
+    {0},
+};
+
+#define WARMUP 10
+
+enum { ACQUIRE, RELEASE, ACQUIRE_CONTENDED, RELEASE_CONTENDED, NMETRICS };
+static const char *const metric_names[NMETRICS] = {"acquire", "release", "acquire_contended",
+                                                   "release_contended"};
+
+typedef struct {
+    const rtg_bench *b;
+    size_t n;
+    int64_t hog_ns;
+    pthread_mutex_t m;
+    sem_t go_high, go_medium;
+    _Atomic int arrived, done, failed;
+    _Atomic size_t high_got;  /* iterations in which H obtained the mutex */
+    size_t i;
+    int64_t t0, t2;
+    int64_t inversions;
+    rtg_samples s[NMETRICS];
+} mtest;
+
+static inline void put(mtest *t, int metric, size_t i, int64_t v)
+{
+    if (i >= WARMUP)
+        rtg_samples_put(&t->s[metric], v);
+}
+
+static void measure_uncontended(mtest *t)
+{
+    for (size_t i = 0; i < t->n && !rtg_bench_stopping(); i++) {
+        int64_t a = rtg_mono_ns();
+        pthread_mutex_lock(&t->m);
+        int64_t b = rtg_mono_ns();
+        pthread_mutex_unlock(&t->m);
+        int64_t c = rtg_mono_ns();
+        put(t, ACQUIRE, i, b - a);
+        put(t, RELEASE, i, c - b);
+    }
+}
+
+static void *low(void *p)
+{
+    mtest *t = p;
+    measure_uncontended(t);
+    for (size_t i = 0; i < t->n && !rtg_bench_stopping(); i++) {
+        t->i = i;
+        pthread_mutex_lock(&t->m);
+        sem_post(&t->go_high);
+        int64_t t1 = rtg_mono_ns();
+        put(t, ACQUIRE_CONTENDED, i, t1 - t->t0);
+        sem_post(&t->go_medium);
+        t->t2 = rtg_mono_ns();
+        pthread_mutex_unlock(&t->m);
+    }
+    atomic_store(&t->done, 1);
+    sem_post(&t->go_high);
+    sem_post(&t->go_medium);
+    return NULL;
+}
+
+static void *high(void *p)
+{
+    mtest *t = p;
+    atomic_fetch_add(&t->arrived, 1);
+    for (;;) {
+        sem_wait(&t->go_high);
+        if (atomic_load(&t->done) || rtg_bench_stopping())
+            break;
+        t->t0 = rtg_mono_ns();
+        if (pthread_mutex_timedlock(&t->m, &t->b->deadline_rt) != 0) {
+            atomic_store(&t->failed, 1);
+            atomic_store(&rtg_bench_abort, 1);
+            break;
+        }
+        int64_t t3 = rtg_mono_ns();
+        put(t, RELEASE_CONTENDED, t->i, t3 - t->t2);
+        atomic_store(&t->high_got, t->i + 1);
+        pthread_mutex_unlock(&t->m);
+    }
+    return NULL;
+}
+
+static void *medium(void *p)
+{
+    mtest *t = p;
+    atomic_fetch_add(&t->arrived, 1);
+    for (;;) {
+        sem_wait(&t->go_medium);
+        if (atomic_load(&t->done) || rtg_bench_stopping())
+            break;
+        if (atomic_load(&t->high_got) <= t->i) {
+            t->inversions += t->i >= WARMUP;
+            rtg_busy_ns(t->hog_ns);
+        }
+    }
+    return NULL;
+}
+
+static void unblock_all(void *p)
+{
+    mtest *t = p;
+    sem_post(&t->go_high);
+    sem_post(&t->go_medium);
+}
+
+static int init_mtest(mtest *t, const rtg_opts *o)
+{
+    t->n = WARMUP + (size_t)rtg_opt_int(o, "iterations");
+    t->hog_ns = rtg_opt_int(o, "hog-us") * 1000;
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setprotocol(&a, strcmp(rtg_opt_str(o, "protocol"), "inherit") == 0
+                                          ? PTHREAD_PRIO_INHERIT : PTHREAD_PRIO_NONE);
+    pthread_mutex_init(&t->m, &a);
+    pthread_mutexattr_destroy(&a);
+    sem_init(&t->go_high, 0, 0);
+    sem_init(&t->go_medium, 0, 0);
+    for (int k = 0; k < NMETRICS; k++)
+        if (rtg_samples_init(&t->s[k], t->n) != 0)
+            return -1;
+    return 0;
+}
+
+static void free_mtest(mtest *t)
+{
+    pthread_mutex_destroy(&t->m);
+    sem_destroy(&t->go_high);
+    sem_destroy(&t->go_medium);
+    for (int k = 0; k < NMETRICS; k++)
+        rtg_samples_free(&t->s[k]);
+}
+
+static int start_threads(mtest *t, const rtg_bench *b, pthread_t th[3], char *err, size_t len)
+{
+    if (rtg_bench_spawn(&th[0], b->policy, b->priority + 2, b->cpu, 64, high, t, err, len) != 0)
+        return 0;
+    if (rtg_bench_spawn(&th[1], b->policy, b->priority + 1, b->cpu, 64, medium, t, err, len) != 0)
+        return 1;
+    while (atomic_load(&t->arrived) < 2 && rtg_mono_ns() < b->deadline_ns && !rtg_bench_stopping())
+        rtg_sleep_until(rtg_mono_ns() + 1000000);
+    rtg_sleep_until(rtg_mono_ns() + 2000000);   /* both reach their sem_wait */
+    if (rtg_bench_spawn(&th[2], b->policy, b->priority, b->cpu, 64, low, t, err, len) != 0)
+        return 2;
+    return 3;
+}
+
+static int mutex_run(const rtg_opts *o, rtg_result *res)
+{
+    rtg_bench b;
+    int status = rtg_bench_setup(&b, o, res, true);
+    if (status != RTG_EXIT_OK)
+        return status;
+    static mtest t;
+    memset(&t, 0, sizeof t);
+    t.b = &b;
+    if (init_mtest(&t, o) != 0) {
+        free_mtest(&t);
+        return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for the samples; ask for fewer --iterations.");
+    }
+    pthread_t th[3];
+    char err[512];
+    int started = start_threads(&t, &b, th, err, sizeof err);
+    if (started < 3) {
+        atomic_store(&t.done, 1);
+        atomic_store(&rtg_bench_abort, 1);
+        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    }
+    int left = rtg_bench_join(&b, th, started, unblock_all, &t);
+    if (status == RTG_EXIT_OK && left > 0)
+        status = rtg_fail(res, RTG_EXIT_FAIL, "%d threads did not stop within the watchdog's grace time.", left);
+    else if (status == RTG_EXIT_OK && (b.timed_out || atomic_load(&t.failed)))
+        status = rtg_fail(res, RTG_EXIT_FAIL,
+                          "the run did not finish within --timeout-s %.0f s; raise it or ask for fewer --iterations.",
+                          rtg_opt_num(o, "timeout-s"));
+    if (status == RTG_EXIT_OK) {
+        for (int k = 0; k < NMETRICS; k++)
+            rtg_samples_report(res, metric_names[k], &t.s[k]);
+        rtg_j_set(res->metrics, "inversions", rtg_j_scalar_int(t.inversions, "count"));
+        rtg_bench_method(res, "acquire/release: pthread_mutex_lock / unlock alone on a free mutex; "
+                              "acquire_contended: the high thread's blocking lock request to the holder (low) "
+                              "running again; release_contended: the holder's unlock to the high thread running "
+                              "with the mutex");
+    }
+    if (left > 0)
+        return status;
+    free_mtest(&t);
+    return status;
+}
+
+const rtg_test rtg_test_mutex = {
+    .name = "mutex",
+    .help = "MUT-P-ARN/ARC: mutex acquire/release without contention and with priority inheritance",
+    .opts = mutex_opts,
+    .flags = RTG_TEST_RT,
+    .run = mutex_run,
+};

@@ -1,0 +1,209 @@
+/* preempt: a higher-priority thread made ready preempts a running lower one.
+ * Two threads on one CPU: L at --priority, H at --priority + 1.
+ *  --event sem (default): H blocks on a semaphore; L, running, takes t0 and posts
+ *    it; H resumes at once (it outranks L) and takes t1. preempt = t1 - t0: the
+ *    post (futex wake), the scheduler's decision that H preempts L, the context
+ *    switch and H's return from sem_wait. H then blocks again and L carries on.
+ *  --event timer: H sleeps to an absolute deadline d (clock_nanosleep); L wakes
+ *    --lead-us before d and busy-waits, so it is running when the timer fires.
+ *    preempt = t1 - d: timer interrupt, wake-up, preemption of L, switch. A cycle
+ *    in which L was not yet running at d (its own wake-up was late) is not a
+ *    preemption; it is counted in low_not_running, not in preempt. */
+#include <errno.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_util.h"
+#include "clock.h"
+#include "test.h"
+
+static const rtg_opt preempt_opts[] = {
+    {"priority", RTG_OPT_INT, "80", 1, 98, NULL, "priority of the low thread; the high one runs at +1"},
+    {"event", RTG_OPT_ENUM, "sem", 0, 0, "sem|timer",
+     "what makes the high thread ready: a semaphore posted by the low thread, or a timer"},
+    {"iterations", RTG_OPT_INT, "10000", 10, 10000000, NULL, "preemptions measured"},
+    {"period-us", RTG_OPT_INT, "1000", 200, 100000, NULL, "--event timer: one preemption every PERIOD us"},
+    {"lead-us", RTG_OPT_INT, "100", 10, 10000, NULL,
+     "--event timer: the low thread starts running this long before each deadline"},
+    {"timeout-s", RTG_OPT_NUM, "30", 1, 3600, NULL,
+     "watchdog: stop the run after this many seconds and report what was measured"},
+    {0},
+};
+
+#define WARMUP 10
+
+typedef struct {
+    bool timer;
+    size_t n;                 /* warm-up + iterations */
+    int64_t start_ns, period_ns, lead_ns;
+    sem_t wake;
+    _Atomic int high_ready;
+    _Atomic size_t high_done; /* cycles the high thread finished */
+    int64_t t0;               /* sem: L's timestamp before the post */
+    int64_t *t1;              /* H's resumption per cycle */
+    int64_t *low_start;       /* timer: when L began running before cycle i */
+} pair;
+
+static void *high_sem(pair *p)
+{
+    atomic_store(&p->high_ready, 1);
+    for (size_t i = 0; i < p->n; i++) {
+        sem_wait(&p->wake);
+        int64_t t1 = rtg_mono_ns();
+        if (rtg_bench_stopping())
+            break;
+        p->t1[i] = t1 - p->t0;
+        atomic_store_explicit(&p->high_done, i + 1, memory_order_release);
+    }
+    return NULL;
+}
+
+static void *low_sem(pair *p)
+{
+    for (size_t i = 0; i < p->n && !rtg_bench_stopping(); i++) {
+        p->t0 = rtg_mono_ns();
+        sem_post(&p->wake);
+    }
+    return NULL;
+}
+
+static void *high_timer(pair *p)
+{
+    atomic_store(&p->high_ready, 1);
+    for (size_t i = 0; i < p->n && !rtg_bench_stopping(); i++) {
+        int64_t d = p->start_ns + (int64_t)i * p->period_ns;
+        rtg_sleep_until(d);
+        p->t1[i] = rtg_mono_ns() - d;
+        atomic_store_explicit(&p->high_done, i + 1, memory_order_release);
+    }
+    return NULL;
+}
+
+/* Running from lead before each deadline until H has taken its timestamp;
+ * bounded by one period past the deadline whatever H does. */
+static void *low_timer(pair *p)
+{
+    for (size_t i = 0; i < p->n && !rtg_bench_stopping(); i++) {
+        int64_t d = p->start_ns + (int64_t)i * p->period_ns;
+        rtg_sleep_until(d - p->lead_ns);
+        p->low_start[i] = rtg_mono_ns();
+        while (atomic_load_explicit(&p->high_done, memory_order_acquire) <= i &&
+               rtg_mono_ns() < d + p->period_ns && !rtg_bench_stopping())
+            ;
+    }
+    return NULL;
+}
+
+static void *high_main(void *a)
+{
+    pair *p = a;
+    return p->timer ? high_timer(p) : high_sem(p);
+}
+
+static void *low_main(void *a)
+{
+    pair *p = a;
+    return p->timer ? low_timer(p) : low_sem(p);
+}
+
+static void unblock_pair(void *a)
+{
+    sem_post(&((pair *)a)->wake);
+}
+
+static void report(const pair *p, rtg_result *res)
+{
+    size_t done = atomic_load(&p->high_done);
+    rtg_samples s;
+    if (rtg_samples_init(&s, done) != 0)
+        return;
+    int64_t not_running = 0;
+    for (size_t i = WARMUP; i < done; i++) {
+        int64_t d = p->start_ns + (int64_t)i * p->period_ns;
+        if (p->timer && p->low_start[i] >= d)
+            not_running++;
+        else
+            rtg_samples_put(&s, p->t1[i]);
+    }
+    rtg_samples_report(res, "preempt", &s);
+    if (p->timer)
+        rtg_j_set(res->metrics, "low_not_running", rtg_j_scalar_int(not_running, "count"));
+    rtg_samples_free(&s);
+}
+
+static int start_pair(pair *p, const rtg_bench *b, pthread_t th[2], int *started, char *err, size_t len)
+{
+    if (rtg_bench_spawn(&th[0], b->policy, b->priority + 1, b->cpu, 64, high_main, p, err, len) != 0)
+        return -1;
+    *started = 1;
+    while (!atomic_load(&p->high_ready) && rtg_mono_ns() < b->deadline_ns && !rtg_bench_stopping())
+        rtg_sleep_until(rtg_mono_ns() + 1000000);
+    rtg_sleep_until(rtg_mono_ns() + 2000000);   /* H reaches its first wait */
+    if (rtg_bench_spawn(&th[1], b->policy, b->priority, b->cpu, 64, low_main, p, err, len) != 0)
+        return -1;
+    *started = 2;
+    return 0;
+}
+
+static int preempt_run(const rtg_opts *o, rtg_result *res)
+{
+    rtg_bench b;
+    int status = rtg_bench_setup(&b, o, res, true);
+    if (status != RTG_EXIT_OK)
+        return status;
+    static pair p;
+    memset(&p, 0, sizeof p);
+    p.timer = strcmp(rtg_opt_str(o, "event"), "timer") == 0;
+    p.n = WARMUP + (size_t)rtg_opt_int(o, "iterations");
+    p.period_ns = rtg_opt_int(o, "period-us") * 1000;
+    p.lead_ns = rtg_opt_int(o, "lead-us") * 1000;
+    if (p.timer && 2 * p.lead_ns > p.period_ns)
+        return rtg_fail(res, RTG_EXIT_USAGE,
+                        "--lead-us %lld is more than half of --period-us %lld; keep the low thread's busy "
+                        "time under half the period.", (long long)(p.lead_ns / 1000), (long long)(p.period_ns / 1000));
+    p.t1 = calloc(p.n, sizeof *p.t1);
+    p.low_start = calloc(p.n, sizeof *p.low_start);
+    if (!p.t1 || !p.low_start) {
+        free(p.t1), free(p.low_start);
+        return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %zu samples; ask for fewer --iterations.", p.n);
+    }
+    sem_init(&p.wake, 0, 0);
+    p.start_ns = rtg_mono_ns() + 50000000;
+    pthread_t th[2];
+    int started = 0;
+    char err[512];
+    if (start_pair(&p, &b, th, &started, err, sizeof err) != 0) {
+        atomic_store(&rtg_bench_abort, 1);
+        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    }
+    int left = rtg_bench_join(&b, th, started, unblock_pair, &p);
+    if (status == RTG_EXIT_OK && left > 0)
+        status = rtg_fail(res, RTG_EXIT_FAIL, "%d threads did not stop within the watchdog's grace time.", left);
+    else if (status == RTG_EXIT_OK && b.timed_out)
+        status = rtg_fail(res, RTG_EXIT_FAIL,
+                          "the run did not finish within --timeout-s %.0f s; raise it or ask for fewer --iterations.",
+                          rtg_opt_num(o, "timeout-s"));
+    if (status == RTG_EXIT_OK) {
+        report(&p, res);
+        rtg_bench_method(res, p.timer
+            ? "preempt: from the timer deadline d the high thread slept to, to its first timestamp after "
+              "waking, while the low thread was running on the same CPU"
+            : "preempt: from the low thread's timestamp just before sem_post to the high thread's first "
+              "timestamp after sem_wait returned, both on one CPU");
+    }
+    if (left > 0)
+        return status;
+    sem_destroy(&p.wake);
+    free(p.t1), free(p.low_start);
+    return status;
+}
+
+const rtg_test rtg_test_preempt = {
+    .name = "preempt",
+    .help = "preemption: time from an event (semaphore post or timer) to a higher-priority thread running",
+    .opts = preempt_opts,
+    .flags = RTG_TEST_RT,
+    .run = preempt_run,
+};

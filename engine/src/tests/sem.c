@@ -1,0 +1,290 @@
+/* sem: POSIX unnamed semaphore performance, three parts run by one measuring
+ * thread M at --priority on one CPU (timestamps around each call):
+ *  SEM-P-NEW  create_unused / delete_unused: sem_init then sem_destroy with
+ *             nothing in between, each in memory that never held a semaphore;
+ *             create_used / delete_used: in memory that held a used semaphore,
+ *             sem_init, one sem_wait + sem_post, sem_destroy.
+ *  SEM-P-ARN  acquire / release: sem_wait on a count of 1, sem_post with no
+ *             waiter (no contention: both stay in user space).
+ *  SEM-P-ARC  --waiters threads, all above M, block on a semaphore of count 0;
+ *             Linux has 98 real-time levels below the watchdog, so the waiters'
+ *             priorities are spread over --priority+1..98 with the highest one
+ *             held by one waiter only (the one every post must wake).
+ *             release_contended: M takes t0 and posts; the highest waiter wakes
+ *             at once (preempting M) and takes t1: t1 - t0, the release plus the
+ *             switch to the highest waiter.
+ *             acquire_contended: that waiter takes t2 and calls sem_wait again,
+ *             which blocks it behind the others; M resumes and takes t3: t3 - t2,
+ *             the blocking acquire plus the switch back.
+ *             A wake-up of any other waiter is counted in not_highest. */
+#include <errno.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_util.h"
+#include "clock.h"
+#include "test.h"
+
+static const rtg_opt sem_opts[] = {
+    {"priority", RTG_OPT_INT, "10", 1, 97, NULL,
+     "priority of the measuring thread; the waiters run above it, up to 98"},
+    {"iterations", RTG_OPT_INT, "10000", 10, 1000000, NULL, "samples of each metric"},
+    {"waiters", RTG_OPT_INT, "128", 1, 1000, NULL, "waiting threads in SEM-P-ARC"},
+    {"timeout-s", RTG_OPT_NUM, "30", 1, 3600, NULL,
+     "watchdog: stop the run after this many seconds and report what was measured"},
+    {0},
+};
+
+#define WARMUP 10
+#define TOP_PRIORITY 98
+
+enum { CREATE_UNUSED, DELETE_UNUSED, CREATE_USED, DELETE_USED, ACQUIRE, RELEASE,
+       ACQUIRE_CONTENDED, RELEASE_CONTENDED, NMETRICS };
+static const char *const metric_names[NMETRICS] = {
+    "create_unused", "delete_unused", "create_used", "delete_used", "acquire", "release",
+    "acquire_contended", "release_contended"};
+
+typedef struct {
+    char bytes[64];           /* one semaphore per cache line */
+} slot;
+
+typedef struct {
+    size_t n;                 /* warm-up + iterations */
+    int nwaiters;
+    slot *fresh, *used;
+    rtg_samples m[NMETRICS];
+    sem_t contended;
+    _Atomic int arrived;
+    _Atomic int done;
+    int top;                  /* index of the highest waiter */
+    int64_t t0, t2;
+    size_t i;                 /* current ARC iteration */
+    int64_t not_highest;
+} semtest;
+
+typedef struct {
+    semtest *s;
+    int index;
+} waiter_arg;
+
+static inline void put(semtest *s, int metric, size_t i, int64_t v)
+{
+    if (i >= WARMUP)
+        rtg_samples_put(&s->m[metric], v);
+}
+
+static void measure_new(semtest *s)
+{
+    for (size_t i = 0; i < s->n && !rtg_bench_stopping(); i++) {
+        sem_t *f = (sem_t *)s->fresh[i].bytes;
+        int64_t a = rtg_mono_ns();
+        sem_init(f, 0, 1);
+        int64_t b = rtg_mono_ns();
+        sem_destroy(f);
+        int64_t c = rtg_mono_ns();
+        put(s, CREATE_UNUSED, i, b - a);
+        put(s, DELETE_UNUSED, i, c - b);
+    }
+    for (size_t i = 0; i < s->n; i++) {   /* these slots have held a used semaphore */
+        sem_t *u = (sem_t *)s->used[i].bytes;
+        sem_init(u, 0, 1);
+        sem_wait(u);
+        sem_post(u);
+        sem_destroy(u);
+    }
+    for (size_t i = 0; i < s->n && !rtg_bench_stopping(); i++) {
+        sem_t *u = (sem_t *)s->used[i].bytes;
+        int64_t a = rtg_mono_ns();
+        sem_init(u, 0, 1);
+        int64_t b = rtg_mono_ns();
+        sem_wait(u);
+        sem_post(u);
+        int64_t c = rtg_mono_ns();
+        sem_destroy(u);
+        int64_t d = rtg_mono_ns();
+        put(s, CREATE_USED, i, b - a);
+        put(s, DELETE_USED, i, d - c);
+    }
+}
+
+static void measure_uncontended(semtest *s)
+{
+    sem_t sem;
+    sem_init(&sem, 0, 1);
+    for (size_t i = 0; i < s->n && !rtg_bench_stopping(); i++) {
+        int64_t a = rtg_mono_ns();
+        sem_wait(&sem);
+        int64_t b = rtg_mono_ns();
+        sem_post(&sem);
+        int64_t c = rtg_mono_ns();
+        put(s, ACQUIRE, i, b - a);
+        put(s, RELEASE, i, c - b);
+    }
+    sem_destroy(&sem);
+}
+
+static void measure_contended(semtest *s)
+{
+    for (size_t i = 0; i < s->n && !rtg_bench_stopping(); i++) {
+        s->i = i;
+        s->t0 = rtg_mono_ns();
+        sem_post(&s->contended);
+        int64_t t3 = rtg_mono_ns();
+        put(s, ACQUIRE_CONTENDED, i, t3 - s->t2);
+    }
+}
+
+static void *measurer(void *p)
+{
+    semtest *s = p;
+    measure_new(s);
+    measure_uncontended(s);
+    measure_contended(s);
+    atomic_store(&s->done, 1);
+    for (int k = 0; k < s->nwaiters; k++)
+        sem_post(&s->contended);
+    return NULL;
+}
+
+static void *waiter(void *p)
+{
+    waiter_arg *w = p;
+    semtest *s = w->s;
+    atomic_fetch_add(&s->arrived, 1);
+    for (;;) {
+        sem_wait(&s->contended);
+        int64_t t1 = rtg_mono_ns();
+        if (atomic_load(&s->done) || rtg_bench_stopping())
+            break;
+        if (w->index != s->top)
+            s->not_highest++;
+        put(s, RELEASE_CONTENDED, s->i, t1 - s->t0);
+        s->t2 = rtg_mono_ns();
+    }
+    return NULL;
+}
+
+static void unblock_waiters(void *p)
+{
+    semtest *s = p;
+    for (int k = 0; k <= s->nwaiters; k++)
+        sem_post(&s->contended);
+}
+
+/* Spread over lo..TOP_PRIORITY; only the last waiter gets the top level. */
+static int waiter_priority(int i, int n, int lo)
+{
+    if (n == 1)
+        return TOP_PRIORITY;
+    return lo + (int)(((int64_t)i * (TOP_PRIORITY - lo)) / (n - 1));
+}
+
+static int alloc_semtest(semtest *s, const rtg_opts *o)
+{
+    s->n = WARMUP + (size_t)rtg_opt_int(o, "iterations");
+    s->nwaiters = (int)rtg_opt_int(o, "waiters");
+    s->top = s->nwaiters - 1;
+    s->fresh = calloc(s->n, sizeof *s->fresh);
+    s->used = calloc(s->n, sizeof *s->used);
+    if (!s->fresh || !s->used)
+        return -1;
+    memset(s->fresh, 0, s->n * sizeof *s->fresh);
+    memset(s->used, 0, s->n * sizeof *s->used);
+    for (int k = 0; k < NMETRICS; k++)
+        if (rtg_samples_init(&s->m[k], s->n) != 0)
+            return -1;
+    return 0;
+}
+
+static void free_semtest(semtest *s)
+{
+    free(s->fresh);
+    free(s->used);
+    for (int k = 0; k < NMETRICS; k++)
+        rtg_samples_free(&s->m[k]);
+}
+
+/* Waiters first (each blocks at once: they outrank everything on the CPU),
+ * then the measuring thread. Returns the threads started. */
+static int start_threads(semtest *s, const rtg_bench *b, pthread_t *th, waiter_arg *wa, char *err, size_t len)
+{
+    int started = 0;
+    for (int i = 0; i < s->nwaiters; i++, started++) {
+        wa[i] = (waiter_arg){s, i};
+        if (rtg_bench_spawn(&th[i], b->policy, waiter_priority(i, s->nwaiters, b->priority + 1), b->cpu, 64,
+                            waiter, &wa[i], err, len) != 0)
+            return started;
+    }
+    while (atomic_load(&s->arrived) < s->nwaiters && rtg_mono_ns() < b->deadline_ns && !rtg_bench_stopping())
+        rtg_sleep_until(rtg_mono_ns() + 1000000);
+    rtg_sleep_until(rtg_mono_ns() + 2000000);   /* the last one reaches sem_wait */
+    if (rtg_bench_spawn(&th[started], b->policy, b->priority, b->cpu, 64, measurer, s, err, len) == 0)
+        started++;
+    return started;
+}
+
+static void report(semtest *s, rtg_result *res, const rtg_bench *b)
+{
+    for (int k = 0; k < NMETRICS; k++)
+        rtg_samples_report(res, metric_names[k], &s->m[k]);
+    rtg_j_set(res->metrics, "not_highest", rtg_j_scalar_int(s->not_highest, "count"));
+    rtg_json *pr = rtg_j_set(res->env, "waiter_priorities", rtg_j_obj());
+    rtg_j_set(pr, "lowest", rtg_j_int(waiter_priority(0, s->nwaiters, b->priority + 1)));
+    rtg_j_set(pr, "highest", rtg_j_int(waiter_priority(s->nwaiters - 1, s->nwaiters, b->priority + 1)));
+    int distinct = 0;
+    for (int i = 0; i < s->nwaiters; i++)
+        distinct += i == 0 || waiter_priority(i, s->nwaiters, b->priority + 1) !=
+                                  waiter_priority(i - 1, s->nwaiters, b->priority + 1);
+    rtg_j_set(pr, "distinct", rtg_j_int(distinct));
+    rtg_bench_method(res, "create/delete: the call alone; acquire/release: sem_wait / sem_post alone; "
+                          "release_contended: post in the measuring thread to the highest waiter running; "
+                          "acquire_contended: that waiter's blocking sem_wait to the measuring thread running");
+}
+
+static int sem_run(const rtg_opts *o, rtg_result *res)
+{
+    rtg_bench b;
+    int status = rtg_bench_setup(&b, o, res, true);
+    if (status != RTG_EXIT_OK)
+        return status;
+    static semtest s;
+    memset(&s, 0, sizeof s);
+    pthread_t *th = calloc((size_t)rtg_opt_int(o, "waiters") + 1, sizeof *th);
+    waiter_arg *wa = calloc((size_t)rtg_opt_int(o, "waiters"), sizeof *wa);
+    if (!th || !wa || alloc_semtest(&s, o) != 0) {
+        free(th), free(wa), free_semtest(&s);
+        return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for the samples; ask for fewer --iterations.");
+    }
+    sem_init(&s.contended, 0, 0);
+    char err[512];
+    int started = start_threads(&s, &b, th, wa, err, sizeof err);
+    if (started < s.nwaiters + 1) {
+        atomic_store(&s.done, 1);
+        atomic_store(&rtg_bench_abort, 1);
+        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    }
+    int left = rtg_bench_join(&b, th, started, unblock_waiters, &s);
+    if (status == RTG_EXIT_OK && left > 0)
+        status = rtg_fail(res, RTG_EXIT_FAIL, "%d threads did not stop within the watchdog's grace time.", left);
+    else if (status == RTG_EXIT_OK && b.timed_out)
+        status = rtg_fail(res, RTG_EXIT_FAIL,
+                          "the run did not finish within --timeout-s %.0f s; raise it or ask for fewer --iterations.",
+                          rtg_opt_num(o, "timeout-s"));
+    if (status == RTG_EXIT_OK)
+        report(&s, res, &b);
+    if (left > 0)
+        return status;
+    sem_destroy(&s.contended);
+    free(th), free(wa), free_semtest(&s);
+    return status;
+}
+
+const rtg_test rtg_test_sem = {
+    .name = "sem",
+    .help = "SEM-P-NEW/ARN/ARC: semaphore create/delete, acquire/release without and with 128 waiters",
+    .opts = sem_opts,
+    .flags = RTG_TEST_RT,
+    .run = sem_run,
+};

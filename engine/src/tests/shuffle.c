@@ -1,0 +1,262 @@
+/* shuffle (Rhealstone semaphore shuffle): two threads of equal priority hand a
+ * token back and forth; one sample per hand-over, both directions. The giver
+ * takes t0 just before it releases the token, the other thread takes t1 as soon
+ * as its acquire returns; shuffle = t1 - t0. Both threads share one CPU unless
+ * --cpus names two, so the giver goes on until it blocks in its own acquire and
+ * a sample spans: release call, the giver's blocking acquire, context switch,
+ * and the return of the other thread's acquire. --pause-us makes the receiver
+ * sleep before it hands the token back, as rt-tests' ptsematest/svsematest
+ * do (-i): the CPU idles between samples and each hand-over starts cold.
+ * --primitive:
+ *   sem      two POSIX unnamed semaphores, post the other's / wait on one's own;
+ *   mutex    one PTHREAD_PRIO_INHERIT mutex owned by whoever holds the token:
+ *            unlock hands ownership straight to the blocked waiter (the kernel's
+ *            rt_mutex hand-over), so the same mutex is never re-taken by the
+ *            thread that let it go; the giver unlocks only once the other is
+ *            queued on it (a no-op wait on one CPU);
+ *   condvar  a turn variable under a mutex, pthread_cond_signal / wait;
+ *   futex    a turn word, FUTEX_WAKE / FUTEX_WAIT (private), no library layer. */
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+#include "clock.h"
+#include "test.h"
+
+static const rtg_opt shuffle_opts[] = {
+    {"primitive", RTG_OPT_ENUM, "sem", 0, 0, "sem|mutex|condvar|futex", "what the token is"},
+    {"iterations", RTG_OPT_INT, "20000", 10, 10000000, NULL, "hand-overs measured (both directions)"},
+    {"pause-us", RTG_OPT_INT, "0", 0, 1000000, NULL,
+     "the receiver sleeps this long before handing the token back (untimed; rt-tests' -i pacing)"},
+    {"timeout-s", RTG_OPT_NUM, "30", 1, 3600, NULL,
+     "watchdog: stop the run after this many seconds and report what was measured"},
+    {0},
+};
+
+#define WARMUP 20
+
+typedef enum { P_SEM, P_MUTEX, P_CONDVAR, P_FUTEX } primitive;
+
+typedef struct {
+    primitive prim;
+    const rtg_bench *b;
+    sem_t sem[2];
+    pthread_mutex_t pi;       /* mutex: the token */
+    pthread_mutex_t mx;       /* condvar */
+    pthread_cond_t cv;
+    _Atomic int turn;         /* condvar, futex: who holds the token */
+    _Atomic int a_ready;
+    size_t total, k;          /* hand-overs wanted / done (written by the receiver) */
+    int64_t pause_ns;
+    bool done;
+    int64_t t0;
+    int64_t *dt;
+    bool failed;
+} token;
+
+static long futex(_Atomic int *w, int op, int val)
+{
+    return syscall(SYS_futex, (int *)w, op, val, NULL, NULL, 0);
+}
+
+/* The PI futex word holds FUTEX_WAITERS once a thread is queued on the mutex. */
+static bool pi_has_waiter(pthread_mutex_t *m)
+{
+    return (__atomic_load_n(&m->__data.__lock, __ATOMIC_ACQUIRE) & FUTEX_WAITERS) != 0;
+}
+
+static bool acquire(token *t, int me)
+{
+    switch (t->prim) {
+    case P_SEM:
+        sem_wait(&t->sem[me]);
+        return true;
+    case P_MUTEX:
+        return pthread_mutex_timedlock(&t->pi, &t->b->deadline_rt) == 0;
+    case P_CONDVAR:
+        pthread_mutex_lock(&t->mx);
+        while (atomic_load(&t->turn) != me && !rtg_bench_stopping())
+            pthread_cond_wait(&t->cv, &t->mx);
+        pthread_mutex_unlock(&t->mx);
+        return true;
+    case P_FUTEX:
+        while (atomic_load(&t->turn) != me && !rtg_bench_stopping())
+            futex(&t->turn, FUTEX_WAIT_PRIVATE, 1 - me);
+        return true;
+    }
+    return false;
+}
+
+static void release(token *t, int other)
+{
+    switch (t->prim) {
+    case P_SEM:
+        sem_post(&t->sem[other]);
+        break;
+    case P_MUTEX:
+        while (!pi_has_waiter(&t->pi) && !rtg_bench_stopping())
+            sched_yield();   /* on one CPU the other thread needs it to get queued */
+        pthread_mutex_unlock(&t->pi);
+        break;
+    case P_CONDVAR:
+        pthread_mutex_lock(&t->mx);
+        atomic_store(&t->turn, other);
+        pthread_cond_signal(&t->cv);
+        pthread_mutex_unlock(&t->mx);
+        break;
+    case P_FUTEX:
+        atomic_store(&t->turn, other);
+        futex(&t->turn, FUTEX_WAKE_PRIVATE, 1);
+        break;
+    }
+}
+
+static void *player(token *t, int me)
+{
+    int other = 1 - me;
+    if (me == 0) {
+        if (t->prim == P_MUTEX)
+            pthread_mutex_lock(&t->pi);
+        atomic_store(&t->a_ready, 1);
+        t->t0 = rtg_mono_ns();
+        release(t, other);
+    }
+    for (;;) {
+        if (!acquire(t, me)) {
+            t->failed = true;
+            atomic_store(&rtg_bench_abort, 1);
+            return NULL;
+        }
+        int64_t t1 = rtg_mono_ns();
+        if (t->done || rtg_bench_stopping())
+            break;
+        t->dt[t->k++] = t1 - t->t0;
+        if (t->k >= t->total)
+            t->done = true;
+        if (t->pause_ns)
+            rtg_sleep_until(rtg_mono_ns() + t->pause_ns);
+        t->t0 = rtg_mono_ns();
+        release(t, other);
+        if (t->done)
+            return NULL;
+    }
+    if (t->prim == P_MUTEX)
+        pthread_mutex_unlock(&t->pi);
+    return NULL;
+}
+
+static void *player_a(void *p) { return player(p, 0); }
+static void *player_b(void *p) { return player(p, 1); }
+
+static void unblock_token(void *p)
+{
+    token *t = p;
+    sem_post(&t->sem[0]);
+    sem_post(&t->sem[1]);
+    pthread_mutex_lock(&t->mx);
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mx);
+    futex(&t->turn, FUTEX_WAKE_PRIVATE, 2);
+}
+
+static primitive parse_primitive(const char *s)
+{
+    return strcmp(s, "mutex") == 0 ? P_MUTEX : strcmp(s, "condvar") == 0 ? P_CONDVAR
+         : strcmp(s, "futex") == 0 ? P_FUTEX : P_SEM;
+}
+
+static void init_token(token *t)
+{
+    sem_init(&t->sem[0], 0, 0);
+    sem_init(&t->sem[1], 0, 0);
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
+    pthread_mutex_init(&t->pi, &a);
+    pthread_mutexattr_destroy(&a);
+    pthread_mutex_init(&t->mx, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&t->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    atomic_store(&t->turn, 0);
+}
+
+static void destroy_token(token *t)
+{
+    sem_destroy(&t->sem[0]);
+    sem_destroy(&t->sem[1]);
+    pthread_mutex_destroy(&t->pi);
+    pthread_mutex_destroy(&t->mx);
+    pthread_cond_destroy(&t->cv);
+}
+
+static int shuffle_run(const rtg_opts *o, rtg_result *res)
+{
+    rtg_bench b;
+    int status = rtg_bench_setup(&b, o, res, false);
+    if (status != RTG_EXIT_OK)
+        return status;
+    static token t;
+    memset(&t, 0, sizeof t);
+    t.b = &b;
+    t.prim = parse_primitive(rtg_opt_str(o, "primitive"));
+    t.total = WARMUP + (size_t)rtg_opt_int(o, "iterations");
+    t.pause_ns = rtg_opt_int(o, "pause-us") * 1000;
+    t.dt = calloc(t.total, sizeof *t.dt);
+    if (!t.dt)
+        return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %zu samples; ask for fewer --iterations.", t.total);
+    init_token(&t);
+    pthread_t th[2];
+    int started = 0;
+    char err[512];
+    int cpu_a = rtg_bench_cpu_of(&b, 0), cpu_b = rtg_bench_cpu_of(&b, 1);
+    if (rtg_bench_spawn(&th[0], b.policy, b.priority, cpu_a, 64, player_a, &t, err, sizeof err) == 0) {
+        started = 1;
+        while (!atomic_load(&t.a_ready) && rtg_mono_ns() < b.deadline_ns && !rtg_bench_stopping())
+            rtg_sleep_until(rtg_mono_ns() + 1000000);
+        if (rtg_bench_spawn(&th[1], b.policy, b.priority, cpu_b, 64, player_b, &t, err, sizeof err) == 0)
+            started = 2;
+    }
+    if (started < 2) {
+        atomic_store(&rtg_bench_abort, 1);
+        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    }
+    int left = rtg_bench_join(&b, th, started, unblock_token, &t);
+    if (status == RTG_EXIT_OK && left > 0)
+        status = rtg_fail(res, RTG_EXIT_FAIL, "%d threads did not stop within the watchdog's grace time.", left);
+    else if (status == RTG_EXIT_OK && (b.timed_out || t.failed))
+        status = rtg_fail(res, RTG_EXIT_FAIL,
+                          "the hand-overs did not finish within --timeout-s %.0f s; raise it or ask for fewer --iterations.",
+                          rtg_opt_num(o, "timeout-s"));
+    if (status == RTG_EXIT_OK) {
+        rtg_samples s = {t.dt + (t.k < WARMUP ? t.k : WARMUP), 0, 0};
+        s.n = s.cap = t.k > WARMUP ? t.k - WARMUP : 0;
+        rtg_samples_report(res, "shuffle", &s);
+        rtg_j_set(res->env, "cpus_used", rtg_j_strf("%d,%d", cpu_a, cpu_b));
+        rtg_bench_method(res, "shuffle: from the giver's timestamp just before it releases the token to the "
+                              "receiver's first timestamp after its acquire returned");
+    }
+    if (left > 0)
+        return status;
+    destroy_token(&t);
+    free(t.dt);
+    return status;
+}
+
+const rtg_test rtg_test_shuffle = {
+    .name = "shuffle",
+    .help = "semaphore shuffle: hand a semaphore (mutex, condvar, futex) back and forth between two threads",
+    .opts = shuffle_opts,
+    .flags = RTG_TEST_RT,
+    .run = shuffle_run,
+};

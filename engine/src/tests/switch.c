@@ -1,0 +1,165 @@
+/* switch (THR-P-SLS): task switch between equal-priority threads that yield.
+ * --threads N threads at one SCHED_FIFO priority, all pinned to one CPU, form a
+ * ring: each one, every time it resumes, takes a timestamp, appends it (with its
+ * own index) to a preallocated array and calls sched_yield(), which puts it at
+ * the tail of its priority's run queue and resumes the next thread. One switch
+ * is the difference between the timestamps of two consecutive resumptions by
+ * different threads: yield system call entry, scheduler, context switch
+ * (registers, stack; same address space) and return to user space, plus one
+ * timestamp and one atomic increment. The first 2N resumptions are not counted
+ * (threads still arriving, caches cold); a resumption by the same thread twice in
+ * a row (nothing else runnable) is counted in self_resumptions, not as a switch. */
+#include <errno.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_util.h"
+#include "clock.h"
+#include "test.h"
+
+static const rtg_opt switch_opts[] = {
+    {"threads", RTG_OPT_INT, "2", 2, 1000, NULL, "threads in the ring, all on one CPU"},
+    {"iterations", RTG_OPT_INT, "20000", 10, 10000000, NULL, "switches measured"},
+    {"stack-kib", RTG_OPT_INT, "64", 16, 8192, NULL, "stack of each thread in KiB (all stacks are locked)"},
+    {"timeout-s", RTG_OPT_NUM, "30", 1, 3600, NULL,
+     "watchdog: stop the run after this many seconds and report what was measured"},
+    {0},
+};
+
+typedef struct {
+    int nthreads;
+    size_t total;             /* resumptions recorded: warm-up + iterations + 1 */
+    int64_t *ts;              /* resumption timestamps */
+    int32_t *who;             /* thread that resumed */
+    _Atomic size_t k;
+    _Atomic int arrived;
+    sem_t go;
+} ring;
+
+typedef struct {
+    ring *r;
+    int id;
+} member;
+
+static void *ring_member(void *p)
+{
+    member *m = p;
+    ring *r = m->r;
+    atomic_fetch_add(&r->arrived, 1);
+    sem_wait(&r->go);
+    while (!rtg_bench_stopping()) {
+        int64_t t = rtg_mono_ns();
+        size_t k = atomic_fetch_add_explicit(&r->k, 1, memory_order_relaxed);
+        if (k >= r->total)
+            break;
+        r->ts[k] = t;
+        r->who[k] = m->id;
+        sched_yield();
+    }
+    return NULL;
+}
+
+static void unblock_ring(void *p)
+{
+    ring *r = p;
+    for (int i = 0; i < r->nthreads; i++)
+        sem_post(&r->go);
+}
+
+/* Wait (bounded by the watchdog deadline) until every member is about to block. */
+static bool all_arrived(ring *r, const rtg_bench *b, int n)
+{
+    while (atomic_load(&r->arrived) < n) {
+        if (rtg_bench_stopping() || rtg_mono_ns() > b->deadline_ns)
+            return false;
+        rtg_sleep_until(rtg_mono_ns() + 1000000);
+    }
+    rtg_sleep_until(rtg_mono_ns() + 2000000);   /* the last one reaches sem_wait */
+    return true;
+}
+
+static void report_switches(const ring *r, size_t warm, rtg_result *res)
+{
+    rtg_samples s;
+    size_t recorded = atomic_load(&r->k) < r->total ? atomic_load(&r->k) : r->total;
+    if (rtg_samples_init(&s, recorded) != 0)
+        return;
+    int64_t self = 0;
+    for (size_t k = warm + 1; k < recorded; k++) {
+        if (r->who[k] == r->who[k - 1])
+            self++;
+        else
+            rtg_samples_put(&s, r->ts[k] - r->ts[k - 1]);
+    }
+    rtg_samples_report(res, "switch", &s);
+    rtg_j_set(res->metrics, "self_resumptions", rtg_j_scalar_int(self, "count"));
+    rtg_samples_free(&s);
+}
+
+static int switch_run(const rtg_opts *o, rtg_result *res)
+{
+    rtg_bench b;
+    int status = rtg_bench_setup(&b, o, res, false);
+    if (status != RTG_EXIT_OK)
+        return status;
+    int n = (int)rtg_opt_int(o, "threads");
+    size_t warm = 2 * (size_t)n;
+    static ring r;
+    memset(&r, 0, sizeof r);
+    r.nthreads = n;
+    r.total = warm + (size_t)rtg_opt_int(o, "iterations") + 1;
+    r.ts = calloc(r.total, sizeof *r.ts);
+    r.who = calloc(r.total, sizeof *r.who);
+    member *ms = calloc((size_t)n, sizeof *ms);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    if (!r.ts || !r.who || !ms || !th) {
+        free(r.ts), free(r.who), free(ms), free(th);
+        return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %zu samples; ask for fewer --iterations.", r.total);
+    }
+    memset(r.ts, 0, r.total * sizeof *r.ts);
+    memset(r.who, 0, r.total * sizeof *r.who);
+    sem_init(&r.go, 0, 0);
+    char err[512] = "";
+    int started = 0;
+    for (; started < n; started++) {
+        ms[started] = (member){&r, started};
+        if (rtg_bench_spawn(&th[started], b.policy, b.priority, b.cpu, (size_t)rtg_opt_int(o, "stack-kib"),
+                            ring_member, &ms[started], err, sizeof err) != 0)
+            break;
+    }
+    if (started == n && all_arrived(&r, &b, n))
+        for (int i = 0; i < n; i++)
+            sem_post(&r.go);
+    else
+        atomic_store(&rtg_bench_abort, 1);
+    int left = rtg_bench_join(&b, th, started, unblock_ring, &r);
+    if (started < n)
+        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    else if (left > 0)
+        status = rtg_fail(res, RTG_EXIT_FAIL, "%d threads did not stop within the watchdog's grace time.", left);
+    else if (b.timed_out)
+        status = rtg_fail(res, RTG_EXIT_FAIL,
+                          "the ring did not finish within --timeout-s %.0f s; raise it or ask for fewer --iterations.",
+                          rtg_opt_num(o, "timeout-s"));
+    if (status == RTG_EXIT_OK) {
+        report_switches(&r, warm, res);
+        rtg_bench_method(res, "switch: from one thread's resumption (timestamp after sched_yield returned) to the "
+                              "next thread's resumption, all threads equal priority on one CPU");
+    }
+    if (left > 0)
+        return status;   /* threads may still touch the ring: leave it to the exit */
+    sem_destroy(&r.go);
+    free(r.ts), free(r.who), free(ms), free(th);
+    return status;
+}
+
+const rtg_test rtg_test_switch = {
+    .name = "switch",
+    .help = "THR-P-SLS: switch time between equal-priority FIFO threads that yield, N threads on one CPU",
+    .opts = switch_opts,
+    .flags = RTG_TEST_RT,
+    .run = switch_run,
+};

@@ -1,0 +1,209 @@
+/* thread (THR-P-NEW): thread creation and deletion time in three scenarios. A
+ * creator thread at --priority on one CPU times pthread_create (attributes
+ * prepared beforehand: explicit policy and priority, the same CPU, --stack-kib
+ * of stack) and then the deletion of the child:
+ *  never-run         child one priority below the creator: it cannot run before
+ *                    the creator blocks. create = pthread_create alone; delete =
+ *                    pthread_cancel + pthread_join, during which the child runs
+ *                    for the first time, acts on the cancellation at its first
+ *                    cancellation point and exits.
+ *  run-and-terminate child one priority above: pthread_create returns only after
+ *                    the child ran to its end (it preempts the creator at once),
+ *                    so create includes the child's whole life; delete =
+ *                    pthread_join of the finished child (reaps it).
+ *  run-and-block     child one priority above, which runs at once and blocks on
+ *                    a semaphore no one posts: create includes running until it
+ *                    blocks; delete = pthread_cancel + pthread_join (the child
+ *                    wakes, unwinds and exits).
+ * Every child's wait and every join are bounded by the watchdog's deadline. A
+ * never-run child seen running before its deletion is counted in ran_early. */
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_util.h"
+#include "clock.h"
+#include "test.h"
+
+static const rtg_opt thread_opts[] = {
+    {"priority", RTG_OPT_INT, "80", 2, 97, NULL,
+     "priority of the creator; children run one below (never-run) or one above"},
+    {"iterations", RTG_OPT_INT, "2000", 10, 100000, NULL, "threads created and deleted per scenario"},
+    {"scenario", RTG_OPT_ENUM, "all", 0, 0, "all|never-run|run-terminate|run-block", "which scenarios"},
+    {"stack-kib", RTG_OPT_INT, "64", 16, 8192, NULL, "stack of each child in KiB (locked by mlockall)"},
+    {"timeout-s", RTG_OPT_NUM, "30", 1, 3600, NULL,
+     "watchdog: stop the run after this many seconds and report what was measured"},
+    {0},
+};
+
+#define WARMUP 10
+
+enum { NEVER_RUN, RUN_TERMINATE, RUN_BLOCK, NSCEN };
+static const char *const scen_names[NSCEN] = {"never-run", "run-terminate", "run-block"};
+static const char *const create_names[NSCEN] = {"create_never_run", "create_run_terminate", "create_run_block"};
+static const char *const delete_names[NSCEN] = {"delete_never_run", "delete_run_terminate", "delete_run_block"};
+
+typedef struct {
+    const rtg_bench *b;
+    size_t n;
+    bool want[NSCEN];
+    pthread_attr_t below, above;
+    sem_t never;              /* posted by no one */
+    struct timespec deadline;
+    _Atomic int ran;
+    int64_t ran_early;
+    bool failed;
+    rtg_samples create[NSCEN], del[NSCEN];
+} ttest;
+
+static void *child_terminate(void *p)
+{
+    ttest *t = p;
+    atomic_store_explicit(&t->ran, 1, memory_order_relaxed);
+    return NULL;
+}
+
+static void *child_block(void *p)
+{
+    ttest *t = p;
+    atomic_store_explicit(&t->ran, 1, memory_order_relaxed);
+    while (sem_clockwait(&t->never, CLOCK_MONOTONIC, &t->deadline) == -1 && errno == EINTR)
+        ;
+    return NULL;
+}
+
+static bool one_cycle(ttest *t, int sc, size_t i)
+{
+    pthread_t c;
+    pthread_attr_t *attr = sc == NEVER_RUN ? &t->below : &t->above;
+    void *(*fn)(void *) = sc == RUN_TERMINATE ? child_terminate : child_block;
+    atomic_store(&t->ran, 0);
+    int64_t a = rtg_mono_ns();
+    int rc = pthread_create(&c, attr, fn, t);
+    int64_t b = rtg_mono_ns();
+    if (rc != 0)
+        return false;
+    if (sc == NEVER_RUN && atomic_load(&t->ran))
+        t->ran_early++;
+    int64_t d0 = rtg_mono_ns();
+    if (sc != RUN_TERMINATE)
+        pthread_cancel(c);
+    rc = pthread_clockjoin_np(c, NULL, CLOCK_MONOTONIC, &t->deadline);
+    int64_t d1 = rtg_mono_ns();
+    if (rc != 0)
+        return false;
+    if (i >= WARMUP) {
+        rtg_samples_put(&t->create[sc], b - a);
+        rtg_samples_put(&t->del[sc], d1 - d0);
+    }
+    return true;
+}
+
+static void *creator(void *p)
+{
+    ttest *t = p;
+    for (int sc = 0; sc < NSCEN; sc++)
+        for (size_t i = 0; t->want[sc] && i < t->n && !rtg_bench_stopping(); i++)
+            if (!one_cycle(t, sc, i)) {
+                t->failed = true;
+                return NULL;
+            }
+    return NULL;
+}
+
+static void child_attr(pthread_attr_t *a, const rtg_bench *b, int prio, size_t stack_kib)
+{
+    pthread_attr_init(a);
+    pthread_attr_setstacksize(a, stack_kib * 1024);
+    pthread_attr_setinheritsched(a, PTHREAD_EXPLICIT_SCHED);
+    int pol = b->policy == RTG_POL_RR ? SCHED_RR : SCHED_FIFO;
+    struct sched_param prm = {.sched_priority = prio};
+    pthread_attr_setschedpolicy(a, pol);
+    pthread_attr_setschedparam(a, &prm);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(b->cpu, &set);
+    pthread_attr_setaffinity_np(a, sizeof set, &set);
+}
+
+static int init_ttest(ttest *t, const rtg_opts *o, const rtg_bench *b)
+{
+    t->b = b;
+    t->n = WARMUP + (size_t)rtg_opt_int(o, "iterations");
+    const char *which = rtg_opt_str(o, "scenario");
+    for (int sc = 0; sc < NSCEN; sc++)
+        t->want[sc] = strcmp(which, "all") == 0 || strcmp(which, scen_names[sc]) == 0;
+    size_t stack = (size_t)rtg_opt_int(o, "stack-kib");
+    child_attr(&t->below, b, b->priority - 1, stack);
+    child_attr(&t->above, b, b->priority + 1, stack);
+    sem_init(&t->never, 0, 0);
+    t->deadline = rtg_ns_timespec(b->deadline_ns);
+    for (int sc = 0; sc < NSCEN; sc++)
+        if (rtg_samples_init(&t->create[sc], t->n) != 0 || rtg_samples_init(&t->del[sc], t->n) != 0)
+            return -1;
+    return 0;
+}
+
+static void free_ttest(ttest *t)
+{
+    pthread_attr_destroy(&t->below);
+    pthread_attr_destroy(&t->above);
+    sem_destroy(&t->never);
+    for (int sc = 0; sc < NSCEN; sc++) {
+        rtg_samples_free(&t->create[sc]);
+        rtg_samples_free(&t->del[sc]);
+    }
+}
+
+static int thread_run(const rtg_opts *o, rtg_result *res)
+{
+    rtg_bench b;
+    int status = rtg_bench_setup(&b, o, res, true);
+    if (status != RTG_EXIT_OK)
+        return status;
+    static ttest t;
+    memset(&t, 0, sizeof t);
+    if (init_ttest(&t, o, &b) != 0) {
+        free_ttest(&t);
+        return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for the samples; ask for fewer --iterations.");
+    }
+    pthread_t th;
+    char err[512];
+    int started = rtg_bench_spawn(&th, b.policy, b.priority, b.cpu, 64, creator, &t, err, sizeof err) == 0;
+    if (!started)
+        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    int left = rtg_bench_join(&b, &th, started, NULL, NULL);
+    if (status == RTG_EXIT_OK && left > 0)
+        status = rtg_fail(res, RTG_EXIT_FAIL, "the creator did not stop within the watchdog's grace time.");
+    else if (status == RTG_EXIT_OK && (b.timed_out || (t.failed && !rtg_bench_stopping())))
+        status = rtg_fail(res, RTG_EXIT_FAIL,
+                          "a thread could not be created or deleted within --timeout-s %.0f s (thread limit?); "
+                          "raise the timeout or ask for fewer --iterations.", rtg_opt_num(o, "timeout-s"));
+    if (status == RTG_EXIT_OK) {
+        for (int sc = 0; sc < NSCEN; sc++)
+            if (t.want[sc]) {
+                rtg_samples_report(res, create_names[sc], &t.create[sc]);
+                rtg_samples_report(res, delete_names[sc], &t.del[sc]);
+            }
+        if (t.want[NEVER_RUN])
+            rtg_j_set(res->metrics, "ran_early", rtg_j_scalar_int(t.ran_early, "count"));
+        rtg_bench_method(res, "create: pthread_create alone (for children above the creator this includes "
+                              "their run until they end or block); delete: pthread_cancel + pthread_join "
+                              "(run-and-terminate: pthread_join alone)");
+    }
+    if (left > 0)
+        return status;
+    free_ttest(&t);
+    return status;
+}
+
+const rtg_test rtg_test_thread = {
+    .name = "thread",
+    .help = "THR-P-NEW: thread creation and deletion time, never-run / run-and-terminate / run-and-block",
+    .opts = thread_opts,
+    .flags = RTG_TEST_RT,
+    .run = thread_run,
+};

@@ -1,0 +1,234 @@
+/* tick (CLK-P-DUR): how long, and how often, the OS takes the CPU away from a
+ * running real-time thread. One thread at --policy/--priority, pinned to one
+ * CPU, reads the clock in a tight loop for --duration-s; whenever two
+ * consecutive readings are more than --threshold-ns apart the CPU was taken away
+ * (timer tick, another interrupt, a higher-priority thread, a host stall) and
+ * the gap (start = the reading before it, length) is stored in a preallocated
+ * array. After the run: the distribution of gap lengths (gap), their number
+ * (gaps), the fraction of the run they took (stolen_fraction), and the
+ * periodicity: the most common interval between consecutive gap starts (the
+ * mode of their log-linear histogram, refined by the mean of the intervals
+ * within 2 % of it: dominant_period_ns), compared with the tick period
+ * 1 s / CONFIG_HZ read from the kernel configuration. A gap below the threshold
+ * is invisible; a loop iteration (one clock read, env.timestamp_cost_ns) is the
+ * resolution. The loop runs at most --duration-s (stops early on Ctrl-C); runs
+ * near a second may meet RT throttling, which then shows as a long gap. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "bench_util.h"
+#include "clock.h"
+#include "samples.h"
+#include "test.h"
+
+static const rtg_opt tick_opts[] = {
+    {"duration-s", RTG_OPT_NUM, "0.5", 0.01, 60, NULL, "how long the loop reads the clock"},
+    {"threshold-ns", RTG_OPT_INT, "1000", 50, 1000000000, NULL,
+     "a pause between two clock readings longer than this is a gap"},
+    {"max-gaps", RTG_OPT_INT, "1000000", 100, 100000000, NULL, "gaps stored (more are counted only)"},
+    {"events-above-ns", RTG_OPT_INT, "100000", 50, 1000000000, NULL,
+     "list every gap at least this long under \"events\" as [start_ns, end_ns] (at most 10000)"},
+    {"clock", RTG_OPT_ENUM, "monotonic", 0, 0, "monotonic|tsc", "clock the loop reads"},
+    {"timeout-s", RTG_OPT_NUM, "120", 1, 3600, NULL, "watchdog: stop the run after this many seconds"},
+    {0},
+};
+
+#define MAX_EVENTS 10000
+#define MODE_WINDOW 0.02
+
+typedef struct {
+    rtg_clock clock;
+    int64_t duration_ns, threshold_ns;
+    size_t cap, n;            /* stored gaps / gaps seen */
+    int64_t *start, *len;
+    int64_t t_begin, t_end;
+    uint64_t loops;
+} gaploop;
+
+static void *measure_gaps(void *p)
+{
+    gaploop *g = p;
+    rtg_prefault_stack(16 * 1024);
+    int64_t prev = rtg_clock_now(&g->clock);
+    int64_t end = prev + g->duration_ns;
+    uint64_t loops = 0;
+    g->t_begin = prev;
+    while (prev < end) {
+        int64_t t = rtg_clock_now(&g->clock);
+        if (t - prev > g->threshold_ns) {
+            if (g->n < g->cap) {
+                g->start[g->n] = prev;
+                g->len[g->n] = t - prev;
+            }
+            g->n++;
+        }
+        prev = t;
+        if ((++loops & 4095) == 0 && rtg_bench_stopping())
+            break;
+    }
+    g->t_end = prev;
+    g->loops = loops;
+    return NULL;
+}
+
+/* CONFIG_HZ of the running kernel, from /boot/config-<release> or
+ * /proc/config.gz; 0 when neither says. */
+static long config_hz(char *src, size_t len)
+{
+    struct utsname u;
+    char cmd[256], line[256];
+    long hz = 0;
+    if (uname(&u) != 0)
+        return 0;
+    snprintf(cmd, sizeof cmd, "/boot/config-%s", u.release);
+    FILE *f = fopen(cmd, "r");
+    snprintf(src, len, "%s", cmd);
+    bool piped = false;
+    if (!f) {
+        f = popen("gzip -dc /proc/config.gz 2>/dev/null", "r");
+        snprintf(src, len, "/proc/config.gz");
+        piped = true;
+    }
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "CONFIG_HZ=", 10) == 0)
+            hz = strtol(line + 10, NULL, 10);
+    piped ? pclose(f) : fclose(f);
+    return hz;
+}
+
+/* The mode of the intervals between consecutive gap starts, refined. */
+static double dominant_interval(const gaploop *g, size_t stored, double *share)
+{
+    rtg_dist d;
+    *share = 0;
+    if (stored < 3 || rtg_dist_init(&d, 0, 0) != 0)
+        return 0;
+    for (size_t i = 1; i < stored; i++)
+        rtg_dist_add(&d, g->start[i] - g->start[i - 1]);
+    size_t best = 0;
+    for (size_t b = 1; b < RTG_HDR_BUCKETS; b++)
+        if (d.hdr[b] > d.hdr[best])
+            best = b;
+    double mid = 0.5 * (double)(rtg_hdr_lower(best) + rtg_hdr_upper(best));
+    rtg_dist_free(&d);
+    double sum = 0;
+    size_t k = 0;
+    for (size_t i = 1; i < stored; i++) {
+        double iv = (double)(g->start[i] - g->start[i - 1]);
+        if (fabs(iv - mid) <= MODE_WINDOW * mid) {
+            sum += iv;
+            k++;
+        }
+    }
+    *share = (double)k / (double)(stored - 1);
+    return k ? sum / (double)k : mid;
+}
+
+static void report_events(const gaploop *g, size_t stored, int64_t above, rtg_result *res)
+{
+    rtg_json *ev = rtg_j_set(res->extra, "events", rtg_j_arr());
+    size_t listed = 0;
+    for (size_t i = 0; i < stored && listed < MAX_EVENTS; i++)
+        if (g->len[i] >= above) {
+            rtg_json *pair = rtg_j_push(ev, rtg_j_arr());
+            rtg_j_push(pair, rtg_j_int(g->start[i]));
+            rtg_j_push(pair, rtg_j_int(g->start[i] + g->len[i]));
+            listed++;
+        }
+}
+
+static void report(const gaploop *g, const rtg_opts *o, rtg_result *res)
+{
+    size_t stored = g->n < g->cap ? g->n : g->cap;
+    rtg_samples s = {g->len, stored, stored};
+    rtg_samples_report(res, "gap", &s);
+    int64_t stolen = 0;
+    for (size_t i = 0; i < stored; i++)
+        stolen += g->len[i];
+    double run = (double)(g->t_end - g->t_begin);
+    rtg_json *m = res->metrics;
+    rtg_j_set(m, "gaps", rtg_j_scalar_int((int64_t)g->n, "count"));
+    rtg_j_set(m, "gaps_not_stored", rtg_j_scalar_int((int64_t)(g->n - stored), "count"));
+    rtg_j_set(m, "stolen_fraction", rtg_j_scalar_num(run > 0 ? (double)stolen / run : 0, "ratio"));
+    rtg_j_set(m, "gaps_per_second", rtg_j_scalar_num(run > 0 ? (double)g->n * 1e9 / run : 0, "1/s"));
+    rtg_j_set(m, "loops", rtg_j_scalar_int((int64_t)g->loops, "count"));
+    rtg_j_set(m, "run_ns", rtg_j_scalar_int((int64_t)run, "ns"));
+    rtg_j_set(res->env, "run_start_ns", rtg_j_int(g->t_begin));
+    rtg_j_set(res->env, "run_end_ns", rtg_j_int(g->t_end));
+    double share;
+    double dom = dominant_interval(g, stored, &share);
+    rtg_j_set(m, "dominant_period_ns", rtg_j_scalar_num(dom, "ns"));
+    rtg_j_set(m, "dominant_share", rtg_j_scalar_num(share, "ratio"));
+    char src[300] = "";
+    long hz = config_hz(src, sizeof src);
+    rtg_json *per = rtg_j_set(res->extra, "periodicity", rtg_j_obj());
+    rtg_j_set(per, "dominant_period_ns", rtg_j_num(dom));
+    rtg_j_set(per, "dominant_share", rtg_j_num(share));
+    rtg_j_set(per, "config_hz", hz > 0 ? rtg_j_int(hz) : rtg_j_null());
+    rtg_j_set(per, "config_hz_source", hz > 0 ? rtg_j_str(src) : rtg_j_null());
+    if (hz > 0) {
+        double tick = 1e9 / (double)hz;
+        rtg_j_set(m, "tick_period_ns", rtg_j_scalar_num(tick, "ns"));
+        rtg_j_set(per, "tick_period_ns", rtg_j_num(tick));
+        rtg_j_set(per, "dominant_over_tick", rtg_j_num(dom / tick));
+        rtg_j_set(per, "is_tick", rtg_j_bool(dom > 0 && fabs(dom / tick - 1) <= 0.05));
+    } else {
+        rtg_j_set(per, "is_tick", rtg_j_null());
+    }
+    report_events(g, stored, rtg_opt_int(o, "events-above-ns"), res);
+    rtg_bench_method(res, "gap: from the last clock reading before the CPU was taken away to the first after "
+                          "it came back (consecutive readings more than --threshold-ns apart)");
+}
+
+static int tick_run(const rtg_opts *o, rtg_result *res)
+{
+    rtg_bench b;
+    int status = rtg_bench_setup(&b, o, res, false);
+    if (status != RTG_EXIT_OK)
+        return status;
+    static gaploop g;
+    memset(&g, 0, sizeof g);
+    char err[512];
+    rtg_clock_id cid;
+    rtg_clock_parse(rtg_opt_str(o, "clock"), &cid);
+    if (rtg_clock_init(&g.clock, cid, err, sizeof err) != 0)
+        return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    g.duration_ns = (int64_t)(rtg_opt_num(o, "duration-s") * 1e9);
+    g.threshold_ns = rtg_opt_int(o, "threshold-ns");
+    g.cap = (size_t)rtg_opt_int(o, "max-gaps");
+    g.start = calloc(g.cap, sizeof *g.start);
+    g.len = calloc(g.cap, sizeof *g.len);
+    if (!g.start || !g.len) {
+        free(g.start), free(g.len);
+        return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %zu gaps; lower --max-gaps.", g.cap);
+    }
+    memset(g.start, 0, g.cap * sizeof *g.start);
+    memset(g.len, 0, g.cap * sizeof *g.len);
+    pthread_t th;
+    int started = rtg_bench_spawn(&th, b.policy, b.priority, b.cpu, 64, measure_gaps, &g, err, sizeof err) == 0;
+    if (!started)
+        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    int left = rtg_bench_join(&b, &th, started, NULL, NULL);
+    if (status == RTG_EXIT_OK && left > 0)
+        status = rtg_fail(res, RTG_EXIT_FAIL, "the loop did not stop within the watchdog's grace time.");
+    if (status == RTG_EXIT_OK)
+        report(&g, o, res);
+    if (left > 0)
+        return status;
+    free(g.start), free(g.len);
+    return status;
+}
+
+const rtg_test rtg_test_tick = {
+    .name = "tick",
+    .help = "CLK-P-DUR: gaps a tight clock-reading loop sees on one CPU (tick duration and periodicity)",
+    .opts = tick_opts,
+    .flags = RTG_TEST_RT,
+    .run = tick_run,
+};

@@ -1,0 +1,401 @@
+/* tire: the application benchmark of SPEC.md. A ring of --masses point masses
+ * falls onto a floor and settles; each step is one symplectic Euler step split
+ * among --threads solver threads (tire/solver.h, tire/team.h).
+ *   realtime: the periodic driver paces steps at --period-ms; one driver thread
+ *             runs share 0 and waits for the workers, so Ts is the whole
+ *             parallel step; a late step is a miss, and runs late (catch-up:
+ *             no step is ever dropped).
+ *   realfast: --steps as fast as possible; wall time and the Ts distribution.
+ *   pretest:  realtime at 0.5 ms. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "tire/model.h"
+#include "tire/solver.h"
+#include "tire/team.h"
+
+#include "clock.h"
+#include "periodic.h"
+#include "rt.h"
+#include "samples.h"
+#include "test.h"
+
+#define PRETEST_PERIOD_MS 0.5
+#define DEFAULT_PERIOD_MS 10.0
+
+static const rtg_opt tire_opts[] = {
+    {"masses", RTG_OPT_INT, "1000", 4, 20000000, NULL, "point masses of the ring (a multiple of 4)"},
+    {"threads", RTG_OPT_INT, "1", 1, 1024, NULL,
+     "solver threads, pinned round-robin over --cpus (more than the CPUs is allowed)"},
+    {"solver", RTG_OPT_ENUM, "locked", 0, 0, "locked|fast",
+     "locked: the published algorithm with per-node locks; fast: structure of arrays, one barrier"},
+    {"lock", RTG_OPT_ENUM, "mutex", 0, 0, "mutex|sem|spin", "per-node lock of the locked solver"},
+    {"mode", RTG_OPT_ENUM, "realtime", 0, 0, "realtime|realfast|pretest",
+     "realtime: steps paced at --period-ms; realfast: as fast as possible; pretest: realtime at 0.5 ms"},
+    {"period-ms", RTG_OPT_NUM, NULL, 0.05, 20, NULL,
+     "step length, simulated and (realtime) wall, in ms (default 10; 0.5 in pretest mode)"},
+    {"steps", RTG_OPT_INT, "6000", 1, 10000000, NULL, "steps to simulate"},
+    {"radius-m", RTG_OPT_NUM, "0.3", 0.01, 10, NULL, "ring radius at rest, m"},
+    {"drop-height-m", RTG_OPT_NUM, "0.2", 0, 100, NULL,
+     "gap between the lowest node and the floor at t = 0, m"},
+    {"gravity-mps2", RTG_OPT_NUM, "9.81", 0, 100, NULL, "gravity, m/s^2"},
+    {"centroid-samples", RTG_OPT_INT, "16", 1, 1000, NULL,
+     "steps (evenly spread) at which the centroid height is recorded"},
+    {"stop-on-miss", RTG_OPT_FLAG, NULL, 0, 0, NULL,
+     "realtime/pretest: stop computing at the first late step (a sweep only needs to know there was one)"},
+    {"time-limit-s", RTG_OPT_NUM, "300", 0.1, 86400, NULL,
+     "stop computing after this much wall time (verdict completed false, exit 3)"},
+    {0},
+};
+
+typedef struct {
+    tire_state st;
+    tire_solver *solver;
+    tire_team *team;
+    bool realtime;
+    uint64_t steps;
+    int64_t period_ns, start_ns, limit_ns;
+    bool stop_on_miss;
+    /* written by the stepping thread */
+    bool halted, limit_hit;
+    uint64_t late;
+    int64_t first_contact_step;      /* -1: none yet */
+    int64_t wall_start, wall_end;
+    uint64_t nvcsw, nivcsw;          /* stepping thread, over the steps */
+    int nsamples;
+    uint64_t *sample_step;           /* ascending step numbers */
+    double *sample_y;
+    int next_sample;
+    int64_t *ts;                     /* realfast: Ts of every step */
+    double ts_avg;                   /* mean Ts of the computed steps, ns */
+} tire_run;
+
+static void thread_switches(uint64_t *nv, uint64_t *niv, int sign)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+        *nv += (uint64_t)(sign * ru.ru_nvcsw);
+        *niv += (uint64_t)(sign * ru.ru_nivcsw);
+    }
+}
+
+/* One step with its bookkeeping; the clock is read only for the limits. */
+static void do_step(tire_run *r)
+{
+    bool sample = r->next_sample < r->nsamples && r->sample_step[r->next_sample] == r->st.step + 1;
+    double cy = 0.0;
+    int contact = tire_team_step(r->team, sample, &cy);
+    if (contact && r->first_contact_step < 0)
+        r->first_contact_step = (int64_t)r->st.step;
+    if (sample)
+        r->sample_y[r->next_sample++] = cy;
+}
+
+static void payload(void *arg, int thread, uint64_t cycle)
+{
+    (void)thread;
+    tire_run *r = arg;
+    if (r->halted)
+        return;
+    if (cycle == 0) {
+        r->wall_start = rtg_mono_ns();
+        thread_switches(&r->nvcsw, &r->nivcsw, -1);
+    }
+    do_step(r);
+    int64_t now = rtg_mono_ns();
+    int64_t deadline_end = r->start_ns + (int64_t)(cycle + 1) * r->period_ns;
+    if (now > deadline_end) {
+        r->late++;
+        if (r->stop_on_miss)
+            r->halted = true;
+    }
+    if (now - r->wall_start > r->limit_ns)
+        r->halted = r->limit_hit = true;
+    if (r->halted || cycle + 1 == r->steps) {
+        r->wall_end = now;
+        thread_switches(&r->nvcsw, &r->nivcsw, 1);
+    }
+}
+
+static int run_realfast(tire_run *r, rtg_result *res)
+{
+    rtg_dist ts;
+    if (rtg_dist_init(&ts, 0, 0) != 0)
+        return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for the step statistics.");
+    thread_switches(&r->nvcsw, &r->nivcsw, -1);
+    r->wall_start = rtg_mono_ns();
+    uint64_t k;
+    for (k = 0; k < r->steps && !rtg_stop; k++) {
+        int64_t t1 = rtg_mono_ns();
+        do_step(r);
+        int64_t t2 = rtg_mono_ns();
+        r->ts[k] = t2 - t1;
+        if (t2 - r->wall_start > r->limit_ns) {
+            r->limit_hit = true;
+            k++;
+            break;
+        }
+    }
+    r->wall_end = rtg_mono_ns();
+    thread_switches(&r->nvcsw, &r->nivcsw, 1);
+    rtg_dist_add_array(&ts, r->ts, k);
+    r->ts_avg = rtg_dist_avg(&ts);
+    rtg_j_set(res->metrics, "ts", rtg_j_dist(&ts, "ns"));
+    rtg_dist_free(&ts);
+    return RTG_EXIT_OK;
+}
+
+static int run_realtime(tire_run *r, const rtg_opts *o, const int *cpus, rtg_result *res)
+{
+    static rtg_periodic_cfg cfg;
+    char err[512];
+    memset(&cfg, 0, sizeof cfg);
+    cfg.nthreads = 1;
+    cfg.cpus[0] = cpus[0];
+    rtg_policy_parse(rtg_opt_str(o, "policy"), &cfg.policy);
+    cfg.priority = (int)rtg_opt_int(o, "priority");
+    cfg.allow_fallback = rtg_opt_flag(o, "allow-fallback");
+    cfg.period_ns = r->period_ns;
+    cfg.cycles = r->steps;
+    cfg.catch_up = true;
+    if (rtg_clock_init(&cfg.clock, RTG_CLOCK_MONOTONIC, err, sizeof err) != 0)
+        return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    cfg.payload = payload;
+    void *args[1] = {r};
+    cfg.payload_args = args;
+    /* The payload needs the deadlines to see a late step itself (--stop-on-miss). */
+    r->start_ns = rtg_mono_ns() + 200000000LL;
+    cfg.start_at_ns = r->start_ns;
+    rtg_periodic_run run;
+    if (rtg_periodic(&cfg, &run, err, sizeof err) != 0)
+        return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    rtg_periodic_report(&run, res);
+    r->ts_avg = rtg_dist_avg(&run.all.ts);
+    rtg_periodic_free(&run);
+    return RTG_EXIT_OK;
+}
+
+/* Centroid samples at steps spread evenly over the run. */
+static int plan_samples(tire_run *r, int wanted)
+{
+    int n = wanted < (int64_t)r->steps ? wanted : (int)r->steps;
+    r->sample_step = calloc((size_t)n, sizeof *r->sample_step);
+    r->sample_y = calloc((size_t)n, sizeof *r->sample_y);
+    if (!r->sample_step || !r->sample_y)
+        return -1;
+    int m = 0;
+    for (int j = 1; j <= n; j++) {
+        uint64_t s = (uint64_t)((double)r->steps * j / n + 0.5);
+        if (s < 1)
+            s = 1;
+        if (m == 0 || s > r->sample_step[m - 1])
+            r->sample_step[m++] = s;
+    }
+    r->nsamples = m;
+    return 0;
+}
+
+static void put_physics(const tire_run *r, double dt, double period_ms, double e0, rtg_result *res)
+{
+    const tire_params *p = &r->st.p;
+    rtg_json *ph = rtg_j_set(res->extra, "physics", rtg_j_obj());
+    rtg_j_set(ph, "step_s", rtg_j_num(dt));
+    rtg_j_set(ph, "period_ms", rtg_j_num(period_ms));
+    rtg_j_set(ph, "steps_done", rtg_j_int((int64_t)r->st.step));
+    rtg_j_set(ph, "simulated_s", rtg_j_num((double)r->st.step * dt));
+    rtg_j_set(ph, "first_contact_s", r->first_contact_step >= 0
+                                         ? rtg_j_num((double)r->first_contact_step * dt)
+                                         : rtg_j_null());
+    rtg_j_set(ph, "first_contact_step", r->first_contact_step >= 0 ? rtg_j_int(r->first_contact_step)
+                                                                    : rtg_j_null());
+    rtg_json *c = rtg_j_set(ph, "centroid_height_m", rtg_j_arr());
+    for (int j = 0; j < r->next_sample; j++) {
+        rtg_json *pt = rtg_j_push(c, rtg_j_arr());
+        rtg_j_push(pt, rtg_j_num((double)r->sample_step[j] * dt));
+        rtg_j_push(pt, rtg_j_num(r->sample_y[j]));
+    }
+    rtg_j_set(ph, "rest_height_m", rtg_j_num(tire_centroid_y(&r->st)));
+    rtg_j_set(ph, "energy_initial_j", rtg_j_num(e0));
+    rtg_j_set(ph, "energy_j", rtg_j_num(tire_energy(&r->st)));
+    int64_t nonfinite, below;
+    tire_scan(&r->st, &nonfinite, &below);
+    rtg_j_set(ph, "nan", rtg_j_bool(nonfinite > 0));
+    rtg_j_set(ph, "below_floor", rtg_j_int(below));
+    char hex[17];
+    tire_checksum(&r->st, hex);
+    rtg_j_set(ph, "checksum", rtg_j_str(hex));
+    rtg_json *m = rtg_j_set(ph, "model", rtg_j_obj());
+    rtg_j_set(m, "total_mass_kg", rtg_j_num(p->total_mass));
+    rtg_j_set(m, "node_mass_kg", rtg_j_num(p->m));
+    rtg_j_set(m, "k_over_m_ring", rtg_j_num(TIRE_KAPPA_RING));
+    rtg_j_set(m, "k_over_m_opposite", rtg_j_num(TIRE_KAPPA_OPP));
+    rtg_j_set(m, "c_over_m_ring", rtg_j_num(TIRE_GAMMA_RING));
+    rtg_j_set(m, "c_over_m_opposite", rtg_j_num(TIRE_GAMMA_OPP));
+    rtg_j_set(m, "prestrain", rtg_j_num(TIRE_PRESTRAIN));
+    rtg_j_set(m, "springs", rtg_j_int(p->n + p->n / 2));
+    /* Gershgorin bound of the stiffness per unit mass: 2 (2 k_ring + k_opp) / m */
+    double wmax = sqrt(2.0 * (2.0 * TIRE_KAPPA_RING + TIRE_KAPPA_OPP));
+    rtg_j_set(m, "dt_omega_max", rtg_j_num(dt * wmax));
+}
+
+static void put_metrics(const tire_run *r, rtg_result *res)
+{
+    rtg_json *mt = res->metrics;
+    int64_t n = r->st.p.n;
+    rtg_j_set(mt, "steps", rtg_j_scalar_int((int64_t)r->st.step, "count"));
+    double wall = (double)(r->wall_end - r->wall_start) / 1e9;
+    rtg_j_set(mt, "wall_s", rtg_j_scalar_num(r->st.step ? wall : 0.0, "s"));
+    /* Wall time of a step per mass: the cost the sweep and the fit read. */
+    rtg_j_set(mt, "ns_per_mass_step", rtg_j_scalar_num(r->ts_avg / (double)n, "ns"));
+    rtg_j_set(mt, "lock_ops_per_step", rtg_j_scalar_int(tire_solver_lock_ops(r->solver), "count"));
+    rtg_j_set(mt, "nvcsw", rtg_j_scalar_int((int64_t)r->nvcsw, "count"));
+    rtg_j_set(mt, "nivcsw", rtg_j_scalar_int((int64_t)r->nivcsw, "count"));
+    if (r->realtime)
+        rtg_j_set(mt, "late_steps", rtg_j_scalar_int((int64_t)r->late, "count"));
+}
+
+static int check_options(const rtg_opts *o, rtg_result *res, bool *realtime, double *period_ms)
+{
+    int64_t n = rtg_opt_int(o, "masses");
+    if (n % 4 != 0)
+        return rtg_fail(res, RTG_EXIT_USAGE,
+                        "--masses %lld is not a multiple of 4 (the ring is built from four equal quadrants); give e.g. %lld.",
+                        (long long)n, (long long)(n < 4 ? 4 : n / 4 * 4));
+    int64_t k = rtg_opt_int(o, "threads");
+    if (k > n)
+        return rtg_fail(res, RTG_EXIT_USAGE,
+                        "--threads %lld is more than --masses %lld; every thread needs at least one mass.",
+                        (long long)k, (long long)n);
+    const char *mode = rtg_opt_str(o, "mode");
+    *realtime = strcmp(mode, "realfast") != 0;
+    bool pretest = strcmp(mode, "pretest") == 0;
+    if (pretest && rtg_opt_given(o, "period-ms"))
+        return rtg_fail(res, RTG_EXIT_USAGE,
+                        "--mode pretest runs at 0.5 ms; drop --period-ms or use --mode realtime.");
+    *period_ms = rtg_opt_given(o, "period-ms") ? rtg_opt_num(o, "period-ms")
+                 : pretest                      ? PRETEST_PERIOD_MS
+                                                : DEFAULT_PERIOD_MS;
+    if (!*realtime && rtg_opt_flag(o, "stop-on-miss"))
+        return rtg_fail(res, RTG_EXIT_USAGE,
+                        "--stop-on-miss needs --mode realtime or pretest (realfast has no deadlines).");
+    return RTG_EXIT_OK;
+}
+
+static void put_solver_threads(const tire_run *r, const int *cpus, int k, rtg_result *res)
+{
+    rtg_json *a = rtg_j_set(res->env, "solver_threads", rtg_j_arr());
+    for (int t = 0; t < k; t++) {
+        rtg_json *j = rtg_j_push(a, rtg_j_obj());
+        rtg_j_set(j, "index", rtg_j_int(t));
+        rtg_j_set(j, "cpu", rtg_j_int(cpus[t]));
+        rtg_j_set(j, "role", rtg_j_str(t == 0 ? (r->realtime ? "driver" : "main") : "worker"));
+        if (t > 0) {
+            const rtg_sched *s = tire_team_sched(r->team, t);
+            rtg_j_set(j, "policy", rtg_j_str(rtg_policy_name(s->policy)));
+            rtg_j_set(j, "priority", rtg_j_int(s->priority));
+            rtg_j_set(j, "fallback", rtg_j_bool(s->fallback));
+        }
+    }
+}
+
+static void free_run(tire_run *r)
+{
+    tire_solver_free(r->solver);
+    tire_state_free(&r->st);
+    free(r->sample_step);
+    free(r->sample_y);
+    free(r->ts);
+}
+
+static int tire_main(const rtg_opts *o, rtg_result *res)
+{
+    bool realtime = true;
+    double period_ms = DEFAULT_PERIOD_MS;
+    int status = check_options(o, res, &realtime, &period_ms);
+    if (status != RTG_EXIT_OK)
+        return status;
+    static int allowed[RTG_MAX_CPUS], cpus[1024];
+    int ncpus = rtg_opt_given(o, "cpus") ? rtg_opt_cpus(o, "cpus", allowed, RTG_MAX_CPUS)
+                                         : rtg_allowed_cpus(allowed, RTG_MAX_CPUS);
+    if (ncpus < 1)
+        return rtg_fail(res, RTG_EXIT_FAIL, "no CPU is available to this process; check its affinity.");
+    int k = (int)rtg_opt_int(o, "threads");
+    for (int t = 0; t < k; t++)
+        cpus[t] = allowed[t % ncpus];
+
+    static tire_run r;
+    memset(&r, 0, sizeof r);
+    r.realtime = realtime;
+    r.steps = (uint64_t)rtg_opt_int(o, "steps");
+    r.period_ns = (int64_t)(period_ms * 1e6 + 0.5);
+    r.limit_ns = (int64_t)(rtg_opt_num(o, "time-limit-s") * 1e9);
+    r.stop_on_miss = rtg_opt_flag(o, "stop-on-miss");
+    r.first_contact_step = -1;
+    double dt = period_ms / 1000.0;
+    tire_params p;
+    tire_params_init(&p, rtg_opt_int(o, "masses"), dt, rtg_opt_num(o, "radius-m"),
+                     rtg_opt_num(o, "drop-height-m"), rtg_opt_num(o, "gravity-mps2"));
+    char err[512] = "";
+    if (tire_state_init(&r.st, &p) != 0 || plan_samples(&r, (int)rtg_opt_int(o, "centroid-samples")) != 0 ||
+        (!realtime && !(r.ts = calloc(r.steps, sizeof *r.ts)))) {
+        free_run(&r);
+        return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %lld masses and %llu steps; use fewer.",
+                        (long long)p.n, (unsigned long long)r.steps);
+    }
+    double e0 = tire_energy(&r.st);
+    tire_solver_kind kind = strcmp(rtg_opt_str(o, "solver"), "fast") == 0 ? TIRE_SOLVER_FAST
+                                                                          : TIRE_SOLVER_LOCKED;
+    const char *ln = rtg_opt_str(o, "lock");
+    tire_lock_kind lock = strcmp(ln, "sem") == 0    ? TIRE_LOCK_SEM
+                          : strcmp(ln, "spin") == 0 ? TIRE_LOCK_SPIN
+                                                    : TIRE_LOCK_MUTEX;
+    r.solver = tire_solver_new(&r.st, kind, lock, k, err, sizeof err);
+    if (!r.solver) {
+        free_run(&r);
+        return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    }
+    tire_team_cfg tc = {.nthreads = k, .cpus = cpus, .allow_fallback = rtg_opt_flag(o, "allow-fallback"),
+                        .priority = (int)rtg_opt_int(o, "priority")};
+    rtg_policy_parse(rtg_opt_str(o, "policy"), &tc.policy);
+    r.team = tire_team_start(r.solver, &tc, err, sizeof err);
+    if (!r.team) {
+        free_run(&r);
+        return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    }
+    if (!realtime && rtg_pin_cpu(cpus[0], err, sizeof err) != 0) {
+        tire_team_stop(r.team, &r.nvcsw, &r.nivcsw);
+        free_run(&r);
+        return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    }
+    put_solver_threads(&r, cpus, k, res);
+    status = realtime ? run_realtime(&r, o, cpus, res) : run_realfast(&r, res);
+    tire_team_stop(r.team, &r.nvcsw, &r.nivcsw);
+    r.team = NULL;
+    if (status == RTG_EXIT_OK) {
+        put_metrics(&r, res);
+        put_physics(&r, dt, period_ms, e0, res);
+        if (realtime) {
+            rtg_verdict(res, "hard_realtime", r.late == 0 && !r.limit_hit,
+                        "%llu of %llu steps ended after their deadline", (unsigned long long)r.late,
+                        (unsigned long long)r.st.step);
+        }
+        rtg_verdict(res, "completed", r.st.step == r.steps, "%llu of %llu steps computed%s",
+                    (unsigned long long)r.st.step, (unsigned long long)r.steps,
+                    r.limit_hit ? " (stopped by --time-limit-s)" : r.halted ? " (stopped at the first miss)" : "");
+        if (r.limit_hit)
+            status = RTG_EXIT_VERDICT;
+    }
+    free_run(&r);
+    return status;
+}
+
+const rtg_test rtg_test_tire = {
+    .name = "tire",
+    .help = "tire model: a ring of point masses falls and settles; real-time (paced) or real-fast steps",
+    .opts = tire_opts,
+    .flags = RTG_TEST_RT,
+    .run = tire_main,
+};

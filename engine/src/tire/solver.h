@@ -1,0 +1,55 @@
+/* tire solvers: compute one thread's share of a step (state.step -> step + 1).
+ * Both split the nodes into equal contiguous groups, thread t owning
+ * [t n / k, (t + 1) n / k), read only the previous state and write only the
+ * next, so all k shares of a step may run at once and the result is the same
+ * for every k and for both solvers (model.h).
+ *   locked: the published algorithm. Each thread copies the nodes it needs (its
+ *           own, the two beyond its ends, the opposite ones) into thread-local
+ *           arrays, each under that node's lock (mutex, semaphore or spin lock),
+ *           computes the forces on its nodes (springs across a group boundary
+ *           are computed by both threads), integrates, and writes its nodes
+ *           back, each under its lock: 6 e + 4 lock operations per step.
+ *   fast:   structure of arrays in place, no locks, vectorisable loops. */
+#ifndef RTG_TIRE_SOLVER_H
+#define RTG_TIRE_SOLVER_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tire/model.h"
+
+typedef enum { TIRE_SOLVER_LOCKED, TIRE_SOLVER_FAST } tire_solver_kind;
+typedef enum { TIRE_LOCK_MUTEX, TIRE_LOCK_SEM, TIRE_LOCK_SPIN } tire_lock_kind;
+
+/* What one share of a step reports (one cache line per thread). */
+typedef struct {
+    _Alignas(64) int contact;  /* some node of the share touched the floor */
+    double ysum;               /* sum of the share's heights (centroid steps only) */
+} tire_part_out;
+
+typedef struct tire_solver tire_solver;
+
+/* Nodes [*a, *b) of thread t of k. */
+void tire_range(int64_t n, int k, int t, int64_t *a, int64_t *b);
+
+/* A solver for nthreads shares of st. NULL with a sentence in err. */
+tire_solver *tire_solver_new(tire_state *st, tire_solver_kind kind, tire_lock_kind lock,
+                             int nthreads, char *err, size_t errlen);
+void tire_solver_free(tire_solver *s);
+/* Thread t's share of the step; with centroid, also the sum of its new heights. */
+void tire_solver_part(tire_solver *s, int t, bool centroid);
+tire_part_out *tire_solver_out(tire_solver *s, int t);
+/* Lock operations (acquire or release) per step, all threads: 0 for fast. */
+int64_t tire_solver_lock_ops(const tire_solver *s);
+tire_state *tire_solver_state(tire_solver *s);
+
+/* fast share (solver_fast.c) */
+int tire_fast_part(tire_state *st, int64_t a, int64_t b, bool centroid, double *ysum);
+
+/* locked solver internals (solver_locked.c) */
+typedef struct tire_locked tire_locked;
+tire_locked *tire_locked_new(tire_state *st, tire_lock_kind lock, int nthreads);
+void tire_locked_free(tire_locked *l);
+int tire_locked_part(tire_locked *l, int t, int64_t a, int64_t b, bool centroid, double *ysum);
+
+#endif

@@ -1,0 +1,258 @@
+/* tire team: worker threads and the one barrier per step (see team.h). */
+#include "tire/team.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SPIN_LIMIT 2000        /* pause loops (a few microseconds) before blocking */
+
+typedef struct {
+    tire_team *tm;
+    int index;
+    pthread_t th;
+    bool started;
+    rtg_sched sched;
+    char err[512];
+    uint64_t nvcsw, nivcsw;
+} worker;
+
+struct tire_team {
+    tire_solver *s;
+    tire_team_cfg cfg;
+    int spin;                       /* spin budget: 0 when threads outnumber CPUs */
+    worker *w;
+    _Alignas(64) atomic_uint gen;   /* step generation: bumped to release workers */
+    _Alignas(64) atomic_uint pending;   /* workers still in the current step */
+    _Alignas(64) atomic_int sleepers;   /* workers blocked on gen */
+    atomic_int driver_sleeping;
+    atomic_int ready, failed;
+    atomic_bool stop;
+    bool centroid;
+};
+
+static long futex(atomic_uint *addr, int op, unsigned val)
+{
+    return syscall(SYS_futex, (unsigned *)addr, op, val, NULL, NULL, 0);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Wait until gen differs from last; returns the new value. */
+static unsigned wait_release(tire_team *tm, unsigned last)
+{
+    for (int i = 0; i < tm->spin; i++) {
+        unsigned g = atomic_load_explicit(&tm->gen, memory_order_acquire);
+        if (g != last)
+            return g;
+        cpu_relax();
+    }
+    for (;;) {
+        atomic_fetch_add(&tm->sleepers, 1);
+        unsigned g = atomic_load(&tm->gen);
+        if (g == last)
+            futex(&tm->gen, FUTEX_WAIT_PRIVATE, last);
+        atomic_fetch_sub(&tm->sleepers, 1);
+        g = atomic_load_explicit(&tm->gen, memory_order_acquire);
+        if (g != last)
+            return g;
+    }
+}
+
+static void finish_share(tire_team *tm)
+{
+    if (atomic_fetch_sub(&tm->pending, 1) == 1 && atomic_load(&tm->driver_sleeping))
+        futex(&tm->pending, FUTEX_WAKE_PRIVATE, 1);
+}
+
+static void wait_all_done(tire_team *tm)
+{
+    for (int i = 0; i < tm->spin; i++) {
+        if (atomic_load_explicit(&tm->pending, memory_order_acquire) == 0)
+            return;
+        cpu_relax();
+    }
+    atomic_store(&tm->driver_sleeping, 1);
+    unsigned p;
+    while ((p = atomic_load(&tm->pending)) != 0)
+        futex(&tm->pending, FUTEX_WAIT_PRIVATE, p);
+    atomic_store(&tm->driver_sleeping, 0);
+}
+
+static void record_switches(uint64_t *nv, uint64_t *niv, int sign)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+        *nv += (uint64_t)(sign * ru.ru_nvcsw);
+        *niv += (uint64_t)(sign * ru.ru_nivcsw);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    tire_team *tm = w->tm;
+    int cpu = tm->cfg.cpus[w->index];
+    bool ok = cpu < 0 || rtg_pin_cpu(cpu, w->err, sizeof w->err) == 0;
+    ok = ok && rtg_sched_apply(&w->sched, tm->cfg.policy, tm->cfg.priority, tm->cfg.allow_fallback,
+                               w->err, sizeof w->err) == 0;
+    if (!ok)
+        atomic_fetch_add(&tm->failed, 1);
+    rtg_prefault_stack(64 * 1024);
+    record_switches(&w->nvcsw, &w->nivcsw, -1);
+    atomic_fetch_add(&tm->ready, 1);
+    unsigned last = 0;
+    for (;;) {
+        last = wait_release(tm, last);
+        if (atomic_load(&tm->stop))
+            break;
+        tire_solver_part(tm->s, w->index, tm->centroid);
+        finish_share(tm);
+    }
+    record_switches(&w->nvcsw, &w->nivcsw, 1);
+    return NULL;
+}
+
+static int distinct_cpus(const tire_team_cfg *cfg)
+{
+    int count = 0;
+    for (int i = 0; i < cfg->nthreads; i++) {
+        bool seen = cfg->cpus[i] < 0;
+        for (int k = 0; k < i && !seen; k++)
+            seen = cfg->cpus[k] == cfg->cpus[i];
+        count += !seen;
+    }
+    return count;
+}
+
+static void join_workers(tire_team *tm)
+{
+    atomic_store(&tm->stop, true);
+    atomic_fetch_add(&tm->gen, 1);
+    futex(&tm->gen, FUTEX_WAKE_PRIVATE, INT32_MAX);
+    for (int i = 1; i < tm->cfg.nthreads; i++)
+        if (tm->w[i].started)
+            pthread_join(tm->w[i].th, NULL);
+}
+
+tire_team *tire_team_start(tire_solver *s, const tire_team_cfg *cfg, char *err, size_t errlen)
+{
+    tire_team *tm = aligned_alloc(64, (sizeof *tm + 63) & ~(size_t)63);
+    if (!tm) {
+        snprintf(err, errlen, "out of memory starting the solver threads; use fewer --threads.");
+        return NULL;
+    }
+    memset(tm, 0, sizeof *tm);
+    tm->s = s;
+    tm->cfg = *cfg;
+    int online = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    bool oversubscribed = cfg->nthreads > distinct_cpus(cfg) ||
+                          (cfg->cpus[0] < 0 && cfg->nthreads > online);
+    tm->spin = oversubscribed ? 0 : SPIN_LIMIT;
+    tm->w = calloc((size_t)cfg->nthreads, sizeof *tm->w);
+    if (!tm->w) {
+        free(tm);
+        snprintf(err, errlen, "out of memory starting the solver threads; use fewer --threads.");
+        return NULL;
+    }
+    pthread_attr_t attr;
+    struct sched_param sp = {.sched_priority = 0};
+    pthread_attr_init(&attr);
+    pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+    pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+    pthread_attr_setschedparam(&attr, &sp);
+    int started = 0;
+    for (int i = 1; i < cfg->nthreads; i++) {
+        worker *w = &tm->w[i];
+        w->tm = tm;
+        w->index = i;
+        int rc = pthread_create(&w->th, &attr, worker_main, w);
+        if (rc != 0) {
+            snprintf(err, errlen, "could not start solver thread %d (%s); use fewer --threads.", i,
+                     strerror(rc));
+            break;
+        }
+        w->started = true;
+        started++;
+    }
+    pthread_attr_destroy(&attr);
+    /* Setup takes microseconds; the wait is bounded anyway. */
+    for (int ms = 0; atomic_load(&tm->ready) < started && ms < 10000; ms++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    bool failed = started < cfg->nthreads - 1 || atomic_load(&tm->ready) < started;
+    if (!failed && atomic_load(&tm->failed) > 0) {
+        for (int i = 1; i < cfg->nthreads; i++)
+            if (tm->w[i].err[0]) {
+                snprintf(err, errlen, "%s", tm->w[i].err);
+                break;
+            }
+        failed = true;
+    }
+    if (failed) {
+        if (!err[0])
+            snprintf(err, errlen, "the solver threads did not start; use fewer --threads.");
+        join_workers(tm);
+        free(tm->w);
+        free(tm);
+        return NULL;
+    }
+    return tm;
+}
+
+int tire_team_step(tire_team *tm, bool centroid, double *centroid_y)
+{
+    int k = tm->cfg.nthreads;
+    tm->centroid = centroid;
+    if (k > 1) {
+        atomic_store_explicit(&tm->pending, (unsigned)(k - 1), memory_order_relaxed);
+        atomic_fetch_add(&tm->gen, 1);          /* seq_cst: publishes pending and the state */
+        if (atomic_load(&tm->sleepers) > 0)
+            futex(&tm->gen, FUTEX_WAKE_PRIVATE, INT32_MAX);
+    }
+    tire_solver_part(tm->s, 0, centroid);
+    if (k > 1)
+        wait_all_done(tm);
+    int contact = 0;
+    double ysum = 0.0;
+    for (int t = 0; t < k; t++) {
+        const tire_part_out *o = tire_solver_out(tm->s, t);
+        contact |= o->contact;
+        ysum += o->ysum;
+    }
+    tire_state *st = tire_solver_state(tm->s);
+    st->step++;
+    if (centroid)
+        *centroid_y = ysum / (double)st->p.n;
+    return contact;
+}
+
+void tire_team_stop(tire_team *tm, uint64_t *nvcsw, uint64_t *nivcsw)
+{
+    if (!tm)
+        return;
+    join_workers(tm);
+    for (int i = 1; i < tm->cfg.nthreads; i++) {
+        *nvcsw += tm->w[i].nvcsw;
+        *nivcsw += tm->w[i].nivcsw;
+    }
+    free(tm->w);
+    free(tm);
+}
+
+const rtg_sched *tire_team_sched(const tire_team *tm, int t) { return &tm->w[t].sched; }

@@ -1,0 +1,122 @@
+"""The tire sweep (bisection for the largest hard real-time tire) and the fit of
+the published cost equation."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from conftest import needs_root
+from rtgauge.tire import fit, sweep
+
+
+@pytest.mark.parametrize("limit", [4, 1000, 57000, 123456, 3_999_996])
+def test_bisection_finds_the_threshold(limit):
+    calls = []
+
+    def holds(n):
+        calls.append(n)
+        return n <= limit
+
+    best, probes = sweep.largest_holding(holds, 1000, 4_000_000, 2.0, 0.05)
+    if limit < 1000:
+        assert best is None and probes == [(1000, False)]
+        return
+    assert best is not None and best <= limit and best % 4 == 0
+    assert (limit - best) / limit <= 0.05 or limit - best <= 4
+    assert len(calls) < 30
+    assert all(ok == (n <= limit) for n, ok in probes)
+
+
+def test_bisection_stops_at_the_top():
+    best, probes = sweep.largest_holding(lambda n: True, 1000, 10000, 2.0, 0.05)
+    assert best == 10000 and probes[-1] == (10000, True)
+
+
+def test_published_thread_counts():
+    counts = sweep.published_thread_counts()
+    assert counts[0] == 1 and counts == sorted(set(counts))
+    import os
+    assert max(counts) == 2 * len(os.sched_getaffinity(0))
+
+
+def test_fit_recovers_known_terms():
+    truth = {"Tswitch": 3000.0, "Tipc": 25.0, "Tspring": 9.0, "Tmass": 4.0}
+    rng = random.Random(7)
+    pts = []
+    for n in (1000, 4000, 16000, 64000, 256000):
+        for k in (1, 2, 4):
+            e = n // k
+            ops = 6 * e + 4
+            nsw = rng.choice([0.0, 0.01, 0.2, 1.5])
+            ts = nsw * truth["Tswitch"] + ops * truth["Tipc"] + (2 * e + 1) * truth["Tspring"] + e * truth["Tmass"]
+            pts.append({"e": e, "ts_ns": ts, "lock_ops": ops if k != 4 else 0, "nswitch": nsw})
+            if k == 4:   # fast solver points: no lock traffic
+                pts[-1]["ts_ns"] -= ops * truth["Tipc"]
+    f = fit.fit_cost(pts)
+    for name, v in truth.items():
+        assert f["terms_ns"][name] == pytest.approx(v, rel=1e-6), name
+    assert f["residual_rms_ns"] < 1e-6 * max(p["ts_ns"] for p in pts)
+
+
+def test_fit_leaves_out_undetermined_terms():
+    pts = [{"e": e, "ts_ns": 10.0 * e + 5, "lock_ops": 0, "nswitch": 0} for e in (10, 100, 1000)]
+    f = fit.fit_cost(pts)
+    assert f["terms_ns"]["Tipc"] is None and f["terms_ns"]["Tswitch"] is None
+    assert f["terms_ns"]["Tspring"] == pytest.approx(5.0) and f["terms_ns"]["Tmass"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_point_from_engine_document(run_engine):
+    r = run_engine("tire", "--mode", "realfast", "--masses", "4000", "--steps", "50", "--threads", "2",
+                   "--policy", "other", "--no-mlock")
+    pt = fit.point_from_doc(r.doc)
+    assert pt["e"] == 2000 and pt["lock_ops"] == (6 * 4000 + 8) / 2 and pt["ts_ns"] > 0
+
+
+@needs_root
+def test_small_sweep_against_the_engine(engine_bin):
+    """A real sweep on a narrow range: the answer holds when re-run and the
+    next grid point up is much bigger than a probe that failed."""
+    spec = sweep.SweepSpec(masses_min=400, masses_max=4_000_000, grid_ratio=4.0, precision=0.25,
+                           threads=[1], policies=["fifo"], solver="locked", period_ms=2.0, steps=50,
+                           cpus="1", retries=2)
+    result = sweep.run_sweep(engine_bin, spec)
+    row = result["results"][0]
+    assert row["largest_masses"] is not None
+    failed = [p["masses"] for p in row["probes"] if not p["holds"]]
+    assert failed and min(failed) > row["largest_masses"]
+    doc = sweep.sweep_document(result, fit.fit_cost([fit.point_from_doc(d) for d in result["probe_docs"]]))
+    assert doc["metrics"]["largest_masses#threads=1,policy=fifo"]["value"] == row["largest_masses"]
+
+
+def test_profile_tire_table():
+    from rtgauge.profiles import parse_profile
+    text = '''
+name = "t"
+[[jobs]]
+name = "lat"
+test = "latency"
+[tire]
+masses_min = 4000
+masses_max = 400000
+threads = [1, 2]
+policies = ["fifo"]
+solver = "fast"
+'''
+    p = parse_profile(text, "t.toml")
+    assert p.tire.threads == [1, 2] and p.tire.solver == "fast" and p.tire.masses_max == 400000
+    assert parse_profile(text.split("[tire]")[0], "t.toml").tire is None
+
+
+@pytest.mark.parametrize("table, words", [
+    ({"masses": 4}, "unknown key 'masses'"),
+    ({"threads": [0]}, "threads must be"),
+    ({"solver": "turbo"}, "solver must be"),
+    ({"masses_min": 100, "masses_max": 10}, "masses_min and masses_max"),
+    ({"period_ms": "10"}, "wrong type"),
+])
+def test_bad_tire_table(table, words):
+    from rtgauge.errors import UserError
+    with pytest.raises(UserError, match=words):
+        sweep.spec_from_table(table, "profile x")
