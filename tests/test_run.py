@@ -66,13 +66,15 @@ def test_small_profile_is_measured_stored_and_reported(tmp_path):
         m = by_name[f"latency@{cond}"]
         assert m["ok"] and m["condition"] == cond and not m["reference"]
         ti = m["metrics"]["ti"]
-        # 2 s at 1 kHz on every CPU, give or take the start
-        assert 1900 * ncpu <= ti["count"] <= 2100 * ncpu
+        # 2 s at 1 kHz on every CPU: each deadline measured or skipped after an overrun
+        assert ti["count"] + m["metrics"]["skipped"]["value"] == 2000 * ncpu
         assert 0 < ti["min"] <= ti["avg"] <= ti["max"]
         if cross != "[]":
             ref = by_name[f"latency@{cond}/cyclictest"]
             assert ref["reference"] and ref["tool"] == "cyclictest" and ref["ok"]
-            assert ref["metrics"]["ti"]["count"] >= 1900 * ncpu
+            # cyclictest also skips deadlines after an overrun but does not count them;
+            # a busy machine costs it a few hundred
+            assert 1000 * ncpu <= ref["metrics"]["ti"]["count"] <= 2000 * ncpu
     load = by_name["latency@cpu"]["load"]
     assert load["tool"] == "stress-ng" and load["workers"] == os.cpu_count()
     # the load really ran: its workers used CPU time for most of the job

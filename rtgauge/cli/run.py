@@ -12,7 +12,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
 from rtgauge.plan import Job, build_plan, plan_seconds
-from rtgauge.plan.execute import execute
+from rtgauge.plan.execute import apply_overrides, execute
+from rtgauge.cli.tune import conditions_settings
 from rtgauge.profiles import load_profile
 
 
@@ -24,7 +25,36 @@ def register(sub) -> None:
     p.add_argument("--report", default=None, metavar="FILE",
                    help="HTML report to write at the end (default: rtgauge-run-N.html here)")
     p.add_argument("--no-report", action="store_true", help="do not write an HTML report")
+    add_conditions_options(p)
     p.set_defaults(func=cmd_run)
+
+
+def add_conditions_options(p) -> None:
+    """Loads, CPU partitioning, long runs, tuning and tracing (docs/loads.md)."""
+    g = p.add_argument_group("partitioning, long runs, tuning and tracing")
+    g.add_argument("--rt-cpus", metavar="CPUS", help="CPUs that measure (becomes the engine's --cpus)")
+    g.add_argument("--load-cpus", metavar="CPUS", help="CPUs the load runs on (default: the others)")
+    g.add_argument("--housekeeping-cpus", metavar="CPUS",
+                   help="CPUs for rtgauge itself and the engine's collector (default: neither rt nor load)")
+    g.add_argument("--duration", metavar="TIME", help="length of every latency job, e.g. 90s, 10m, 24h")
+    g.add_argument("--segment", metavar="TIME", default="10m",
+                   help="store a long latency job in segments of this length (default 10m), so a run "
+                        "that dies keeps what it measured")
+    g.add_argument("--live", action="store_true",
+                   help="show the current max, p99 and per-CPU max while a latency job runs")
+    g.add_argument("--load-dir", metavar="DIR", help="directory the io load writes to (default: the database's)")
+    g.add_argument("--allow-netns", action="store_true",
+                   help="the net load may create two network namespaces joined by a veth pair")
+    g.add_argument("--tuned", action="store_true",
+                   help="apply `rtgauge tune` for the run and revert it after, also on failure")
+    g.add_argument("--rt-throttling-off", action="store_true",
+                   help="with --tuned: also switch RT throttling off, restored by a watchdog at the "
+                        "run's expected end plus a margin even if rtgauge dies")
+    g.add_argument("--trace-threshold-us", type=int, metavar="N",
+                   help="trace the measured CPUs and stop a latency job at its first wake-up later than N µs, "
+                        "storing the end of the trace")
+    g.add_argument("--mount-tracefs", action="store_true",
+                   help="mount tracefs for the run when it is not mounted (unmounted after)")
 
 
 class ProgressView:
@@ -52,6 +82,11 @@ class ProgressView:
 
     def tick(self, elapsed: float) -> None:
         self.progress.update(self.task, completed=self.done + min(elapsed, self.current.expected_s))
+
+    def live(self, text: str) -> None:
+        if not hasattr(self, "live_task"):
+            self.live_task = self.progress.add_task(text, total=None)
+        self.progress.update(self.live_task, description=text)
 
     def end_job(self, job: Job, doc: dict) -> None:
         self.done += job.expected_s
@@ -88,9 +123,7 @@ def check_tools(jobs: list[Job]) -> None:
         if job.tool == "cyclictest" and not cyclictest.cyclictest_path():
             raise UserError("the profile cross-checks with cyclictest, which is not installed; "
                             "install it with `apt-get install rt-tests`.")
-        load = make_load(job.condition)
-        if hasattr(load, "command"):
-            load.command("/dev/null")   # raises the missing-package sentence
+        make_load(job.condition).check()   # raises the missing-package sentence
 
 
 def cmd_run(args) -> int:
@@ -104,6 +137,8 @@ def cmd_run(args) -> int:
         console = Console(width=120)
     profile = load_profile(args.profile)
     jobs = build_plan(profile)
+    conditions = conditions_settings(args, profile.warmup_s)
+    apply_overrides(jobs, conditions.duration_s, conditions.partition.rt_cpus if conditions.partition else None)
     # cross-checks need their tool; drop them with a note when it is missing
     from rtgauge.tools import cyclictest
     if any(j.tool == "cyclictest" for j in jobs) and not cyclictest.cyclictest_path():
@@ -120,8 +155,12 @@ def cmd_run(args) -> int:
         console.print(f"Run {run_id}: profile {profile.name}, {len(jobs)} jobs, about "
                       f"{plan_seconds(jobs, profile.warmup_s) / 60:.1f} min; results go to {store.url}")
         try:
-            with ProgressView(console, jobs, profile.warmup_s) as view:
-                status, outcomes = execute(store, run_id, jobs, profile.warmup_s, view)
+            with ProgressView(console, jobs, profile.warmup_s) as view, \
+                    conditions.applied(console, args, store, jobs, profile.warmup_s, view) as settings:
+                status, outcomes = execute(store, run_id, jobs, profile.warmup_s, view, settings)
+            if profile.tire is not None and status == "complete":
+                from rtgauge.tire.sweep import sweep_and_store
+                sweep_and_store(store, run_id, profile.tire, console.print)
         except BaseException as e:
             store.finish_run(run_id, "failed", f"{type(e).__name__}: {e}")
             raise

@@ -1,6 +1,13 @@
 """Run a plan: for each job start its load, run the engine (or the cross-check tool),
 stop the load, store the measurement in its own transaction.
 
+A long latency job is measured in segments (RunSettings.segment_s): the load keeps
+running, each segment is a full engine run stored as soon as it ends, so a run that
+dies at hour 20 keeps its first 20 hours. Each stored measurement carries the load
+delivered during it, the CPU partition, and the counters of what else happened on
+the measured CPUs (interrupts, softirqs, context switches, SMIs); with a trace
+threshold, the tail of the kernel trace around the breach.
+
 Interruption (Ctrl-C or SIGTERM): the running measurement is asked to stop (SIGTERM;
 the engine and cyclictest both print what they measured so far), it is stored
 marked interrupted, the load is stopped, the run is marked interrupted, and the
@@ -9,22 +16,32 @@ caller exits 130."""
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import signal
 import subprocess
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable, Iterator
 
 from rtgauge.enginebin import engine_path
-from rtgauge.loads import make_load
+from rtgauge.errors import UserError
+from rtgauge.loads import Load, LoadContext, make_load
+from rtgauge.loads.partition import Partition, apply_cpusets
 from rtgauge.plan import Job
 from rtgauge.tools import cyclictest
+from rtgauge.trace import ThresholdTrace, Tracefs
+from rtgauge.trace.counters import counters, take_snapshot
+from rtgauge.trace.live import LiveView
 
 STOP_GRACE_S = 15.0
+DEFAULT_SEGMENT_S = 600.0
+MAX_DURATION_S = 365 * 86400
 
 
 class Interrupted(Exception):
@@ -61,6 +78,20 @@ class JobOutcome:
     interrupted: bool
 
 
+@dataclass
+class RunSettings:
+    """How the plan is run beyond the jobs themselves."""
+    warmup_s: float = 1.0
+    partition: Partition | None = None
+    load_ctx: LoadContext = field(default_factory=LoadContext)
+    segment_s: float | None = DEFAULT_SEGMENT_S
+    trace_threshold_us: int | None = None
+    tracefs: Tracefs | None = None
+    live: LiveView | None = None
+    say: Callable[[str], None] = print
+    record: dict = field(default_factory=dict)    # stored with every measurement's load
+
+
 @contextmanager
 def interrupts_flagged():
     """Within the block SIGINT and SIGTERM set the returned StopFlag."""
@@ -81,14 +112,67 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+# -- plan overrides (run options) --------------------------------------------------------
+
+def parse_duration(text: str) -> float:
+    """'24h', '10m', '90s', '1.5h', '2d' or plain seconds -> seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", str(text))
+    if not m:
+        raise UserError(f"duration {text!r} is not understood; write it like 90s, 10m, 24h or 2d.")
+    seconds = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+    if not 0.1 <= seconds <= MAX_DURATION_S:
+        raise UserError(f"duration {text} is out of range; choose from 0.1s to 365d.")
+    return seconds
+
+
+def engine_test_takes_cpus(test: str, cache: dict = {}) -> bool:
+    if test not in cache:
+        p = subprocess.run([engine_path(), test, "--help"], capture_output=True, text=True, timeout=30)
+        cache[test] = "--cpus" in p.stdout + p.stderr
+    return cache[test]
+
+
+def apply_overrides(jobs: list[Job], duration_s: float | None, rt_cpus: list[int] | None) -> list[Job]:
+    """--duration sets every latency job's length (a cycle count would win over it, so it
+    goes); --rt-cpus becomes the CPUs of every job that measures on a CPU list."""
+    for job in jobs:
+        if duration_s is not None and job.test == "latency":
+            job.options.pop("cycles", None)
+            job.options["duration-s"] = round(duration_s, 3)
+            job.expected_s = duration_s
+        if rt_cpus:
+            if job.tool == "cyclictest" or (job.tool == "engine" and engine_test_takes_cpus(job.test)):
+                job.options["cpus"] = ",".join(map(str, rt_cpus))
+                job.cpus = list(rt_cpus)
+    return jobs
+
+
+def split_segments(job: Job, segment_s: float | None) -> list[dict]:
+    """The option sets of a job's segments: one unless it is an engine latency job longer
+    than a segment."""
+    if (not segment_s or job.tool != "engine" or job.test != "latency" or "cycles" in job.options):
+        return [dict(job.options)]
+    total = float(job.options.get("duration-s", 10))
+    n = math.ceil(total / segment_s - 1e-9)
+    if n <= 1:
+        return [dict(job.options)]
+    out = []
+    for i in range(n):
+        length = segment_s if i < n - 1 else total - segment_s * (n - 1)
+        out.append(dict(job.options, **{"duration-s": round(max(length, 0.01), 3)}))
+    return out
+
+
+# -- one measurement ------------------------------------------------------------------------
+
 def failure_document(job: Job, error: str) -> dict:
     return {"schema": 1, "test": job.test, "ok": False, "interrupted": False, "error": error,
             "params": {}, "env": {}, "metrics": {}, "verdicts": {}}
 
 
-def job_command(job: Job, out_path: str) -> list[str]:
+def job_command(job: Job, out_path: str, extra: list[str] = ()) -> list[str]:
     if job.tool == "engine":
-        return [engine_path(), job.test, "--out", out_path, *job.engine_args()]
+        return [engine_path(), job.test, "--out", out_path, *job.engine_args(), *extra]
     if job.tool == "cyclictest":
         return cyclictest.command(job.options, job.cpus, out_path)
     raise ValueError(f"unknown tool {job.tool}")
@@ -106,25 +190,51 @@ def read_document(job: Job, out_path: Path, status: int, interrupted: bool, stde
     return raw
 
 
-def run_job(job: Job, warmup_s: float, stop: StopFlag, on_tick=None) -> tuple[dict, int, bool, dict]:
-    """Run one job under its load; returns (document, exit status, interrupted, load delivered).
-    An interruption before the measurement starts raises Interrupted (nothing to store);
-    during it, the partial result comes back with interrupted=True."""
-    load = make_load(job.condition)
+def measurement_placement(partition: Partition | None):
+    """preexec_fn for the engine: its cpuset (measured + housekeeping CPUs) and the
+    same affinity, so the collector can leave the measured CPUs."""
+    if partition is None:
+        return None
+    procs, cpus = partition.procs_file("rt"), partition.engine_cpuset_cpus()
+
+    def place() -> None:
+        if procs:
+            fd = os.open(procs, os.O_WRONLY)
+            try:
+                os.write(fd, b"0")
+            finally:
+                os.close(fd)
+        os.sched_setaffinity(0, cpus)
+    return place
+
+
+def is_engine_latency(job: Job) -> bool:
+    return job.tool == "engine" and job.test == "latency"
+
+
+def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dict, int, bool, list[str]]:
+    """Run the tool once; returns (document, exit status, interrupted, command)."""
     with tempfile.TemporaryDirectory(prefix="rtgauge-job-") as tmp:
-        out_path = Path(tmp) / "result.json"
-        err_path = Path(tmp) / "stderr.txt"
-        interrupted = False
-        proc = None
+        out_path, err_path = Path(tmp) / "result.json", Path(tmp) / "stderr.txt"
+        extra: list[str] = []
+        tracer = None
+        if is_engine_latency(job) and s.live is not None:
+            samples = Path(tmp) / "samples.csv"
+            extra += ["--samples", str(samples)]
+            s.live.follow(samples, job.cpus)
+        if is_engine_latency(job) and s.trace_threshold_us and s.tracefs and s.tracefs.path:
+            extra += ["--max-latency-us", str(s.trace_threshold_us), "--break"]
+            tracer = ThresholdTrace(s.tracefs.path, job.cpus, s.trace_threshold_us,
+                                    s.partition.procs_file("rt") if s.partition else None)
+        cmd = job_command(job, str(out_path), extra)
+        interrupted, proc = False, None
+        before = take_snapshot(job.cpus)
         try:
-            stop.check()
-            load.start()
-            if job.condition != "idle" and warmup_s:
-                stop.sleep(warmup_s)
-            cmd = job_command(job, str(out_path))
+            if tracer:
+                tracer.start()
             with open(err_path, "w") as err:
                 proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        stderr=err)
+                                        stderr=err, preexec_fn=measurement_placement(s.partition))
                 deadline = time.monotonic() + job.expected_s * 1.5 + 60
                 started = time.monotonic()
                 while proc.poll() is None:
@@ -139,16 +249,27 @@ def run_job(job: Job, warmup_s: float, stop: StopFlag, on_tick=None) -> tuple[di
                         proc.wait()
                         break
                     time.sleep(0.1)
+            after = take_snapshot(job.cpus)
             interrupted = interrupted or bool(stop)
-            status = proc.returncode
-            doc = read_document(job, out_path, status, interrupted, err_path.read_text())
+            doc = read_document(job, out_path, proc.returncode, interrupted, err_path.read_text())
+            env = doc.setdefault("env", {})
+            env["counters"] = counters(before, after, job.cpus, doc)
+            if tracer:
+                env["trace"] = tracer.finish(doc)
+            elif is_engine_latency(job) and s.trace_threshold_us:
+                env["trace"] = {"unavailable": s.tracefs.note if s.tracefs else "tracefs not opened"}
         finally:
             if proc is not None and proc.poll() is None:
                 stop_child(proc)
-            delivered = load.stop()
+            if tracer:
+                tracer.remove()
+        if s.live is not None and s.live.follower is not None:
+            s.live.follower.poll()
     if interrupted:
         doc["interrupted"] = True
-    return doc, status, interrupted, delivered
+    command = cmd if job.tool == "engine" else [job.tool]
+    command = [("RESULT" if c == str(out_path) else c) for c in command]
+    return doc, proc.returncode, interrupted, command
 
 
 def stop_child(proc: subprocess.Popen) -> None:
@@ -163,35 +284,153 @@ def stop_child(proc: subprocess.Popen) -> None:
         pass
 
 
+# -- a job: its load and its segments -----------------------------------------------------
+
+@dataclass
+class Segment:
+    job: Job              # the job with the segment's options
+    name: str
+    doc: dict
+    status: int
+    interrupted: bool
+    delivered: dict
+    started_at: str
+    duration_s: float
+    command: list[str]
+
+
+def load_context(s: RunSettings) -> LoadContext:
+    ctx = replace(s.load_ctx)
+    if s.partition is not None:
+        ctx.cpus = s.partition.load_cpus
+        ctx.cgroup_procs = s.partition.procs_file("load")
+    return ctx
+
+
+def delivered_between(load: Load, before: dict, after: dict) -> dict:
+    """What the load delivered in one segment: the difference of two snapshots."""
+    out = {"condition": load.name, "tool": getattr(load, "tool_name", lambda: None)()}
+    for key in ("cpu_s", "wall_s"):
+        if key in after:
+            out[key] = round(after[key] - before.get(key, 0.0), 3)
+    return out
+
+
+def run_job_segments(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> Iterator[Segment]:
+    """Start the job's load, measure each segment, stop the load (also when the
+    consumer stops early or anything fails). The load of the last segment is stopped
+    before it is yielded, so its full report (bogo-ops, ...) goes with it."""
+    load = make_load(job.condition, load_context(s))
+    segments = split_segments(job, s.segment_s)
+    stopped = False
+    try:
+        stop.check()
+        load.start()
+        if job.condition != "idle" and s.warmup_s:
+            stop.sleep(s.warmup_s)
+        previous = load.snapshot()
+        done_s = 0.0
+        for i, options in enumerate(segments):
+            stop.check()
+            sjob = replace(job, options=options, expected_s=float(options.get("duration-s", job.expected_s))
+                           if len(segments) > 1 else job.expected_s)
+            started_at, t0 = now_iso(), time.monotonic()
+            tick = (lambda e, base=done_s: on_tick(base + e)) if on_tick else None
+            doc, status, interrupted, command = measure(sjob, s, stop, tick)
+            done_s += sjob.expected_s
+            breached = bool(((doc.get("env") or {}).get("trace") or {}).get("breached"))
+            last = i == len(segments) - 1 or interrupted or breached
+            if last:
+                current = load.snapshot()
+                delivered = load.stop()
+                stopped = True
+                if len(segments) > 1:
+                    delivered["cpu_s_whole_job"] = delivered.get("cpu_s")
+                    delivered.update(delivered_between(load, previous, current))
+            else:
+                current = load.snapshot()
+                delivered = delivered_between(load, previous, current)
+                delivered["alive_until_stop"] = load.running()
+            previous = current
+            name = job.name
+            if len(segments) > 1:
+                delivered["segment"] = {"index": i + 1, "of": len(segments), "job": job.name,
+                                        "duration_s": sjob.expected_s}
+                name = f"{job.name}#seg{i + 1}"
+            if s.partition is not None:
+                delivered["partition"] = s.partition.record()
+            delivered.update(s.record)
+            yield Segment(sjob, name, doc, status, interrupted, delivered, started_at,
+                          time.monotonic() - t0, command)
+            if last:
+                return
+    finally:
+        if not stopped:
+            load.stop()
+
+
 def job_record(job: Job, status: int, delivered: dict, started_at: str, duration_s: float,
-               command: list[str]) -> dict:
-    return {"name": job.name, "tool": job.tool, "test": job.test, "condition": job.condition,
+               command: list[str], name: str | None = None) -> dict:
+    return {"name": name or job.name, "tool": job.tool, "test": job.test, "condition": job.condition,
             "reference": job.reference, "load": delivered, "started_at": started_at,
             "duration_s": round(duration_s, 3), "exit_status": status, "command": command}
 
 
-def execute(store, run_id: int, jobs: list[Job], warmup_s: float, progress=None) -> tuple[str, list[JobOutcome]]:
-    """Run every job, storing each as it ends. Returns (run status, outcomes)."""
+@contextmanager
+def partition_applied(s: RunSettings):
+    """cpusets per role for the run (removed after), and rtgauge itself (with the live
+    view's thread, started later) on the housekeeping CPUs."""
+    p = s.partition
+    if p is None:
+        yield
+        return
+    apply_cpusets(p)
+    s.say(p.cpuset_note)
+    old_affinity = os.sched_getaffinity(0)
+    try:
+        if p.housekeeping_cpus:
+            if p.cpusets and "housekeeping" in p.cpusets.roles:
+                try:
+                    p.cpusets.join_self("housekeeping")
+                except OSError:
+                    pass
+            os.sched_setaffinity(0, p.housekeeping_cpus)
+        yield
+    finally:
+        if p.cpusets:
+            p.cpusets.remove()
+        os.sched_setaffinity(0, old_affinity)
+
+
+def execute(store, run_id: int, jobs: list[Job], warmup_s: float, progress=None,
+            settings: RunSettings | None = None) -> tuple[str, list[JobOutcome]]:
+    """Run every job, storing each measurement (each segment) as it ends.
+    Returns (run status, outcomes)."""
+    s = settings or RunSettings(warmup_s=warmup_s)
     outcomes: list[JobOutcome] = []
     status = "complete"
-    with interrupts_flagged() as stop:
+    with interrupts_flagged() as stop, partition_applied(s):
         for job in jobs:
             if progress:
                 progress.start_job(job)
-            started_at, t0 = now_iso(), time.monotonic()
-            command = job_command(job, "RESULT") if job.tool == "engine" else [job.tool]
+            last_doc = None
             try:
-                doc, code, interrupted, delivered = run_job(
-                    job, warmup_s, stop, on_tick=progress.tick if progress else None)
+                for seg in run_job_segments(job, s, stop, on_tick=progress.tick if progress else None):
+                    mid = store.add_measurement(run_id, job_record(seg.job, seg.status, seg.delivered,
+                                                                   seg.started_at, seg.duration_s,
+                                                                   seg.command, seg.name), seg.doc)
+                    outcomes.append(JobOutcome(seg.job, seg.doc, seg.status, mid, seg.interrupted))
+                    last_doc = seg.doc
+                    if seg.interrupted:
+                        break
             except Interrupted:
                 status = "interrupted"
                 break
-            mid = store.add_measurement(run_id, job_record(job, code, delivered, started_at,
-                                                           time.monotonic() - t0, command), doc)
-            outcomes.append(JobOutcome(job, doc, code, mid, interrupted))
-            if progress:
-                progress.end_job(job, doc)
-            if interrupted or stop:
+            if progress and last_doc is not None:
+                progress.end_job(job, last_doc)
+            if stop or (outcomes and outcomes[-1].interrupted):
                 status = "interrupted"
                 break
+    if s.live is not None:
+        s.live.close()
     return status, outcomes

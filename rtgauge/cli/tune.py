@@ -1,0 +1,182 @@
+"""`rtgauge tune --apply | --revert | --status`: set what doctor flags, and undo it exactly."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from contextlib import contextmanager
+from pathlib import Path
+
+from rtgauge.errors import UserError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("tune", help="apply (and revert) the run-time settings doctor flags")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--apply", action="store_true", help="apply the settings and record the old values")
+    what.add_argument("--revert", action="store_true", help="restore exactly what --apply changed")
+    what.add_argument("--status", action="store_true", help="show what is applied now")
+    p.add_argument("--rt-cpus", default=None, metavar="CPUS",
+                   help="the CPUs that will measure; interrupts move off them (default: all but the first)")
+    p.add_argument("--state", default=None, metavar="FILE",
+                   help="state file (default: tune-state.json in the data directory)")
+    p.add_argument("--db", default=None, help="database whose directory holds the state file")
+    p.add_argument("--rt-throttling-off", type=float, default=None, metavar="SECONDS",
+                   help="also switch RT throttling off, for at most SECONDS: a detached watchdog "
+                        "switches it back on then, even if rtgauge dies (off by default: throttling "
+                        "is the safety net against a runaway RT thread)")
+    p.set_defaults(func=cmd_tune)
+
+
+def measured_and_housekeeping(rt_cpus: str | None) -> tuple[list[int], list[int]]:
+    from rtgauge.loads.partition import parse_cpus_option
+    from rtgauge.tune import housekeeping_for, online_cpus
+
+    online = online_cpus()
+    measured = parse_cpus_option("--rt-cpus", rt_cpus, online) if rt_cpus else online[1:]
+    if not measured:
+        raise UserError("one CPU only: there is no CPU to keep the interrupts away from; nothing to tune "
+                        "for isolation (give --rt-cpus on a machine with more CPUs).")
+    return measured, housekeeping_for(measured, online)
+
+
+def print_state(state: dict, verb: str) -> None:
+    for c in state.get("changes", []):
+        print(f"{verb} {c['path']}: {c['before'].strip()!r} -> {c['new'] if verb == 'set' else c['restore']!r}")
+    for s in state.get("skipped", []):
+        print(f"left {s['path']}: the kernel refused ({s['why']})")
+    for n in state.get("notes", []):
+        print(f"note: {n}")
+    if state.get("watchdog"):
+        w = state["watchdog"]
+        print(f"watchdog pid {w['pid']} restores {w['restores']} = {w['value']} at the latest by its deadline")
+
+
+def cmd_tune(args) -> int:
+    from rtgauge import tune
+
+    state_path = Path(args.state) if args.state else tune.default_state_path(args.db)
+    if args.status:
+        if not state_path.exists():
+            print(f"nothing applied (no {state_path})")
+            return 0
+        print_state(json.loads(state_path.read_text()), "set")
+        return 0
+    if args.revert:
+        state = tune.revert(state_path)
+        print_state(state, "restored")
+        print(f"reverted {len(state['changes'])} setting(s); every file reads back as before.")
+        return 0
+    if args.rt_throttling_off is not None and not 1 <= args.rt_throttling_off <= 7 * 86400:
+        raise UserError("--rt-throttling-off takes the seconds until the watchdog restores it, 1 to 604800.")
+    measured, housekeeping = measured_and_housekeeping(args.rt_cpus)
+    state = tune.apply(state_path, measured, housekeeping, rt_unthrottled_for_s=args.rt_throttling_off)
+    print_state(state, "set")
+    print(f"applied {len(state['changes'])} setting(s); state in {state_path}; undo with `rtgauge tune --revert`.")
+    return 0
+
+
+# -- `rtgauge run` options for conditions, partitioning, long runs, tuning, tracing ------
+
+class RunConditions:
+    """The run options beyond the profile, checked before anything is stored."""
+
+    def __init__(self, args, warmup_s: float):
+        from rtgauge.loads import need_tool
+        from rtgauge.loads.partition import plan_partition
+        from rtgauge.plan.execute import parse_duration
+
+        self.warmup_s = warmup_s
+        self.duration_s = parse_duration(args.duration) if getattr(args, "duration", None) else None
+        self.segment_s = parse_duration(getattr(args, "segment", None) or "10m")
+        self.partition = plan_partition(getattr(args, "rt_cpus", None), getattr(args, "load_cpus", None),
+                                        getattr(args, "housekeeping_cpus", None))
+        threshold = getattr(args, "trace_threshold_us", None)
+        if threshold is not None and not 1 <= threshold <= 10**9:
+            raise UserError(f"--trace-threshold-us {threshold} is out of range; choose 1 to 1000000000 µs.")
+        self.trace_threshold_us = threshold
+        load_dir = getattr(args, "load_dir", None)
+        if load_dir and not (Path(load_dir).is_dir() and os.access(load_dir, os.W_OK)):
+            raise UserError(f"--load-dir {load_dir} is not a writable directory; give one on the disk to load.")
+        self.load_dir = load_dir
+        self.allow_netns = bool(getattr(args, "allow_netns", False))
+        if self.allow_netns:
+            for tool in ("ip", "unshare", "nsenter"):
+                need_tool("net", tool)
+        self.tuned = bool(getattr(args, "tuned", False))
+        self.rt_throttling_off = bool(getattr(args, "rt_throttling_off", False))
+        if self.rt_throttling_off and not self.tuned:
+            raise UserError("--rt-throttling-off only applies with --tuned; add --tuned or drop it.")
+        self.live = bool(getattr(args, "live", False))
+        self.mount_tracefs = bool(getattr(args, "mount_tracefs", False))
+
+    def data_dir(self, store) -> str | None:
+        """Where the io load writes: --load-dir, else the SQLite database's directory."""
+        if self.load_dir:
+            return self.load_dir
+        url = str(getattr(store, "url", ""))
+        if url.startswith("sqlite:///"):
+            return str(Path(url[len("sqlite:///"):]).resolve().parent)
+        return None
+
+    @contextmanager
+    def applied(self, console, args, store, jobs, warmup_s, view):
+        """RunSettings for execute(), with tuning applied for the run and reverted after
+        (also on failure and SIGTERM) and tracefs mounted only when the user allowed it."""
+        from rtgauge import tune
+        from rtgauge.loads import LoadContext
+        from rtgauge.plan import plan_seconds
+        from rtgauge.plan.execute import RunSettings
+        from rtgauge.trace import Tracefs
+        from rtgauge.trace.live import LiveView
+
+        def say(text: str) -> None:
+            console.print(text)
+
+        settings = RunSettings(warmup_s=warmup_s, partition=self.partition, segment_s=self.segment_s,
+                               trace_threshold_us=self.trace_threshold_us, say=say,
+                               load_ctx=LoadContext(data_dir=self.data_dir(store), allow_netns=self.allow_netns))
+        state_path, tuned_here = tune.default_state_path(getattr(args, "db", None)), False
+        # until execute() takes SIGTERM over, it must unwind through the finally below
+        old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+        try:
+            if self.trace_threshold_us:
+                settings.tracefs = Tracefs.open(self.mount_tracefs)
+                if not settings.tracefs.path:
+                    say(f"[yellow]{settings.tracefs.note}[/]")
+            if self.tuned:
+                if state_path.exists():
+                    say(f"already tuned (state in {state_path}); leaving the settings as they are")
+                    settings.record["tuned"] = {"state": str(state_path), "applied_by": "tune --apply"}
+                else:
+                    measured = self.partition.rt_cpus if self.partition else tune.online_cpus()[1:]
+                    hk = (self.partition.housekeeping_cpus if self.partition and self.partition.housekeeping_cpus
+                          else tune.housekeeping_for(measured, tune.online_cpus()))
+                    watchdog = plan_seconds(jobs, warmup_s) * 1.2 + 120 if self.rt_throttling_off else None
+                    state = tune.apply(state_path, measured, hk, rt_unthrottled_for_s=watchdog)
+                    tuned_here = True
+                    settings.record["tuned"] = {"changed": [[c["path"], c["before"].strip(), c["new"]]
+                                                            for c in state["changes"]],
+                                                "refused": state["skipped"], "notes": state["notes"]}
+                    say(f"tuned: {len(state['changes'])} setting(s) changed for the run, reverted after")
+            if self.live:
+                settings.live = LiveView(view.live)
+            yield settings
+        finally:
+            try:
+                if tuned_here:
+                    tune.revert(state_path)
+                    say("tuning reverted")
+            finally:
+                if settings.tracefs:
+                    settings.tracefs.close()
+                signal.signal(signal.SIGTERM, old_term)
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def conditions_settings(args, warmup_s: float) -> RunConditions:
+    return RunConditions(args, warmup_s)

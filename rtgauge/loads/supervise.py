@@ -1,0 +1,112 @@
+"""The leader of one load: `python3 supervise.py -- COMMAND...`.
+
+rtgauge starts it in a new session. It adopts every orphan of its load (child
+subreaper), so nothing the load forks can escape, and it dies with rtgauge: when
+rtgauge exits in any way, even by SIGKILL, the kernel sends this process SIGTERM
+(PR_SET_PDEATHSIG) and it kills every process of its session. On SIGINT (rtgauge's
+orderly stop) it gives the load a grace period to write its metrics first.
+
+Self-contained (standard library only) and run by path, so it needs no import path."""
+
+import ctypes
+import os
+import signal
+import sys
+import time
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+GRACE_S = float(os.environ.get("RTGAUGE_LOAD_GRACE_S", "5"))
+
+
+def prctl(option: int, value: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(option, value, 0, 0, 0)
+
+
+def session_members(sid: int) -> list[int]:
+    """Every other process of the session (stress-ng makes its own process group, so
+    the session, which no process here can leave without setsid, is the boundary)."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid:
+            pids.append(int(name))
+    return pids
+
+
+def kill_session(sig: int) -> None:
+    for pid in session_members(os.getsid(0)):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def reap_all() -> bool:
+    """Reap whatever has exited; True when no child is left."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        if pid == 0:
+            return False
+
+
+stopping = {"since": None}
+
+
+def on_sigint(signum, frame):
+    if stopping["since"] is None:
+        stopping["since"] = time.monotonic()
+        kill_session(signal.SIGINT)
+
+
+def on_sigterm(signum, frame):
+    # rtgauge is gone (or wants it gone now): no metrics wanted, nothing may survive
+    kill_session(signal.SIGKILL)
+    reap_all()
+    os._exit(0)
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    parent = int(os.environ.get("RTGAUGE_PARENT_PID", os.getppid()))
+    prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    signal.signal(signal.SIGTERM, on_sigterm)
+    signal.signal(signal.SIGINT, on_sigint)
+    if os.getppid() != parent:          # rtgauge died before the death signal was armed
+        return 0
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    # the command must not inherit our handlers' dispositions for SIGINT
+    child = os.fork()
+    if child == 0:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        try:
+            os.execvp(argv[0], argv)
+        except OSError as e:
+            print(f"cannot start {argv[0]}: {e.strerror}", file=sys.stderr)
+            os._exit(127)
+    status = 0
+    while True:
+        done = reap_all()
+        if done:
+            break
+        if stopping["since"] is not None and time.monotonic() - stopping["since"] > GRACE_S:
+            kill_session(signal.SIGKILL)
+        time.sleep(0.05)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

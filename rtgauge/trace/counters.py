@@ -1,0 +1,129 @@
+"""What else happened on each measured CPU during a job: interrupts per source
+(/proc/interrupts deltas), softirqs (/proc/softirqs), SMIs (MSR 0x34, where
+/dev/cpu/N/msr is readable) and the measuring threads' context switches (from the
+engine document's env.threads). Stored in the document's env under "counters"."""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+
+MSR_SMI_COUNT = 0x34
+
+
+def parse_table(text: str) -> dict[str, list[int]]:
+    """/proc/interrupts or /proc/softirqs: {source: [count per CPU column]}; the
+    source is the first column plus its description (e.g. 'LOC Local timer interrupts',
+    '36 virtio1-req.0')."""
+    lines = text.splitlines()
+    if not lines:
+        return {}
+    ncpu = len(lines[0].split())
+    table: dict[str, list[int]] = {}
+    for line in lines[1:]:
+        head, _, rest = line.partition(":")
+        parts = rest.split()
+        counts = []
+        for p in parts[:ncpu]:
+            if not p.isdigit():
+                break
+            counts.append(int(p))
+        if not counts:
+            continue
+        desc = " ".join(parts[len(counts):])
+        if len(counts) < ncpu:        # ERR/MIS: one system-wide number
+            continue
+        label = head.strip()
+        # device lines carry the chip and the hwirq before the name; keep the name
+        table[f"{label} {desc.split()[-1] if label.isdigit() and desc else desc}".strip()] = counts
+    return table
+
+
+def cpu_columns(text: str) -> list[int]:
+    """The CPU numbers of the header columns ('CPU0 CPU1 ...')."""
+    return [int(c[3:]) for c in text.splitlines()[0].split() if c.startswith("CPU")] if text else []
+
+
+def read_file(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def read_smi_counts(cpus: list[int]) -> tuple[dict[int, int] | None, str]:
+    counts = {}
+    for cpu in cpus:
+        path = f"/dev/cpu/{cpu}/msr"
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None, f"unavailable: {path} does not exist (needs the msr driver, `modprobe msr`)"
+        except OSError as e:
+            return None, f"unavailable: cannot open {path} ({e.strerror})"
+        try:
+            counts[cpu] = struct.unpack("<Q", os.pread(fd, 8, MSR_SMI_COUNT))[0] & 0xffffffff
+        except OSError as e:
+            return None, f"unavailable: MSR 0x34 not readable on cpu {cpu} ({e.strerror}; not an Intel CPU or a VM)"
+        finally:
+            os.close(fd)
+    return counts, "MSR 0x34"
+
+
+@dataclass
+class Snapshot:
+    interrupts: str
+    softirqs: str
+    smi: dict[int, int] | None
+    smi_note: str
+
+
+def take_snapshot(cpus: list[int]) -> Snapshot:
+    smi, note = read_smi_counts(cpus)
+    return Snapshot(read_file("/proc/interrupts"), read_file("/proc/softirqs"), smi, note)
+
+
+def per_cpu_deltas(before: str, after: str, cpus: list[int]) -> dict[str, dict[str, int]]:
+    """{cpu: {source: count during the job}} for the given CPUs, nonzero sources only."""
+    cols = cpu_columns(after)
+    b, a = parse_table(before), parse_table(after)
+    out: dict[str, dict[str, int]] = {}
+    for cpu in cpus:
+        if cpu not in cols:
+            continue
+        i = cols.index(cpu)
+        deltas = {}
+        for source, counts in a.items():
+            prev = b.get(source)
+            d = counts[i] - (prev[i] if prev and i < len(prev) else 0)
+            if d > 0:
+                deltas[source] = d
+        out[str(cpu)] = dict(sorted(deltas.items(), key=lambda kv: -kv[1]))
+    return out
+
+
+def context_switches(doc: dict) -> dict[str, dict]:
+    out = {}
+    for t in (doc.get("env") or {}).get("threads") or []:
+        if "nvcsw" in t:
+            out[str(t.get("index"))] = {"cpu": t.get("cpu"), "voluntary": t.get("nvcsw"),
+                                        "involuntary": t.get("nivcsw")}
+    return out
+
+
+def counters(before: Snapshot, after: Snapshot, cpus: list[int], doc: dict) -> dict:
+    irqs = per_cpu_deltas(before.interrupts, after.interrupts, cpus)
+    result = {
+        "cpus": cpus,
+        "interrupts": irqs,
+        "interrupts_total": {cpu: sum(v.values()) for cpu, v in irqs.items()},
+        "softirqs": per_cpu_deltas(before.softirqs, after.softirqs, cpus),
+        "context_switches": context_switches(doc),
+    }
+    if before.smi is not None and after.smi is not None:
+        result["smi"] = {str(c): after.smi[c] - before.smi[c] for c in cpus if c in after.smi}
+    else:
+        result["smi"] = after.smi_note
+    return result
