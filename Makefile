@@ -15,3 +15,6 @@ quick: setup
 
 bench: setup
 	.venv/bin/python bench/run.py
+	.venv/bin/python bench/micro_crosscheck.py
+	.venv/bin/python bench/report.py
+	.venv/bin/python bench/tire.py

@@ -1,4 +1,4 @@
-"""Benchmarks of rtgauge itself (`make bench`); writes docs/performance.md.
+"""Benchmarks of rtgauge itself (`make bench`); writes two sections of docs/performance.md.
 
 1. Timestamp cost per clock (engine `overhead`), target <= 25 ns here.
 2. Engine vs cyclictest on the same CPU, interval and priority, interleaved for
@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from perfdoc import PERFORMANCE_MD, write_section  # noqa: E402
 from rtgauge.enginebin import engine_path  # noqa: E402
 from rtgauge.tools import cyclictest  # noqa: E402
 
@@ -81,7 +82,7 @@ def main() -> int:
     ap.add_argument("--interval-us", type=int, default=1000)
     ap.add_argument("--priority", type=int, default=80)
     ap.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)))
-    ap.add_argument("--out", default=str(ROOT / "docs" / "performance.md"))
+    ap.add_argument("--out", default=str(PERFORMANCE_MD))
     a = ap.parse_args()
     engine = engine_path()
     print(f"timestamp cost, {a.rounds} runs of the engine's overhead test ...", flush=True)
@@ -94,29 +95,21 @@ def main() -> int:
         eng.append(engine_round(engine, a.cpu, a.interval_us, a.priority, a.seconds))
         if have_ct:
             ct.append(cyclictest_round(a.cpu, a.interval_us, a.priority, a.seconds))
-    lines = [
-        "# Performance of rtgauge itself",
-        "",
-        f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by `make bench` (bench/run.py) on "
-        f"{platform.node()}, kernel {platform.release()}, {os.cpu_count()} CPUs. Medians over "
-        f"{a.rounds} rounds, all figures from that one run; the machine is a shared VM, so read "
-        "ratios rather than absolute values.",
-        "",
-        "## Timestamp cost (engine `overhead`: the same loop with and without a timestamp)",
-        "",
-        "| clock | median ns | min ns | max ns | target |",
-        "|---|---:|---:|---:|---|",
-    ]
+    where = (f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by `make bench` (bench/run.py) on "
+             f"{platform.node()}, kernel {platform.release()}, {os.cpu_count()} CPUs; medians over "
+             f"{a.rounds} rounds, all figures from that one run. The machine is a shared VM: read ratios "
+             "rather than absolute values.")
+    ts_lines = [where, "", "The engine's `overhead` test: the same loop with and without a timestamp.", "",
+                "| clock | median ns | min ns | max ns | target |", "|---|---:|---:|---:|---|"]
     for clock, vals in ts.items():
         if vals:
-            lines.append(f"| {clock} | {statistics.median(vals):.1f} | {min(vals):.1f} | {max(vals):.1f} | ≤ 25 ns |")
+            ts_lines.append(f"| {clock} | {statistics.median(vals):.1f} | {min(vals):.1f} | {max(vals):.1f} | ≤ 25 ns |")
         else:
-            lines.append(f"| {clock} | unavailable | | | |")
-    lines += [
-        "",
-        f"## Wake-up latency: engine vs cyclictest (CPU {a.cpu}, interval {a.interval_us} µs, "
-        f"SCHED_FIFO {a.priority}, {a.seconds:g} s a round, interleaved)",
-        "",
+            ts_lines.append(f"| {clock} | unavailable | | | |")
+    lines = [
+        where, "",
+        f"CPU {a.cpu}, interval {a.interval_us} µs, SCHED_FIFO {a.priority}, {a.seconds:g} s a round, "
+        "the two tools interleaved.", "",
         "| figure | rtgauge engine | cyclictest | ratio engine/cyclictest |",
         "|---|---:|---:|---:|",
     ]
@@ -142,8 +135,10 @@ def main() -> int:
         c = ct[i] if ct else None
         lines.append(f"- round {i + 1}: {e['avg_us']:.1f} / {e['p99_us']:.1f} / {e['max_us']:.1f}"
                      + (f" | {c['avg_us']:.1f} / {c['p99_us']:.1f} / {c['max_us']:.1f}" if c else ""))
-    Path(a.out).write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    out = Path(a.out)
+    write_section("Timestamp cost", "\n".join(ts_lines), out)
+    write_section("Wake-up latency: engine vs cyclictest", "\n".join(lines), out)
+    print("\n".join(ts_lines + [""] + lines))
     return 0
 
 

@@ -1,223 +1,556 @@
-"""A self-contained HTML report: one file, plots as inline SVG, no scripts, no
-network. Everything that comes from the measured system is escaped."""
+"""A self-contained HTML report of one or more runs: one file, plots as inline SVG,
+no scripts, no fonts, images or styles fetched from anywhere. Everything that comes
+from the measured system (host names, command lines, error texts) is escaped.
+
+Sections: summary (headline verdict and rating per system), systems (facts and
+doctor verdicts side by side, differences marked), latency (per-CPU histograms,
+max per window, T = Ti + Ts + Tw), microbenchmarks (avg/max per system beside the
+published figures; behaviour verdicts), tire (hard/soft real-time maps, real-fast
+curves, cost terms) and method (how every figure was measured)."""
 
 from __future__ import annotations
 
-import math
+from datetime import datetime, timezone
 from html import escape
 
-from rtgauge.analysis import cross_checks, latency_row, scalar
-
-COLOURS = ("#1b5e20", "#0d47a1", "#b71c1c", "#e65100", "#4a148c", "#006064", "#3e2723", "#263238")
-DASHES = ("", "6 3", "2 2", "8 3 2 3")  # survive greyscale printing
+from rtgauge.analysis import cross_checks, latency_measurements, latency_row, scalar, system_label
+from rtgauge.analysis.histograms import (
+    PLOT_BUCKETS_PER_DECADE,
+    rebin_log,
+    step_points,
+    thread_distributions,
+    window_series,
+)
+from rtgauge.analysis.micro import micro_rows, micro_scalars, rhealstone, verdict_rows
+from rtgauge.analysis.systems import doctor_rows, fact_rows
+from rtgauge.analysis.tire import (
+    HEADLINE_PERIOD_MS,
+    cost_fits,
+    realfast_curves,
+    realtime_grid,
+    thread_label,
+    tire_points,
+)
+from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, SOFT_MISS_RATIO, SOFT_WORST_US, headline
+from rtgauge.reference import tire_published
+from rtgauge.report.svg import Axis, Plot, Series, budget_bar, heatmap
 
 CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:2em;max-width:72em;color:#222}
-h1{font-size:1.6em}h2{font-size:1.3em;border-bottom:1px solid #ccc;margin-top:2em}
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}
-th{background:#f3f3f3}td.l,th.l{text-align:left}.bad{color:#b71c1c}.warn{color:#e65100}.ok{color:#1b5e20}
-.note{color:#555;font-size:.9em}svg{background:#fff;border:1px solid #ddd;margin:.5em 0}
+body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:1.5em 2em;color:#222;max-width:90em}
+h1{font-size:1.7em;margin-bottom:.2em}h2{font-size:1.35em;border-bottom:2px solid #333;margin-top:2.2em}
+h3{font-size:1.1em;margin-top:1.6em}h4{font-size:1em;margin:1em 0 .3em}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;padding:3px 8px;text-align:right;vertical-align:top}
+th{background:#eee}td.l,th.l{text-align:left}.wide{overflow-x:auto;max-width:100%}
+.bad{color:#b71c1c;font-weight:bold}.warn{color:#e65100}.ok{color:#1b5e20}.info{color:#555}
+tr.diff td,tr.diff th{background:#fff3cd}tr.diff th::after{content:' ≠';color:#b71c1c}
+.note{color:#555;font-size:.9em;margin:.2em 0 1em}.flag{background:#b71c1c;color:#fff;padding:0 .4em;border-radius:3px;font-size:.85em}
+.stars{font-size:1.3em;letter-spacing:.05em;white-space:nowrap}.cmd{font-family:monospace;font-size:.85em;word-break:break-all}
+.figs{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}.fig{margin:0}.fig p{max-width:620px}
+svg.plot{background:#fff;border:1px solid #ccc;display:block}small{color:#555}
+nav a{margin-right:1em}.ref{background:#f6f6f6;font-size:.88em;text-align:left;white-space:nowrap}
 """
 
 
-def _num(v, digits=1) -> str:
-    return "–" if v is None else f"{v:,.{digits}f}"
+def e(value) -> str:
+    """Escape anything for HTML text and attribute values."""
+    return escape("–" if value is None else str(value), quote=True)
 
 
-def write_report(runs: list[dict], path: str) -> None:
-    with open(path, "w") as f:
-        f.write(render(runs))
+def num(v, digits: int = 1, unit: str = "") -> str:
+    if v is None:
+        return "–"
+    return f"{v:,.{digits}f}{unit}"
 
 
-def render(runs: list[dict]) -> str:
+def us(ns, digits: int = 1) -> str:
+    return "–" if ns is None else f"{ns / 1000:,.{digits}f}"
+
+
+def write_report(runs: list[dict], path: str, **options) -> None:
+    text = render(runs, **options)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def render(runs: list[dict], budget_us: float = DEFAULT_BUDGET_US, title: str | None = None,
+           comparisons: list | None = None, tripped: list[str] | None = None) -> str:
+    """comparisons: [(candidate run, [Change])] from rtgauge compare, shown as a
+    regressions section after the summary."""
+    runs = [r for r in runs if r]
+    heads = [headline(r, budget_us) for r in runs]
+    title = title or ("rtgauge report: " + ", ".join(system_label(r) for r in runs[:4])
+                      + (f" and {len(runs) - 4} more" if len(runs) > 4 else ""))
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-             "<title>rtgauge report</title><style>", CSS, "</style></head><body>",
-             "<h1>rtgauge report</h1>"]
-    for run in runs:
-        parts.append(render_run(run))
-    parts.append("</body></html>")
+             "<meta name='viewport' content='width=device-width,initial-scale=1'>",
+             # no network and no scripts, enforced by the browser as well
+             "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'; "
+             "img-src data:\">",
+             f"<title>{e(title)}</title><style>{CSS}</style></head><body>",
+             f"<h1>Can this system carry a real-time job?</h1><p class='note'>rtgauge report of "
+             f"{len(runs)} run{'s' if len(runs) != 1 else ''}, generated {now}. Worst case is the headline "
+             f"for real time; every figure says how it was measured.</p>",
+             "<nav><a href='#summary'>Summary</a><a href='#systems'>Systems</a><a href='#latency'>Latency</a>"
+             "<a href='#micro'>Microbenchmarks</a><a href='#tire'>Tire model</a><a href='#method'>Method</a></nav>",
+             section("summary", "Summary: the verdict per system", render_summary(runs, heads, budget_us)),
+             (section("regressions", "Regressions against the baseline", render_regressions(runs, comparisons, tripped))
+              if comparisons is not None else ""),
+             section("systems", "Systems: facts and doctor verdicts", render_systems(runs)),
+             section("latency", "Wake-up latency", render_latency(runs)),
+             section("micro", "Microbenchmarks", render_micro(runs)),
+             section("tire", "Tire model: real-time vs real-fast", render_tire(runs)),
+             section("method", "How it was measured", render_method(runs)),
+             "</body></html>"]
     return "".join(parts)
 
 
-def render_run(run: dict) -> str:
-    s = run.get("system") or {}
-    out = [f"<h2>Run {run['id']} — {escape(str(s.get('hostname', '?')))} — {escape(str(run.get('status')))}</h2>",
-           "<table>"]
-    facts = (("profile", run.get("profile")), ("started", run.get("started_at")),
-             ("kernel", s.get("kernel_release")), ("version", s.get("kernel_version")),
-             ("preemption", s.get("preempt_model")), ("CPU", s.get("cpu_model")),
-             ("CPUs", s.get("cpus")), ("clocksource", (s.get("clocksource") or {}).get("current")
-                                       if isinstance(s.get("clocksource"), dict) else s.get("clocksource")),
-             ("cmdline", s.get("cmdline")))
-    for k, v in facts:
-        out.append(f"<tr><th class='l'>{k}</th><td class='l'>{escape(str(v))}</td></tr>")
-    out.append("</table>")
-    out.append(render_latency_table(run))
-    for m in run.get("measurements", []):
-        if latency_row(m):
-            out.append(render_histogram(m))
-            out.append(render_series(m))
-    out.append(render_other(run))
-    out.append(render_doctor(run))
+def section(ident: str, heading: str, body: str) -> str:
+    return f"<section id='{ident}' class='section'><h2>{e(heading)}</h2>{body}</section>"
+
+
+def flag(text: str) -> str:
+    return f" <span class='flag'>{e(text)}</span>"
+
+
+# ---- summary ---------------------------------------------------------------
+
+def render_summary(runs: list[dict], heads: list[dict], budget_us: float) -> str:
+    if not runs:
+        return "<p>No runs.</p>"
+    out = ["<div class='wide'><table><tr><th class='l'>system</th><th class='l'>rating</th>"
+           "<th>worst wake-up latency idle (µs)</th><th>worst loaded (µs)</th><th>missed deadlines</th>"
+           "<th class='l'>tire: largest n holding 100 Hz with zero misses</th><th class='l'>flags</th></tr>"]
+    for run, h in zip(runs, heads):
+        r = h["rating"]
+        flags = []
+        if h["fallback"]:
+            flags.append(flag("not real-time: fallback in " + ", ".join(h["fallback"])))
+        if run.get("status") != "complete":
+            flags.append(flag(f"run {run.get('status')}"))
+        if any(not m.get("ok") for m in run.get("measurements", [])):
+            flags.append(flag(f"{sum(not m.get('ok') for m in run['measurements'])} job(s) failed"))
+        tire = "<br>".join(
+            f"{e(t['policy'])}, {e(t['threads_label'])} thread(s), {e(t['solver'])}: "
+            f"<b>{num(t['max_masses'], 0) if t['max_masses'] else 'none'}</b>"
+            + (f" <small>(lost at {num(t['lost_at'], 0)})</small>" if t["lost_at"] else " <small>(held at every size tried)</small>")
+            for t in h["tire"]) or "<small>not measured</small>"
+        loaded = num(h["worst_loaded_us"]) + (f" <small>({e(h['loaded_condition'])})</small>" if h["loaded_condition"] else "")
+        out.append(f"<tr><td class='l'>{e(system_label(run))}</td><td class='l'><span class='stars' "
+                   f"title='{e(r.klass)}'>{e(r.glyphs)}</span><br>{e(r.klass)}"
+                   + "".join(f"<br><small>{e(x)}</small>" for x in r.reasons)
+                   + f"</td><td><b>{num(h['worst_idle_us'])}</b></td><td><b>{loaded}</b></td>"
+                   f"<td>{'–' if h['misses'] is None else h['misses']}</td><td class='l'>{tire}</td>"
+                   f"<td class='l'>{''.join(flags) or 'none'}</td></tr>")
+    out.append("</table></div>")
+    out.append(f"<p class='note'>Rating, in the spirit of the published five-star scale (docs/report.md): "
+               f"★★★★★ hard real-time out of the box — zero missed deadlines and worst-case wake-up latency ≤ "
+               f"{budget_us:,.0f} µs in every latency job, idle and loaded, on a system without real-time tuning; "
+               f"★★★★ the same after tuning (isolated CPUs, nohz_full, tuned profile, …); ★★★ soft real-time out of "
+               f"the box — missed deadlines ≤ {SOFT_MISS_RATIO:.1%} of cycles and worst case ≤ {SOFT_WORST_US / 1000:g} ms "
+               f"(one 100 Hz period); ★★ soft after tuning; ★ real-time scheduling works but not even soft real time; "
+               f"no star: measured without real-time scheduling. Worst cases are our engine's (cyclictest is the "
+               f"cross-check); the tire column is the published headline: the largest model (masses) whose every "
+               f"10 ms step met its deadline.</p>")
     return "".join(out)
 
 
-def render_latency_table(run: dict) -> str:
-    rows = [latency_row(m) for m in run.get("measurements", [])]
-    rows = [r for r in rows if r]
-    if not rows:
+# ---- regressions -----------------------------------------------------------
+
+def render_regressions(runs: list[dict], comparisons: list, tripped: list[str] | None) -> str:
+    from rtgauge.analysis.regress import AVG_REL, MAX_REL, P99_REL
+
+    out = [f"<p class='note'>Baseline: {e(system_label(runs[0]))}. Worse beyond noise means: averages more than "
+           f"{AVG_REL:.0%} higher and beyond 3 standard errors; p99 more than {P99_REL:.0%}; worst cases more than "
+           f"{MAX_REL:.0%} (and latency changes above 1 / 5 / 10 µs); any new missed deadline; a smaller tire size "
+           "at 100 Hz; a verdict that now fails (docs/report.md).</p>"]
+    if tripped:
+        out.append("<p class='bad'>--fail-on tripped:</p><ul>" + "".join(f"<li>{e(t)}</li>" for t in tripped) + "</ul>")
+    for cand, changes in comparisons:
+        shown = [c for c in changes if c.verdict in ("worse", "better")]
+        out.append(f"<h3>{e(system_label(cand))}: {sum(c.verdict == 'worse' for c in changes)} worse, "
+                   f"{sum(c.verdict == 'better' for c in changes)} better of {len(changes)} figures</h3>")
+        if not shown:
+            out.append("<p>Nothing changed beyond noise.</p>")
+            continue
+        out.append("<table><tr><th class='l'>figure</th><th>baseline</th><th>candidate</th><th>change</th>"
+                   "<th class='l'>verdict</th><th class='l'>why</th></tr>")
+        for c in sorted(shown, key=lambda c: c.verdict != "worse"):
+            rel = c.relative
+            unit = c.figure.unit
+            def fv(v):
+                if v is None:
+                    return "–"
+                if unit == "ns":
+                    return f"{v / 1000:,.2f} µs"
+                return f"{v:,.0f} {unit}" if float(v).is_integer() else f"{v:,.4g} {unit}"
+            out.append(f"<tr><td class='l'>{e(c.figure.label)}</td><td>{e(fv(c.base))}</td><td>{e(fv(c.value))}</td>"
+                       f"<td>{'–' if rel is None else f'{rel:+.1%}'}</td><td class='l "
+                       f"{'bad' if c.verdict == 'worse' else 'ok'}'>{e(c.verdict)}</td><td class='l'>{e(c.why)}</td></tr>")
+        out.append("</table>")
+    return "".join(out)
+
+
+# ---- systems ---------------------------------------------------------------
+
+def run_headers(runs: list[dict], first: str) -> str:
+    return f"<tr><th class='l'>{e(first)}</th>" + "".join(f"<th class='l'>{e(system_label(r))}</th>" for r in runs) + "</tr>"
+
+
+def render_systems(runs: list[dict]) -> str:
+    if not runs:
+        return "<p>No runs.</p>"
+    out = ["<div class='wide'><table>", run_headers(runs, "fact")]
+    for row in fact_rows(runs):
+        cls = " class='diff'" if row["differs"] else ""
+        cells = "".join(f"<td class='l{' cmd' if row['fact'] == 'kernel command line' else ''}'>{e(v)}</td>"
+                        for v in row["values"])
+        out.append(f"<tr{cls}><th class='l'>{e(row['fact'])}</th>{cells}</tr>")
+    out.append("</table></div>")
+    if len(runs) > 1:
+        out.append("<p class='note'>Rows marked ≠ (highlighted) differ between the systems.</p>")
+    drows = doctor_rows(runs)
+    if drows:
+        out.append("<h3>Doctor: what stands between each system and real time</h3><div class='wide'><table>")
+        out.append(run_headers(runs, "check"))
+        for row in drows:
+            cls = " class='diff'" if row["differs"] else ""
+            cells = []
+            for c in row["cells"]:
+                if c is None:
+                    cells.append("<td class='l'>–</td>")
+                    continue
+                st = str(c.get("status"))
+                cells.append(f"<td class='l'><span class='{e(st)}'>{e(st)}</span>: {e(c.get('value'))}"
+                             + (f"<br><small>{e(c.get('advice'))}</small>" if c.get("advice") and st != "ok" else "")
+                             + "</td>")
+            out.append(f"<tr{cls}><th class='l'>{e(row['check'])}</th>{''.join(cells)}</tr>")
+        out.append("</table></div>")
+    return "".join(out)
+
+
+# ---- latency ---------------------------------------------------------------
+
+def render_latency(runs: list[dict]) -> str:
+    out = []
+    for run in runs:
+        ms = latency_measurements(run)
+        if not ms:
+            continue
+        out.append(f"<h3>{e(system_label(run))}</h3>")
+        out.append(latency_table(run, ms))
+        conditions = []
+        for m in ms:
+            if m.get("condition") not in conditions:
+                conditions.append(m.get("condition"))
+        for cond in conditions:
+            group = [m for m in ms if m.get("condition") == cond]
+            out.append(f"<h4>Condition: {e(cond)}{load_text(group[0])}</h4><div class='figs'>")
+            for m in group:
+                out.append(figure(histogram_plot(m), how_measured(m)))
+            for m in group:
+                plot = window_plot(m)
+                if plot:
+                    out.append(figure(plot, f"Largest wake-up latency in each window of the run ({e(m['name'])}); "
+                                            "a spike that recurs is periodic interference, a single one a rare event."))
+            for m in group:
+                bar = equation_bar(m)
+                if bar:
+                    out.append(figure(bar, equation_text(m)))
+            out.append("</div>")
+    return "".join(out) or "<p>No wake-up latency measurements in these runs.</p>"
+
+
+def load_text(m: dict) -> str:
+    load = m.get("load") or {}
+    if not load.get("tool"):
         return ""
-    out = ["<h3>Wake-up latency (µs)</h3><table><tr><th class='l'>job</th><th class='l'>tool</th>"
-           "<th class='l'>condition</th><th>samples</th><th>min</th><th>avg</th><th>p99</th>"
-           "<th>p99.99</th><th>max</th><th>misses</th></tr>"]
-    for r in rows:
-        flag = " <span class='bad'>(fallback: not real-time)</span>" if r["fallback"] else ""
-        flag += " <span class='warn'>(interrupted)</span>" if r["interrupted"] else ""
-        out.append(f"<tr><td class='l'>{escape(r['name'])}{flag}</td><td class='l'>{escape(r['tool'])}</td>"
-                   f"<td class='l'>{escape(str(r['condition']))}</td><td>{r['samples']:,}</td>"
-                   f"<td>{_num(r['min_us'])}</td><td>{_num(r['avg_us'])}</td><td>{_num(r['p99_us'])}</td>"
-                   f"<td>{_num(r['p9999_us'])}</td><td><b>{_num(r['max_us'])}</b></td>"
-                   f"<td>{'–' if r['misses'] is None else r['misses']}</td></tr>")
-    out.append("</table>")
+    bits = [f"{load.get('tool')}"]
+    if load.get("workers"):
+        bits.append(f"{load['workers']} workers")
+    if load.get("cpu_s") is not None:
+        bits.append(f"{load['cpu_s']:.1f} s CPU delivered")
+    return f" <small>(load: {e(', '.join(bits))})</small>"
+
+
+def figure(svg: str, caption: str) -> str:
+    return f"<figure class='fig'>{svg}<p class='note'>{caption}</p></figure>"
+
+
+def latency_table(run: dict, ms: list[dict]) -> str:
+    out = ["<div class='wide'><table><tr><th class='l'>job</th><th class='l'>tool</th><th class='l'>condition</th>"
+           "<th>samples</th><th>min µs</th><th>avg µs</th><th>p99 µs</th><th>p99.99 µs</th><th>max µs</th>"
+           "<th>misses</th></tr>"]
+    for m in ms:
+        r = latency_row(m)
+        flags = (flag("fallback: not real-time") if r["fallback"] else "") + (flag("interrupted") if r["interrupted"] else "")
+        out.append(f"<tr><td class='l'>{e(r['name'])}{flags}</td><td class='l'>{e(r['tool'])}</td>"
+                   f"<td class='l'>{e(r['condition'])}</td><td>{r['samples']:,}</td><td>{num(r['min_us'])}</td>"
+                   f"<td>{num(r['avg_us'])}</td><td>{num(r['p99_us'])}</td><td>{num(r['p9999_us'])}</td>"
+                   f"<td><b>{num(r['max_us'])}</b></td><td>{'–' if r['misses'] is None else r['misses']}</td></tr>")
+    out.append("</table></div>")
     for pair in cross_checks(run.get("measurements", [])):
         bits = []
         for k, label in (("avg_us", "avg"), ("p99_us", "p99"), ("max_us", "max")):
             a, b, ratio = pair[k]
-            bits.append(f"{label} {_num(a)} vs {_num(b)} µs" + (f" (×{ratio:.2f})" if ratio else ""))
-        out.append(f"<p class='note'>rtgauge vs cyclictest, {escape(pair['name'])}: {'; '.join(bits)}</p>")
+            bits.append(f"{label} {num(a)} vs {num(b)} µs" + (f" (×{ratio:.2f})" if ratio else ""))
+        out.append(f"<p class='note'>rtgauge vs cyclictest, {e(pair['name'])}: {e('; '.join(bits))}</p>")
     return "".join(out)
 
 
-def _thread_dists(m: dict) -> list[tuple[str, dict]]:
-    metrics = m.get("metrics", {})
-    env_threads = {t.get("index"): t for t in (m.get("env") or {}).get("threads", []) or []}
-    per = sorted((k for k in metrics if k.startswith("ti#")), key=lambda k: int(k[3:]))
-    out = []
-    for k in per:
-        idx = int(k[3:])
-        cpu = env_threads.get(idx, {}).get("cpu")
-        out.append((f"CPU {cpu}" if cpu is not None else f"thread {idx}", metrics[k]))
-    return out or [("all", metrics["ti"])]
-
-
-PLOT_BUCKETS_PER_DECADE = 40
-
-
-def rebin_log(bins: list, per_decade: int = PLOT_BUCKETS_PER_DECADE) -> dict[int, int]:
-    """Counts per plot bucket of equal log width (bucket k covers 10^(k/per_decade) µs),
-    so histograms with different native bins (the engine's log-linear ones,
-    cyclictest's 1 µs ones) are drawn on one grid and can be compared by shape."""
-    out: dict[int, int] = {}
-    for lo, hi, c in bins:
-        mid_us = max((lo + hi) / 2000, 1e-3)
-        k = math.floor(math.log10(mid_us) * per_decade)
-        out[k] = out.get(k, 0) + c
-    return out
-
-
-def render_histogram(m: dict, width=640, height=260) -> str:
-    """Per-CPU latency histograms: x = latency (µs, log), y = count (log); max marked."""
-    curves = [(label, rebin_log(d.get("histogram", {}).get("bins", []))) for label, d in _thread_dists(m)]
-    keys = [k for _, c in curves for k in c]
-    if not keys:
-        return ""
-    per = PLOT_BUCKETS_PER_DECADE
-    lx0 = math.floor(min(keys) / per)
-    lx1 = max(math.ceil((max(keys) + 1) / per), lx0 + 1)
-    ymax = max(v for _, c in curves for v in c.values())
-    ly1 = max(math.log10(ymax) * 1.05, 1)
-    L, B, R, T = 60, 40, 110, 30
-    def X(k): return L + (k / per - lx0) / (lx1 - lx0) * (width - L - R)
-    def Y(c): return height - B - math.log10(c) / ly1 * (height - B - T) if c >= 1 else height - B
-    svg = [f"<svg width='{width}' height='{height}' role='img' viewBox='0 0 {width} {height}'>",
-           f"<text x='{(width - R + L) / 2}' y='18' text-anchor='middle' font-weight='bold'>{escape(m['name'])}: "
-           f"wake-up latency ({escape(str(m.get('condition')))})</text>",
-           f"<line x1='{L}' y1='{height-B}' x2='{width-R}' y2='{height-B}' stroke='#000'/>",
-           f"<line x1='{L}' y1='{T}' x2='{L}' y2='{height-B}' stroke='#000'/>",
-           f"<text x='{(width - R + L) / 2}' y='{height-6}' text-anchor='middle'>latency (µs, log scale)</text>",
-           f"<text x='14' y='{height/2}' transform='rotate(-90 14 {height/2})' text-anchor='middle' "
-           f"font-size='12'>wake-ups per bin (log)</text>"]
-    for e in range(lx0, lx1 + 1):
-        x = X(e * per)
-        svg.append(f"<line x1='{x:.1f}' y1='{height-B}' x2='{x:.1f}' y2='{height-B+4}' stroke='#000'/>"
-                   f"<text x='{x:.1f}' y='{height-B+16}' text-anchor='middle' font-size='11'>{10**e:g}</text>")
-    for e in range(0, math.floor(ly1) + 1):
-        y = Y(10 ** e)
-        svg.append(f"<text x='{L-4}' y='{y+4:.1f}' text-anchor='end' font-size='11'>{10**e:g}</text>")
-    for i, (label, counts) in enumerate(curves):
-        colour, dash = COLOURS[i % len(COLOURS)], DASHES[i % len(DASHES)]
-        # a step line over every plot bin from the first to the last, empty bins at 0
-        pts = []
-        for k in range(min(counts), max(counts) + 1):
-            y = Y(counts.get(k, 0))
-            pts.append(f"{X(k):.1f},{y:.1f} {X(k + 1):.1f},{y:.1f}")
-        svg.append(f"<polyline fill='none' stroke='{colour}' stroke-dasharray='{dash}' points='{' '.join(pts)}'/>")
-        svg.append(f"<line x1='{width-R+8}' y1='{T+10+16*i}' x2='{width-R+28}' y2='{T+10+16*i}' stroke='{colour}' "
-                   f"stroke-dasharray='{dash}'/><text x='{width-R+32}' y='{T+14+16*i}' fill='{colour}' "
-                   f"font-size='12'>{escape(label)}</text>")
-    mx = m["metrics"]["ti"].get("max")
+def histogram_plot(m: dict) -> str:
+    series = []
+    for label, dist in thread_distributions(m):
+        pts = step_points(rebin_log((dist.get("histogram") or {}).get("bins") or []))
+        if pts:
+            series.append(Series(label, pts, steps=True, width=10 ** (1 / PLOT_BUCKETS_PER_DECADE)))
+    plot = Plot(f"{m['name']}: wake-up latency per CPU", Axis("latency Ti (µs, log scale)", log=True),
+                Axis("wake-ups per bucket (log)", log=True, lo=1), series)
+    if not series:
+        plot.title += " (no histogram stored)"
+    mx = ((m.get("metrics") or {}).get("ti") or {}).get("max")
     if mx:
-        x = min(X(math.log10(max(mx / 1000, 1e-3)) * per), width - R)
-        svg.append(f"<line x1='{x:.1f}' y1='{T}' x2='{x:.1f}' y2='{height-B}' stroke='#b71c1c' stroke-dasharray='3 3'/>"
-                   f"<text x='{width-R+8}' y='{height-B-4}' fill='#b71c1c' font-size='11'>max {mx/1000:,.1f} µs</text>")
-    svg.append("</svg>")
-    env = m.get("env") or {}
+        plot.vlines.append((mx / 1000, f"max {mx / 1000:,.1f} µs", "#b71c1c"))
+    return plot.render()
+
+
+def how_measured(m: dict) -> str:
+    env, params = m.get("env") or {}, m.get("params") or {}
+    ti = (m.get("metrics") or {}).get("ti") or {}
+    bits = [f"{ti.get('count', 0):,} wake-ups", f"every {params.get('interval_us', '?')} µs",
+            f"{params.get('duration_s') or m.get('duration_s') or '?'} s",
+            f"policy {env.get('policy', params.get('policy', '?'))} priority {env.get('priority', params.get('priority', '?'))}",
+            f"condition {m.get('condition')}", f"tool {m.get('tool')}"]
+    if m.get("tool") == "cyclictest":
+        bits.append("1 µs resolution")
+    text = e(", ".join(bits)) + f"; counts spread onto {PLOT_BUCKETS_PER_DECADE} buckets per decade so tools compare."
+    if latency_row(m)["fallback"]:
+        text += flag("fallback: ran without real-time scheduling")
+    return text
+
+
+def window_plot(m: dict) -> str:
+    curves = window_series(m)
+    if not curves or max(len(p) for _, p, _ in curves) < 2:
+        return ""
+    win = curves[0][2]
+    series = [Series(label, pts, markers=len(pts) <= 60) for label, pts, _ in curves]
+    return Plot(f"{m['name']}: max latency per {win:g} s window", Axis("time since start (s)"),
+                Axis("max Ti in window (µs, log)", log=True), series, height=230).render()
+
+
+def equation_parts(m: dict) -> tuple[float, list] | None:
+    metrics = m.get("metrics") or {}
+    ti, ts, tw = metrics.get("ti"), metrics.get("ts"), metrics.get("tw")
     params = m.get("params") or {}
-    how = (f"{m['metrics']['ti'].get('count', 0):,} wake-ups, interval {params.get('interval_us', '?')} µs, "
-           f"policy {env.get('policy', '?')} priority {env.get('priority', '?')}, condition {m.get('condition')}, "
-           f"tool {m.get('tool')}; {PLOT_BUCKETS_PER_DECADE} bins per decade")
-    return "".join(svg) + f"<p class='note'>{escape(how)}</p>"
+    period_us = params.get("interval_us") or (params.get("period_ms") or 0) * 1000
+    if not (ti and ts and tw and period_us) or ti.get("avg") is None or ts.get("avg") is None:
+        return None
+    avg = [("Ti", ti["avg"] / 1000), ("Ts", ts["avg"] / 1000), ("Tw", (tw.get("avg") or 0) / 1000)]
+    worst = [("Ti", (ti.get("max") or 0) / 1000), ("Ts", (ts.get("max") or 0) / 1000),
+             ("Tw", max((tw.get("min") or 0) / 1000, 0))]
+    return float(period_us), [("average", avg), ("worst Ti, Ts", worst)]
 
 
-def render_series(m: dict, width=640, height=160) -> str:
-    series = m.get("metrics", {}).get("ti_window_max")
-    if not series or not series.get("max"):
+def equation_bar(m: dict) -> str:
+    parts = equation_parts(m)
+    if not parts:
         return ""
-    vals = series["max"]
-    present = [v for v in vals if v is not None]
-    if not present:
-        return ""
-    top = max(present) / 1000 * 1.1 or 1
-    L, B, R, T = 60, 30, 20, 25
-    n = len(vals)
-    def X(i): return L + i / max(n - 1, 1) * (width - L - R)
-    def Y(v): return height - B - (v / 1000) / top * (height - B - T)
-    pts = " ".join(f"{X(i):.1f},{Y(v):.1f}" for i, v in enumerate(vals) if v is not None)
-    win = series.get("window_ns", 1e9) / 1e9
-    return (f"<svg width='{width}' height='{height}' viewBox='0 0 {width} {height}'>"
-            f"<text x='{width/2}' y='16' text-anchor='middle' font-weight='bold'>max latency per {win:g} s window</text>"
-            f"<line x1='{L}' y1='{height-B}' x2='{width-R}' y2='{height-B}' stroke='#000'/>"
-            f"<line x1='{L}' y1='{T}' x2='{L}' y2='{height-B}' stroke='#000'/>"
-            f"<text x='{L-4}' y='{T+4}' text-anchor='end' font-size='11'>{top:,.0f} µs</text>"
-            f"<text x='{L-4}' y='{height-B}' text-anchor='end' font-size='11'>0</text>"
-            f"<text x='{width/2}' y='{height-6}' text-anchor='middle'>time since start ({n} windows)</text>"
-            f"<polyline fill='none' stroke='#0d47a1' points='{pts}'/></svg>")
+    period, cases = parts
+    return budget_bar(f"{m['name']}: T = Ti + Ts + Tw", period, cases)
 
 
-def render_other(run: dict) -> str:
+def equation_text(m: dict) -> str:
+    period, cases = equation_parts(m)
+    (_, avg), (_, worst) = cases
+    tw_min = ((m.get("metrics") or {}).get("tw") or {}).get("min")
+    return e(f"Average cycle: {period:,.0f} µs = {avg[0][1]:,.1f} (Ti) + {avg[1][1]:,.1f} (Ts) + {avg[2][1]:,.1f} (Tw). "
+             f"Worst: Ti {worst[0][1]:,.1f} µs, Ts {worst[1][1]:,.1f} µs, smallest slack Tw "
+             f"{(tw_min or 0) / 1000:,.1f} µs (negative: a missed deadline).")
+
+
+# ---- microbenchmarks -------------------------------------------------------
+
+def render_micro(runs: list[dict]) -> str:
+    rows = micro_rows(runs)
     out = []
-    for m in run.get("measurements", []):
-        if latency_row(m):
-            continue
-        if not m.get("ok"):
-            out.append(f"<p class='bad'>{escape(m['name'])}: failed: {escape(str(m.get('error')))}</p>")
-            continue
-        mono, tsc = scalar(m, "timestamp_monotonic"), scalar(m, "timestamp_tsc")
-        if mono is not None:
-            out.append(f"<p>Timestamp cost: CLOCK_MONOTONIC {_num(mono)} ns, TSC "
-                       f"{_num(tsc) + ' ns' if tsc is not None else 'unavailable'} (published bound: &lt; 100 ns).</p>")
-    return "".join(out)
+    if rows:
+        ids = [r.get("id") for r in runs if any(r.get("id") in row.cells for row in rows)]
+        shown = [r for r in runs if r.get("id") in ids]
+        sources = []
+        for row in rows:
+            for p in row.published:
+                if p.source not in sources:
+                    sources.append(p.source)
+        out.append("<div class='wide'><table><tr><th class='l' rowspan='2'>test</th><th class='l' rowspan='2'>condition</th>"
+                   + "".join(f"<th colspan='2'>{e(system_label(r))}</th>" for r in shown)
+                   + "".join(f"<th class='ref' rowspan='2'>published: {e(s)}<br>avg / max µs</th>" for s in sources)
+                   + "</tr><tr>" + "<th>avg µs</th><th>max µs</th>" * len(shown) + "</tr>")
+        for row in rows:
+            cells = []
+            for r in shown:
+                c = row.cells.get(r.get("id"))
+                cells.append("<td>–</td><td>–</td>" if not c else f"<td>{us(c['avg'], 2)}</td><td><b>{us(c['max'], 1)}</b></td>")
+            refs = []
+            for s in sources:
+                lines = published_lines([p for p in row.published if p.source == s])
+                refs.append(f"<td class='ref'>{'<br>'.join(lines) or '–'}</td>")
+            out.append(f"<tr><td class='l'>{e(row.label)}</td><td class='l'>{e(row.condition)}</td>"
+                       f"{''.join(cells)}{''.join(refs)}</tr>")
+        out.append("</table></div><p class='note'>Each figure is the engine's distribution of every sample "
+                   "(avg and worst case, µs); the published columns are the figures for the same test from "
+                   "reference/published.csv — other hardware and years, so compare orders of magnitude and "
+                   "ratios between systems, not single values. docs/report.md lists how published test names map to "
+                   "rtgauge's tests.</p>")
+    for run in runs:
+        lines = rhealstone(run)
+        if lines:
+            out.append(f"<p><b>Rhealstone</b> ({e(system_label(run))}; 1 / mean of the component times, "
+                       "rtgauge/analysis/rhealstone.py):<br>" + "<br>".join(e(x) for x in lines) + "</p>")
+    vrows = verdict_rows(runs)
+    if vrows:
+        shown = [r for r in runs if any(r.get("id") in v["cells"] for v in vrows)]
+        out.append("<h3>Behaviour verdicts</h3><div class='wide'><table><tr><th class='l'>test</th>"
+                   "<th class='l'>verdict</th><th class='l'>condition</th>"
+                   + "".join(f"<th class='l'>{e(system_label(r))}</th>" for r in shown) + "</tr>")
+        for v in vrows:
+            cells = []
+            for r in shown:
+                c = v["cells"].get(r.get("id"))
+                cells.append("<td class='l'>–</td>" if c is None else
+                             f"<td class='l'><span class='{'ok' if c['pass'] else 'bad'}'>"
+                             f"{'pass' if c['pass'] else 'FAIL'}</span> <small>{e(c['detail'])}</small></td>")
+            label = v["test"] + (f" [{v['variant']}]" if v["variant"] else "")
+            out.append(f"<tr><td class='l'>{e(label)}</td><td class='l'>{e(v['verdict'])}</td>"
+                       f"<td class='l'>{e(v['condition'])}</td>{''.join(cells)}</tr>")
+        out.append("</table></div>")
+    scal = [(r, s) for r in runs for s in micro_scalars(r)]
+    if scal:
+        out.append("<h3>Other figures</h3><table><tr><th class='l'>system</th><th class='l'>job</th>"
+                   "<th class='l'>figure</th><th>value</th><th class='l'>unit</th></tr>")
+        for r, (name, metric, value, unit) in scal:
+            out.append(f"<tr><td class='l'>{e(system_label(r))}</td><td class='l'>{e(name)}</td>"
+                       f"<td class='l'>{e(metric)}</td><td>{e(value)}</td><td class='l'>{e(unit)}</td></tr>")
+        out.append("</table>")
+    for run in runs:
+        for m in run.get("measurements", []):
+            mono, tsc = scalar(m, "timestamp_monotonic"), scalar(m, "timestamp_tsc")
+            if mono is not None:
+                out.append(f"<p class='note'>Timestamp cost on {e(system_label(run))}: CLOCK_MONOTONIC {num(mono)} ns, "
+                           f"TSC {num(tsc) + ' ns' if tsc is not None else 'unavailable'} (published bound: &lt; 100 ns); "
+                           "sub-microsecond figures above include about one timestamp.</p>")
+    return "".join(out) or "<p>No microbenchmarks in these runs.</p>"
 
 
-def render_doctor(run: dict) -> str:
-    checks = run.get("doctor") or []
-    if not checks:
-        return ""
-    out = ["<h3>Doctor: what on this system stands between it and real-time</h3><table>"
-           "<tr><th class='l'>check</th><th class='l'>verdict</th><th class='l'>value</th><th class='l'>advice</th></tr>"]
-    for c in checks:
-        st = str(c.get("status"))
-        out.append(f"<tr><td class='l'>{escape(str(c.get('name')))}</td><td class='l {escape(st)}'>{escape(st)}</td>"
-                   f"<td class='l'>{escape(str(c.get('value')))}</td><td class='l'>{escape(str(c.get('advice') or ''))}</td></tr>")
-    out.append("</table>")
-    return "".join(out)
+def published_lines(rows) -> list[str]:
+    by_system: dict[str, dict] = {}
+    for p in rows:
+        by_system.setdefault(p.system, {})[p.statistic] = p
+    lines = []
+    for system, stats in by_system.items():
+        def val(stat):
+            p = stats.get(stat)
+            if p is None:
+                return "–"
+            ns = p.ns
+            if ns is None:
+                return e(p.text)
+            return e(f"{p.bound}{ns / 1000:g}")
+        lines.append(f"{e(system)}: {val('avg')} / {val('max')}")
+    return lines
+
+
+# ---- tire ------------------------------------------------------------------
+
+def render_tire(runs: list[dict]) -> str:
+    out = []
+    for run in runs:
+        points = tire_points(run)
+        fits = cost_fits(run)
+        if not points and not fits:
+            continue
+        facts = run.get("system") or {}
+        out.append(f"<h3>{e(system_label(run))}</h3>")
+        for (solver, policy), cells in sorted(realtime_grid(points).items()):
+            threads = sorted({t for t, _ in cells})
+            masses = sorted({n for _, n in cells})
+            grid = {(i, j): cells.get((t, n)) for i, t in enumerate(threads) for j, n in enumerate(masses)}
+            rows = [thread_label(t, facts) for t in threads]
+            cols = [f"{n:,}" for n in masses]
+            fb = any(p.fallback for p in points if p.solver == solver and p.policy == policy)
+            how = (f"solver {solver}, policy {policy}, {HEADLINE_PERIOD_MS:g} ms period (100 Hz), "
+                   f"{steps_of(points, solver, policy)} steps per point")
+            out.append("<div class='figs'>")
+            out.append(figure(heatmap(f"Hard real-time at 100 Hz: {solver}, {policy}", rows, cols, grid,
+                                      "threads", "masses n", binary=True),
+                              e(f"Green 0: every step met its deadline; dark hatched 'miss': at least one missed. {how}.")
+                              + (flag("fallback: not real-time") if fb else "")))
+            out.append(figure(heatmap(f"Soft real-time at 100 Hz: missed steps ({solver}, {policy})", rows, cols,
+                                      grid, "threads", "masses n"),
+                              e(f"Missed deadlines per point (darker = more). {how}.")))
+            out.append("</div>")
+        for (solver, policy), curves in sorted(realfast_curves(points).items()):
+            series = [Series(f"{thread_label(t, facts)} thr", pts, markers=True) for t, pts in sorted(curves.items())]
+            steps = {p.steps for p in points if p.mode == "realfast" and p.solver == solver}
+            plot = Plot(f"Real-fast: wall time ({solver}, {policy})", Axis("masses n (log)", log=True),
+                        Axis("wall time (s, log)", log=True), series)
+            out.append(figure(plot.render(), e(f"Wall time of {', '.join(str(s) for s in steps if s)} steps "
+                                               f"(10 ms of simulated time each) as fast as possible, per thread count; "
+                                               "lower is faster.")))
+        for fit in fits:
+            m = fit["measurement"]
+            out.append(f"<h4>Cost equation fit ({e(m['name'])})</h4><p class='note'>Ts = Nswitch·Tswitch + "
+                       "4·e·Nipc·Tipc + (2e+1)·Tspring + e·Tmass, e = n / threads nodes per thread.</p>"
+                       "<table><tr><th class='l'>term</th><th>value</th><th class='l'>unit</th><th class='l'>published</th></tr>")
+            pub = {p.test.replace("tire_cost_", "").lower(): p for p in tire_published() if p.test.startswith("tire_cost_")}
+            for name, metric in fit["terms"].items():
+                ref = next((p for k, p in pub.items() if name.lower().replace("_", "").endswith(k)), None)
+                out.append(f"<tr><td class='l'>{e(name)}</td><td>{e(fmt_value(metric.get('value')))}</td>"
+                           f"<td class='l'>{e(metric.get('unit'))}</td><td class='l'>"
+                           f"{e(f'{ref.text} {ref.unit} ({ref.platform})') if ref else '–'}</td></tr>")
+            out.append("</table>")
+    if out:
+        refs = [p for p in tire_published() if p.test.startswith("tire_hard_rt")]
+        out.append("<p class='note'>Published (i7-3930K, 6 cores/12 threads, 100 Hz): "
+                   + e("; ".join(f"{p.system}, {p.test.split('threads=')[-1]}: {float(p.value):,.0f} masses"
+                                 for p in refs)) + ".</p>")
+    return "".join(out) or "<p>No tire model runs in these runs.</p>"
+
+
+def steps_of(points, solver, policy) -> str:
+    steps = sorted({p.steps for p in points if p.solver == solver and p.policy == policy and p.steps})
+    return ", ".join(f"{s:,}" for s in steps) or "?"
+
+
+def fmt_value(v) -> str:
+    return f"{v:,.4g}" if isinstance(v, float) else str(v)
+
+
+# ---- method ----------------------------------------------------------------
+
+def render_method(runs: list[dict]) -> str:
+    out = []
+    for run in runs:
+        out.append(f"<h3>{e(system_label(run))}</h3><p class='note'>Profile {e(run.get('profile'))}, "
+                   f"started {e(run.get('started_at'))}, status {e(run.get('status'))}"
+                   + (f" — {e(run.get('note'))}" if run.get("note") else "") + "; command: "
+                   f"<span class='cmd'>{e(' '.join(str(a) for a in run.get('argv') or []))}</span></p>")
+        out.append("<div class='wide'><table><tr><th class='l'>job</th><th class='l'>tool</th><th class='l'>test</th>"
+                   "<th class='l'>condition</th><th>duration s</th><th class='l'>policy / priority</th>"
+                   "<th class='l'>CPUs</th><th class='l'>result</th><th class='l'>options</th></tr>")
+        for m in run.get("measurements", []):
+            env, params = m.get("env") or {}, m.get("params") or {}
+            result = "ok" if m.get("ok") else f"failed: {m.get('error')}"
+            flags = ""
+            if latency_row(m) and latency_row(m)["fallback"]:
+                flags += flag("fallback: not real-time")
+            if m.get("interrupted"):
+                flags += flag("interrupted")
+            opts = ", ".join(f"{k}={v}" for k, v in params.items() if v not in (None, False) and k != "out")
+            out.append(f"<tr><td class='l'>{e(m.get('name'))}</td><td class='l'>{e(m.get('tool'))}</td>"
+                       f"<td class='l'>{e(m.get('test'))}</td><td class='l'>{e(m.get('condition'))}</td>"
+                       f"<td>{num(m.get('duration_s'))}</td><td class='l'>{e(env.get('policy'))} / "
+                       f"{e(env.get('priority'))}</td><td class='l'>{e(env.get('cpus'))}</td>"
+                       f"<td class='l {'ok' if m.get('ok') else 'bad'}'>{e(result)}{flags}</td>"
+                       f"<td class='l cmd'>{e(opts)}</td></tr>")
+        out.append("</table></div>")
+    return "".join(out) or "<p>No runs.</p>"

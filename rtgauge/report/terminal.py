@@ -1,48 +1,38 @@
-"""The terminal summary printed at the end of `rtgauge run`."""
+"""The terminal summary printed at the end of `rtgauge run` (and by `rtgauge report
+--summary`), and the side-by-side tables of `rtgauge compare`. Text from the measured
+system is escaped so that it cannot inject console markup."""
 
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from rtgauge.analysis import cross_checks, latency_row, scalar
+from rtgauge.analysis import cross_checks, latency_measurements, latency_row, scalar, system_label
+from rtgauge.analysis.micro import micro_rows, rhealstone, verdict_rows
+from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, headline
 
 
 def _f(v, digits=1) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
 
 
-def print_summary(console: Console, run: dict) -> None:
+def _us(ns, digits=1) -> str:
+    return "-" if ns is None else f"{ns / 1000:,.{digits}f}"
+
+
+def print_summary(console: Console, run: dict, budget_us: float = DEFAULT_BUDGET_US) -> None:
     system = run.get("system") or {}
-    console.print(f"[bold]Run {run['id']}[/] ({run.get('profile')}) on {system.get('hostname', '?')}, "
-                  f"kernel {system.get('kernel_release', '?')}, preemption {system.get('preempt_model', '?')}: "
-                  f"[bold]{run.get('status')}[/]")
-    table = Table(title="Wake-up latency (µs)", title_justify="left")
-    for col in ("job", "tool", "condition", "samples", "min", "avg", "p99", "p99.99", "max", "misses"):
-        table.add_column(col, justify="right" if col not in ("job", "tool", "condition") else "left",
-                         no_wrap=True)
-    other = []
+    console.print(f"[bold]Run {run['id']}[/] ({escape(str(run.get('profile')))}) on "
+                  f"{escape(str(system.get('hostname', '?')))}, kernel {escape(str(system.get('kernel_release', '?')))}, "
+                  f"preemption {escape(str(system.get('preempt_model', '?')))}: [bold]{escape(str(run.get('status')))}[/]")
+    h = headline(run, budget_us)
+    print_headline(console, run, h)
+    print_latency(console, run)
+    print_micro(console, [run])
     for m in run.get("measurements", []):
-        row = latency_row(m)
-        if row is None:
-            other.append(m)
-            continue
-        flag = " (fallback: not real-time)" if row["fallback"] else ""
-        flag += " (interrupted)" if row["interrupted"] else ""
-        table.add_row(m["name"].split("/")[0] + flag, row["tool"], row["condition"], f"{row['samples']:,}",
-                      _f(row["min_us"]), _f(row["avg_us"]), _f(row["p99_us"]), _f(row["p9999_us"]),
-                      f"[bold]{_f(row['max_us'])}[/]", "-" if row["misses"] is None else str(row["misses"]))
-    if table.row_count:
-        console.print(table)
-    for pair in cross_checks(run.get("measurements", [])):
-        parts = []
-        for k, label in (("avg_us", "avg"), ("p99_us", "p99"), ("max_us", "max")):
-            a, b, ratio = pair[k]
-            parts.append(f"{label} {_f(a)} vs {_f(b)}" + (f" (×{ratio:.2f})" if ratio else ""))
-        console.print(f"  rtgauge vs cyclictest, {pair['name']}: " + "; ".join(parts))
-    for m in other:
         if not m.get("ok"):
-            console.print(f"[red]{m['name']}: failed: {m.get('error')}[/]")
+            console.print(f"[red]{escape(m['name'])}: failed: {escape(str(m.get('error')))}[/]")
             continue
         mono, tsc = scalar(m, "timestamp_monotonic"), scalar(m, "timestamp_tsc")
         if mono is not None:
@@ -53,3 +43,93 @@ def print_summary(console: Console, run: dict) -> None:
     if bad:
         console.print(f"Doctor: {sum(c['status'] == 'bad' for c in bad)} bad, "
                       f"{sum(c['status'] == 'warn' for c in bad)} warnings — `rtgauge doctor` says what to change.")
+
+
+def print_headline(console: Console, run: dict, h: dict) -> None:
+    r = h["rating"]
+    colour = "green" if (r.stars or 0) >= 4 else ("yellow" if (r.stars or 0) >= 2 else "red")
+    console.print(f"Verdict: [{colour}]{r.glyphs} {escape(r.klass)}[/]"
+                  + (f" — {escape('; '.join(r.reasons))}" if r.reasons else ""))
+    if h["worst_idle_us"] is not None or h["worst_loaded_us"] is not None:
+        console.print(f"  worst-case wake-up latency: idle {_f(h['worst_idle_us'])} µs, loaded "
+                      f"{_f(h['worst_loaded_us'])} µs" + (f" ({escape(h['loaded_condition'])})" if h["loaded_condition"] else ""))
+    for t in h["tire"]:
+        best = f"{t['max_masses']:,}" if t["max_masses"] else "none"
+        console.print(f"  tire at 100 Hz, {escape(t['policy'])}, {escape(t['threads_label'])} thread(s), "
+                      f"{escape(t['solver'])}: largest n with zero misses {best}"
+                      + (f" (lost at {t['lost_at']:,})" if t["lost_at"] else ""))
+    if h["fallback"]:
+        console.print(f"[red]  not real-time: {escape(', '.join(h['fallback']))} ran without real-time scheduling[/]")
+
+
+def print_latency(console: Console, run: dict) -> None:
+    table = Table(title="Wake-up latency (µs)", title_justify="left")
+    for col in ("job", "tool", "condition", "samples", "min", "avg", "p99", "p99.99", "max", "misses"):
+        table.add_column(col, justify="right" if col not in ("job", "tool", "condition") else "left", no_wrap=True)
+    for m in latency_measurements(run):
+        row = latency_row(m)
+        flag = " (fallback: not real-time)" if row["fallback"] else ""
+        flag += " (interrupted)" if row["interrupted"] else ""
+        table.add_row(escape(m["name"].split("/")[0] + flag), escape(row["tool"]), escape(str(row["condition"])),
+                      f"{row['samples']:,}", _f(row["min_us"]), _f(row["avg_us"]), _f(row["p99_us"]),
+                      _f(row["p9999_us"]), f"[bold]{_f(row['max_us'])}[/]",
+                      "-" if row["misses"] is None else str(row["misses"]))
+    if table.row_count:
+        console.print(table)
+    for pair in cross_checks(run.get("measurements", [])):
+        parts = []
+        for k, label in (("avg_us", "avg"), ("p99_us", "p99"), ("max_us", "max")):
+            a, b, ratio = pair[k]
+            parts.append(f"{label} {_f(a)} vs {_f(b)}" + (f" (×{ratio:.2f})" if ratio else ""))
+        console.print(f"  rtgauge vs cyclictest, {escape(pair['name'])}: " + "; ".join(parts))
+
+
+def published_text(row) -> str:
+    """'QNX Neutrino 6.5 2.4/17.2; Linux 2.6.33.7-rt30 5.3/53.8' (µs, avg/max)."""
+    by_system: dict[str, dict] = {}
+    for p in row.published:
+        by_system.setdefault(p.system, {})[p.statistic] = p
+    parts = []
+    for system, stats in by_system.items():
+        def val(stat):
+            p = stats.get(stat)
+            return "-" if p is None or p.ns is None else f"{p.bound}{p.ns / 1000:g}"
+        parts.append(f"{system} {val('avg')}/{val('max')}")
+    return "; ".join(parts)
+
+
+def print_micro(console: Console, runs: list[dict]) -> None:
+    rows = micro_rows(runs)
+    if rows:
+        table = Table(title="Microbenchmarks (µs): avg / max, published figures beside", title_justify="left")
+        table.add_column("test", no_wrap=True)
+        table.add_column("condition")
+        for r in runs:
+            table.add_column(escape(system_label(r) if len(runs) > 1 else "avg / max"), justify="right", no_wrap=True)
+        table.add_column("published avg/max (µs)")
+        for row in rows:
+            cells = []
+            for r in runs:
+                c = row.cells.get(r.get("id"))
+                cells.append("-" if not c else f"{_us(c['avg'], 2)} / [bold]{_us(c['max'])}[/]")
+            table.add_row(escape(row.label), escape(row.condition), *cells, escape(published_text(row)))
+        console.print(table)
+    for run in runs:
+        for line in rhealstone(run):
+            console.print(f"Rhealstone ({escape(system_label(run))}) {escape(line)}")
+    vrows = verdict_rows(runs)
+    if vrows:
+        table = Table(title="Behaviour verdicts", title_justify="left")
+        table.add_column("test")
+        table.add_column("verdict")
+        for r in runs:
+            table.add_column(escape(system_label(r)) if len(runs) > 1 else "result")
+        for v in vrows:
+            cells = []
+            for r in runs:
+                c = v["cells"].get(r.get("id"))
+                cells.append("-" if c is None else ("[green]pass[/]" if c["pass"] else "[red]FAIL[/]")
+                             + (f" {escape(c['detail'])}" if c and len(runs) == 1 else ""))
+            label = v["test"] + (f" [{v['variant']}]" if v["variant"] else "")
+            table.add_row(escape(label), escape(v["verdict"]), *cells)
+        console.print(table)

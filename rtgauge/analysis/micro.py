@@ -1,0 +1,113 @@
+"""Microbenchmarks of one or more runs as one table: a row per measured figure
+(test, metric, variant, condition), avg and max per system, and the published
+figures for the same test beside them; and the behaviour verdicts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rtgauge.analysis import NON_MICRO_TESTS
+from rtgauge.reference import Published, published_for
+
+# Options that make two runs of one test measure different things: they name the row.
+VARIANT_PARAMS = ("threads", "primitive", "transport", "scenario", "waiters", "lock", "mode", "contention")
+
+
+@dataclass
+class MicroRow:
+    key: tuple
+    test: str
+    metric: str
+    variant: str
+    condition: str
+    params: dict
+    cells: dict = field(default_factory=dict)        # run id -> {"avg", "max", "count", "unit", "p99"}
+    published: list[Published] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        name = self.test if self.metric in (self.test, "") else f"{self.test} {self.metric}"
+        return f"{name} [{self.variant}]" if self.variant else name
+
+
+def is_micro(m: dict) -> bool:
+    test = str(m.get("test") or "")
+    return (m.get("tool", "engine") == "engine" and test not in NON_MICRO_TESTS and not test.startswith("tire")
+            and bool(m.get("ok")))
+
+
+def variant_of(params: dict) -> str:
+    return ", ".join(f"{k}={params[k]}" for k in VARIANT_PARAMS if params.get(k) not in (None, "", False))
+
+
+def micro_rows(runs: list[dict]) -> list[MicroRow]:
+    rows: dict[tuple, MicroRow] = {}
+    for run in runs:
+        for m in run.get("measurements", []):
+            if not is_micro(m):
+                continue
+            params = m.get("params") or {}
+            variant = variant_of(params)
+            for name, metric in (m.get("metrics") or {}).items():
+                if "#" in name or metric.get("kind", "distribution") != "distribution" or not metric.get("count"):
+                    continue
+                key = (m["test"], name, variant, m.get("condition") or "")
+                row = rows.get(key)
+                if row is None:
+                    row = rows[key] = MicroRow(key, m["test"], name, variant, m.get("condition") or "", params,
+                                               published=published_for(m["test"], name, params, m.get("condition") or "idle"))
+                row.cells[run.get("id")] = {"avg": metric.get("avg"), "max": metric.get("max"),
+                                            "p99": metric.get("p99"), "count": metric.get("count"),
+                                            "unit": metric.get("unit", "ns")}
+    return sorted(rows.values(), key=lambda r: r.key)
+
+
+def micro_scalars(run: dict) -> list[tuple[str, str, object, str]]:
+    """(measurement, metric, value, unit) of the microbenchmarks' scalar figures
+    (breakdown utilisation, counts), excluding per-thread ones."""
+    out = []
+    for m in run.get("measurements", []):
+        if not is_micro(m):
+            continue
+        for name, metric in (m.get("metrics") or {}).items():
+            if "#" not in name and "value" in metric and metric.get("kind", "scalar") == "scalar":
+                out.append((m["name"], name, metric.get("value"), metric.get("unit", "")))
+    return out
+
+
+def verdict_rows(runs: list[dict]) -> list[dict]:
+    """Behaviour verdicts: one row per (test, verdict, variant), a cell per run."""
+    rows: dict[tuple, dict] = {}
+    for run in runs:
+        for m in run.get("measurements", []):
+            for name, v in (m.get("verdicts") or {}).items():
+                key = (m.get("test") or m["name"], name, variant_of(m.get("params") or {}), m.get("condition") or "")
+                row = rows.setdefault(key, {"test": key[0], "verdict": name, "variant": key[2],
+                                            "condition": key[3], "cells": {}})
+                row["cells"][run.get("id")] = {"pass": bool(v.get("pass")), "detail": v.get("detail") or ""}
+    return [rows[k] for k in sorted(rows)]
+
+
+def rhealstone(run: dict) -> list[str]:
+    """One line per load condition with the Rhealstone figures, from
+    rtgauge.analysis.rhealstone (empty when that module or its figures are missing).
+    Another module's failure must not take the whole report down: it becomes a line."""
+    try:
+        from rtgauge.analysis.rhealstone import rhealstone_figures
+    except ImportError:
+        return []
+    try:
+        figures = rhealstone_figures(run)
+    except Exception as e:  # noqa: BLE001 - reported in the report, not raised
+        return [f"could not be computed ({type(e).__name__}: {e})"]
+    lines = []
+    for f in figures:
+        if len(f.get("components") or {}) < 2:
+            continue   # one component (the latency test alone) is not a Rhealstone figure
+        def fig(v):
+            return "–" if v is None else f"{v:,.0f}"
+        missing = f.get("missing") or []
+        lines.append(f"{f.get('condition') or 'all'}: {fig(f.get('rhealstones_avg'))} Rhealstones/s from averages, "
+                     f"{fig(f.get('rhealstones_worst'))} from worst cases"
+                     + (f" (incomplete: no {', '.join(missing)})" if missing else " (all six components)"))
+    return lines

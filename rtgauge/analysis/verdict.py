@@ -1,0 +1,114 @@
+"""The headline verdict of one run: worst-case wake-up latency idle and loaded, the
+tire model's largest hard-real-time size, and a rating from 0 to 5 stars with the
+criteria written down here and in docs/report.md.
+
+Rating (each class needs every wake-up latency measurement of the run, idle and
+loaded, ours — cyclictest's cross-check does not count):
+  5 ★  hard real-time, out of the box: zero missed deadlines and worst-case
+       wake-up latency ≤ the budget (default 100 µs), with no real-time tuning
+  4 ★  hard real-time after tuning (the same, on a tuned system)
+  3 ★  soft real-time, out of the box: missed deadlines ≤ 0.1 % of cycles and
+       worst case ≤ 10 ms (one period at 100 Hz)
+  2 ★  soft real-time after tuning
+  1 ★  real-time scheduling works, but not even soft real-time was met
+  0 ★  measured without real-time scheduling (fallback): says nothing about real time
+"Tuned" means the kernel command line or the system carries real-time tuning
+(TUNING_PARAMETERS, isolated CPUs, a tuned profile); the kernel itself (mainline,
+PREEMPT_RT) is the system being rated, not tuning."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rtgauge.analysis import latency_row, latency_measurements, scalar
+from rtgauge.analysis.tire import headline_limits, thread_label
+
+DEFAULT_BUDGET_US = 100.0
+SOFT_MISS_RATIO = 0.001
+SOFT_WORST_US = 10_000.0
+TUNING_PARAMETERS = ("isolcpus", "nohz_full", "rcu_nocbs", "irqaffinity", "threadirqs", "preempt",
+                     "idle", "processor.max_cstate", "intel_idle.max_cstate", "nosmt", "skew_tick",
+                     "nosoftlockup", "nowatchdog", "nmi_watchdog", "tsc", "rcu_nocb_poll", "kthread_cpus")
+
+
+@dataclass
+class Rating:
+    stars: int | None
+    klass: str
+    tuned: bool
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def glyphs(self) -> str:
+        return "not rated" if self.stars is None else "★" * self.stars + "☆" * (5 - self.stars)
+
+
+def tuning_of(facts: dict) -> list[str]:
+    """What in the system is real-time tuning (empty: out of the box)."""
+    found = []
+    for word in str(facts.get("cmdline") or "").split():
+        key = word.split("=", 1)[0]
+        if key in TUNING_PARAMETERS:
+            found.append(word)
+    if facts.get("tuned_profile"):
+        found.append(f"tuned profile {facts['tuned_profile']}")
+    if facts.get("isolcpus") and not any(w.startswith("isolcpus") for w in found):
+        found.append(f"isolated CPUs {facts['isolcpus']}")
+    return found
+
+
+def engine_latency_rows(run: dict) -> list[dict]:
+    ours = [m for m in latency_measurements(run) if m.get("tool", "engine") == "engine"]
+    rows = []
+    for m in ours:
+        row = latency_row(m)
+        cycles = scalar(m, "cycles")
+        row["cycles"] = cycles if cycles else row["samples"]
+        rows.append(row)
+    return rows
+
+
+def worst_by_condition(rows: list[dict]) -> tuple[float | None, float | None, str | None]:
+    idle = [r["max_us"] for r in rows if r["condition"] == "idle" and r["max_us"] is not None]
+    loaded = [(r["max_us"], r["condition"]) for r in rows if r["condition"] != "idle" and r["max_us"] is not None]
+    worst_loaded = max(loaded) if loaded else (None, None)
+    return (max(idle) if idle else None), worst_loaded[0], worst_loaded[1]
+
+
+def rate(rows: list[dict], facts: dict, budget_us: float = DEFAULT_BUDGET_US) -> Rating:
+    tuning = tuning_of(facts)
+    tuned = bool(tuning)
+    how = "after tuning (" + ", ".join(tuning) + ")" if tuned else "out of the box"
+    if not rows:
+        return Rating(None, "no wake-up latency measured", tuned)
+    if any(r["fallback"] for r in rows):
+        return Rating(0, "not real-time: measured without real-time scheduling (fallback)", tuned,
+                      ["a latency job ran as SCHED_OTHER; run as root or grant CAP_SYS_NICE"])
+    worst = max(r["max_us"] or 0 for r in rows)
+    misses = sum(r["misses"] or 0 for r in rows)
+    ratio = max((r["misses"] or 0) / max(r["cycles"] or 1, 1) for r in rows)
+    reasons = [f"worst-case wake-up latency {worst:,.1f} µs (budget {budget_us:,.0f} µs)",
+               f"{misses} missed deadline{'s' if misses != 1 else ''} (worst job {ratio:.3%} of cycles)"]
+    if not any(r["condition"] != "idle" for r in rows):
+        reasons.append("provisional: measured idle only; the rating needs a loaded condition too")
+    if misses == 0 and worst <= budget_us:
+        return Rating(4 if tuned else 5, f"hard real-time {how}", tuned, reasons)
+    if ratio <= SOFT_MISS_RATIO and worst <= SOFT_WORST_US:
+        return Rating(2 if tuned else 3, f"soft real-time {how}", tuned, reasons)
+    return Rating(1, f"not soft real-time {how}: real-time scheduling works but deadlines are missed", tuned, reasons)
+
+
+def headline(run: dict, budget_us: float = DEFAULT_BUDGET_US) -> dict:
+    facts = run.get("system") or {}
+    rows = engine_latency_rows(run)
+    worst_idle, worst_loaded, loaded_condition = worst_by_condition(rows)
+    limits = headline_limits(run)
+    for lim in limits:
+        lim["threads_label"] = thread_label(lim["threads"], facts)
+    fallback = [m["name"] for m in run.get("measurements", []) if latency_row(m) and latency_row(m)["fallback"]]
+    return {
+        "run": run.get("id"), "rating": rate(rows, facts, budget_us), "worst_idle_us": worst_idle,
+        "worst_loaded_us": worst_loaded, "loaded_condition": loaded_condition,
+        "misses": sum(r["misses"] or 0 for r in rows) if rows else None,
+        "tire": limits, "fallback": fallback, "status": run.get("status"),
+    }

@@ -1,0 +1,202 @@
+"""`rtgauge import FILE|DIR`: results measured elsewhere into the store —
+- a JSON export (`rtgauge export RUN --format json` on another machine),
+- another rtgauge database (an SQLite file: every run in it),
+- a directory of engine JSON documents (or one document) copied from a board that
+  has no Python: one new run whose system facts come from the documents' env.
+  A document named NAME@CONDITION.json is measurement NAME@CONDITION under load
+  CONDITION; other names take --condition (default idle).
+Everything is read and checked before anything is stored."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from rtgauge.errors import UserError
+from rtgauge.store import open_store
+
+FINAL = ("complete", "interrupted", "failed")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def register(sub) -> None:
+    p = sub.add_parser("import", help="import results measured elsewhere",
+                       description="Store runs from an rtgauge JSON export, another rtgauge SQLite database, or "
+                       "a directory of engine JSON documents (a board without Python).")
+    p.add_argument("source", metavar="FILE|DIR", help="export file, database file, engine document or directory of them")
+    p.add_argument("--db", metavar="URL", default=None, help="results database to import into (default: the user's)")
+    p.add_argument("--condition", default="idle",
+                   help="load condition of engine documents whose name does not say it (NAME@CONDITION.json); default idle")
+    p.set_defaults(func=cmd_import)
+
+
+def job_of(m: dict) -> dict:
+    return {k: m.get(k) for k in ("name", "tool", "test", "condition", "reference", "load", "started_at",
+                                  "duration_s", "exit_status", "command", "error")}
+
+
+def check_export_run(run, where: str) -> dict:
+    if not isinstance(run, dict) or not isinstance(run.get("measurements"), list) \
+            or not isinstance(run.get("system"), dict):
+        raise UserError(f"{where} is not an rtgauge export (no run with system and measurements); "
+                        "make it with `rtgauge export RUN --format json`.")
+    for i, m in enumerate(run["measurements"]):
+        if not isinstance(m, dict) or not m.get("name") or not isinstance(m.get("document"), dict):
+            raise UserError(f"{where}: measurement {i + 1} has no name or document; export the run again "
+                            "with `rtgauge export RUN --format json`.")
+    return run
+
+
+def store_run(store, run: dict, source: str) -> int:
+    """One stored run from a complete run dict (an export's or another database's)."""
+    status = run.get("status") if run.get("status") in FINAL else "interrupted"
+    note = (f"imported from {source}: run {run.get('id')} measured {run.get('started_at')} to "
+            f"{run.get('finished_at')}" + (f"; {run['note']}" if run.get("note") else ""))
+    run_id = store.begin_run(run["system"], run.get("doctor") or [], str(run.get("profile") or "imported"),
+                             str(run.get("profile_source") or f"imported:{source}"), list(run.get("argv") or []))
+    try:
+        for m in run["measurements"]:
+            store.add_measurement(run_id, job_of(m), m["document"])
+    except BaseException as e:
+        store.finish_run(run_id, "failed", f"import from {source} failed: {e}")
+        raise
+    store.finish_run(run_id, status, note)
+    return run_id
+
+
+def read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"cannot read {path} ({getattr(e, 'strerror', None) or e}); check the path.") from None
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path} is not valid JSON (line {e.lineno}: {e.msg}); give an rtgauge export, "
+                        "a database or engine documents.") from None
+
+
+def is_engine_document(doc) -> bool:
+    return isinstance(doc, dict) and "test" in doc and "schema" in doc and isinstance(doc.get("metrics", {}), dict)
+
+
+def facts_from_env(env: dict) -> dict:
+    """System facts for a run measured where rtgauge's Python was not: what the
+    engine recorded about its system."""
+    return {
+        "hostname": env.get("hostname"), "machine_id": None, "kernel_release": env.get("kernel"),
+        "kernel_version": env.get("kernel_version"), "arch": env.get("machine"), "cpu_model": None,
+        "cpus": env.get("online_cpus"), "preempt_model": env.get("preempt_model"),
+        "realtime": env.get("realtime_kernel"), "rt_runtime_us": env.get("sched_rt_runtime_us"),
+        "rt_period_us": env.get("sched_rt_period_us"),
+        "clocksource": {"current": env.get("clocksource")} if env.get("clocksource") else None,
+        "facts_source": "engine documents (imported; rtgauge doctor did not run there)",
+    }
+
+
+def engine_documents(paths: list[Path], condition: str) -> tuple[dict, list[tuple[dict, dict]]]:
+    docs = []
+    for path in paths:
+        doc = read_json(path)
+        if not is_engine_document(doc):
+            raise UserError(f"{path} is not an engine JSON document (it has no 'schema' and 'test'); "
+                            "remove it from the directory or give the file alone.")
+        name = path.stem
+        cond = name.split("@", 1)[1] if "@" in name else condition
+        tool = str(doc.get("tool") or "engine")
+        env = doc.get("env") if isinstance(doc.get("env"), dict) else {}
+        start, end = env.get("run_start_ns"), env.get("run_end_ns")
+        job = {"name": name if "@" in name else f"{name}@{cond}", "tool": tool, "test": str(doc["test"]),
+               "condition": cond, "reference": tool != "engine", "load": {"condition": cond, "imported": True},
+               "started_at": None, "exit_status": None, "command": [],
+               "duration_s": (end - start) / 1e9 if isinstance(start, int) and isinstance(end, int) else None}
+        docs.append((job, doc))
+    identities = {}
+    for job, doc in docs:
+        env = doc.get("env") or {}
+        identities.setdefault((env.get("hostname"), env.get("kernel"), env.get("kernel_version")), []).append(job["name"])
+    if len(identities) > 1:
+        systems = "; ".join(f"{h or '?'} {k or '?'}: {', '.join(n)}" for (h, k, _), n in identities.items())
+        raise UserError(f"the documents come from {len(identities)} systems ({systems}); import each system's "
+                        "documents from its own directory.")
+    env = next((d.get("env") for _, d in docs if d.get("env")), {}) or {}
+    return facts_from_env(env), docs
+
+
+def rtgauge_database_runs(path: Path) -> list[int]:
+    """Run ids of another rtgauge SQLite database, read-only (never creates tables there)."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not {"runs", "measurements", "schema_version"} <= tables:
+                raise UserError(f"{path} is an SQLite database but not an rtgauge results database; "
+                                "give an rtgauge database, export or engine documents.")
+            return [r[0] for r in con.execute("SELECT id FROM runs ORDER BY id")]
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        raise UserError(f"cannot read the database {path} ({e}); check the file.") from None
+
+
+def cmd_import(args) -> int:
+    source = Path(args.source)
+    if not source.exists():
+        raise UserError(f"{source} does not exist; give an export file, a database or a directory of engine documents.")
+    if source.is_dir():
+        paths = sorted(p for p in source.iterdir() if p.suffix == ".json" and p.is_file())
+        if not paths:
+            raise UserError(f"{source} holds no .json engine documents; copy the engine's --out files there.")
+        return import_documents(args, paths, str(source))
+    with open(source, "rb") as f:
+        magic = f.read(len(SQLITE_MAGIC))
+    if magic == SQLITE_MAGIC:
+        return import_database(args, source)
+    data = read_json(source)
+    if isinstance(data, dict) and "rtgauge_export" in data:
+        if data["rtgauge_export"] != 1:
+            raise UserError(f"{source} is export format {data['rtgauge_export']}, which this rtgauge does not "
+                            "read; upgrade rtgauge.")
+        run = check_export_run(data.get("run"), str(source))
+        with open_store(args.db) as store:
+            run_id = store_run(store, run, source.name)
+            print(f"Imported run {run.get('id')} of {run['system'].get('hostname')} from {source} as run {run_id} "
+                  f"in {store.url}.")
+        return 0
+    if is_engine_document(data):
+        return import_documents(args, [source], str(source))
+    raise UserError(f"{source} is neither an rtgauge export nor an engine document; make one with "
+                    "`rtgauge export RUN --format json` or the engine's --out.")
+
+
+def import_documents(args, paths: list[Path], where: str) -> int:
+    facts, docs = engine_documents(paths, args.condition)
+    with open_store(args.db) as store:
+        run_id = store.begin_run(facts, [], "imported", f"engine documents from {where}",
+                                 ["rtgauge", "import", where])
+        try:
+            for job, doc in docs:
+                store.add_measurement(run_id, job, doc)
+        except BaseException as e:
+            store.finish_run(run_id, "failed", f"import from {where} failed: {e}")
+            raise
+        failed = sum(1 for _, d in docs if d.get("ok") is not True)
+        store.finish_run(run_id, "complete", f"imported {len(docs)} engine documents from {where}"
+                         + (f", {failed} not ok" if failed else ""))
+        print(f"Imported {len(docs)} engine document{'s' if len(docs) != 1 else ''} of "
+              f"{facts.get('hostname') or '?'} as run {run_id} in {store.url}.")
+    return 0
+
+
+def import_database(args, path: Path) -> int:
+    ids = rtgauge_database_runs(path)
+    if not ids:
+        raise UserError(f"{path} holds no runs; nothing to import.")
+    with open_store(f"sqlite:///{path.resolve()}") as other:
+        runs = [other.get_run(i) for i in ids]
+    with open_store(args.db) as store:
+        if store.url.endswith(str(path.resolve())):
+            raise UserError(f"{path} is the database being imported into; give another --db.")
+        new = [store_run(store, run, path.name) for run in runs]
+        print(f"Imported {len(new)} run{'s' if len(new) != 1 else ''} from {path} as runs "
+              f"{', '.join(map(str, new))} in {store.url}.")
+    return 0

@@ -1,0 +1,108 @@
+"""`rtgauge report [RUN ...] -o FILE`: the self-contained HTML report of stored runs
+(default: the latest run); and the run loading that compare and export share."""
+
+from __future__ import annotations
+
+import time
+
+from rtgauge.errors import UserError
+from rtgauge.store import open_store
+from rtgauge.store.urls import display_url, normalise_url, sqlite_file
+
+
+def add_db_argument(p) -> None:
+    p.add_argument("--db", metavar="URL", default=None,
+                   help="results database: a file path, sqlite:///PATH or postgresql://USER@HOST/DB "
+                   "(default: $XDG_DATA_HOME/rtgauge/rtgauge.db)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="write the HTML report of stored runs",
+                       description="Write one self-contained HTML file (plots inline, no network) for the given "
+                       "runs side by side; without RUN, the latest run.")
+    p.add_argument("runs", nargs="*", metavar="RUN", help="run ids, ranges such as 3-7, or 'latest'")
+    add_db_argument(p)
+    p.add_argument("-o", "--output", metavar="FILE", default=None,
+                   help="the HTML file to write (default: rtgauge-report-RUNS.html here)")
+    p.add_argument("--budget-us", type=float, default=None, metavar="US",
+                   help="worst-case wake-up latency allowed for a hard real-time rating (default 100)")
+    p.set_defaults(func=cmd_report)
+
+
+def parse_run_ids(texts: list[str]) -> list[int | str]:
+    """'7', '3-5', 'latest' -> [7, 3, 4, 5, 'latest'] (order kept, duplicates dropped)."""
+    out: list[int | str] = []
+    for text in texts:
+        for part in str(text).split(","):
+            part = part.strip()
+            if part == "latest":
+                ids = ["latest"]
+            else:
+                lo, dash, hi = part.partition("-")
+                try:
+                    ids = list(range(int(lo), int(hi) + 1)) if dash else [int(lo)]
+                except ValueError:
+                    ids = []
+                if not ids or min(ids) <= 0:
+                    raise UserError(f"'{part}' is not a run; give run ids such as 3, ranges such as 3-7, or "
+                                    "'latest'; `rtgauge show` lists the runs.")
+            out += [i for i in ids if i not in out]
+    return out
+
+
+def load_runs(db: str | None, texts: list[str], default_latest: bool = True,
+              documents: bool = False) -> list[dict]:
+    """The stored runs named by texts (the latest one when texts is empty); with
+    documents=True each measurement also carries its original engine document."""
+    wanted = parse_run_ids(texts) or (["latest"] if default_latest else [])
+    url = normalise_url(db)
+    path = sqlite_file(url)
+    if path is not None and not path.exists():
+        raise UserError(f"there are no runs in {display_url(url)} yet; `rtgauge run` measures this machine, "
+                        "or give the database with --db.")
+    runs = []
+    with open_store(db) as store:
+        for w in wanted:
+            run_id = store.latest_run_id() if w == "latest" else w
+            run = None if run_id is None else store.get_run(run_id, documents=documents)
+            if run is None:
+                if run_id is None:
+                    raise UserError(f"there are no runs in {store.url} yet; `rtgauge run` makes one.")
+                raise UserError(f"no run {run_id} in {store.url}; `rtgauge show` lists the runs.")
+            if all(r["id"] != run["id"] for r in runs):
+                runs.append(run)
+    return runs
+
+
+def budget_options(args) -> dict:
+    if args.budget_us is None:
+        return {}
+    if not 1 <= args.budget_us <= 1e7:
+        raise UserError(f"--budget-us {args.budget_us:g} is out of range 1..10000000; give the worst-case "
+                        "wake-up latency your job tolerates, in µs.")
+    return {"budget_us": args.budget_us}
+
+
+def default_output(prefix: str, runs: list[dict]) -> str:
+    ids = [r["id"] for r in runs]
+    tag = f"{ids[0]}" if len(ids) == 1 else (f"{ids[0]}-{ids[-1]}" if len(ids) > 3 else "-".join(map(str, ids)))
+    return f"{prefix}-{tag}.html"
+
+
+def write_html(path: str, runs: list[dict], **options) -> None:
+    from rtgauge.report.html import write_report
+    try:
+        write_report(runs, path, **options)
+    except OSError as e:
+        raise UserError(f"cannot write the report to {path} ({e.strerror}); choose another file with -o.") from None
+
+
+def cmd_report(args) -> int:
+    options = budget_options(args)
+    runs = load_runs(args.db, args.runs)
+    path = args.output or default_output("rtgauge-report", runs)
+    t0 = time.monotonic()
+    write_html(path, runs, **options)
+    print(f"Report of {len(runs)} run{'s' if len(runs) != 1 else ''} written to {path} "
+          f"({time.monotonic() - t0:.2f} s).")
+    return 0

@@ -1,0 +1,282 @@
+"""Inline SVG plots for the HTML report: no scripts, no fonts or images to load.
+
+Every series gets a colour AND a dash pattern (and a marker shape on request), so a
+plot printed in greyscale still tells its curves apart. Text is escaped here, once."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from html import escape
+
+COLOURS = ("#1b5e20", "#0d47a1", "#b71c1c", "#e65100", "#4a148c", "#006064", "#3e2723", "#263238")
+DASHES = ("", "6 3", "2 2", "8 3 2 3", "12 4", "4 2 1 2")
+MARKERS = ("circle", "square", "triangle", "diamond")
+
+
+def style(i: int) -> tuple[str, str]:
+    return COLOURS[i % len(COLOURS)], DASHES[i % len(DASHES)]
+
+
+def nice_step(span: float, target: int = 5) -> float:
+    raw = span / max(target, 1)
+    if raw <= 0:
+        return 1.0
+    mag = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 2.5, 5, 10):
+        if m * mag >= raw:
+            return m * mag
+    return 10 * mag
+
+
+def fmt_tick(v: float) -> str:
+    if v == 0:
+        return "0"
+    if abs(v) >= 1e6:
+        return f"{v / 1e6:g}M"
+    if abs(v) >= 1e4:
+        return f"{v / 1e3:g}k"
+    return f"{v:g}"
+
+
+@dataclass
+class Axis:
+    label: str
+    log: bool = False
+    lo: float | None = None
+    hi: float | None = None
+
+    def bounds(self, values: list[float]) -> tuple[float, float]:
+        vals = [v for v in values if v is not None and (v > 0 or not self.log)]
+        if not vals:
+            vals = [1.0]
+        lo = self.lo if self.lo is not None else min(vals)
+        hi = self.hi if self.hi is not None else max(vals)
+        if self.log:
+            lo = 10 ** math.floor(math.log10(lo))
+            hi = 10 ** math.ceil(math.log10(hi * 1.0001))
+            if hi <= lo:
+                hi = lo * 10
+        else:
+            if self.lo is None:
+                lo = min(lo, 0.0)
+            if hi <= lo:
+                hi = lo + 1
+            step = nice_step(hi - lo)
+            hi = math.ceil(hi / step) * step
+        return lo, hi
+
+    def ticks(self, lo: float, hi: float) -> list[tuple[float, str, bool]]:
+        """(value, label, major) pairs."""
+        if self.log:
+            out = []
+            for e in range(round(math.log10(lo)), round(math.log10(hi)) + 1):
+                out.append((10.0 ** e, fmt_tick(10.0 ** e), True))
+                if hi / lo <= 1e4:
+                    out += [(m * 10.0 ** e, "", False) for m in (2, 5) if m * 10.0 ** e < hi]
+            return out
+        step = nice_step(hi - lo)
+        n = int(round((hi - lo) / step))
+        return [(lo + i * step, fmt_tick(round(lo + i * step, 10)), True) for i in range(n + 1)]
+
+
+@dataclass
+class Series:
+    label: str
+    points: list[tuple[float, float]]
+    steps: bool = False          # draw as a histogram step line (x = bucket lower edges, +width)
+    width: float | None = None   # bucket width factor for steps on a log axis
+    markers: bool = False
+
+
+@dataclass
+class Plot:
+    title: str
+    x: Axis
+    y: Axis
+    series: list[Series] = field(default_factory=list)
+    vlines: list[tuple[float, str, str]] = field(default_factory=list)   # (x, label, colour)
+    hlines: list[tuple[float, str, str]] = field(default_factory=list)
+    width: int = 620
+    height: int = 280
+
+    def render(self) -> str:
+        L, R, T, B = 64, 150, 30, 44
+        W, H = self.width, self.height
+        xs = [p[0] for s in self.series for p in s.points] + [v[0] for v in self.vlines]
+        ys = [p[1] for s in self.series for p in s.points] + [h[0] for h in self.hlines]
+        if self.x.log and any(s.steps for s in self.series):
+            xs += [p[0] * (s.width or 1) for s in self.series for p in s.points]
+        x0, x1 = self.x.bounds(xs)
+        y0, y1 = self.y.bounds(ys)
+
+        def tx(v: float) -> float:
+            if self.x.log:
+                v = max(v, x0)
+                return L + (math.log10(v) - math.log10(x0)) / (math.log10(x1) - math.log10(x0)) * (W - L - R)
+            return L + (v - x0) / (x1 - x0) * (W - L - R)
+
+        def ty(v: float) -> float:
+            if self.y.log:
+                if v <= 0:
+                    return H - B
+                v = max(v, y0)
+                return H - B - (math.log10(v) - math.log10(y0)) / (math.log10(y1) - math.log10(y0)) * (H - B - T)
+            return H - B - (v - y0) / (y1 - y0) * (H - B - T)
+
+        out = [f"<svg class='plot' width='{W}' height='{H}' viewBox='0 0 {W} {H}' role='img' "
+               f"aria-label='{escape(self.title)}'>",
+               f"<title>{escape(self.title)}</title>",
+               f"<text x='{(L + W - R) / 2:.0f}' y='18' text-anchor='middle' font-weight='bold' "
+               f"font-size='13'>{escape(self.title)}</text>"]
+        for v, label, major in self.x.ticks(x0, x1):
+            X = tx(v)
+            if major:
+                out.append(f"<line x1='{X:.1f}' y1='{T}' x2='{X:.1f}' y2='{H - B}' stroke='#eee'/>")
+            out.append(f"<line x1='{X:.1f}' y1='{H - B}' x2='{X:.1f}' y2='{H - B + (5 if major else 3)}' stroke='#000'/>")
+            if label:
+                out.append(f"<text x='{X:.1f}' y='{H - B + 16}' text-anchor='middle' font-size='11'>{label}</text>")
+        for v, label, major in self.y.ticks(y0, y1):
+            Y = ty(v)
+            if major:
+                out.append(f"<line x1='{L}' y1='{Y:.1f}' x2='{W - R}' y2='{Y:.1f}' stroke='#eee'/>")
+            out.append(f"<line x1='{L - (5 if major else 3)}' y1='{Y:.1f}' x2='{L}' y2='{Y:.1f}' stroke='#000'/>")
+            if label:
+                out.append(f"<text x='{L - 7}' y='{Y + 4:.1f}' text-anchor='end' font-size='11'>{label}</text>")
+        out.append(f"<line x1='{L}' y1='{H - B}' x2='{W - R}' y2='{H - B}' stroke='#000'/>"
+                   f"<line x1='{L}' y1='{T}' x2='{L}' y2='{H - B}' stroke='#000'/>")
+        out.append(f"<text x='{(L + W - R) / 2:.0f}' y='{H - 8}' text-anchor='middle' font-size='12'>"
+                   f"{escape(self.x.label)}</text>")
+        out.append(f"<text x='14' y='{(T + H - B) / 2:.0f}' transform='rotate(-90 14 {(T + H - B) / 2:.0f})' "
+                   f"text-anchor='middle' font-size='12'>{escape(self.y.label)}</text>")
+        for i, s in enumerate(self.series):
+            colour, dash = style(i)
+            pts = []
+            if s.steps:
+                for x, y in s.points:
+                    x2 = x * (s.width or 1) if self.x.log else x + (s.width or 1)
+                    pts.append(f"{tx(x):.1f},{ty(y):.1f} {tx(x2):.1f},{ty(y):.1f}")
+            else:
+                pts = [f"{tx(x):.1f},{ty(y):.1f}" for x, y in s.points]
+            if pts:
+                out.append(f"<polyline fill='none' stroke='{colour}' stroke-width='1.4' "
+                           f"stroke-dasharray='{dash}' points='{' '.join(pts)}'/>")
+            if s.markers:
+                out += [marker(i, tx(x), ty(y), colour) for x, y in s.points]
+            ly = T + 8 + 16 * i
+            out.append(f"<line x1='{W - R + 8}' y1='{ly}' x2='{W - R + 32}' y2='{ly}' stroke='{colour}' "
+                       f"stroke-width='1.6' stroke-dasharray='{dash}'/>"
+                       + (marker(i, W - R + 20, ly, colour) if s.markers else "")
+                       + f"<text x='{W - R + 36}' y='{ly + 4}' font-size='11' fill='{colour}'>"
+                       f"{escape(shorten(s.label, 18))}</text>")
+        for j, (v, label, colour) in enumerate(self.vlines):
+            X = min(max(tx(v), L), W - R)
+            out.append(f"<line x1='{X:.1f}' y1='{T}' x2='{X:.1f}' y2='{H - B}' stroke='{colour}' "
+                       f"stroke-dasharray='3 3'/><text x='{W - R + 8}' y='{H - B - 4 - 14 * j}' "
+                       f"font-size='11' fill='{colour}'>{escape(label)}</text>")
+        for v, label, colour in self.hlines:
+            Y = ty(v)
+            out.append(f"<line x1='{L}' y1='{Y:.1f}' x2='{W - R}' y2='{Y:.1f}' stroke='{colour}' "
+                       f"stroke-dasharray='5 3'/><text x='{W - R - 4}' y='{Y - 4:.1f}' text-anchor='end' "
+                       f"font-size='11' fill='{colour}'>{escape(label)}</text>")
+        out.append("</svg>")
+        return "".join(out)
+
+
+def shorten(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def marker(i: int, x: float, y: float, colour: str) -> str:
+    shape = MARKERS[i % len(MARKERS)]
+    if shape == "circle":
+        return f"<circle cx='{x:.1f}' cy='{y:.1f}' r='3' fill='{colour}'/>"
+    if shape == "square":
+        return f"<rect x='{x - 3:.1f}' y='{y - 3:.1f}' width='6' height='6' fill='{colour}'/>"
+    if shape == "triangle":
+        return f"<polygon points='{x:.1f},{y - 4:.1f} {x - 4:.1f},{y + 3:.1f} {x + 4:.1f},{y + 3:.1f}' fill='{colour}'/>"
+    return f"<polygon points='{x:.1f},{y - 4:.1f} {x + 4:.1f},{y:.1f} {x:.1f},{y + 4:.1f} {x - 4:.1f},{y:.1f}' fill='none' stroke='{colour}'/>"
+
+
+def heatmap(title: str, rows: list[str], cols: list[str], cells: dict[tuple[int, int], float | None],
+            row_label: str, col_label: str, binary: bool = False, cell_w: int = 58, cell_h: int = 24) -> str:
+    """A grid of cells (row i, column j). binary: 0 -> 'held' (light), >0 -> 'missed'
+    (dark, hatched); counts: a light-to-dark scale on log10(1+count), value printed in
+    every cell so the map needs no colour to be read."""
+    L, T = 34 + int(6.2 * max([len(r) for r in rows] + [4])), 34
+    W = max(L + cell_w * len(cols) + 20, int(7.2 * len(title)) + 20)
+    H = T + cell_h * len(rows) + 46
+    top = max([v for v in cells.values() if v is not None] + [1])
+    out = [f"<svg class='plot' width='{W}' height='{H}' viewBox='0 0 {W} {H}' role='img' "
+           f"aria-label='{escape(title)}'><title>{escape(title)}</title>",
+           "<defs><pattern id='hatch' width='6' height='6' patternUnits='userSpaceOnUse' "
+           "patternTransform='rotate(45)'><line x1='0' y1='0' x2='0' y2='6' stroke='#fff' stroke-width='2'/>"
+           "</pattern></defs>",
+           f"<text x='{W / 2:.0f}' y='18' text-anchor='middle' font-weight='bold' font-size='13'>{escape(title)}</text>"]
+    for i, r in enumerate(rows):
+        y = T + i * cell_h
+        out.append(f"<text x='{L - 6}' y='{y + cell_h / 2 + 4:.0f}' text-anchor='end' font-size='11'>{escape(r)}</text>")
+        for j, _ in enumerate(cols):
+            x = L + j * cell_w
+            v = cells.get((i, j))
+            if v is None:
+                fill, text, tc = "#fafafa", "·", "#999"
+            elif binary:
+                fill, text, tc = ("#c8e6c9", "0", "#000") if v == 0 else ("#7f0000", "miss", "#fff")
+            else:
+                shade = 0 if v == 0 else 0.25 + 0.75 * math.log10(1 + v) / math.log10(1 + top)
+                g = int(235 - shade * 200)
+                fill = "#e8f5e9" if v == 0 else f"rgb({min(255, g + 40)},{g // 2},{g // 2})"
+                text, tc = (fmt_tick(v) if v < 1e5 else f"{v:.0e}"), ("#000" if shade < 0.6 else "#fff")
+            out.append(f"<rect x='{x}' y='{y}' width='{cell_w - 1}' height='{cell_h - 1}' fill='{fill}'/>")
+            if binary and v:
+                out.append(f"<rect x='{x}' y='{y}' width='{cell_w - 1}' height='{cell_h - 1}' fill='url(#hatch)' opacity='0.35'/>")
+            out.append(f"<text x='{x + cell_w / 2:.0f}' y='{y + cell_h / 2 + 4:.0f}' text-anchor='middle' "
+                       f"font-size='10' fill='{tc}'>{escape(text)}</text>")
+    yb = T + len(rows) * cell_h
+    for j, c in enumerate(cols):
+        out.append(f"<text x='{L + j * cell_w + cell_w / 2:.0f}' y='{yb + 14}' text-anchor='middle' "
+                   f"font-size='10'>{escape(c)}</text>")
+    out.append(f"<text x='{L + cell_w * len(cols) / 2:.0f}' y='{yb + 34}' text-anchor='middle' "
+               f"font-size='12'>{escape(col_label)}</text>")
+    out.append(f"<text x='12' y='{T + len(rows) * cell_h / 2:.0f}' font-size='12' "
+               f"transform='rotate(-90 12 {T + len(rows) * cell_h / 2:.0f})' text-anchor='middle'>"
+               f"{escape(row_label)}</text></svg>")
+    return "".join(out)
+
+
+def budget_bar(title: str, period: float, parts: list[tuple[str, list[tuple[str, float]]]], unit: str = "µs",
+               width: int = 620) -> str:
+    """T = Ti + Ts + Tw as stacked horizontal bars, one per case (average, worst):
+    Ti, Ts, Tw each a colour and a fill pattern; a bar longer than T is a miss."""
+    L, R, T, bh = 110, 20, 30, 22
+    H = T + len(parts) * (bh + 12) + 40
+    total = max([period] + [sum(max(v, 0) for _, v in segs) for _, segs in parts])
+    scale = (width - L - R) / total if total > 0 else 1
+    fills = {"Ti": "#0d47a1", "Ts": "#e65100", "Tw": "#c8e6c9"}
+    out = [f"<svg class='plot' width='{width}' height='{H}' viewBox='0 0 {width} {H}' role='img' "
+           f"aria-label='{escape(title)}'><title>{escape(title)}</title>",
+           f"<text x='{width / 2:.0f}' y='18' text-anchor='middle' font-weight='bold' font-size='13'>{escape(title)}</text>"]
+    for i, (label, segs) in enumerate(parts):
+        y = T + i * (bh + 12)
+        x = L
+        out.append(f"<text x='{L - 6}' y='{y + bh / 2 + 4:.0f}' text-anchor='end' font-size='11'>{escape(label)}</text>")
+        for name, v in segs:
+            w = max(v, 0) * scale
+            if w <= 0:
+                continue
+            out.append(f"<rect x='{x:.1f}' y='{y}' width='{w:.1f}' height='{bh}' fill='{fills.get(name, '#999')}' "
+                       f"stroke='#000' stroke-width='0.5'/>")
+            if w > 60:
+                tc = "#000" if name == "Tw" else "#fff"
+                out.append(f"<text x='{x + w / 2:.1f}' y='{y + bh / 2 + 4:.0f}' text-anchor='middle' font-size='10' "
+                           f"fill='{tc}'>{name} {v:,.1f}</text>")
+            x += w
+    px = L + period * scale
+    yb = T + len(parts) * (bh + 12)
+    out.append(f"<line x1='{px:.1f}' y1='{T - 6}' x2='{px:.1f}' y2='{yb}' stroke='#b71c1c' stroke-dasharray='4 2'/>"
+               f"<text x='{px:.1f}' y='{yb + 14}' text-anchor='end' font-size='11' fill='#b71c1c'>"
+               f"deadline T = {period:,.0f} {unit}</text>")
+    out.append(f"<text x='{L}' y='{yb + 30}' font-size='11'>dark blue: Ti (dispatch latency), orange: Ts (compute), "
+               f"light green: Tw (slack); {unit}</text></svg>")
+    return "".join(out)
