@@ -109,10 +109,13 @@ def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tm
         # ground truth, whatever the noise: no cycle held back by the burst woke
         # before it ended, so none is reported less late than the burst forced it
         assert all(d + ti >= e for d, ti in pend)
-        in_burst = [(d, ti) for d, ti in pend if s <= d <= e]
-        assert in_burst, f"no cycle was due during the burst {s}..{e}"
-        first_d, first_ti = in_burst[0]
+        # the first cycle the burst held back: normally the first one due in it; when
+        # the cycle due just before the burst had not woken yet (a host stall), that
+        # one, and then with --overrun skip the deadlines inside the burst are skipped
+        assert pend, f"no cycle was held back by the burst {s}..{e}"
+        first_d, first_ti = pend[0]
         assert first_ti > THRESHOLD_NS
+        in_burst = [(d, ti) for d, ti in pend if s <= d <= e]
         held_back.update(pend)
         # The burst lasts at least X; the host can stretch it, so the exact bound
         # comes from its recorded length: only the first cycle due in it waits
