@@ -435,3 +435,26 @@ void rtg_bh_env_cpu(rtg_result *res, int cpu)
     rtg_json *c = rtg_j_set(res->env, "cpus", rtg_j_arr());
     rtg_j_push(c, rtg_j_int(cpu));
 }
+
+int rtg_inversion_run(const rtg_opts *o, rtg_lock_kind kind, rtg_inv_cfg *cfg, rtg_inv_result *r,
+                      rtg_result *res)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->cpu = rtg_bh_cpu(o);
+    if (cfg->cpu < 0)
+        return rtg_fail(res, RTG_EXIT_FAIL, "no CPU is available to this process; check its affinity.");
+    cfg->prio_low = (int)rtg_opt_int(o, "priority");
+    cfg->prio_med = cfg->prio_low + 1;
+    cfg->prio_high = cfg->prio_low + 2;
+    cfg->prio_ctl = cfg->prio_low + 3;
+    cfg->kind = kind;
+    cfg->cs_ns = rtg_opt_int(o, "cs-ms") * 1000000;
+    cfg->hog_ns = rtg_opt_int(o, "hog-ms") * 1000000;
+    cfg->timeout_ns = 2 * (cfg->hog_ns + cfg->cs_ns) + 50000000;
+    char err[512];
+    if (rtg_inversion(cfg, r, err, sizeof err) != 0)
+        return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    rtg_bh_env_cpu(res, cfg->cpu);
+    rtg_inversion_report(cfg, r, res);
+    return RTG_EXIT_OK;
+}

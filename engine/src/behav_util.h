@@ -95,6 +95,12 @@ typedef struct {
 
 /* 0, or -1 with err (setup failed: nothing was measured). */
 int rtg_inversion(const rtg_inv_cfg *cfg, rtg_inv_result *r, char *err, size_t errlen);
+/* The scenario with the lock `kind`, set up from the options --priority (low; medium,
+ * high and the controller at +1, +2, +3), --cs-ms, --hog-ms and --cpus, run, and
+ * reported (metrics and env). RTG_EXIT_OK with r filled, or RTG_EXIT_FAIL with the
+ * sentence in res. */
+int rtg_inversion_run(const rtg_opts *o, rtg_lock_kind kind, rtg_inv_cfg *cfg, rtg_inv_result *r,
+                      rtg_result *res);
 /* The scenario's timings as metrics (ns): high_wait, medium_hog, low_cs; and
  * low's effective priority before and while high waited. */
 void rtg_inversion_report(const rtg_inv_cfg *cfg, const rtg_inv_result *r, rtg_result *res);

@@ -36,24 +36,11 @@ static rtg_lock_kind parse_kind(const char *s)
 
 static int pi_run(const rtg_opts *o, rtg_result *res)
 {
-    rtg_inv_cfg cfg = {0};
-    cfg.cpu = rtg_bh_cpu(o);
-    if (cfg.cpu < 0)
-        return rtg_fail(res, RTG_EXIT_FAIL, "no CPU is available to this process; check its affinity.");
-    cfg.prio_low = (int)rtg_opt_int(o, "priority");
-    cfg.prio_med = cfg.prio_low + 1;
-    cfg.prio_high = cfg.prio_low + 2;
-    cfg.prio_ctl = cfg.prio_low + 3;
-    cfg.kind = parse_kind(rtg_opt_str(o, "primitive"));
-    cfg.cs_ns = rtg_opt_int(o, "cs-ms") * 1000000;
-    cfg.hog_ns = rtg_opt_int(o, "hog-ms") * 1000000;
-    cfg.timeout_ns = 2 * (cfg.hog_ns + cfg.cs_ns) + 50000000;
+    rtg_inv_cfg cfg;
     rtg_inv_result r;
-    char err[512];
-    if (rtg_inversion(&cfg, &r, err, sizeof err) != 0)
-        return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
-    rtg_bh_env_cpu(res, cfg.cpu);
-    rtg_inversion_report(&cfg, &r, res);
+    int status = rtg_inversion_run(o, parse_kind(rtg_opt_str(o, "primitive")), &cfg, &r, res);
+    if (status != RTG_EXIT_OK)
+        return status;
     bool protected_ = r.acquired && r.t_acquire < r.t_med_end;
     if (protected_)
         rtg_verdict(res, "protected", true,
