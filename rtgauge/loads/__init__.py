@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtgauge.errors import UserError
+from rtgauge.loads.partition import join_placement
 
 HERE = Path(__file__).resolve().parent
 SUPERVISOR = HERE / "supervise.py"
@@ -117,21 +118,6 @@ def kill_session(sid: int) -> None:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-
-
-def join_placement(cpus: list[int] | None, cgroup_procs: str | None):
-    """preexec_fn for a load's supervisor: join the load's cpuset and CPUs; everything
-    it starts inherits both."""
-    def place() -> None:
-        if cgroup_procs:
-            fd = os.open(cgroup_procs, os.O_WRONLY)
-            try:
-                os.write(fd, b"0")
-            finally:
-                os.close(fd)
-        if cpus:
-            os.sched_setaffinity(0, cpus)
-    return place
 
 
 class ProcessLoad(Load):

@@ -244,3 +244,19 @@ def apply_cpusets(partition: Partition, root: str = "/") -> Partition:
              "housekeeping": partition.housekeeping_cpus}
     partition.cpusets, partition.cpuset_note = create_cpusets(roles, root)
     return partition
+
+
+def join_placement(cpus: list[int] | None, cgroup_procs: str | None):
+    """preexec_fn: the child joins the cgroup whose cgroup.procs is given and takes
+    the CPUs; everything it starts inherits both. Used for loads, the engine and the
+    trace marker writer."""
+    def place() -> None:
+        if cgroup_procs:
+            fd = os.open(cgroup_procs, os.O_WRONLY)
+            try:
+                os.write(fd, b"0")
+            finally:
+                os.close(fd)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+    return place

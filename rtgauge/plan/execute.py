@@ -32,7 +32,7 @@ from typing import Callable, Iterator
 from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
 from rtgauge.loads import Load, LoadContext, make_load
-from rtgauge.loads.partition import Partition, apply_cpusets
+from rtgauge.loads.partition import Partition, apply_cpusets, join_placement
 from rtgauge.plan import Job
 from rtgauge.tools import cyclictest
 from rtgauge.trace import ThresholdTrace, Tracefs
@@ -195,17 +195,7 @@ def measurement_placement(partition: Partition | None):
     same affinity, so the collector can leave the measured CPUs."""
     if partition is None:
         return None
-    procs, cpus = partition.procs_file("rt"), partition.engine_cpuset_cpus()
-
-    def place() -> None:
-        if procs:
-            fd = os.open(procs, os.O_WRONLY)
-            try:
-                os.write(fd, b"0")
-            finally:
-                os.close(fd)
-        os.sched_setaffinity(0, cpus)
-    return place
+    return join_placement(partition.engine_cpuset_cpus(), partition.procs_file("rt"))
 
 
 def is_engine_latency(job: Job) -> bool:

@@ -14,6 +14,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rtgauge.loads.partition import join_placement
+
 CANDIDATES = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 EVENTS = ("sched/sched_switch", "sched/sched_wakeup", "sched/sched_waking", "sched/sched_migrate_task",
           "irq/irq_handler_entry", "irq/irq_handler_exit", "irq/softirq_entry", "irq/softirq_exit",
@@ -110,16 +112,7 @@ class ThresholdTrace:
         """A marker lands in the buffer of the CPU that writes it, and only a traced CPU
         has one: write it from a short-lived process on a traced CPU."""
         cpu = self.cpus[0] if cpu is None or cpu not in self.cpus else cpu
-        procs = self.cgroup_procs
-
-        def place() -> None:
-            if procs:
-                fd = os.open(procs, os.O_WRONLY)
-                try:
-                    os.write(fd, b"0")
-                finally:
-                    os.close(fd)
-            os.sched_setaffinity(0, [cpu])
+        place = join_placement([cpu], self.cgroup_procs)
         subprocess.run(["sh", "-c", 'printf %s "$1" > "$2"', "sh", text, str(self.instance / "trace_marker")],
                        preexec_fn=place, capture_output=True, timeout=10)
 
