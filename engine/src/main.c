@@ -20,6 +20,7 @@ extern const rtg_test rtg_test_thr_rr, rtg_test_sem_lck, rtg_test_sem_rel, rtg_t
 extern const rtg_test rtg_test_switch, rtg_test_preempt, rtg_test_shuffle, rtg_test_message;
 extern const rtg_test rtg_test_sem, rtg_test_mutex, rtg_test_thread, rtg_test_tick, rtg_test_deadlock_break;
 extern const rtg_test rtg_test_tire;
+extern const rtg_test rtg_test_hil;
 
 /* The one table of tests: adding a test is one line here (and its file in
  * src/meson.build). */
@@ -44,6 +45,7 @@ static const rtg_test *const tests[] = {
     &rtg_test_tick,
     &rtg_test_deadlock_break,
     &rtg_test_tire,
+    &rtg_test_hil,
     NULL,
 };
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rtgauge.errors import UserError
 
-BUILTIN = ("quick", "standard", "micro")
+BUILTIN = ("quick", "standard", "micro", "hil")
 CROSS_CHECKS = ("cyclictest",)
 _TOP_KEYS = {"name", "description", "settings", "jobs", "tire"}
 _JOB_KEYS = {"name", "test", "conditions", "cross_check", "options"}

@@ -1,0 +1,93 @@
+/* hil link: UDP sockets of the loop, thread setup and the busy-work payload. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "hil/hil.h"
+
+int hil_parse_address(const char *text, struct sockaddr_in *sa, char *err, size_t errlen)
+{
+    char host[64];
+    const char *colon = strrchr(text, ':');
+    memset(sa, 0, sizeof *sa);
+    sa->sin_family = AF_INET;
+    if (!colon || colon == text || (size_t)(colon - text) >= sizeof host) {
+        snprintf(err, errlen, "--address '%s' is not HOST:PORT; give an IPv4 address and port, e.g. 10.0.0.2:9000.", text);
+        return -1;
+    }
+    memcpy(host, text, (size_t)(colon - text));
+    host[colon - text] = '\0';
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || end == colon + 1 || port < 0 || port > 65535 || inet_pton(AF_INET, host, &sa->sin_addr) != 1) {
+        snprintf(err, errlen, "--address '%s' is not HOST:PORT with an IPv4 address and a port 0-65535; give e.g. 10.0.0.2:9000.", text);
+        return -1;
+    }
+    sa->sin_port = htons((uint16_t)port);
+    return 0;
+}
+
+int hil_bind(const struct sockaddr_in *sa, bool rx_timestamps, bool *got_ts, char *err, size_t errlen)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open a UDP socket (%s).", strerror(errno));
+        return -1;
+    }
+    /* Room for a backlog of frames when the simulation falls behind: the
+     * frames then wait (and count as late) rather than being dropped at once. */
+    int buf = 1 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+    if (got_ts)
+        *got_ts = false;
+    if (rx_timestamps) {
+        int on = 1;
+        if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0 && got_ts)
+            *got_ts = true;
+    }
+    if (bind(fd, (const struct sockaddr *)sa, sizeof *sa) != 0) {
+        char a[INET_ADDRSTRLEN] = "?";
+        inet_ntop(AF_INET, &sa->sin_addr, a, sizeof a);
+        snprintf(err, errlen, "cannot bind UDP %s:%u (%s); give a local address and a free port.", a,
+                 ntohs(sa->sin_port), strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int hil_connect(int fd, const struct sockaddr_in *to, char *err, size_t errlen)
+{
+    if (connect(fd, (const struct sockaddr *)to, sizeof *to) != 0) {
+        snprintf(err, errlen, "cannot address the simulation (%s); check --address.", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int hil_thread_setup(const hil_thread_cfg *c, rtg_sched *got, char *err, size_t errlen)
+{
+    if (c->cpu >= 0 && rtg_pin_cpu(c->cpu, err, errlen) != 0)
+        return -1;
+    if (rtg_sched_apply(got, c->policy, c->priority, c->allow_fallback, err, errlen) != 0)
+        return -1;
+    rtg_prefault_stack(64 * 1024);
+    return 0;
+}
+
+/* Spins on the clock: a fixed wall time per step whatever the CPU's speed, so a
+ * slowed simulation is slow by exactly the amount asked. */
+double hil_work_step(void *arg)
+{
+    hil_work *w = arg;
+    int64_t end = rtg_mono_ns() + w->ns;
+    while (rtg_mono_ns() < end)
+        ;
+    return (double)++w->steps;
+}

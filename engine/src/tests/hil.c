@@ -1,0 +1,466 @@
+/* hil: the hardware-in-the-loop loop (SPEC.md T = Ti + Ts + Tw, with Ti from a
+ * frame's arrival). --role both (default) runs a device thread and a simulation
+ * thread in this process over loopback; --role sim / device run one side, the
+ * other being at --address (another namespace, or a real device on a NIC).
+ * Nothing but loopback or --address is ever contacted. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tire/model.h"
+#include "tire/solver.h"
+#include "tire/team.h"
+
+#include "clock.h"
+#include "hil/hil.h"
+#include "rt.h"
+#include "samples.h"
+#include "test.h"
+
+#define MAX_FRAMES 100000000LL
+#define TIRE_MAX_DT 0.01     /* the tire's step stays well inside its stability bound */
+
+static const rtg_opt hil_opts[] = {
+    {"role", RTG_OPT_ENUM, "both", 0, 0, "both|sim|device",
+     "both: device and simulation in this process over loopback; sim / device: one side, the other at --address"},
+    {"address", RTG_OPT_STR, NULL, 0, 0, NULL,
+     "HOST:PORT (IPv4). --role sim: the address to listen on; --role device: the simulation's address"},
+    {"period-us", RTG_OPT_INT, "1000", 20, 1000000, NULL, "the device sends one frame every period, in microseconds"},
+    {"duration-s", RTG_OPT_NUM, "5", 0.01, 86400, NULL, "how long the device sends (ignored when --frames is given)"},
+    {"frames", RTG_OPT_INT, NULL, 1, MAX_FRAMES, NULL, "frames to send; wins over --duration-s"},
+    {"payload", RTG_OPT_ENUM, "none", 0, 0, "none|work|tire",
+     "simulation step per frame: nothing, a spin of --work-us, or one tire-model step"},
+    {"work-us", RTG_OPT_INT, "100", 0, 1000000, NULL, "--payload work: wall time of one step, in microseconds"},
+    {"masses", RTG_OPT_INT, "1000", 4, 1000000, NULL, "--payload tire: masses of the ring (a multiple of 4)"},
+    {"threads", RTG_OPT_INT, "1", 1, 64, NULL, "--payload tire: solver threads (the first is the simulation thread)"},
+    {"solver", RTG_OPT_ENUM, "locked", 0, 0, "locked|fast", "--payload tire: solver (see the tire test)"},
+    {"frame-bytes", RTG_OPT_INT, "64", HIL_MIN_FRAME, HIL_MAX_FRAME, NULL, "UDP payload of an input frame, bytes"},
+    {"device-cpu", RTG_OPT_INT, NULL, 0, RTG_MAX_CPUS - 1, NULL,
+     "CPU of the device thread (default: the first of --cpus or of the allowed CPUs)"},
+    {"sim-cpu", RTG_OPT_INT, NULL, 0, RTG_MAX_CPUS - 1, NULL,
+     "CPU of the simulation thread (default: the second of --cpus or of the allowed CPUs)"},
+    {"linger-ms", RTG_OPT_INT, "200", 0, 60000, NULL,
+     "after the last frame the device waits this long for late replies; none by then is lost"},
+    {"start-delay-ms", RTG_OPT_INT, "100", 10, 60000, NULL, "first frame this long after start"},
+    {"wait-s", RTG_OPT_NUM, "10", 0.1, 3600, NULL, "--role sim: give up when no frame arrives within this"},
+    {"idle-ms", RTG_OPT_INT, "1000", 10, 3600000, NULL,
+     "--role sim: stop when no frame arrives for this long after one did"},
+    {"device-local", RTG_OPT_FLAG, NULL, 0, 0, NULL,
+     "--role sim: the device runs on this host (same CLOCK_MONOTONIC), so Tw uses its send schedule"},
+    {"sim-drop-every", RTG_OPT_INT, NULL, 2, 1000000000, NULL,
+     "test of loss accounting: the simulation ignores every Nth frame (no reply)"},
+    {0},
+};
+
+typedef struct {
+    const char *role;
+    bool run_sim, run_device;
+    int64_t period_ns;
+    uint64_t frames;
+    int device_cpu, sim_cpu;
+    int cpus[RTG_MAX_CPUS];
+    int ncpus;
+} hil_plan;
+
+static bool cpu_allowed(const hil_plan *p, int cpu)
+{
+    int all[RTG_MAX_CPUS];
+    int n = rtg_allowed_cpus(all, RTG_MAX_CPUS);
+    for (int i = 0; i < n; i++)
+        if (all[i] == cpu)
+            return true;
+    (void)p;
+    return false;
+}
+
+/* Options that only make sense with another option: a usage error otherwise. */
+static int check_pairs(const rtg_opts *o, const hil_plan *p, rtg_result *res)
+{
+    const char *payload = rtg_opt_str(o, "payload");
+    if (rtg_opt_user(o, "work-us") && strcmp(payload, "work") != 0)
+        return rtg_fail(res, RTG_EXIT_USAGE, "--work-us needs --payload work; add it or drop --work-us.");
+    const char *tire_only[] = {"masses", "threads", "solver"};
+    for (int i = 0; i < 3; i++)
+        if (rtg_opt_user(o, tire_only[i]) && strcmp(payload, "tire") != 0)
+            return rtg_fail(res, RTG_EXIT_USAGE, "--%s needs --payload tire; add it or drop --%s.",
+                            tire_only[i], tire_only[i]);
+    bool both = strcmp(p->role, "both") == 0;
+    if (both && rtg_opt_given(o, "address"))
+        return rtg_fail(res, RTG_EXIT_USAGE,
+                        "--address needs --role sim or --role device (--role both runs over loopback).");
+    if (!both && !rtg_opt_given(o, "address"))
+        return rtg_fail(res, RTG_EXIT_USAGE, "--role %s needs --address HOST:PORT.", p->role);
+    if (!p->run_sim) {
+        const char *sim_only[] = {"sim-cpu", "sim-drop-every", "device-local", "wait-s", "idle-ms", "payload"};
+        for (int i = 0; i < 6; i++)
+            if (rtg_opt_user(o, sim_only[i]))
+                return rtg_fail(res, RTG_EXIT_USAGE, "--%s is an option of the simulation; it needs --role sim or both.",
+                                sim_only[i]);
+    }
+    if (!p->run_device && rtg_opt_user(o, "device-cpu"))
+        return rtg_fail(res, RTG_EXIT_USAGE, "--device-cpu needs --role device or both.");
+    if (strcmp(payload, "tire") == 0) {
+        int64_t n = rtg_opt_int(o, "masses"), k = rtg_opt_int(o, "threads");
+        if (n % 4 != 0)
+            return rtg_fail(res, RTG_EXIT_USAGE, "--masses %lld is not a multiple of 4; give e.g. %lld.",
+                            (long long)n, (long long)(n / 4 * 4));
+        if (k > n)
+            return rtg_fail(res, RTG_EXIT_USAGE, "--threads %lld is more than --masses %lld; every thread needs a mass.",
+                            (long long)k, (long long)n);
+    }
+    return RTG_EXIT_OK;
+}
+
+static int plan_run(const rtg_opts *o, hil_plan *p, rtg_result *res)
+{
+    memset(p, 0, sizeof *p);
+    p->role = rtg_opt_str(o, "role");
+    p->run_sim = strcmp(p->role, "device") != 0;
+    p->run_device = strcmp(p->role, "sim") != 0;
+    int status = check_pairs(o, p, res);
+    if (status != RTG_EXIT_OK)
+        return status;
+    p->period_ns = rtg_opt_int(o, "period-us") * 1000;
+    double frames = rtg_opt_given(o, "frames") ? (double)rtg_opt_int(o, "frames")
+                                               : rtg_opt_num(o, "duration-s") * 1e9 / (double)p->period_ns;
+    if (frames > (double)MAX_FRAMES)
+        return rtg_fail(res, RTG_EXIT_USAGE, "--duration-s %g at --period-us %lld is %.0f frames, more than %lld; "
+                        "give a shorter duration or a longer period.", rtg_opt_num(o, "duration-s"),
+                        (long long)(p->period_ns / 1000), frames, MAX_FRAMES);
+    p->frames = frames < 1 ? 1 : (uint64_t)(frames + 0.5);
+    p->ncpus = rtg_opt_given(o, "cpus") ? rtg_opt_cpus(o, "cpus", p->cpus, RTG_MAX_CPUS)
+                                        : rtg_allowed_cpus(p->cpus, RTG_MAX_CPUS);
+    if (p->ncpus < 1)
+        return rtg_fail(res, RTG_EXIT_FAIL, "no CPU is available to this process; check its affinity.");
+    p->device_cpu = rtg_opt_given(o, "device-cpu") ? (int)rtg_opt_int(o, "device-cpu") : p->cpus[0];
+    p->sim_cpu = rtg_opt_given(o, "sim-cpu") ? (int)rtg_opt_int(o, "sim-cpu") : p->cpus[1 % p->ncpus];
+    const char *which[] = {"device-cpu", "sim-cpu"};
+    int cpu[] = {p->device_cpu, p->sim_cpu};
+    for (int i = 0; i < 2; i++)
+        if (rtg_opt_given(o, which[i]) && !cpu_allowed(p, cpu[i]))
+            return rtg_fail(res, RTG_EXIT_USAGE, "--%s %d is not a CPU this process may run on; pick one of its allowed CPUs.",
+                            which[i], cpu[i]);
+    return RTG_EXIT_OK;
+}
+
+/* ---- the tire payload ---- */
+
+typedef struct {
+    tire_state st;
+    tire_solver *solver;
+    tire_team *team;
+} hil_tire;
+
+static double tire_step(void *arg)
+{
+    hil_tire *t = arg;
+    double cy = 0.0;
+    tire_team_step(t->team, true, &cy);
+    return cy;
+}
+
+static int tire_start(hil_tire *t, const rtg_opts *o, const hil_plan *p, rtg_json *env, char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    double dt = (double)p->period_ns / 1e9;
+    if (dt > TIRE_MAX_DT)
+        dt = TIRE_MAX_DT;
+    tire_params tp;
+    tire_params_init(&tp, rtg_opt_int(o, "masses"), dt, 0.3, 0.2, 9.81);
+    if (tire_state_init(&t->st, &tp) != 0) {
+        snprintf(err, errlen, "out of memory for %lld masses; use fewer.", (long long)tp.n);
+        return -1;
+    }
+    int k = (int)rtg_opt_int(o, "threads");
+    tire_solver_kind kind = strcmp(rtg_opt_str(o, "solver"), "fast") == 0 ? TIRE_SOLVER_FAST : TIRE_SOLVER_LOCKED;
+    t->solver = tire_solver_new(&t->st, kind, TIRE_LOCK_MUTEX, k, err, errlen);
+    if (!t->solver)
+        return -1;
+    static int cpus[64];
+    int start = 0;
+    for (int i = 0; i < p->ncpus; i++)
+        if (p->cpus[i] == p->sim_cpu)
+            start = i;
+    cpus[0] = p->sim_cpu;
+    for (int i = 1; i < k; i++)
+        cpus[i] = p->cpus[(start + i) % p->ncpus];
+    tire_team_cfg tc = {.nthreads = k, .cpus = cpus, .allow_fallback = rtg_opt_flag(o, "allow-fallback"),
+                        .priority = (int)rtg_opt_int(o, "priority")};
+    rtg_policy_parse(rtg_opt_str(o, "policy"), &tc.policy);
+    t->team = tire_team_start(t->solver, &tc, err, errlen);
+    if (!t->team)
+        return -1;
+    rtg_j_set(env, "tire_step_s", rtg_j_num(dt));
+    return 0;
+}
+
+static void tire_stop(hil_tire *t)
+{
+    uint64_t nv = 0, niv = 0;
+    if (t->team)
+        tire_team_stop(t->team, &nv, &niv);
+    tire_solver_free(t->solver);
+    tire_state_free(&t->st);
+}
+
+/* ---- running the roles ---- */
+
+typedef struct {
+    hil_sim_cfg cfg;
+    hil_sim_out out;
+    int rc;
+} sim_job;
+
+typedef struct {
+    hil_device_cfg cfg;
+    hil_device_out out;
+    int rc;
+} device_job;
+
+static void *sim_thread(void *arg)
+{
+    sim_job *j = arg;
+    j->rc = hil_sim_run(&j->cfg, &j->out);
+    return NULL;
+}
+
+static void *device_thread(void *arg)
+{
+    device_job *j = arg;
+    j->rc = hil_device_run(&j->cfg, &j->out);
+    return NULL;
+}
+
+static hil_thread_cfg thread_cfg(const rtg_opts *o, int cpu)
+{
+    hil_thread_cfg c = {.cpu = cpu, .priority = (int)rtg_opt_int(o, "priority"),
+                        .allow_fallback = rtg_opt_flag(o, "allow-fallback")};
+    rtg_policy_parse(rtg_opt_str(o, "policy"), &c.policy);
+    return c;
+}
+
+static void put_thread(rtg_json *arr, const char *role, int cpu, int tid, const rtg_sched *s)
+{
+    rtg_json *j = rtg_j_push(arr, rtg_j_obj());
+    rtg_j_set(j, "role", rtg_j_str(role));
+    rtg_j_set(j, "cpu", rtg_j_int(cpu));
+    rtg_j_set(j, "tid", rtg_j_int(tid));
+    rtg_j_set(j, "policy", rtg_j_str(rtg_policy_name(s->policy)));
+    rtg_j_set(j, "priority", rtg_j_int(s->priority));
+    rtg_j_set(j, "fallback", rtg_j_bool(s->fallback));
+}
+
+static void put_dist(rtg_result *res, const char *name, const int64_t *v, uint64_t n)
+{
+    rtg_dist d;
+    if (rtg_dist_init(&d, 0, 0) != 0)
+        return;
+    rtg_dist_add_array(&d, v, n);
+    rtg_j_set(res->metrics, name, rtg_j_dist(&d, "ns"));
+    rtg_dist_free(&d);
+}
+
+/* Device side: round trips, and which frames were late (reply after the next
+ * send instant) or lost (no reply by the end of --linger-ms). */
+static void report_device(const device_job *j, rtg_result *res)
+{
+    const hil_device_out *o = &j->out;
+    int64_t *rt = calloc(o->sent ? o->sent : 1, sizeof *rt);
+    uint64_t n = 0, late = 0;
+    for (uint64_t k = 0; k < o->sent; k++) {
+        if (!o->reply_ns[k])
+            continue;
+        rt[n++] = o->reply_ns[k] - o->send_ns[k];
+        if (o->reply_ns[k] > j->cfg.start_ns + (int64_t)(k + 1) * j->cfg.period_ns)
+            late++;
+    }
+    uint64_t lost = o->sent - o->received;
+    rtg_json *m = res->metrics;
+    rtg_j_set(m, "sent", rtg_j_scalar_int((int64_t)o->sent, "count"));
+    rtg_j_set(m, "received", rtg_j_scalar_int((int64_t)o->received, "count"));
+    rtg_j_set(m, "lost_frames", rtg_j_scalar_int((int64_t)lost, "count"));
+    rtg_j_set(m, "late", rtg_j_scalar_int((int64_t)late, "count"));
+    rtg_j_set(m, "misses", rtg_j_scalar_int((int64_t)(late + lost), "count"));
+    rtg_j_set(m, "duplicate_replies", rtg_j_scalar_int((int64_t)o->duplicate, "count"));
+    rtg_j_set(m, "bad_replies", rtg_j_scalar_int((int64_t)o->bad, "count"));
+    rtg_j_set(m, "send_errors", rtg_j_scalar_int((int64_t)o->send_errors, "count"));
+    rtg_j_set(m, "send_lag_max", rtg_j_scalar_int(o->max_send_lag_ns, "ns"));
+    if (rt)
+        put_dist(res, "round_trip", rt, n);
+    free(rt);
+    rtg_verdict(res, "no_frame_lost", lost == 0, "%llu of %llu frames got no reply",
+                (unsigned long long)lost, (unsigned long long)o->sent);
+    rtg_verdict(res, "no_deadline_missed", late + lost == 0,
+                "%llu of %llu replies were not back before the next frame was due",
+                (unsigned long long)(late + lost), (unsigned long long)o->sent);
+}
+
+static void report_sim(const sim_job *j, rtg_result *res)
+{
+    const hil_sim_out *o = &j->out;
+    rtg_json *m = res->metrics;
+    rtg_j_set(m, "sim_received", rtg_j_scalar_int((int64_t)o->received, "count"));
+    rtg_j_set(m, "sim_answered", rtg_j_scalar_int((int64_t)o->answered, "count"));
+    rtg_j_set(m, "sim_ignored", rtg_j_scalar_int((int64_t)o->ignored, "count"));
+    rtg_j_set(m, "sequence_gaps", rtg_j_scalar_int((int64_t)o->gaps, "count"));
+    rtg_j_set(m, "reordered", rtg_j_scalar_int((int64_t)o->reordered, "count"));
+    rtg_j_set(m, "bad_frames", rtg_j_scalar_int((int64_t)o->bad, "count"));
+    uint64_t overruns = 0;
+    for (uint64_t k = 0; k < o->n; k++)
+        overruns += o->tw[k] < 0;
+    rtg_j_set(m, "sim_overruns", rtg_j_scalar_int((int64_t)overruns, "count"));
+    rtg_j_set(m, "sim_nvcsw", rtg_j_scalar_int((int64_t)o->nvcsw, "count"));
+    rtg_j_set(m, "sim_nivcsw", rtg_j_scalar_int((int64_t)o->nivcsw, "count"));
+    put_dist(res, "ti", o->ti, o->n);
+    put_dist(res, "ts", o->ts, o->n);
+    put_dist(res, "tw", o->tw, o->n);
+    rtg_j_set(res->env, "ti_arrival",
+              rtg_j_str(o->kernel_ts ? "kernel receive timestamp (SO_TIMESTAMPNS)"
+                        : j->cfg.device_local ? "device send timestamp (no kernel receive timestamp)"
+                                              : "unavailable (no kernel timestamp, device clock unknown): ti is 0"));
+    rtg_j_set(res->env, "tw_reference",
+              rtg_j_str(o->anchored ? "first arrival + k periods (device clock unknown)"
+                                    : "device send schedule + one period"));
+}
+
+static int open_sockets(const rtg_opts *o, const hil_plan *p, int *sim_fd, int *dev_fd, bool *kts,
+                        rtg_json *env, char *err, size_t errlen)
+{
+    struct sockaddr_in sa;
+    *sim_fd = *dev_fd = -1;
+    if (p->run_sim) {
+        if (p->run_device) {
+            memset(&sa, 0, sizeof sa);
+            sa.sin_family = AF_INET;
+            sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        } else if (hil_parse_address(rtg_opt_str(o, "address"), &sa, err, errlen) != 0) {
+            return RTG_EXIT_USAGE;
+        }
+        if ((*sim_fd = hil_bind(&sa, true, kts, err, errlen)) < 0)
+            return RTG_EXIT_FAIL;
+        socklen_t len = sizeof sa;
+        getsockname(*sim_fd, (struct sockaddr *)&sa, &len);
+        char a[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &sa.sin_addr, a, sizeof a);
+        rtg_j_set(env, "sim_address", rtg_j_strf("%s:%u", a, ntohs(sa.sin_port)));
+    }
+    if (p->run_device) {
+        struct sockaddr_in to = sa, local;
+        if (!p->run_sim && hil_parse_address(rtg_opt_str(o, "address"), &to, err, errlen) != 0)
+            return RTG_EXIT_USAGE;
+        memset(&local, 0, sizeof local);
+        local.sin_family = AF_INET;
+        local.sin_addr.s_addr = p->run_sim ? htonl(INADDR_LOOPBACK) : htonl(INADDR_ANY);
+        if ((*dev_fd = hil_bind(&local, false, NULL, err, errlen)) < 0)
+            return RTG_EXIT_FAIL;
+        if (hil_connect(*dev_fd, &to, err, errlen) != 0)
+            return RTG_EXIT_FAIL;
+    }
+    rtg_j_set(env, "transport", rtg_j_str(p->run_sim && p->run_device ? "loopback" : "address"));
+    return RTG_EXIT_OK;
+}
+
+static int hil_main(const rtg_opts *o, rtg_result *res)
+{
+    static hil_plan p;
+    int status = plan_run(o, &p, res);
+    if (status != RTG_EXIT_OK)
+        return status;
+    char err[512] = "";
+    int sim_fd = -1, dev_fd = -1;
+    bool kts = false;
+    static sim_job sj;
+    static device_job dj;
+    static hil_tire tire;
+    static hil_work work;
+    memset(&sj, 0, sizeof sj);
+    memset(&dj, 0, sizeof dj);
+    memset(&tire, 0, sizeof tire);
+    _Atomic int device_done = 0;
+    const char *payload = rtg_opt_str(o, "payload");
+    rtg_j_set(res->env, "role", rtg_j_str(p.role));
+    rtg_j_set(res->env, "frames_planned", rtg_j_int((int64_t)p.frames));
+    status = open_sockets(o, &p, &sim_fd, &dev_fd, &kts, res->env, err, sizeof err);
+    if (status == RTG_EXIT_OK && p.run_sim && strcmp(payload, "tire") == 0 &&
+        tire_start(&tire, o, &p, res->env, err, sizeof err) != 0)
+        status = RTG_EXIT_FAIL;
+    if (status != RTG_EXIT_OK)
+        goto out;
+
+    if (p.run_sim) {
+        sj.cfg = (hil_sim_cfg){.th = thread_cfg(o, p.sim_cpu), .fd = sim_fd, .period_ns = p.period_ns,
+                               .frames = p.frames, .device_local = p.run_device || rtg_opt_flag(o, "device-local"),
+                               .drop_every = rtg_opt_given(o, "sim-drop-every") ? (uint64_t)rtg_opt_int(o, "sim-drop-every") : 0,
+                               .device_done = p.run_device ? &device_done : NULL};
+        if (strcmp(payload, "work") == 0) {
+            work.ns = rtg_opt_int(o, "work-us") * 1000;
+            sj.cfg.step = hil_work_step;
+            sj.cfg.step_arg = &work;
+        } else if (strcmp(payload, "tire") == 0) {
+            sj.cfg.step = tire_step;
+            sj.cfg.step_arg = &tire;
+        }
+        int64_t start_ms = rtg_opt_int(o, "start-delay-ms");
+        sj.cfg.first_wait_ns = p.run_device ? (start_ms + 10000) * 1000000LL
+                                            : (int64_t)(rtg_opt_num(o, "wait-s") * 1e9);
+        sj.cfg.idle_ns = p.run_device ? INT64_MAX / 4 : rtg_opt_int(o, "idle-ms") * 1000000LL;
+    }
+    if (p.run_device)
+        dj.cfg = (hil_device_cfg){.th = thread_cfg(o, p.device_cpu), .fd = dev_fd, .period_ns = p.period_ns,
+                                  .frames = p.frames, .frame_bytes = (size_t)rtg_opt_int(o, "frame-bytes"),
+                                  .start_ns = rtg_mono_ns() + rtg_opt_int(o, "start-delay-ms") * 1000000LL,
+                                  .linger_ns = rtg_opt_int(o, "linger-ms") * 1000000LL};
+    pthread_t st, dt;
+    bool sim_started = p.run_sim && pthread_create(&st, NULL, sim_thread, &sj) == 0;
+    bool dev_started = p.run_device && pthread_create(&dt, NULL, device_thread, &dj) == 0;
+    if (dev_started)
+        pthread_join(dt, NULL);
+    atomic_store(&device_done, 1);
+    if (sim_started)
+        pthread_join(st, NULL);
+    if ((p.run_sim && !sim_started) || (p.run_device && !dev_started)) {
+        status = rtg_fail(res, RTG_EXIT_FAIL, "cannot start the loop's threads (%s).", strerror(errno));
+        goto out;
+    }
+    if (p.run_device && dj.rc != 0) {
+        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", dj.out.err);
+        goto out;
+    }
+    if (p.run_sim && sj.rc != 0 && !rtg_stop) {
+        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", sj.out.err);
+        goto out;
+    }
+    rtg_json *th = rtg_j_set(res->env, "threads", rtg_j_arr());
+    if (p.run_device) {
+        put_thread(th, "device", p.device_cpu, dj.out.tid, &dj.out.sched);
+        report_device(&dj, res);
+    }
+    if (p.run_sim) {
+        put_thread(th, "sim", p.sim_cpu, sj.out.tid, &sj.out.sched);
+        report_sim(&sj, res);
+    }
+out:
+    if (status != RTG_EXIT_OK && err[0] && !res->error[0])
+        status = rtg_fail(res, status, "%s", err);
+    tire_stop(&tire);
+    hil_sim_out_free(&sj.out);
+    hil_device_out_free(&dj.out);
+    if (sim_fd >= 0)
+        close(sim_fd);
+    if (dev_fd >= 0)
+        close(dev_fd);
+    return status;
+}
+
+const rtg_test rtg_test_hil = {
+    .name = "hil",
+    .help = "hardware-in-the-loop: a device sends UDP frames each period, the simulation steps and replies",
+    .opts = hil_opts,
+    .flags = RTG_TEST_RT,
+    .run = hil_main,
+};

@@ -1,0 +1,81 @@
+"""hil across a veth pair between two network namespaces (rtgauge.hil.veth): both
+documents come back, and the namespaces are gone afterwards, also when one side
+is killed in the middle of the run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+
+import pytest
+
+from rtgauge.errors import UserError
+from rtgauge.hil.veth import merge, netns_alive, run_veth, split_options
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not all(shutil.which(t) for t in ("ip", "unshare", "nsenter")),
+    reason="needs root, ip (iproute2), unshare and nsenter (util-linux) for network namespaces")
+
+QUIET = ["--policy", "other", "--no-mlock"]
+
+
+def value(doc, name):
+    return doc["metrics"][name]["value"]
+
+
+def test_loop_through_veth_and_namespaces_removed(engine_bin):
+    r = run_veth(["--frames", "500", "--period-us", "1000", *QUIET], time_limit_s=60, engine=engine_bin)
+    assert r.errors == [] and r.sim_status == 0 and r.device_status == 0
+    assert len(r.namespaces) == 2 and len(set(r.namespaces)) == 2
+    assert not any(netns_alive(ns) for ns in r.namespaces)
+    d = merge(r)
+    assert d["env"]["transport"] == "veth"
+    assert value(d, "sent") == 500
+    assert value(d, "sent") == value(d, "received") + value(d, "lost_frames")
+    assert value(d, "sim_received") + value(d, "sequence_gaps") == 500
+    assert d["metrics"]["round_trip"]["count"] == value(d, "received")
+    assert d["env"]["sim_env"]["sim_address"].startswith("10.254.")
+
+
+def kill_after(side, delay=0.5):
+    def act(pair, sim, dev):
+        time.sleep(delay)
+        (sim if side == "sim" else dev).send_signal(signal.SIGKILL)
+    return act
+
+
+def test_sim_killed_frames_lost_and_namespaces_removed(engine_bin):
+    r = run_veth(["--frames", "2000", "--period-us", "1000", "--linger-ms", "100", *QUIET],
+                 time_limit_s=60, engine=engine_bin, on_started=kill_after("sim"))
+    assert r.sim is None and r.sim_status == -signal.SIGKILL
+    assert any("simulation" in e for e in r.errors)
+    dev = r.device
+    assert dev["ok"] and value(dev, "sent") == 2000
+    # the simulation died about half a second into a two-second run
+    assert value(dev, "lost_frames") >= 1000
+    assert value(dev, "sent") == value(dev, "received") + value(dev, "lost_frames")
+    assert not any(netns_alive(ns) for ns in r.namespaces)
+    with pytest.raises(UserError):
+        merge(r)
+
+
+def test_device_killed_sim_stops_and_namespaces_removed(engine_bin):
+    t0 = time.monotonic()
+    r = run_veth(["--frames", "20000", "--period-us", "1000", "--idle-ms", "300", *QUIET],
+                 time_limit_s=60, engine=engine_bin, on_started=kill_after("device"))
+    assert time.monotonic() - t0 < 10          # not the 20 s the device would have sent for
+    assert r.device is None and r.device_status == -signal.SIGKILL
+    assert r.sim is not None and r.sim["ok"]
+    assert 0 < value(r.sim, "sim_received") < 20000
+    assert not any(netns_alive(ns) for ns in r.namespaces)
+
+
+def test_options_split_and_reserved():
+    sim, dev = split_options(["--frames", "10", "--payload", "work", "--work-us", "50",
+                              "--device-cpu", "0", "--allow-fallback"])
+    assert sim == ["--frames", "10", "--payload", "work", "--work-us", "50", "--allow-fallback"]
+    assert dev == ["--frames", "10", "--device-cpu", "0", "--allow-fallback"]
+    with pytest.raises(UserError):
+        split_options(["--role", "sim"])
