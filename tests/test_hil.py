@@ -176,3 +176,27 @@ def test_hil_profile_jobs_are_valid_engine_runs(engine_bin):
                            text=True, timeout=30)
         assert p.returncode == 0, p.stderr
         assert json.loads(p.stdout)["params"]["period_us"] == 1000
+
+
+def test_report_shows_the_loop_and_the_sustained_rate(run_engine):
+    """The report's HIL section: the loop's accounting and Ti/Ts/Tw from a real run,
+    and the sustained-rate result."""
+    from rtgauge.hil.sustained import sustained_document
+    from rtgauge.report.html import render
+
+    doc = run_engine("hil", "--frames", "200", "--period-us", "2000", "--payload", "work",
+                     "--work-us", "100", timeout=60).doc
+    loop = {"name": "hil-work@idle", "test": "hil", "tool": "engine", "condition": "idle", "ok": True,
+            "params": doc["params"], "env": doc["env"], "metrics": doc["metrics"], "verdicts": {}}
+    rate = sustained_document({"spec": {"frames": 500, "max_us": 8000}, "results": [
+        {"payload": "work", "size": 100, "shortest_period_us": 500, "rate_hz": 2000.0}]})
+    rate.update(name="hil-sustained", tool="rtgauge", condition="idle")
+    html = render([{"id": 1, "status": "complete", "system": {"hostname": "rig"},
+                    "measurements": [loop, rate], "doctor": []}])
+    section = html[html.index("<section id='hil'"):]
+    section = section[:section.index("</section>")]
+    assert "hil-work@idle" in section and "work 100 µs" in section
+    assert "T = Ti + Ts + Tw" in section
+    sent = doc["metrics"]["sent"]["value"]
+    assert f"<td>{sent:,}</td>" in section
+    assert "payload=work,size=100" in section and "2,000" in section

@@ -4,6 +4,11 @@ a step of W us cannot be sustained at a period shorter than W."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from conftest import needs_root
@@ -80,3 +85,43 @@ def test_sweep_stored_as_one_measurement(engine_bin, tmp_path):
     if row["shortest_period_us"]:
         assert 1000 <= row["shortest_period_us"] <= 8000
         assert doc["verdicts"]["sustained#payload=none,size=0"]["pass"] is True
+
+
+@needs_root
+def test_profile_hil_sustained_table_runs_after_the_jobs(engine_bin, tmp_path):
+    """A profile's [hil_sustained] table makes `rtgauge run` store the sweep as one
+    more measurement of the run, after the plan's jobs."""
+    root = Path(__file__).resolve().parent.parent
+    prof = tmp_path / "p.toml"
+    prof.write_text("""
+name = "hil-rate"
+[[jobs]]
+name = "hil"
+test = "hil"
+conditions = ["idle"]
+[jobs.options]
+frames = 200
+period-us = 2000
+[hil_sustained]
+payload = "none"
+sizes = [0]
+frames = 300
+start_us = 2000
+min_us = 1000
+max_us = 8000
+precision = 0.5
+""")
+    db = tmp_path / "r.db"
+    p = subprocess.run([sys.executable, "-m", "rtgauge", "run", "--profile", str(prof), "--db", str(db),
+                        "--no-report"], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(root), "RTGAUGE_ENGINE": engine_bin})
+    assert p.returncode in (0, 1), p.stderr
+    store = open_store(f"sqlite:///{db}")
+    try:
+        run = store.get_run(store.latest_run_id())
+    finally:
+        store.close()
+    names = [m["name"] for m in run["measurements"]]
+    assert names == ["hil@idle", "hil-sustained"]
+    sweep = run["measurements"][1]
+    assert sweep["test"] == "hil-sustained" and sweep["ok"]

@@ -32,7 +32,8 @@ class MicroRow:
 
 def is_micro(m: dict) -> bool:
     test = str(m.get("test") or "")
-    return (m.get("tool", "engine") == "engine" and test not in NON_MICRO_TESTS and not test.startswith("tire")
+    return (m.get("tool", "engine") == "engine" and test not in NON_MICRO_TESTS
+            and not test.startswith(("tire", "hil"))
             and bool(m.get("ok")))
 
 

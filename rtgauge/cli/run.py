@@ -161,6 +161,9 @@ def cmd_run(args) -> int:
             if profile.tire is not None and status == "complete":
                 from rtgauge.tire.sweep import sweep_and_store
                 sweep_and_store(store, run_id, profile.tire, console.print)
+            if profile.hil_sustained is not None and status == "complete":
+                from rtgauge.hil.sustained import sustained_and_store
+                sustained_and_store(store, run_id, profile.hil_sustained, console.print)
         except BaseException as e:
             store.finish_run(run_id, "failed", f"{type(e).__name__}: {e}")
             raise

@@ -24,7 +24,7 @@ from rtgauge.errors import UserError
 
 BUILTIN = ("quick", "standard", "micro", "hil")
 CROSS_CHECKS = ("cyclictest",)
-_TOP_KEYS = {"name", "description", "settings", "jobs", "tire"}
+_TOP_KEYS = {"name", "description", "settings", "jobs", "tire", "hil_sustained"}
 _JOB_KEYS = {"name", "test", "conditions", "cross_check", "options"}
 _SETTING_KEYS = {"warmup_s"}
 
@@ -47,6 +47,7 @@ class Profile:
     warmup_s: float
     jobs: list[JobSpec]
     tire: object = None    # rtgauge.tire.sweep.SweepSpec from a [tire] table, or None
+    hil_sustained: object = None   # rtgauge.hil.sustained.SustainedSpec from [hil_sustained], or None
 
 
 def load_profile(name_or_path: str) -> Profile:
@@ -114,7 +115,12 @@ def parse_profile(text: str, origin: str) -> Profile:
     if "tire" in data:
         from rtgauge.tire.sweep import spec_from_table
         tire = spec_from_table(data["tire"], f"profile {origin}")
-    return Profile(str(name), str(data.get("description", "")), text, origin, float(warmup), jobs, tire)
+    hil_sustained = None
+    if "hil_sustained" in data:
+        from rtgauge.hil.sustained import spec_from_table as sustained_spec
+        hil_sustained = sustained_spec(data["hil_sustained"], f"profile {origin}")
+    return Profile(str(name), str(data.get("description", "")), text, origin, float(warmup), jobs, tire,
+                   hil_sustained)
 
 
 def _reject_unknown(table: dict, known: set[str], where: str) -> None:

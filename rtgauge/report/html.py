@@ -91,7 +91,8 @@ def render(runs: list[dict], budget_us: float = DEFAULT_BUDGET_US, title: str | 
              f"{len(runs)} run{'s' if len(runs) != 1 else ''}, generated {now}. Worst case is the headline "
              f"for real time; every figure says how it was measured.</p>",
              "<nav><a href='#summary'>Summary</a><a href='#systems'>Systems</a><a href='#latency'>Latency</a>"
-             "<a href='#micro'>Microbenchmarks</a><a href='#tire'>Tire model</a><a href='#method'>Method</a></nav>",
+             "<a href='#micro'>Microbenchmarks</a><a href='#tire'>Tire model</a><a href='#hil'>HIL loop</a>"
+             "<a href='#method'>Method</a></nav>",
              section("summary", "Summary: the verdict per system", render_summary(runs, heads, budget_us)),
              (section("regressions", "Regressions against the baseline", render_regressions(runs, comparisons, tripped))
               if comparisons is not None else ""),
@@ -99,6 +100,7 @@ def render(runs: list[dict], budget_us: float = DEFAULT_BUDGET_US, title: str | 
              section("latency", "Wake-up latency", render_latency(runs)),
              section("micro", "Microbenchmarks", render_micro(runs)),
              section("tire", "Tire model: real-time vs real-fast", render_tire(runs)),
+             section("hil", "Hardware-in-the-loop loop", render_hil(runs)),
              section("method", "How it was measured", render_method(runs)),
              "</body></html>"]
     return "".join(parts)
@@ -342,7 +344,8 @@ def equation_parts(m: dict) -> tuple[float, list] | None:
     metrics = m.get("metrics") or {}
     ti, ts, tw = metrics.get("ti"), metrics.get("ts"), metrics.get("tw")
     params = m.get("params") or {}
-    period_us = params.get("interval_us") or (params.get("period_ms") or 0) * 1000
+    period_us = (params.get("interval_us") or params.get("period_us")
+                 or (params.get("period_ms") or 0) * 1000)
     if not (ti and ts and tw and period_us) or ti.get("avg") is None or ts.get("avg") is None:
         return None
     avg = [("Ti", ti["avg"] / 1000), ("Ts", ts["avg"] / 1000), ("Tw", (tw.get("avg") or 0) / 1000)]
@@ -526,6 +529,70 @@ def fmt_value(v) -> str:
 
 
 # ---- method ----------------------------------------------------------------
+
+# ---- hardware-in-the-loop ---------------------------------------------------
+
+def hil_payload(params: dict) -> str:
+    payload = params.get("payload") or "none"
+    if payload == "work":
+        return f"work {params.get('work_us')} µs"
+    if payload == "tire":
+        return f"tire {params.get('masses'):,} masses, {params.get('threads')} threads"
+    return "none"
+
+
+def scalar_value(m: dict, name: str):
+    return ((m.get("metrics") or {}).get(name) or {}).get("value")
+
+
+def render_hil(runs: list[dict]) -> str:
+    """Per run: every hil job (round trip at the device, Ti/Ts/Tw at the simulation,
+    frames lost and deadlines missed) and the sustained-rate sweep."""
+    out = []
+    for run in runs:
+        loops = [m for m in run.get("measurements", []) if m.get("test") == "hil" and m.get("ok")]
+        rates = [m for m in run.get("measurements", []) if m.get("test") == "hil-sustained" and m.get("ok")]
+        if not loops and not rates:
+            continue
+        out.append(f"<h3>{e(system_label(run))}</h3>")
+        if loops:
+            out.append("<div class='wide'><table><tr><th class='l'>job</th><th class='l'>condition</th>"
+                       "<th class='l'>step</th><th>period µs</th><th>frames</th><th>lost</th><th>misses</th>"
+                       "<th>round trip p50 / p99 / max µs</th><th>Ti p99 / max µs</th><th>Ts avg / max µs</th>"
+                       "<th>Tw min µs</th></tr>")
+            for m in loops:
+                params, metrics = m.get("params") or {}, m.get("metrics") or {}
+                rt, ti, ts, tw = (metrics.get(k) or {} for k in ("round_trip", "ti", "ts", "tw"))
+                out.append(f"<tr><td class='l'>{e(m['name'])}</td><td class='l'>{e(m.get('condition'))}</td>"
+                           f"<td class='l'>{e(hil_payload(params))}</td><td>{num(params.get('period_us'), 0)}</td>"
+                           f"<td>{num(scalar_value(m, 'sent'), 0)}</td><td>{num(scalar_value(m, 'lost_frames'), 0)}</td>"
+                           f"<td><b>{num(scalar_value(m, 'misses'), 0)}</b></td>"
+                           f"<td>{us(rt.get('p50'))} / {us(rt.get('p99'))} / <b>{us(rt.get('max'))}</b></td>"
+                           f"<td>{us(ti.get('p99'))} / <b>{us(ti.get('max'))}</b></td>"
+                           f"<td>{us(ts.get('avg'))} / {us(ts.get('max'))}</td><td>{us(tw.get('min'))}</td></tr>")
+            out.append("</table></div><p class='note'>The device sends a frame every period and expects the "
+                       "reply before its next send (else a miss); the simulation wakes on the frame (Ti, from "
+                       "the kernel's receive timestamp), runs one step (Ts) and replies; Tw is the slack left "
+                       "before the next frame. Lost frames are sequence numbers that never came back.</p>")
+            bars = [figure(equation_bar(m), equation_text(m)) for m in loops if equation_parts(m)]
+            if bars:
+                out.append("<div class='figs'>" + "".join(bars) + "</div>")
+        for m in rates:
+            metrics = m.get("metrics") or {}
+            out.append("<table><tr><th class='l'>sustained rate: step</th><th>shortest period µs</th>"
+                       "<th>rate Hz</th><th class='l'>verdict</th></tr>")
+            for name, v in sorted((m.get("verdicts") or {}).items()):
+                tag = name.split("#", 1)[-1]
+                period = (metrics.get(f"shortest_period#{tag}") or {}).get("value")
+                rate = (metrics.get(f"sustained_rate#{tag}") or {}).get("value")
+                out.append(f"<tr><td class='l'>{e(tag)}</td><td>{num(period, 0)}</td><td>{num(rate, 0)}</td>"
+                           f"<td class='l'>{e(v.get('detail'))}</td></tr>")
+            params = m.get("params") or {}
+            out.append(f"</table><p class='note'>The shortest period at which a run of {num(params.get('frames'), 0)} "
+                       f"frames lost no frame and missed no deadline, per step size: "
+                       "the counterpart of the published maximum sustained interrupt rate.</p>")
+    return "".join(out) or "<p>No hardware-in-the-loop measurements in these runs.</p>"
+
 
 def render_method(runs: list[dict]) -> str:
     out = []
