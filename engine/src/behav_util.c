@@ -57,31 +57,7 @@ int rtg_bh_self(int cpu, rtg_policy pol, int prio, char *err, size_t errlen)
 int rtg_bh_start(pthread_t *th, void *(*fn)(void *), void *arg, int cpu, rtg_policy pol, int prio,
                  char *err, size_t errlen)
 {
-    pthread_attr_t a;
-    struct sched_param sp = {.sched_priority = pol == RTG_POL_OTHER ? 0 : prio};
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    pthread_attr_init(&a);
-    pthread_attr_setstacksize(&a, 256 * 1024);
-    pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
-    pthread_attr_setschedpolicy(&a, os_policy(pol));
-    pthread_attr_setschedparam(&a, &sp);
-    pthread_attr_setaffinity_np(&a, sizeof set, &set);
-    sigset_t s, old;
-    sigemptyset(&s);
-    sigaddset(&s, SIGINT);
-    sigaddset(&s, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &s, &old);
-    int rc = pthread_create(th, &a, fn, arg);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&a);
-    if (rc != 0) {
-        snprintf(err, errlen, "could not start a %s thread at priority %d on CPU %d (%s); run as root, or check the thread limit.",
-                 rtg_policy_name(pol), prio, cpu, strerror(rc));
-        return -1;
-    }
-    return 0;
+    return rtg_spawn_thread(th, pol, prio, cpu, 256, fn, arg, err, errlen) == 0 ? 0 : -1;
 }
 
 int rtg_bh_tid(void)

@@ -73,42 +73,6 @@ int rtg_bench_setup(rtg_bench *b, const rtg_opts *o, rtg_result *res, bool needs
     return RTG_EXIT_OK;
 }
 
-int rtg_bench_spawn(pthread_t *th, rtg_policy policy, int priority, int cpu, size_t stack_kib,
-                    void *(*fn)(void *), void *arg, char *err, size_t errlen)
-{
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    pthread_attr_setstacksize(&a, stack_kib * 1024);
-    pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
-    int pol = policy == RTG_POL_FIFO ? SCHED_FIFO : policy == RTG_POL_RR ? SCHED_RR : SCHED_OTHER;
-    struct sched_param prm = {.sched_priority = pol == SCHED_OTHER ? 0 : priority};
-    pthread_attr_setschedpolicy(&a, pol);
-    pthread_attr_setschedparam(&a, &prm);
-    if (cpu >= 0) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(cpu, &set);
-        pthread_attr_setaffinity_np(&a, sizeof set, &set);
-    }
-    sigset_t s, old;
-    sigemptyset(&s);
-    sigaddset(&s, SIGINT);
-    sigaddset(&s, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &s, &old);
-    int rc = pthread_create(th, &a, fn, arg);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&a);
-    if (rc == EAGAIN)
-        snprintf(err, errlen, "could not create a thread (%s): the thread or memory limit is reached; "
-                 "ask for fewer threads or raise ulimit -u.", strerror(rc));
-    else if (rc == EPERM)
-        snprintf(err, errlen, "could not create a %s thread at priority %d (%s); run as root or grant "
-                 "CAP_SYS_NICE.", rtg_policy_name(policy), priority, strerror(rc));
-    else if (rc != 0)
-        snprintf(err, errlen, "could not create a thread (%s).", strerror(rc));
-    return rc;
-}
-
 static void raise_abort(void (*unblock)(void *), void *ctx)
 {
     atomic_store(&rtg_bench_abort, 1);

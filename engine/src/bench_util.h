@@ -8,7 +8,7 @@
  *    worker stays blocked; every worker loop polls rtg_bench_stopping().
  *  - rtg_samples: a preallocated, touched array the measured loop stores into;
  *    folded into an rtg_dist and written as a contract distribution afterwards.
- *  - rtg_bench_spawn: a worker with explicit policy, priority, CPU and a small
+ *  - workers are started with rtg_spawn_thread (rt.h): explicit policy, priority, CPU and a small
  *    stack (mlockall locks every stack: 1000 threads x 8 MiB would not fit). */
 #ifndef RTG_BENCH_UTIL_H
 #define RTG_BENCH_UTIL_H
@@ -55,12 +55,6 @@ static inline int rtg_bench_cpu_of(const rtg_bench *b, int i)
  * the test relies on priority order, so --policy other is a usage error.
  * Records env.measure_cpu, env.watchdog_cpu, env.cpus. Returns RTG_EXIT_*. */
 int rtg_bench_setup(rtg_bench *b, const rtg_opts *o, rtg_result *res, bool needs_priorities);
-
-/* A worker at policy/priority (priority ignored for other) pinned to cpu
- * (-1: not pinned), stack_kib of stack, SIGINT/SIGTERM blocked (the watchdog
- * takes them). Returns 0 or an errno value with a sentence in err. */
-int rtg_bench_spawn(pthread_t *th, rtg_policy policy, int priority, int cpu, size_t stack_kib,
-                    void *(*fn)(void *), void *arg, char *err, size_t errlen);
 
 /* The watchdog: join n threads, waking every 50 ms to look at rtg_stop; at the
  * deadline or on a stop it raises rtg_bench_abort and calls unblock(ctx) (may be

@@ -1,5 +1,6 @@
 /* rt: scheduling policy, priority, affinity, memory locking, stack prefault,
  * /dev/cpu_dma_latency and the system facts of the env block. See rt.h. */
+#include <signal.h>
 #include "rt.h"
 
 #include <alloca.h>
@@ -227,4 +228,43 @@ void rtg_env_system(rtg_json *env)
     rtg_j_set(env, "configured_cpus", rtg_j_int(sysconf(_SC_NPROCESSORS_CONF)));
     rtg_j_set(env, "uid", rtg_j_int((int64_t)geteuid()));
     rtg_j_set(env, "page_size", rtg_j_int(sysconf(_SC_PAGESIZE)));
+}
+
+/* Threads are created with their policy, priority and CPU already set (explicit
+ * attributes, nothing inherited) and with SIGINT/SIGTERM blocked, so only the main
+ * thread handles a stop. */
+int rtg_spawn_thread(pthread_t *th, rtg_policy policy, int priority, int cpu, size_t stack_kib,
+                    void *(*fn)(void *), void *arg, char *err, size_t errlen)
+{
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, stack_kib * 1024);
+    pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
+    int pol = policy == RTG_POL_FIFO ? SCHED_FIFO : policy == RTG_POL_RR ? SCHED_RR : SCHED_OTHER;
+    struct sched_param prm = {.sched_priority = pol == SCHED_OTHER ? 0 : priority};
+    pthread_attr_setschedpolicy(&a, pol);
+    pthread_attr_setschedparam(&a, &prm);
+    if (cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        pthread_attr_setaffinity_np(&a, sizeof set, &set);
+    }
+    sigset_t s, old;
+    sigemptyset(&s);
+    sigaddset(&s, SIGINT);
+    sigaddset(&s, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &s, &old);
+    int rc = pthread_create(th, &a, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&a);
+    if (rc == EAGAIN)
+        snprintf(err, errlen, "could not create a thread (%s): the thread or memory limit is reached; "
+                 "ask for fewer threads or raise ulimit -u.", strerror(rc));
+    else if (rc == EPERM)
+        snprintf(err, errlen, "could not create a %s thread at priority %d (%s); run as root or grant "
+                 "CAP_SYS_NICE.", rtg_policy_name(policy), priority, strerror(rc));
+    else if (rc != 0)
+        snprintf(err, errlen, "could not create a thread (%s).", strerror(rc));
+    return rc;
 }

@@ -25,6 +25,12 @@ typedef struct {
  * CAP_SYS_NICE / an rtprio limit, or pass --allow-fallback). */
 int rtg_sched_apply(rtg_sched *s, rtg_policy p, int prio, bool allow_fallback,
                     char *err, size_t errlen);
+/* Start fn(arg) in a thread at policy/priority, pinned to cpu (-1: not pinned), with a
+ * stack of stack_kib KiB and the stop signals blocked. 0, or the pthread error with a
+ * sentence in err (what to do: fewer threads, ulimit -u, or the RT privilege). */
+#include <pthread.h>
+int rtg_spawn_thread(pthread_t *th, rtg_policy policy, int priority, int cpu, size_t stack_kib,
+                     void *(*fn)(void *), void *arg, char *err, size_t errlen);
 /* Pin the calling thread to one CPU (cpu >= 0) ; 0 or -1 with err. */
 int rtg_pin_cpu(int cpu, char *err, size_t errlen);
 /* CPUs the process may run on, ascending; returns count. */

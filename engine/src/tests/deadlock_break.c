@@ -115,14 +115,14 @@ static void unblock_all(void *p)
 
 static int start_threads(dbreak *d, const rtg_bench *b, pthread_t th[3], char *err, size_t len)
 {
-    if (rtg_bench_spawn(&th[0], b->policy, b->priority + 2, b->cpu, 64, high, d, err, len) != 0)
+    if (rtg_spawn_thread(&th[0], b->policy, b->priority + 2, b->cpu, 64, high, d, err, len) != 0)
         return 0;
-    if (rtg_bench_spawn(&th[1], b->policy, b->priority + 1, b->cpu, 64, medium, d, err, len) != 0)
+    if (rtg_spawn_thread(&th[1], b->policy, b->priority + 1, b->cpu, 64, medium, d, err, len) != 0)
         return 1;
     while (atomic_load(&d->arrived) < 2 && rtg_mono_ns() < b->deadline_ns && !rtg_bench_stopping())
         rtg_sleep_until(rtg_mono_ns() + 1000000);
     rtg_sleep_until(rtg_mono_ns() + 2000000);   /* both reach their sem_wait */
-    if (rtg_bench_spawn(&th[2], b->policy, b->priority, b->cpu, 64, low, d, err, len) != 0)
+    if (rtg_spawn_thread(&th[2], b->policy, b->priority, b->cpu, 64, low, d, err, len) != 0)
         return 2;
     return 3;
 }

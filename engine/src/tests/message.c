@@ -203,12 +203,12 @@ static int message_run(const rtg_opts *o, rtg_result *res)
     int started = 0;
     char err[512];
     int cpu_s = rtg_bench_cpu_of(&b, 0), cpu_r = rtg_bench_cpu_of(&b, 1);
-    if (rtg_bench_spawn(&th[0], b.policy, rprio, cpu_r, 64, receiver, &c, err, sizeof err) == 0) {
+    if (rtg_spawn_thread(&th[0], b.policy, rprio, cpu_r, 64, receiver, &c, err, sizeof err) == 0) {
         started = 1;
         while (!atomic_load(&c.receiver_ready) && rtg_mono_ns() < b.deadline_ns && !rtg_bench_stopping())
             rtg_sleep_until(rtg_mono_ns() + 1000000);
         rtg_sleep_until(rtg_mono_ns() + 2000000);   /* the receiver reaches its first receive */
-        if (rtg_bench_spawn(&th[1], b.policy, b.priority, cpu_s, 64, sender, &c, err, sizeof err) == 0)
+        if (rtg_spawn_thread(&th[1], b.policy, b.priority, cpu_s, 64, sender, &c, err, sizeof err) == 0)
             started = 2;
     }
     if (started < 2) {

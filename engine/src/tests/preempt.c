@@ -135,13 +135,13 @@ static void report(const pair *p, rtg_result *res)
 
 static int start_pair(pair *p, const rtg_bench *b, pthread_t th[2], int *started, char *err, size_t len)
 {
-    if (rtg_bench_spawn(&th[0], b->policy, b->priority + 1, b->cpu, 64, high_main, p, err, len) != 0)
+    if (rtg_spawn_thread(&th[0], b->policy, b->priority + 1, b->cpu, 64, high_main, p, err, len) != 0)
         return -1;
     *started = 1;
     while (!atomic_load(&p->high_ready) && rtg_mono_ns() < b->deadline_ns && !rtg_bench_stopping())
         rtg_sleep_until(rtg_mono_ns() + 1000000);
     rtg_sleep_until(rtg_mono_ns() + 2000000);   /* H reaches its first wait */
-    if (rtg_bench_spawn(&th[1], b->policy, b->priority, b->cpu, 64, low_main, p, err, len) != 0)
+    if (rtg_spawn_thread(&th[1], b->policy, b->priority, b->cpu, 64, low_main, p, err, len) != 0)
         return -1;
     *started = 2;
     return 0;

@@ -213,14 +213,14 @@ static int start_threads(semtest *s, const rtg_bench *b, pthread_t *th, waiter_a
     int started = 0;
     for (int i = 0; i < s->nwaiters; i++, started++) {
         wa[i] = (waiter_arg){s, i};
-        if (rtg_bench_spawn(&th[i], b->policy, waiter_priority(i, s->nwaiters, b->priority + 1), b->cpu, 64,
+        if (rtg_spawn_thread(&th[i], b->policy, waiter_priority(i, s->nwaiters, b->priority + 1), b->cpu, 64,
                             waiter, &wa[i], err, len) != 0)
             return started;
     }
     while (atomic_load(&s->arrived) < s->nwaiters && rtg_mono_ns() < b->deadline_ns && !rtg_bench_stopping())
         rtg_sleep_until(rtg_mono_ns() + 1000000);
     rtg_sleep_until(rtg_mono_ns() + 2000000);   /* the last one reaches sem_wait */
-    if (rtg_bench_spawn(&th[started], b->policy, b->priority, b->cpu, 64, measurer, s, err, len) == 0)
+    if (rtg_spawn_thread(&th[started], b->policy, b->priority, b->cpu, 64, measurer, s, err, len) == 0)
         started++;
     return started;
 }

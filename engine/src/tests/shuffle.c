@@ -220,11 +220,11 @@ static int shuffle_run(const rtg_opts *o, rtg_result *res)
     int started = 0;
     char err[512];
     int cpu_a = rtg_bench_cpu_of(&b, 0), cpu_b = rtg_bench_cpu_of(&b, 1);
-    if (rtg_bench_spawn(&th[0], b.policy, b.priority, cpu_a, 64, player_a, &t, err, sizeof err) == 0) {
+    if (rtg_spawn_thread(&th[0], b.policy, b.priority, cpu_a, 64, player_a, &t, err, sizeof err) == 0) {
         started = 1;
         while (!atomic_load(&t.a_ready) && rtg_mono_ns() < b.deadline_ns && !rtg_bench_stopping())
             rtg_sleep_until(rtg_mono_ns() + 1000000);
-        if (rtg_bench_spawn(&th[1], b.policy, b.priority, cpu_b, 64, player_b, &t, err, sizeof err) == 0)
+        if (rtg_spawn_thread(&th[1], b.policy, b.priority, cpu_b, 64, player_b, &t, err, sizeof err) == 0)
             started = 2;
     }
     if (started < 2) {

@@ -126,7 +126,7 @@ static int switch_run(const rtg_opts *o, rtg_result *res)
     int started = 0;
     for (; started < n; started++) {
         ms[started] = (member){&r, started};
-        if (rtg_bench_spawn(&th[started], b.policy, b.priority, b.cpu, (size_t)rtg_opt_int(o, "stack-kib"),
+        if (rtg_spawn_thread(&th[started], b.policy, b.priority, b.cpu, (size_t)rtg_opt_int(o, "stack-kib"),
                             ring_member, &ms[started], err, sizeof err) != 0)
             break;
     }

@@ -172,7 +172,7 @@ static int thread_run(const rtg_opts *o, rtg_result *res)
     }
     pthread_t th;
     char err[512];
-    int started = rtg_bench_spawn(&th, b.policy, b.priority, b.cpu, 64, creator, &t, err, sizeof err) == 0;
+    int started = rtg_spawn_thread(&th, b.policy, b.priority, b.cpu, 64, creator, &t, err, sizeof err) == 0;
     if (!started)
         status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     int left = rtg_bench_join(&b, &th, started, NULL, NULL);

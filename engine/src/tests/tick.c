@@ -211,7 +211,7 @@ static int tick_run(const rtg_opts *o, rtg_result *res)
     memset(g.start, 0, g.cap * sizeof *g.start);
     memset(g.len, 0, g.cap * sizeof *g.len);
     pthread_t th;
-    int started = rtg_bench_spawn(&th, b.policy, b.priority, b.cpu, 64, measure_gaps, &g, err, sizeof err) == 0;
+    int started = rtg_spawn_thread(&th, b.policy, b.priority, b.cpu, 64, measure_gaps, &g, err, sizeof err) == 0;
     if (!started)
         status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     int left = rtg_bench_join(&b, &th, started, NULL, NULL);
