@@ -487,3 +487,29 @@ def test_a_tool_that_printed_nothing_keeps_the_jobs_error(store):
     [m] = store.get_run(run_id)["measurements"]
     assert (m["ok"], m["error"], m["exit_status"], m["metrics"], m["document"]) == (
         False, job["error"], -11, {}, {})
+
+
+def _open_and_list(path: str, results) -> None:
+    try:
+        with open_store(path) as store:
+            store.list_runs()
+        results.put("ok")
+    except Exception as e:  # noqa: BLE001 - the test reports whatever went wrong
+        results.put(repr(e))
+
+
+def test_processes_opening_a_new_sqlite_file_at_once_all_succeed(tmp_path):
+    """rtgauge run creating its database while `rtgauge show` (or a second run) opens
+    it: each process must find one complete schema, never half of one."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    for i in range(8):
+        path = str(tmp_path / f"race{i}.db")
+        results = ctx.Queue()
+        procs = [ctx.Process(target=_open_and_list, args=(path, results)) for _ in range(4)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(30)
+        assert [results.get(timeout=5) for _ in procs] == ["ok"] * 4

@@ -4,6 +4,8 @@ keeps every measurement stored before it died."""
 
 from __future__ import annotations
 
+import fcntl
+
 import contextlib
 from datetime import datetime, timezone
 from typing import Callable, Iterator
@@ -106,6 +108,22 @@ class Store:
         return engine
 
     def _prepare_schema(self) -> None:
+        # Two processes opening a new SQLite file at once would both find no schema and
+        # both create it (pysqlite commits DDL as it goes, so a transaction does not
+        # serialise them): hold an exclusive lock on a file beside the database while
+        # looking. PostgreSQL serialises this with an advisory lock instead.
+        database = self._url.database if self._engine.dialect.name == "sqlite" else None
+        if not database or database == ":memory:":
+            return self._prepare_schema_once()
+        try:
+            lock = open(f"{database}.lock", "a")
+        except OSError:
+            return self._prepare_schema_once()   # a read-only directory: nobody creates there
+        with lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return self._prepare_schema_once()
+
+    def _prepare_schema_once(self) -> None:
         try:
             with self._engine.begin() as conn:
                 if conn.dialect.name == "postgresql":
