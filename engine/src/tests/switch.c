@@ -36,6 +36,7 @@ typedef struct {
     int32_t *who;             /* thread that resumed */
     _Atomic size_t k;
     _Atomic int arrived;
+    _Atomic int released;     /* members past the start gate and runnable */
     sem_t go;
 } ring;
 
@@ -50,6 +51,13 @@ static void *ring_member(void *p)
     ring *r = m->r;
     atomic_fetch_add(&r->arrived, 1);
     sem_wait(&r->go);
+    /* The ring starts only when every member is runnable: the posts that release
+     * them come from another CPU and can be delayed (a host stall), and a member
+     * alone on the CPU would only resume itself. Yielding here keeps the early ones
+     * out of the way without recording anything. */
+    atomic_fetch_add(&r->released, 1);
+    while (atomic_load(&r->released) < r->nthreads && !rtg_bench_stopping())
+        sched_yield();
     while (!rtg_bench_stopping()) {
         int64_t t = rtg_mono_ns();
         size_t k = atomic_fetch_add_explicit(&r->k, 1, memory_order_relaxed);
