@@ -39,8 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    return run_reporting_errors(lambda: args.func(args))
+
+
+def run_reporting_errors(command) -> int:
+    """command()'s exit status; a user error is its one sentence on stderr and its
+    status, Ctrl-C is 130. Shared by every entry point (rtgauge, python -m rtgauge.hil)."""
     try:
-        return int(args.func(args) or 0)
+        return int(command() or 0)
     except UserError as e:
         print(f"rtgauge: {e}", file=sys.stderr)
         return e.exit_status

@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 
+from rtgauge.cli import run_reporting_errors
 from rtgauge.errors import UserError
 
 
@@ -74,19 +75,12 @@ def sustained_main(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    try:
-        if argv[:1] == ["veth"]:
-            return veth_main(argv[1:])
-        if argv[:1] == ["sustained"]:
-            return sustained_main(argv[1:])
-        print(__doc__, file=sys.stderr)
-        return 2
-    except UserError as e:
-        print(f"rtgauge: {e}", file=sys.stderr)
-        return e.exit_status
-    except KeyboardInterrupt:
-        print("rtgauge: interrupted", file=sys.stderr)
-        return 130
+    if argv[:1] == ["veth"]:
+        return run_reporting_errors(lambda: veth_main(argv[1:]))
+    if argv[:1] == ["sustained"]:
+        return run_reporting_errors(lambda: sustained_main(argv[1:]))
+    print(__doc__, file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":
