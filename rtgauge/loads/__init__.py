@@ -11,6 +11,7 @@ checkable."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -26,9 +27,11 @@ from rtgauge.loads.partition import join_placement
 HERE = Path(__file__).resolve().parent
 SUPERVISOR = HERE / "supervise.py"
 UDPFLOOD = HERE / "udpflood.py"
+TCPCOPY = HERE / "tcpcopy.py"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PACKAGES = {"stress-ng": "stress-ng", "hackbench": "rt-tests", "ip": "iproute2",
-            "unshare": "util-linux", "nsenter": "util-linux", "sh": "dash"}
+            "unshare": "util-linux", "nsenter": "util-linux", "sh": "dash",
+            "ping": "iputils-ping"}
 
 
 @dataclass
@@ -384,7 +387,7 @@ class Hackbench(ProcessLoad):
         return out
 
 
-VETH_SCRIPT = r"""
+NETNS_PAIR_SCRIPT = r"""
 set -e
 self=$(readlink /proc/self/ns/net)
 unshare --net sleep 2147483647 & A=$!
@@ -403,36 +406,103 @@ nsenter -t $B -n {ip} addr add 10.254.0.2/30 dev rtg1
 nsenter -t $B -n {ip} link set rtg1 up
 # background jobs of a script ignore SIGINT: pass the stop on to the namespace holders
 trap 'kill -TERM $A $B 2>/dev/null' INT TERM
+"""
+
+VETH_TRAFFIC = """
 nsenter -t $B -n {py} {flood} recv 10.254.0.2 5201 recv.count &
 nsenter -t $A -n {py} {flood} send 10.254.0.2 5201 send.count &
 wait
 """
 
+# The interrupt study's load: a flood ping and a TCP stream copied to a (pseudo)
+# serial line, both across the veth pair, so the measured CPU takes network
+# interrupts and softirqs as on the study's target.
+PING_TCP_TRAFFIC = """
+nsenter -t $B -n {py} {tcpcopy} recv 10.254.0.2 5202 recv.count &
+nsenter -t $A -n {py} {tcpcopy} send 10.254.0.2 5202 send.count &
+nsenter -t $A -n {ping} -f -q -s 56 10.254.0.2 > ping.txt 2>&1 &
+wait
+"""
 
-class VethNet(ProcessLoad):
-    name = "net"
-    description = "UDP through a veth pair between two network namespaces (--allow-netns)"
-    tools = ("ip", "unshare", "nsenter", "sh")
+
+class NetnsPair(ProcessLoad):
+    """Traffic between two anonymous network namespaces joined by a veth pair
+    (10.254.0.1 -> 10.254.0.2). The namespaces live as long as their holder
+    processes, which the supervisor kills with the load: nothing is left behind."""
+
+    traffic = ""
+    tools: tuple[str, ...] = ("ip", "unshare", "nsenter", "sh")
+
+    def script(self) -> str:
+        return (NETNS_PAIR_SCRIPT + self.traffic).replace("{ip}", shutil.which("ip") or "ip") \
+            .replace("{py}", sys.executable).replace("{flood}", str(UDPFLOOD)) \
+            .replace("{tcpcopy}", str(TCPCOPY)).replace("{ping}", shutil.which("ping") or "ping")
 
     def argv(self) -> list[str]:
-        script = VETH_SCRIPT.replace("{ip}", shutil.which("ip") or "ip") \
-            .replace("{py}", sys.executable).replace("{flood}", str(UDPFLOOD))
-        return ["sh", "-c", script]
+        return ["sh", "-c", self.script()]
+
+    def check(self) -> None:
+        super().check()
+        if os.geteuid() != 0:
+            raise UserError(f"the {self.name} load creates network namespaces, which needs root; "
+                            "run rtgauge as root or choose another condition.")
+
+    def read_counts(self, role: str) -> list[int]:
+        try:
+            return [int(x) for x in (self.workdir / f"{role}.count").read_text().split()]
+        except (OSError, ValueError):
+            return []
+
+    def details(self) -> dict:
+        out: dict = {"path": "veth 10.254.0.1 -> 10.254.0.2 between two namespaces"}
+        for line in (self.workdir / "log.txt").read_text(errors="replace").splitlines():
+            if line.startswith("netns "):
+                out["namespaces"] = line.split()[1:]
+        return out
+
+
+class VethNet(NetnsPair):
+    name = "net"
+    description = "UDP through a veth pair between two network namespaces (--allow-netns)"
+    traffic = VETH_TRAFFIC
 
     def tool_name(self) -> str:
         return "veth"
 
     def details(self) -> dict:
-        out: dict = {"path": "veth 10.254.0.1 -> 10.254.0.2 between two namespaces"}
+        out = super().details()
         for role in ("send", "recv"):
-            try:
-                packets, nbytes = (self.workdir / f"{role}.count").read_text().split()
-                out[f"{role}_packets"], out[f"{role}_bytes"] = int(packets), int(nbytes)
-            except (OSError, ValueError):
-                out[f"{role}_packets"] = 0
-        for line in (self.workdir / "log.txt").read_text(errors="replace").splitlines():
-            if line.startswith("netns "):
-                out["namespaces"] = line.split()[1:]
+            counts = self.read_counts(role)
+            out[f"{role}_packets"] = counts[0] if counts else 0
+            if counts:
+                out[f"{role}_bytes"] = counts[1]
+        return out
+
+
+class PingTcp(NetnsPair):
+    """The interrupt study's load condition."""
+
+    name = "ping-tcp"
+    description = ("the interrupt study's load: a flood ping and a TCP stream copied into a "
+                   "pseudo-terminal, across a veth pair between two network namespaces")
+    tools = NetnsPair.tools + ("ping",)
+    traffic = PING_TCP_TRAFFIC
+
+    def tool_name(self) -> str:
+        return "ping+tcp"
+
+    def details(self) -> dict:
+        out = super().details()
+        sent, received = self.read_counts("send"), self.read_counts("recv")
+        out["tcp_sent_bytes"] = sent[0] if sent else 0
+        out["tcp_received_bytes"] = received[0] if received else 0
+        out["tty_bytes"] = received[1] if len(received) > 1 else 0
+        try:
+            summary = (self.workdir / "ping.txt").read_text(errors="replace")
+        except OSError:
+            summary = ""
+        m = re.search(r"(\d+) packets transmitted, (\d+) received", summary)
+        out["ping_sent"], out["ping_received"] = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
         return out
 
 
@@ -464,6 +534,7 @@ class _Conditions(dict):
 CONDITIONS: dict[str, type[Load]] = _Conditions({
     "idle": Load, "cpu": StressCpu, "memory": StressMemory, "io": StressIo,
     "net": StressNetLoopback, "sched": Hackbench, "irq-heavy": StressIrqHeavy, "mixed": StressMixed,
+    "ping-tcp": PingTcp,
 })
 
 
