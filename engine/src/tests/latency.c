@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "periodic.h"
 #include "rt.h"
+#include "split.h"
 #include "test.h"
 
 static const rtg_opt latency_opts[] = {
@@ -35,6 +36,9 @@ static const rtg_opt latency_opts[] = {
      "first deadline this long after the threads are ready"},
     {"start-at-ns", RTG_OPT_INT, NULL, 1, 9.2e18, NULL,
      "first deadline at this CLOCK_MONOTONIC instant (aligns a run with another process)"},
+    {"split", RTG_OPT_FLAG, NULL, 0, 0, NULL,
+     "split Ti into ti_irq (deadline -> timer interrupt) and ti_sched (interrupt -> thread "
+     "running) from the kernel's timer and sched trace events (root, tracefs)"},
     {0},
 };
 
@@ -108,13 +112,33 @@ static int latency_run(const rtg_opts *o, rtg_result *res)
     if (status != RTG_EXIT_OK)
         return status;
 
+    rtg_split *split = NULL;
+    if (rtg_opt_flag(o, "split")) {
+        split = rtg_split_start(cfg.cpus, cfg.nthreads, err, sizeof err);
+        if (!split) {
+            if (cfg.samples)
+                fclose(cfg.samples);
+            return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+        }
+    }
     rtg_periodic_run run;
     int rc = rtg_periodic(&cfg, &run, err, sizeof err);
+    rtg_split_stop(split);
     if (cfg.samples)
         fclose(cfg.samples);
-    if (rc != 0)
+    if (rc != 0) {
+        rtg_split_free(split);
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    }
     rtg_periodic_report(&run, res);
+    if (split) {
+        int tids[RTG_MAX_CPUS];
+        int n = run.nthreads < RTG_MAX_CPUS ? run.nthreads : RTG_MAX_CPUS;
+        for (int i = 0; i < n; i++)
+            tids[i] = run.t[i].tid;
+        rtg_split_report(split, tids, n, res);
+        rtg_split_free(split);
+    }
     rtg_json *jc = rtg_j_set(res->env, "cpus", rtg_j_arr());
     for (int i = 0; i < cfg.nthreads; i++) {
         bool seen = false;

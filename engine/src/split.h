@@ -1,0 +1,35 @@
+/* split: the wake-up latency Ti split into its interrupt and scheduling parts,
+ * from the kernel's standard trace events, for kernels without the timerlat
+ * tracer. For each measuring thread's own timer:
+ *   timer:hrtimer_start         (the thread arms its timer: softexpires = the deadline)
+ *   timer:hrtimer_expire_entry  (the timer interrupt handles it: `now` = its clock)
+ *   sched:sched_switch          (next_pid = the thread: it runs)
+ *   ti_irq   = expire_entry.now - start.softexpires   (deadline -> timer handled)
+ *   ti_sched = switch timestamp - expire_entry timestamp (handled -> thread running)
+ * Events go to a private tracefs instance (instances/rtgauge-split-PID) restricted
+ * to the measured CPUs, with the trace clock on CLOCK_MONOTONIC ("mono"); a non-RT
+ * reader thread drains it every 100 ms into distributions, so memory does not grow
+ * with the run. Built only with libtracefs; without it, or without tracefs or the
+ * events at run time, rtg_split_start says why and the run is refused. */
+#ifndef RTG_SPLIT_H
+#define RTG_SPLIT_H
+#include <stddef.h>
+#include "test.h"
+
+typedef struct rtg_split rtg_split;
+
+/* NULL when the split can be built and tracefs with the three events is there;
+ * else one sentence saying why not. */
+const char *rtg_split_unavailable(void);
+/* Start tracing on cpus[0..ncpus-1]; NULL with a sentence in err. */
+rtg_split *rtg_split_start(const int *cpus, int ncpus, char *err, size_t errlen);
+/* Stop tracing and fold what is left in the buffers. */
+void rtg_split_stop(rtg_split *s);
+/* Metrics ti_irq and ti_sched (distributions, ns) over the threads tids[0..n-1]
+ * and per thread as ti_irq#i / ti_sched#i; scalars split_lost (events the kernel
+ * dropped) and split_unmatched (wake-ups seen without their interrupt). */
+void rtg_split_report(const rtg_split *s, const int *tids, int n, rtg_result *res);
+/* Remove the trace instance and free everything. */
+void rtg_split_free(rtg_split *s);
+
+#endif

@@ -1,0 +1,98 @@
+"""Ground truth for `latency --split`: Ti split into ti_irq (deadline -> the timer
+interrupt handling the thread's timer) and ti_sched (that interrupt -> the thread
+running), from the kernel's timer and sched trace events.
+
+A higher-priority FIFO `spin` on the measured CPU (12 ms bursts every 98 ms, as in
+test_engine_disturbance.py, sized for this VM's ms-scale host stalls) keeps the
+woken thread off the CPU, not the timer interrupt: it must raise ti_sched by the
+burst length and leave ti_irq where it was without the spinner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import needs_root
+
+I_US = 4000
+X_US = 12_000
+Y_US = 98_000
+SECONDS = 3.0
+
+
+def measured_cpu() -> int:
+    return max(os.sched_getaffinity(0))
+
+
+def split_unavailable(engine_bin: str) -> str | None:
+    p = subprocess.run([engine_bin, "latency", "--split", "--cycles", "2", "--interval-us", "1000",
+                        "--cpus", str(measured_cpu())], capture_output=True, text=True, timeout=30)
+    if p.returncode == 0:
+        return None
+    return json.loads(p.stdout).get("error", p.stderr)
+
+
+def run_split(engine_bin: str, with_spin: bool) -> dict:
+    cpu = measured_cpu()
+    start = time.monotonic_ns() + 400_000_000
+    lat = subprocess.Popen([engine_bin, "latency", "--split", "--cpus", str(cpu), "--interval-us", str(I_US),
+                            "--priority", "80", "--duration-s", str(SECONDS), "--start-at-ns", str(start)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    spin = None
+    if with_spin:
+        spin = subprocess.Popen([engine_bin, "spin", "--cpu", str(cpu), "--priority", "90",
+                                 "--busy-us", str(X_US), "--period-us", str(Y_US),
+                                 "--duration-s", str(SECONDS - 0.2), "--start-at-ns", str(start + 1_000_000)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = lat.communicate(timeout=60)
+    if spin is not None:
+        spin.communicate(timeout=60)
+        assert spin.returncode == 0
+    assert lat.returncode == 0, out + err
+    return json.loads(out)
+
+
+@needs_root
+@pytest.mark.flaky(reruns=2)
+def test_a_higher_priority_spinner_raises_ti_sched_not_ti_irq(engine_bin):
+    why = split_unavailable(engine_bin)
+    if why:
+        pytest.skip(why)
+    quiet, spun = run_split(engine_bin, with_spin=False), run_split(engine_bin, with_spin=True)
+    for doc in (quiet, spun):
+        m = doc["metrics"]
+        assert m["ti_irq"]["count"] > 0.9 * m["ti"]["count"], m["ti_irq"]["count"]
+        assert m["ti_sched"]["count"] > 0.8 * m["ti"]["count"], m["ti_sched"]["count"]
+        assert m["split_lost"]["value"] == 0
+        # the two parts happen inside the wake-up the thread measured itself
+        assert m["ti_sched"]["max"] <= m["ti"]["max"] + 50_000
+        assert m["ti_irq"]["min"] <= m["ti"]["min"]
+    burst_late_ns = (X_US - I_US) * 1000          # the first cycle due in a burst waits this long at least
+    # about one cycle in 24 falls into a burst: the spinner shows in ti_sched's p99 ...
+    assert spun["metrics"]["ti_sched"]["p99"] > 0.8 * burst_late_ns, spun["metrics"]["ti_sched"]
+    assert quiet["metrics"]["ti_sched"]["p99"] < 0.2 * burst_late_ns, quiet["metrics"]["ti_sched"]
+    # ... and not in ti_irq, which stays where it was without it (host stalls aside)
+    for doc in (quiet, spun):
+        assert doc["metrics"]["ti_irq"]["p90"] < 500_000, doc["metrics"]["ti_irq"]
+
+
+def test_split_per_thread_and_env(engine_bin):
+    why = split_unavailable(engine_bin)
+    if why:
+        pytest.skip(why)
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    p = subprocess.run([engine_bin, "latency", "--split", "--cpus", ",".join(map(str, cpus)),
+                        "--interval-us", "2000", "--duration-s", "0.5"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads(p.stdout)
+    if len(cpus) > 1:
+        for i in range(len(cpus)):
+            assert doc["metrics"][f"ti_irq#{i}"]["count"] > 0
+            assert doc["metrics"][f"ti_sched#{i}"]["count"] > 0
+    assert doc["env"]["split"]["trace_clock"] == "mono"
+    assert not [d for d in os.listdir("/sys/kernel/tracing/instances") if d.startswith("rtgauge-split-")], \
+        "the split's trace instance is left behind"
