@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable
 
 from rtgauge.catalogue import catalogue, within
@@ -119,6 +119,8 @@ def shortest_holding(probe: Callable[[int], bool], start: int, lo: int, hi: int,
 def run_sustained(engine: str, spec: SustainedSpec, progress: Callable[[str], None] | None = None) -> dict:
     """Per payload size: the shortest holding period, every probe, and the document
     of the shortest holding run (its round trip and Ti/Ts/Tw)."""
+    if spec.min_us is None:
+        spec = replace(spec, min_us=int(catalogue(engine).test("hil").option("period-us").min))
     rows = []
     for size in spec.sizes:
         best_doc: dict = {}
