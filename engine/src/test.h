@@ -1,5 +1,7 @@
-/* test: the descriptor every engine test exports, its options and its result.
- * main.c holds the one table of descriptors; it parses and range-checks options
+/* test: the descriptor every engine test exports (its kind, summary, options,
+ * metrics and availability), its options and its result. registry.h lists the
+ * tests; main.c builds its table from that list, prints the catalogue
+ * (--list --json, catalogue.c), parses and range-checks options
  * generically from the descriptor, records every option in effect (defaults
  * included) under "params" (name with '-' turned into '_'), applies the common
  * real-time setup (rt.h) unless the test opts out, runs the test and prints the
