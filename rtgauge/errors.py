@@ -1,5 +1,8 @@
 """Errors the user can act on. The CLI prints their message as one sentence and
-exits with their status; anything else is a bug and keeps its traceback."""
+exits with their status; anything else is a bug and keeps its traceback.
+Below every other module of rtgauge: it imports none of them."""
+
+import sys
 
 
 class UserError(Exception):
@@ -12,3 +15,16 @@ class RunFailed(UserError):
     """A measurement could not be taken; the message says why."""
 
     exit_status = 1
+
+
+def run_reporting_errors(command) -> int:
+    """command()'s exit status; a user error is its one sentence on stderr and its
+    status, Ctrl-C is 130. Shared by every entry point (rtgauge, python -m rtgauge.hil)."""
+    try:
+        return int(command() or 0)
+    except UserError as e:
+        print(f"rtgauge: {e}", file=sys.stderr)
+        return e.exit_status
+    except KeyboardInterrupt:
+        print("rtgauge: interrupted", file=sys.stderr)
+        return 130

@@ -7,7 +7,7 @@ set -eu
 cd "$(dirname "$0")/.."
 
 PACKAGES="build-essential meson ninja-build pkg-config python3 python3-venv python3-dev \
-stress-ng rt-tests postgresql util-linux procps iproute2 iputils-ping chromium \
+stress-ng rt-tests postgresql util-linux procps iproute2 iputils-ping chromium libseccomp2 \
 libtracefs-dev libtraceevent-dev"
 
 missing=""

@@ -3,12 +3,10 @@ engine lists."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-
 import pytest
 
 from conftest import needs_root
+from rtgauge.catalogue import catalogue
 
 # Short, default-ish runs of the tests we know; a test added later gets
 # --duration-s 0.2 when it has that option, else its defaults.
@@ -24,20 +22,17 @@ ENV_FIELDS = ["policy", "priority", "fallback", "cpus", "mlocked", "clock", "tim
 
 
 def listed_tests(engine_bin: str) -> list[str]:
-    out = subprocess.run([engine_bin, "--list"], capture_output=True, text=True, check=True).stdout
-    return [line.split()[0] for line in out.splitlines() if line.strip()]
+    return list(catalogue(engine_bin).tests)
 
 
 def quick_args(engine_bin: str, test: str) -> list[str]:
     if test in QUICK:
         return QUICK[test]
-    help_text = subprocess.run([engine_bin, test, "--help"], capture_output=True, text=True).stdout
-    return ["--duration-s", "0.2"] if "--duration-s" in help_text else []
+    return ["--duration-s", "0.2"] if "duration-s" in catalogue(engine_bin).tests[test].options else []
 
 
 def option_names(engine_bin: str, test: str) -> list[str]:
-    help_text = subprocess.run([engine_bin, test, "--help"], capture_output=True, text=True).stdout
-    return [m.replace("-", "_") for m in re.findall(r"^\s+--([a-z0-9-]+)", help_text, re.M)]
+    return [name.replace("-", "_") for name in catalogue(engine_bin).tests[test].options]
 
 
 def check_distribution(name: str, m: dict) -> None:
@@ -84,8 +79,12 @@ def test_every_listed_test_prints_a_contract_document(engine_bin, run_engine):
             assert field in doc["env"], f"{test}: env lacks {field}"
         assert doc["env"]["dma_latency"] == "held at 0" or doc["env"]["dma_latency"].startswith("unavailable: ")
         assert doc["metrics"], test
+        info = catalogue(engine_bin).tests[test]
         for name, m in doc["metrics"].items():
             check_metric(f"{test}.{name}", m)
+            declared = info.metric_for(name)
+            assert declared, f"{test} emits {name}, which its descriptor does not declare"
+            assert declared.unit == m["unit"], f"{test}.{name}: unit {m['unit']}, declared {declared.unit}"
         for name, v in doc["verdicts"].items():
             assert isinstance(v["pass"], bool) and isinstance(v["detail"], str), name
 

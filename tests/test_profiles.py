@@ -45,6 +45,13 @@ def test_engine_args_render_flags_and_values():
     ("[[jobs]]\nname='a'\ntest='overhead'\ncross_check=['cyclictest']", "only fits the latency"),
     ("[settings]\nwarmup_s=-1\n[[jobs]]\nname='a'\ntest='latency'", "warmup_s"),
     ("not toml [", "not valid TOML"),
+    ("[[jobs]]\nname='a'\ntest='latncy'", "unknown test 'latncy'; the engine's tests are latency, overhead"),
+    ("[[jobs]]\nname='a'\ntest='latency'\n[jobs.options]\ninterval-us=10",
+     "--interval-us 10 is out of range 50..1000000"),
+    ("[[jobs]]\nname='a'\ntest='spin'\n[jobs.options]\ncpus='0'", "the spin test has no option 'cpus'; it takes cpu,"),
+    ("[[jobs]]\nname='a'\ntest='pi'\n[jobs.options]\nprimitive='rwlock'", "--primitive 'rwlock' is not one of pi-mutex"),
+    ("[[jobs]]\nname='a'\ntest='latency'\n[jobs.options]\nbreak=1", "--break is a flag"),
+    ("[[jobs]]\nname='a'\ntest='latency'\n[jobs.options]\ncycles=2.5", "--cycles 2.5 is not an integer"),
 ])
 def test_bad_profiles_say_what_is_wrong(text, words):
     with pytest.raises(UserError) as e:
@@ -60,3 +67,15 @@ def test_missing_profile_file():
 
 def test_cpu_list():
     assert parse_cpu_list("0-2,5, 7") == [0, 1, 2, 5, 7]
+
+
+def test_builtin_profiles_fit_the_catalogue():
+    """Every job of every built-in profile names a test the engine has, with options it
+    takes, within their ranges (parse_profile checks it against the engine's catalogue)."""
+    from rtgauge.catalogue import catalogue, within
+    from rtgauge.profiles import BUILTIN
+
+    for name in BUILTIN:
+        for job in load_profile(name).jobs:
+            info = catalogue().test(job.test)
+            assert all(within(info.option(k), v) for k, v in job.options.items()), (name, job.name)

@@ -14,38 +14,15 @@
 
 #define RTG_ENGINE_VERSION "0.1.0"
 
-extern const rtg_test rtg_test_latency, rtg_test_overhead, rtg_test_spin;
-extern const rtg_test rtg_test_pi, rtg_test_mut_arc, rtg_test_thr_new;
-extern const rtg_test rtg_test_thr_rr, rtg_test_sem_lck, rtg_test_sem_rel, rtg_test_hartstone;
-extern const rtg_test rtg_test_switch, rtg_test_preempt, rtg_test_shuffle, rtg_test_message;
-extern const rtg_test rtg_test_sem, rtg_test_mutex, rtg_test_thread, rtg_test_tick, rtg_test_deadlock_break;
-extern const rtg_test rtg_test_tire;
-extern const rtg_test rtg_test_hil;
+/* The one table of tests, from the registry (registry.h). */
+#define X(id) extern const rtg_test rtg_test_##id;
+#include "registry.h"
+#undef X
 
-/* The one table of tests: adding a test is one line here (and its file in
- * src/meson.build). */
 static const rtg_test *const tests[] = {
-    &rtg_test_latency,
-    &rtg_test_overhead,
-    &rtg_test_spin,
-    &rtg_test_pi,
-    &rtg_test_mut_arc,
-    &rtg_test_thr_new,
-    &rtg_test_thr_rr,
-    &rtg_test_sem_lck,
-    &rtg_test_sem_rel,
-    &rtg_test_hartstone,
-    &rtg_test_switch,
-    &rtg_test_preempt,
-    &rtg_test_shuffle,
-    &rtg_test_message,
-    &rtg_test_sem,
-    &rtg_test_mutex,
-    &rtg_test_thread,
-    &rtg_test_tick,
-    &rtg_test_deadlock_break,
-    &rtg_test_tire,
-    &rtg_test_hil,
+#define X(id) &rtg_test_##id,
+#include "registry.h"
+#undef X
     NULL,
 };
 
@@ -146,14 +123,29 @@ static int fail_early(const char *test, int status, const char *msg)
 
 static void print_list(void)
 {
-    for (int i = 0; tests[i]; i++)
-        printf("%-12s %s\n", tests[i]->name, tests[i]->help);
+    for (int i = 0; tests[i]; i++) {
+        char why[256];
+        const char *no = tests[i]->unavailable ? tests[i]->unavailable(why, sizeof why) : NULL;
+        printf("%-15s %-18s %s%s%s%s\n", tests[i]->name, rtg_kind_name(tests[i]->kind),
+               tests[i]->summary, no ? " (" : "", no ? no : "", no ? ")" : "");
+    }
+}
+
+/* --list --json: the catalogue, for programs (docs/engine.md). */
+static int print_list_json(void)
+{
+    rtg_json *c = rtg_catalogue_json(tests);
+    if (!c)
+        return fail_early(NULL, RTG_EXIT_FAIL, "out of memory while listing the tests.");
+    rtg_j_write(stdout, c);
+    rtg_j_free(c);
+    return RTG_EXIT_OK;
 }
 
 static void print_usage(FILE *f)
 {
     fprintf(f, "usage: rtgauge-engine TEST [--option value ...]\n"
-               "       rtgauge-engine --list | --version | TEST --help\n"
+               "       rtgauge-engine --list [--json] | --version | TEST --help\n"
                "       rtgauge-engine TEST --dry-run [--option value ...]  (check options only)\n"
                "Prints one JSON document per run (see docs/engine.md).\n");
 }
@@ -259,6 +251,8 @@ int main(int argc, char **argv)
                           "no test given; run rtgauge-engine --list to see the tests.");
     }
     if (strcmp(argv[1], "--list") == 0) {
+        if (argc > 2 && strcmp(argv[2], "--json") == 0)
+            return print_list_json();
         print_list();
         return RTG_EXIT_OK;
     }
@@ -283,6 +277,13 @@ int main(int argc, char **argv)
         return RTG_EXIT_OK;
     }
     bool dry_run = take_dry_run(&argc, argv);
+    char why[256];
+    const char *no = t->unavailable ? t->unavailable(why, sizeof why) : NULL;
+    if (no) {
+        snprintf(msg, sizeof msg, "the %s test is %s; run rtgauge-engine --list to see the tests available here.",
+                 t->name, no);
+        return fail_early(t->name, RTG_EXIT_FAIL, msg);
+    }
     rtg_opts *o = rtg_opts_new(t);
     if (!o)
         return fail_early(t->name, RTG_EXIT_FAIL, "out of memory while parsing options.");

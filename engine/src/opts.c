@@ -374,7 +374,7 @@ rtg_json *rtg_opts_params(const rtg_opts *o)
 void rtg_opts_help(FILE *f, const rtg_test *t)
 {
     rtg_opts *o = rtg_opts_new(t);
-    fprintf(f, "usage: rtgauge-engine %s [--option value ...]\n%s\n\noptions:\n", t->name, t->help);
+    fprintf(f, "usage: rtgauge-engine %s [--option value ...]\n%s\n\noptions:\n", t->name, t->summary);
     for (int i = 0; o && i < o->n; i++) {
         const rtg_opt *d = o->v[i].def;
         char left[96], a[32], b[32], range[160] = "";
@@ -437,3 +437,6 @@ void rtg_verdict(rtg_result *res, const char *name, bool pass, const char *fmt, 
     rtg_j_set(v, "detail", rtg_j_str(detail));
     rtg_j_set(res->verdicts, name, v);
 }
+
+int rtg_opts_count(const rtg_opts *o) { return o->n; }
+const rtg_opt *rtg_opts_def(const rtg_opts *o, int i) { return o->v[i].def; }

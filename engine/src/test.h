@@ -1,5 +1,7 @@
-/* test: the descriptor every engine test exports, its options and its result.
- * main.c holds the one table of descriptors; it parses and range-checks options
+/* test: the descriptor every engine test exports (its kind, summary, options,
+ * metrics and availability), its options and its result. registry.h lists the
+ * tests; main.c builds its table from that list, prints the catalogue
+ * (--list --json, catalogue.c), parses and range-checks options
  * generically from the descriptor, records every option in effect (defaults
  * included) under "params" (name with '-' turned into '_'), applies the common
  * real-time setup (rt.h) unless the test opts out, runs the test and prints the
@@ -74,13 +76,57 @@ void rtg_verdict(rtg_result *res, const char *name, bool pass, const char *fmt, 
  * early, keeping what was measured; main then marks the run interrupted. */
 extern volatile sig_atomic_t rtg_stop;
 
+/* What a test is for; `--list --json` names it (rtg_kind_name). */
+typedef enum {
+    RTG_KIND_LATENCY,           /* wake-up latency of periodic threads */
+    RTG_KIND_MICRO_PERFORMANCE, /* time of one operation of the system, as distributions */
+    RTG_KIND_MICRO_BEHAVIOUR,   /* does the system behave as a real-time system must (verdicts) */
+    RTG_KIND_APPLICATION,       /* a real workload, paced or as fast as possible */
+    RTG_KIND_LOOP,              /* a closed loop with a device across a link */
+    RTG_KIND_INSTRUMENT         /* checks the measuring itself: timestamp cost, known disturbance */
+} rtg_kind;
+const char *rtg_kind_name(rtg_kind k);
+
+typedef enum {
+    RTG_METRIC_DISTRIBUTION,    /* rtg_j_dist: count, min, avg, percentiles, max, histogram */
+    RTG_METRIC_SCALAR,          /* rtg_j_scalar_*: {"unit", "value"} */
+    RTG_METRIC_SERIES           /* rtg_j_series: one value per window */
+} rtg_metric_kind;
+
+/* Emitted also (or, for a name never emitted alone, only) once per thread as
+ * NAME#i, i the thread's index from 0. */
+#define RTG_METRIC_PER_THREAD 1u
+/* Emitted only under some options or on some systems; help says when. */
+#define RTG_METRIC_CONDITIONAL 2u
+
+typedef struct {
+    const char *name;          /* key under "metrics" */
+    rtg_metric_kind kind;
+    const char *unit;          /* as written in the metric: "ns", "count", ... */
+    unsigned flags;            /* RTG_METRIC_* */
+    const char *help;          /* one line: what the figure means */
+} rtg_metric;
+
 typedef struct {
     const char *name;          /* engine test name, e.g. "latency" */
-    const char *help;          /* one line for --list */
+    const char *summary;       /* one line for --list */
+    rtg_kind kind;
     const rtg_opt *opts;       /* test-specific options, terminated by {0} */
+    const rtg_metric *metrics; /* every metric it may emit, terminated by {0} */
     unsigned flags;            /* RTG_TEST_* */
+    /* NULL when the test can run here; otherwise writes a sentence "unavailable
+     * here because ..." into why and returns it. A NULL hook: always available. */
+    const char *(*unavailable)(char *why, size_t len);
     int (*run)(const rtg_opts *o, rtg_result *res);  /* returns an RTG_EXIT_* */
 } rtg_test;
+
+/* `--list --json`: every test of the NULL-terminated table with its kind,
+ * summary, availability, options (common ones included) and metrics. */
+rtg_json *rtg_catalogue_json(const rtg_test *const *tests);
+/* Number of options of a parsed set and the i-th one's definition (the
+ * effective table: the test's own, then the common ones it takes). */
+int rtg_opts_count(const rtg_opts *o);
+const rtg_opt *rtg_opts_def(const rtg_opts *o, int i);
 
 /* The test uses the common RT options (--policy --priority --cpus
  * --allow-fallback --no-mlock) and main applies policy/mlockall before run.

@@ -21,7 +21,8 @@ static const rtg_opt demo_opts[] = {
 
 static int demo_run(const rtg_opts *o, rtg_result *r) { (void)o; (void)r; return 0; }
 
-static const rtg_test demo = {"demo", "a demo", demo_opts, RTG_TEST_RT, demo_run};
+static const rtg_test demo = {.name = "demo", .summary = "a demo", .kind = RTG_KIND_LATENCY, .opts = demo_opts,
+                                .flags = RTG_TEST_RT, .run = demo_run};
 
 /* Parse a NULL-terminated argument list; returns the status, err filled. */
 static int parse(rtg_opts *o, char *err, size_t len, ...)

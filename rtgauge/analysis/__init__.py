@@ -5,9 +5,9 @@ published figures (micro.py), the tire sweep (tire.py), system differences
 
 from __future__ import annotations
 
+from rtgauge.catalogue import LATENCY, catalogue
+
 US = 1000.0
-# Engine tests that are not microbenchmarks: periodic latency, helpers, the tire model.
-NON_MICRO_TESTS = ("latency", "spin", "overhead", "tire")
 
 
 def latency_row(m: dict) -> dict | None:
@@ -39,7 +39,8 @@ def is_fallback(m: dict) -> bool:
 def is_latency_measurement(m: dict) -> bool:
     """A wake-up latency job (ours or the cyclictest cross-check), not a tire or
     microbenchmark run that also happens to record Ti."""
-    return m.get("test") in ("latency", "") or m.get("tool") == "cyclictest"
+    test = m.get("test") or ""
+    return test == "" or m.get("tool") == "cyclictest" or catalogue().kind_of(test) == LATENCY
 
 
 def latency_measurements(run: dict) -> list[dict]:

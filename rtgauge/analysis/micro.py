@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rtgauge.analysis import NON_MICRO_TESTS
+from rtgauge.catalogue import MICRO_KINDS, catalogue
 from rtgauge.reference import Published, published_for
 
 # Options that make two runs of one test measure different things: they name the row.
@@ -31,10 +31,9 @@ class MicroRow:
 
 
 def is_micro(m: dict) -> bool:
-    test = str(m.get("test") or "")
-    return (m.get("tool", "engine") == "engine" and test not in NON_MICRO_TESTS
-            and not test.startswith(("tire", "hil"))
-            and bool(m.get("ok")))
+    """A microbenchmark of the engine (kind micro-performance or micro-behaviour) that ran."""
+    return (m.get("tool", "engine") == "engine" and bool(m.get("ok"))
+            and catalogue().kind_of(str(m.get("test") or "")) in MICRO_KINDS)
 
 
 def variant_of(params: dict) -> str:

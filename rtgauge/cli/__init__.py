@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from rtgauge import __version__
-from rtgauge.errors import UserError
+from rtgauge.errors import run_reporting_errors
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,19 +40,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     return run_reporting_errors(lambda: args.func(args))
-
-
-def run_reporting_errors(command) -> int:
-    """command()'s exit status; a user error is its one sentence on stderr and its
-    status, Ctrl-C is 130. Shared by every entry point (rtgauge, python -m rtgauge.hil)."""
-    try:
-        return int(command() or 0)
-    except UserError as e:
-        print(f"rtgauge: {e}", file=sys.stderr)
-        return e.exit_status
-    except KeyboardInterrupt:
-        print("rtgauge: interrupted", file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":

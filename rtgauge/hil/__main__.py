@@ -10,8 +10,7 @@ import argparse
 import json
 import sys
 
-from rtgauge.cli import run_reporting_errors
-from rtgauge.errors import UserError
+from rtgauge.errors import UserError, run_reporting_errors
 
 
 def veth_main(options: list[str]) -> int:
@@ -29,11 +28,11 @@ def sustained_main(argv: list[str]) -> int:
     from rtgauge.hil.sustained import SustainedSpec, check_spec, run_sustained, sustained_document
 
     p = argparse.ArgumentParser(prog="python3 -m rtgauge.hil sustained")
-    p.add_argument("--payload", default="none", choices=("none", "work", "tire"))
+    p.add_argument("--payload", default="none", help="none, work or tire (the engine's hil --payload)")
     p.add_argument("--sizes", default="0", help="comma list: work-us (work) or masses (tire)")
     p.add_argument("--frames", type=int, default=1_000_000)
     p.add_argument("--start-us", type=int, default=1000)
-    p.add_argument("--min-us", type=int, default=20)
+    p.add_argument("--min-us", type=int, default=None, help="default: the engine's shortest hil --period-us")
     p.add_argument("--max-us", type=int, default=100_000)
     p.add_argument("--precision", type=float, default=0.05)
     p.add_argument("--retries", type=int, default=1)

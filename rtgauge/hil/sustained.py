@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable
 
+from rtgauge.catalogue import catalogue, within
 from rtgauge.errors import UserError
-
-MIN_PERIOD_US, MAX_PERIOD_US = 20, 1_000_000
 
 
 @dataclass
@@ -30,7 +29,7 @@ class SustainedSpec:
     sizes: list[int] = field(default_factory=lambda: [0])  # work-us (work) or masses (tire); ignored for none
     frames: int = 1_000_000
     start_us: int = 1000               # first period probed
-    min_us: int = MIN_PERIOD_US
+    min_us: int | None = None          # None: the engine's shortest --period-us (check_spec sets it)
     max_us: int = 100_000
     precision: float = 0.05            # stop when failing/holding periods are within 5 %
     retries: int = 1
@@ -120,6 +119,8 @@ def shortest_holding(probe: Callable[[int], bool], start: int, lo: int, hi: int,
 def run_sustained(engine: str, spec: SustainedSpec, progress: Callable[[str], None] | None = None) -> dict:
     """Per payload size: the shortest holding period, every probe, and the document
     of the shortest holding run (its round trip and Ti/Ts/Tw)."""
+    if spec.min_us is None:
+        spec = replace(spec, min_us=int(catalogue(engine).test("hil").option("period-us").min))
     rows = []
     for size in spec.sizes:
         best_doc: dict = {}
@@ -173,22 +174,38 @@ def sustained_document(result: dict) -> dict:
 
 
 def check_spec(spec: SustainedSpec, where: str) -> SustainedSpec:
+    """SPEC within what the engine's hil test takes (its catalogue); UserError otherwise."""
+    hil = catalogue().test("hil", where)
+    period, frames, payloads, policies = (hil.option(n) for n in ("period-us", "frames", "payload", "policy"))
+    size_opt = {"work": hil.option("work-us"), "tire": hil.option("masses")}.get(spec.payload)
+    if spec.min_us is None:
+        spec.min_us = int(period.min)
     checks = [
-        (spec.payload in ("none", "work", "tire"), "payload must be none, work or tire"),
+        (spec.payload in payloads.choices, f"payload must be {_either(payloads.choices)}"),
         (bool(spec.sizes) and all(isinstance(s, int) and s >= 0 for s in spec.sizes), "sizes must be a list of counts"),
         (spec.payload != "tire" or all(s >= 4 and s % 4 == 0 for s in spec.sizes),
          "tire sizes are masses, multiples of 4"),
-        (1 <= spec.frames <= 100_000_000, "frames must be from 1 to 100000000"),
-        (MIN_PERIOD_US <= spec.min_us <= spec.start_us <= spec.max_us <= MAX_PERIOD_US,
-         f"periods must satisfy {MIN_PERIOD_US} <= min_us <= start_us <= max_us <= {MAX_PERIOD_US}"),
+        (size_opt is None or all(within(size_opt, s) for s in spec.sizes),
+         f"sizes must be from {size_opt.min} to {size_opt.max} (--{size_opt.name})" if size_opt else ""),
+        (within(frames, spec.frames), f"frames must be from {frames.min} to {frames.max}"),
+        (period.min <= spec.min_us <= spec.start_us <= spec.max_us <= period.max,
+         f"periods must satisfy {period.min} <= min_us <= start_us <= max_us <= {period.max}"),
         (0 < spec.precision < 1, "precision must be between 0 and 1"),
         (0 <= spec.retries <= 10, "retries must be from 0 to 10"),
-        (spec.policy in ("other", "fifo", "rr"), "policy must be other, fifo or rr"),
+        (within(hil.option("frame-bytes"), spec.frame_bytes),
+         f"frame_bytes must be from {hil.option('frame-bytes').min} to {hil.option('frame-bytes').max}"),
+        (within(hil.option("threads"), spec.threads),
+         f"threads must be from {hil.option('threads').min} to {hil.option('threads').max}"),
+        (spec.policy in policies.choices, f"policy must be {_either(policies.choices)}"),
     ]
     for ok, sentence in checks:
         if not ok:
             raise UserError(f"{where}: {sentence}.")
     return spec
+
+
+def _either(choices: tuple[str, ...]) -> str:
+    return ", ".join(choices[:-1]) + f" or {choices[-1]}" if len(choices) > 1 else choices[0]
 
 
 def spec_from_table(table: object, where: str) -> SustainedSpec:

@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
+from rtgauge.catalogue import LATENCY, catalogue
 from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
 from rtgauge.loads import Load, LoadContext, make_load
@@ -125,18 +126,16 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
-def engine_test_takes_cpus(test: str, cache: dict = {}) -> bool:
-    if test not in cache:
-        p = subprocess.run([engine_path(), test, "--help"], capture_output=True, text=True, timeout=30)
-        cache[test] = "--cpus" in p.stdout + p.stderr
-    return cache[test]
+def engine_test_takes_cpus(test: str) -> bool:
+    info = catalogue().tests.get(test)
+    return bool(info and info.takes_cpus)
 
 
 def apply_overrides(jobs: list[Job], duration_s: float | None, rt_cpus: list[int] | None) -> list[Job]:
     """--duration sets every latency job's length (a cycle count would win over it, so it
     goes); --rt-cpus becomes the CPUs of every job that measures on a CPU list."""
     for job in jobs:
-        if duration_s is not None and job.test == "latency":
+        if duration_s is not None and catalogue().kind_of(job.test) == LATENCY:   # cross-checks too
             job.options.pop("cycles", None)
             job.options["duration-s"] = round(duration_s, 3)
             job.expected_s = duration_s
@@ -150,9 +149,9 @@ def apply_overrides(jobs: list[Job], duration_s: float | None, rt_cpus: list[int
 def split_segments(job: Job, segment_s: float | None) -> list[dict]:
     """The option sets of a job's segments: one unless it is an engine latency job longer
     than a segment."""
-    if (not segment_s or job.tool != "engine" or job.test != "latency" or "cycles" in job.options):
+    if not segment_s or not is_engine_latency(job) or "cycles" in job.options:
         return [dict(job.options)]
-    total = float(job.options.get("duration-s", 10))
+    total = float(job.options.get("duration-s", catalogue().test(job.test).option("duration-s").default))
     n = math.ceil(total / segment_s - 1e-9)
     if n <= 1:
         return [dict(job.options)]
@@ -199,7 +198,8 @@ def measurement_placement(partition: Partition | None):
 
 
 def is_engine_latency(job: Job) -> bool:
-    return job.tool == "engine" and job.test == "latency"
+    """A wake-up latency job of the engine (kind latency)."""
+    return job.tool == "engine" and catalogue().kind_of(job.test) == LATENCY
 
 
 def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dict, int, bool, list[str]]:

@@ -67,6 +67,7 @@ def load_profile(name_or_path: str) -> Profile:
 
 
 def parse_profile(text: str, origin: str) -> Profile:
+    from rtgauge.catalogue import LATENCY, catalogue, check_options
     from rtgauge.loads import CONDITIONS
 
     try:
@@ -93,6 +94,7 @@ def parse_profile(text: str, origin: str) -> Profile:
         _expect(name not in seen, f"{where}: job name {name!r} is used twice; names must be unique.")
         seen.add(name)
         _expect(isinstance(test, str) and test, f"{where} ({name}) needs a test (see `rtgauge engine --list`).")
+        info = catalogue().test(test, f"{where} ({name})")
         conditions = raw.get("conditions", ["idle"])
         _expect(isinstance(conditions, list) and conditions and all(isinstance(c, str) for c in conditions),
                 f"{where} ({name}): conditions must be a non-empty list of names.")
@@ -102,13 +104,15 @@ def parse_profile(text: str, origin: str) -> Profile:
         cross = raw.get("cross_check", [])
         _expect(isinstance(cross, list) and all(c in CROSS_CHECKS for c in cross),
                 f"{where} ({name}): cross_check may list only {', '.join(CROSS_CHECKS)}.")
-        _expect(not cross or test == "latency",
-                f"{where} ({name}): a cyclictest cross-check only fits the latency test.")
+        _expect(not cross or info.kind == LATENCY,
+                f"{where} ({name}): a cyclictest cross-check only fits the latency test "
+                f"(tests of kind {LATENCY}: {', '.join(catalogue().names(LATENCY))}).")
         options = raw.get("options", {})
         _expect(isinstance(options, dict), f"{where} ({name}): options must be a table.")
         for k, v in options.items():
             _expect(isinstance(v, (str, int, float, bool)),
                     f"{where} ({name}): option {k} must be a string, number or boolean.")
+        check_options(info, options, f"{where} ({name})")
         jobs.append(JobSpec(name, test, list(conditions), list(cross), dict(options)))
     name = data.get("name", Path(origin).stem)
     tire = None

@@ -32,6 +32,7 @@ from rtgauge.analysis.tire import (
     tire_points,
 )
 from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, SOFT_MISS_RATIO, SOFT_WORST_US, headline
+from rtgauge.catalogue import LOOP, catalogue
 from rtgauge.reference import tire_published
 from rtgauge.report.svg import Axis, Plot, Series, budget_bar, heatmap
 
@@ -550,7 +551,8 @@ def render_hil(runs: list[dict]) -> str:
     frames lost and deadlines missed) and the sustained-rate sweep."""
     out = []
     for run in runs:
-        loops = [m for m in run.get("measurements", []) if m.get("test") == "hil" and m.get("ok")]
+        loops = [m for m in run.get("measurements", [])
+                 if catalogue().kind_of(m.get("test") or "") == LOOP and m.get("ok")]
         rates = [m for m in run.get("measurements", []) if m.get("test") == "hil-sustained" and m.get("ok")]
         if not loops and not rates:
             continue

@@ -15,6 +15,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Callable
 
+from rtgauge.catalogue import catalogue, within
 from rtgauge.errors import UserError
 
 
@@ -188,26 +189,37 @@ def spec_from_table(table: object, where: str) -> SweepSpec:
         if not isinstance(v, _SPEC_KEYS[k]) or isinstance(v, bool):
             raise UserError(f"{where} [tire]: {k} has the wrong type; see docs/tire.md.")
         kw[k] = v
+    tire = catalogue().test("tire", f"{where} [tire]")
+    masses, threads_opt, period, steps = (tire.option(n) for n in ("masses", "threads", "period-ms", "steps"))
+    policies, solvers, locks = (tire.option(n).choices for n in ("policy", "solver", "lock"))
     threads = kw.pop("threads", "published")
     if threads != "published":
-        if not (isinstance(threads, list) and threads and all(isinstance(t, int) and 1 <= t <= 1024 for t in threads)):
-            raise UserError(f"{where} [tire]: threads must be \"published\" or a list of counts from 1 to 1024.")
+        if not (isinstance(threads, list) and threads and all(isinstance(t, int) and within(threads_opt, t)
+                                                               for t in threads)):
+            raise UserError(f"{where} [tire]: threads must be \"published\" or a list of counts from "
+                            f"{threads_opt.min} to {threads_opt.max}.")
         kw["threads"] = sorted(set(threads))
     spec = SweepSpec(**kw)
     checks = [
-        (4 <= spec.masses_min <= spec.masses_max <= 20_000_000, "masses_min and masses_max must satisfy 4 <= min <= max <= 20000000"),
+        (masses.min <= spec.masses_min <= spec.masses_max <= masses.max,
+         f"masses_min and masses_max must satisfy {masses.min} <= min <= max <= {masses.max}"),
         (spec.grid_ratio > 1.0, "grid_ratio must be above 1"),
         (0 < spec.precision < 1, "precision must be between 0 and 1"),
-        (set(spec.policies) <= {"other", "fifo", "rr"} and spec.policies, "policies may list other, fifo and rr"),
-        (spec.solver in ("locked", "fast"), "solver must be locked or fast"),
-        (spec.lock in ("mutex", "sem", "spin"), "lock must be mutex, sem or spin"),
-        (0.05 <= spec.period_ms <= 20, "period_ms must be from 0.05 to 20"),
-        (1 <= spec.steps <= 10_000_000, "steps must be from 1 to 10000000"),
+        (set(spec.policies) <= set(policies) and spec.policies, f"policies may list {_either(policies, 'and')}"),
+        (spec.solver in solvers, f"solver must be {_either(solvers, 'or')}"),
+        (spec.lock in locks, f"lock must be {_either(locks, 'or')}"),
+        (within(period, spec.period_ms), f"period_ms must be from {period.min:g} to {period.max:g}"),
+        (within(steps, spec.steps), f"steps must be from {steps.min} to {steps.max}"),
     ]
     for ok, sentence in checks:
         if not ok:
             raise UserError(f"{where} [tire]: {sentence}.")
     return spec
+
+
+def _either(choices: tuple[str, ...], word: str) -> str:
+    """'a, b or c' (with word 'and': 'a, b and c')."""
+    return ", ".join(choices[:-1]) + f" {word} {choices[-1]}" if len(choices) > 1 else choices[0]
 
 
 def sweep_and_store(store, run_id: int, spec: SweepSpec, say: Callable[[str], None]) -> dict:

@@ -179,10 +179,18 @@ static int deadlock_run(const rtg_opts *o, rtg_result *res)
     return status;
 }
 
+static const rtg_metric deadlock_break_metrics[] = {
+    {"deadlock_break", RTG_METRIC_DISTRIBUTION, "ns", 0, "from high's lock request (low holding, medium hogging) to high running with the lock"},
+    {"inversions", RTG_METRIC_SCALAR, "count", 0, "iterations in which the medium thread ran before high got the mutex (no inheritance)"},
+    {0},
+};
+
 const rtg_test rtg_test_deadlock_break = {
     .name = "deadlock-break",
-    .help = "Rhealstone deadlock-break: high waits for a lock held by low while medium hogs, with inheritance",
+    .summary = "Rhealstone deadlock-break: high waits for a lock held by low while medium hogs, with inheritance",
+    .kind = RTG_KIND_MICRO_PERFORMANCE,
     .opts = deadlock_opts,
+    .metrics = deadlock_break_metrics,
     .flags = RTG_TEST_RT,
     .run = deadlock_run,
 };

@@ -324,10 +324,19 @@ static int hartstone_run(const rtg_opts *o, rtg_result *res)
     return RTG_EXIT_OK;
 }
 
+static const rtg_metric hartstone_metrics[] = {
+    {"breakdown_utilisation", RTG_METRIC_SCALAR, "fraction", 0, "the highest planned utilisation of a step without breakdown"},
+    {"steps", RTG_METRIC_SCALAR, "count", 0, "steps run"},
+    {"first_miss_utilisation", RTG_METRIC_SCALAR, "fraction", 0, "planned utilisation of the first step with a miss (null when none)"},
+    {0},
+};
+
 const rtg_test rtg_test_hartstone = {
     .name = "hartstone",
-    .help = "Hartstone PH series: five harmonic periodic tasks, load raised step by step to the first miss",
+    .summary = "Hartstone PH series: five harmonic periodic tasks, load raised step by step to the first miss",
+    .kind = RTG_KIND_MICRO_BEHAVIOUR,
     .opts = hartstone_opts,
+    .metrics = hartstone_metrics,
     .flags = RTG_TEST_RT,
     .run = hartstone_run,
 };

@@ -457,10 +457,51 @@ out:
     return status;
 }
 
+static const rtg_metric hil_metrics[] = {
+    {"sent", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "frames the device sent (device side: --role both or device)"},
+    {"received", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "replies the device received (device side: --role both or device)"},
+    {"lost_frames", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "frames without a reply by the end of the linger (sent = received + lost_frames) (device side: --role both or device)"},
+    {"late", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "replies that came after the next frame was due (device side: --role both or device)"},
+    {"misses", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "late + lost_frames (device side: --role both or device)"},
+    {"duplicate_replies", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "replies received twice (device side: --role both or device)"},
+    {"bad_replies", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "replies that were malformed or not for a sent frame (device side: --role both or device)"},
+    {"send_errors", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "frames the device failed to send (device side: --role both or device)"},
+    {"send_lag_max", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "the largest lag of a send behind its scheduled instant (device side: --role both or device)"},
+    {"round_trip", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "from the device's send to the reply in hand (device side: --role both or device)"},
+    {"sim_received", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "frames the simulation received (simulation side: --role both or sim)"},
+    {"sim_answered", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "frames the simulation answered (simulation side: --role both or sim)"},
+    {"sim_ignored", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "frames the simulation ignored (--sim-drop-every) (simulation side: --role both or sim)"},
+    {"sequence_gaps", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "frames that never arrived at the simulation (simulation side: --role both or sim)"},
+    {"reordered", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "frames that arrived out of order (simulation side: --role both or sim)"},
+    {"bad_frames", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "malformed frames (simulation side: --role both or sim)"},
+    {"sim_overruns", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "frames whose reply ended after the next frame was due (tw < 0) (simulation side: --role both or sim)"},
+    {"sim_nvcsw", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "voluntary context switches of the simulation thread (simulation side: --role both or sim)"},
+    {"sim_nivcsw", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "involuntary context switches of the simulation thread (simulation side: --role both or sim)"},
+    {"ti", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "from the frame's arrival to the simulation running (simulation side: --role both or sim)"},
+    {"ts", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "the simulation's step (simulation side: --role both or sim)"},
+    {"tw", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "the next expected frame minus the end of the reply (simulation side: --role both or sim)"},
+    {0},
+};
+
+/* The loop talks UDP: unavailable where no datagram socket can be opened. */
+static const char *hil_unavailable(char *why, size_t len)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    if (fd >= 0) {
+        close(fd);
+        return NULL;
+    }
+    snprintf(why, len, "unavailable here because no UDP socket can be opened (%s)", strerror(errno));
+    return why;
+}
+
 const rtg_test rtg_test_hil = {
     .name = "hil",
-    .help = "hardware-in-the-loop: a device sends UDP frames each period, the simulation steps and replies",
+    .summary = "hardware-in-the-loop: a device sends UDP frames each period, the simulation steps and replies",
+    .kind = RTG_KIND_LOOP,
     .opts = hil_opts,
+    .metrics = hil_metrics,
     .flags = RTG_TEST_RT,
+    .unavailable = hil_unavailable,
     .run = hil_main,
 };

@@ -243,10 +243,17 @@ static int message_run(const rtg_opts *o, rtg_result *res)
     return status;
 }
 
+static const rtg_metric message_metrics[] = {
+    {"latency", RTG_METRIC_DISTRIBUTION, "ns", 0, "from the send to the receiver running with the message"},
+    {0},
+};
+
 const rtg_test rtg_test_message = {
     .name = "message",
-    .help = "intertask message latency over a POSIX message queue or a pipe",
+    .summary = "intertask message latency over a POSIX message queue or a pipe",
+    .kind = RTG_KIND_MICRO_PERFORMANCE,
     .opts = message_opts,
+    .metrics = message_metrics,
     .flags = RTG_TEST_RT,
     .run = message_run,
 };

@@ -224,10 +224,21 @@ static int mutex_run(const rtg_opts *o, rtg_result *res)
     return status;
 }
 
+static const rtg_metric mutex_metrics[] = {
+    {"acquire", RTG_METRIC_DISTRIBUTION, "ns", 0, "pthread_mutex_lock on a free mutex"},
+    {"release", RTG_METRIC_DISTRIBUTION, "ns", 0, "pthread_mutex_unlock with nobody waiting"},
+    {"acquire_contended", RTG_METRIC_DISTRIBUTION, "ns", 0, "the high thread's blocking lock request to the holder (low) running again"},
+    {"release_contended", RTG_METRIC_DISTRIBUTION, "ns", 0, "the holder's unlock to the high thread running with the mutex"},
+    {"inversions", RTG_METRIC_SCALAR, "count", 0, "iterations in which the medium thread ran before high got the mutex (no inheritance)"},
+    {0},
+};
+
 const rtg_test rtg_test_mutex = {
     .name = "mutex",
-    .help = "MUT-P-ARN/ARC: mutex acquire/release without contention and with priority inheritance",
+    .summary = "MUT-P-ARN/ARC: mutex acquire/release without contention and with priority inheritance",
+    .kind = RTG_KIND_MICRO_PERFORMANCE,
     .opts = mutex_opts,
+    .metrics = mutex_metrics,
     .flags = RTG_TEST_RT,
     .run = mutex_run,
 };

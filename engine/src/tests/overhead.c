@@ -130,10 +130,20 @@ static int overhead_run(const rtg_opts *o, rtg_result *res)
     return RTG_EXIT_OK;
 }
 
+static const rtg_metric overhead_metrics[] = {
+    {"timestamp_monotonic", RTG_METRIC_SCALAR, "ns", 0, "cost of one CLOCK_MONOTONIC timestamp, median over the rounds"},
+    {"timestamp_monotonic_rounds", RTG_METRIC_DISTRIBUTION, "ns", 0, "cost of one CLOCK_MONOTONIC timestamp in each round"},
+    {"timestamp_tsc", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "cost of one TSC timestamp, median over the rounds (only with an invariant TSC)"},
+    {"timestamp_tsc_rounds", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "cost of one TSC timestamp in each round (only with an invariant TSC)"},
+    {0},
+};
+
 const rtg_test rtg_test_overhead = {
     .name = "overhead",
-    .help = "cost of one timestamp per clock (loop with and without timestamps)",
+    .summary = "cost of one timestamp per clock (loop with and without timestamps)",
+    .kind = RTG_KIND_INSTRUMENT,
     .opts = overhead_opts,
+    .metrics = overhead_metrics,
     .flags = RTG_TEST_RT,
     .run = overhead_run,
 };

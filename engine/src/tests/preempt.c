@@ -200,10 +200,18 @@ static int preempt_run(const rtg_opts *o, rtg_result *res)
     return status;
 }
 
+static const rtg_metric preempt_metrics[] = {
+    {"preempt", RTG_METRIC_DISTRIBUTION, "ns", 0, "from the event (semaphore post or timer expiry) to the higher-priority thread running"},
+    {"low_not_running", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "timer expiries at which the low thread was not running (--event timer only)"},
+    {0},
+};
+
 const rtg_test rtg_test_preempt = {
     .name = "preempt",
-    .help = "preemption: time from an event (semaphore post or timer) to a higher-priority thread running",
+    .summary = "preemption: time from an event (semaphore post or timer) to a higher-priority thread running",
+    .kind = RTG_KIND_MICRO_PERFORMANCE,
     .opts = preempt_opts,
+    .metrics = preempt_metrics,
     .flags = RTG_TEST_RT,
     .run = preempt_run,
 };

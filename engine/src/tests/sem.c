@@ -281,10 +281,25 @@ static int sem_run(const rtg_opts *o, rtg_result *res)
     return status;
 }
 
+static const rtg_metric sem_metrics[] = {
+    {"create_unused", RTG_METRIC_DISTRIBUTION, "ns", 0, "creating a semaphore never used"},
+    {"delete_unused", RTG_METRIC_DISTRIBUTION, "ns", 0, "deleting a semaphore never used"},
+    {"create_used", RTG_METRIC_DISTRIBUTION, "ns", 0, "creating a semaphore that is then used"},
+    {"delete_used", RTG_METRIC_DISTRIBUTION, "ns", 0, "deleting a semaphore that was used"},
+    {"acquire", RTG_METRIC_DISTRIBUTION, "ns", 0, "acquiring a free semaphore"},
+    {"release", RTG_METRIC_DISTRIBUTION, "ns", 0, "releasing a semaphore nobody waits on"},
+    {"acquire_contended", RTG_METRIC_DISTRIBUTION, "ns", 0, "the highest waiter's blocking sem_wait behind the others to the poster running again"},
+    {"release_contended", RTG_METRIC_DISTRIBUTION, "ns", 0, "a sem_post with --waiters waiting to the highest waiter running"},
+    {"not_highest", RTG_METRIC_SCALAR, "count", 0, "releases that woke a waiter other than the highest-priority one"},
+    {0},
+};
+
 const rtg_test rtg_test_sem = {
     .name = "sem",
-    .help = "SEM-P-NEW/ARN/ARC: semaphore create/delete, acquire/release without and with 128 waiters",
+    .summary = "SEM-P-NEW/ARN/ARC: semaphore create/delete, acquire/release without and with 128 waiters",
+    .kind = RTG_KIND_MICRO_PERFORMANCE,
     .opts = sem_opts,
+    .metrics = sem_metrics,
     .flags = RTG_TEST_RT,
     .run = sem_run,
 };

@@ -228,10 +228,17 @@ static int sem_lck_run(const rtg_opts *o, rtg_result *res)
     return RTG_EXIT_OK;
 }
 
+static const rtg_metric sem_lck_metrics[] = {
+    {"timed_wait", RTG_METRIC_SCALAR, "ns", 0, "how long a timed wait on an empty semaphore lasted"},
+    {0},
+};
+
 const rtg_test rtg_test_sem_lck = {
     .name = "sem-lck",
-    .help = "SEM-B-LCK: counting-semaphore semantics (initial value, posts add up, wait blocks, timed wait)",
+    .summary = "SEM-B-LCK: counting-semaphore semantics (initial value, posts add up, wait blocks, timed wait)",
+    .kind = RTG_KIND_MICRO_BEHAVIOUR,
     .opts = sem_lck_opts,
+    .metrics = sem_lck_metrics,
     .flags = RTG_TEST_RT,
     .run = sem_lck_run,
 };

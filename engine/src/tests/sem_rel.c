@@ -230,10 +230,17 @@ static int sem_rel_run(const rtg_opts *o, rtg_result *res)
     return RTG_EXIT_OK;
 }
 
+static const rtg_metric sem_rel_metrics[] = {
+    {"waiters", RTG_METRIC_SCALAR, "count", 0, "waiters that were queued on the semaphore"},
+    {0},
+};
+
 const rtg_test rtg_test_sem_rel = {
     .name = "sem-rel",
-    .help = "SEM-B-REL: a semaphore release wakes the highest-priority waiter, whatever the arrival order",
+    .summary = "SEM-B-REL: a semaphore release wakes the highest-priority waiter, whatever the arrival order",
+    .kind = RTG_KIND_MICRO_BEHAVIOUR,
     .opts = sem_rel_opts,
+    .metrics = sem_rel_metrics,
     .flags = RTG_TEST_RT,
     .run = sem_rel_run,
 };

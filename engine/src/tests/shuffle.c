@@ -253,10 +253,17 @@ static int shuffle_run(const rtg_opts *o, rtg_result *res)
     return status;
 }
 
+static const rtg_metric shuffle_metrics[] = {
+    {"shuffle", RTG_METRIC_DISTRIBUTION, "ns", 0, "hand-over time of the primitive between the two threads, both directions"},
+    {0},
+};
+
 const rtg_test rtg_test_shuffle = {
     .name = "shuffle",
-    .help = "semaphore shuffle: hand a semaphore (mutex, condvar, futex) back and forth between two threads",
+    .summary = "semaphore shuffle: hand a semaphore (mutex, condvar, futex) back and forth between two threads",
+    .kind = RTG_KIND_MICRO_PERFORMANCE,
     .opts = shuffle_opts,
+    .metrics = shuffle_metrics,
     .flags = RTG_TEST_RT,
     .run = shuffle_run,
 };

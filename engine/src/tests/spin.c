@@ -189,10 +189,18 @@ static int spin_run(const rtg_opts *o, rtg_result *res)
     return status;
 }
 
+static const rtg_metric spin_metrics[] = {
+    {"busy", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "actual length of each busy period (only when a burst ran)"},
+    {"count", RTG_METRIC_SCALAR, "count", 0, "busy periods run"},
+    {0},
+};
+
 const rtg_test rtg_test_spin = {
     .name = "spin",
-    .help = "disturbance with ground truth: busy-spin X us every Y us on one CPU, recording each burst",
+    .summary = "disturbance with ground truth: busy-spin X us every Y us on one CPU, recording each burst",
+    .kind = RTG_KIND_INSTRUMENT,
     .opts = spin_opts,
+    .metrics = spin_metrics,
     .flags = RTG_TEST_RT | RTG_TEST_NO_CPUS,
     .run = spin_run,
 };

@@ -164,10 +164,18 @@ static int switch_run(const rtg_opts *o, rtg_result *res)
     return status;
 }
 
+static const rtg_metric switch_metrics[] = {
+    {"switch", RTG_METRIC_DISTRIBUTION, "ns", 0, "switch time: consecutive resumptions of different threads in the yield ring"},
+    {"self_resumptions", RTG_METRIC_SCALAR, "count", 0, "yields that resumed the same thread (not counted as switches)"},
+    {0},
+};
+
 const rtg_test rtg_test_switch = {
     .name = "switch",
-    .help = "THR-P-SLS: switch time between equal-priority FIFO threads that yield, N threads on one CPU",
+    .summary = "THR-P-SLS: switch time between equal-priority FIFO threads that yield, N threads on one CPU",
+    .kind = RTG_KIND_MICRO_PERFORMANCE,
     .opts = switch_opts,
+    .metrics = switch_metrics,
     .flags = RTG_TEST_RT,
     .run = switch_run,
 };

@@ -187,10 +187,19 @@ static int thr_new_run(const rtg_opts *o, rtg_result *res)
     return RTG_EXIT_OK;
 }
 
+static const rtg_metric thr_new_metrics[] = {
+    {"lower_block_to_run", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "from the creator blocking to the lower-priority child's first run (when it ran)"},
+    {"equal_yield_to_run", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "from the creator yielding to the equal-priority child's first run (when it ran)"},
+    {"higher_create_to_run", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "from just before creation to the higher-priority child's first run (when it ran)"},
+    {0},
+};
+
 const rtg_test rtg_test_thr_new = {
     .name = "thr-new",
-    .help = "THR-B-NEW: when a new thread of lower, equal or higher priority first runs (one CPU)",
+    .summary = "THR-B-NEW: when a new thread of lower, equal or higher priority first runs (one CPU)",
+    .kind = RTG_KIND_MICRO_BEHAVIOUR,
     .opts = thr_new_opts,
+    .metrics = thr_new_metrics,
     .flags = RTG_TEST_RT,
     .run = thr_new_run,
 };

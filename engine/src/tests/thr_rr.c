@@ -244,10 +244,21 @@ static int thr_rr_run(const rtg_opts *o, rtg_result *res)
     return status;
 }
 
+static const rtg_metric thr_rr_metrics[] = {
+    {"slice", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "length of each complete turn a thread ran (when the threads ran)"},
+    {"rr_interval", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "the slice sched_rr_get_interval reports (when the threads ran)"},
+    {"turns", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "turns observed (when the threads ran)"},
+    {"share_spread", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "the most minus the least CPU time any thread got (when the threads ran)"},
+    {"run", RTG_METRIC_SCALAR, "ns", RTG_METRIC_PER_THREAD|RTG_METRIC_CONDITIONAL, "CPU time thread i got, only per thread as run#i (when the threads ran)"},
+    {0},
+};
+
 const rtg_test rtg_test_thr_rr = {
     .name = "thr-rr",
-    .help = "THR-B-RR: fair rotation among equal SCHED_RR threads on one CPU, slice vs sched_rr_get_interval",
+    .summary = "THR-B-RR: fair rotation among equal SCHED_RR threads on one CPU, slice vs sched_rr_get_interval",
+    .kind = RTG_KIND_MICRO_BEHAVIOUR,
     .opts = thr_rr_opts,
+    .metrics = thr_rr_metrics,
     .flags = RTG_TEST_RT,
     .run = thr_rr_run,
 };

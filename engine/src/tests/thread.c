@@ -200,10 +200,23 @@ static int thread_run(const rtg_opts *o, rtg_result *res)
     return status;
 }
 
+static const rtg_metric thread_metrics[] = {
+    {"create_never_run", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "creating a thread that never runs before it is deleted (when --scenario includes it)"},
+    {"delete_never_run", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "deleting a thread that never ran (when --scenario includes it)"},
+    {"create_run_terminate", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "creating a thread that runs and terminates (when --scenario includes it)"},
+    {"delete_run_terminate", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "deleting (joining) a thread that ran and terminated (when --scenario includes it)"},
+    {"create_run_block", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "creating a thread that runs and blocks (when --scenario includes it)"},
+    {"delete_run_block", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "deleting a thread that ran and blocked (when --scenario includes it)"},
+    {"ran_early", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "never-run children that ran before deletion (with the never-run scenario)"},
+    {0},
+};
+
 const rtg_test rtg_test_thread = {
     .name = "thread",
-    .help = "THR-P-NEW: thread creation and deletion time, never-run / run-and-terminate / run-and-block",
+    .summary = "THR-P-NEW: thread creation and deletion time, never-run / run-and-terminate / run-and-block",
+    .kind = RTG_KIND_MICRO_PERFORMANCE,
     .opts = thread_opts,
+    .metrics = thread_metrics,
     .flags = RTG_TEST_RT,
     .run = thread_run,
 };

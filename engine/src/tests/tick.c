@@ -225,10 +225,26 @@ static int tick_run(const rtg_opts *o, rtg_result *res)
     return status;
 }
 
+static const rtg_metric tick_metrics[] = {
+    {"gap", RTG_METRIC_DISTRIBUTION, "ns", 0, "each gap above --threshold-ns the clock-reading loop saw"},
+    {"gaps", RTG_METRIC_SCALAR, "count", 0, "gaps seen"},
+    {"gaps_not_stored", RTG_METRIC_SCALAR, "count", 0, "gaps beyond --max-gaps, counted but not stored"},
+    {"loops", RTG_METRIC_SCALAR, "count", 0, "iterations of the loop"},
+    {"stolen_fraction", RTG_METRIC_SCALAR, "ratio", 0, "share of the run's time spent in gaps"},
+    {"gaps_per_second", RTG_METRIC_SCALAR, "1/s", 0, "gaps per second of run"},
+    {"run_ns", RTG_METRIC_SCALAR, "ns", 0, "length of the run"},
+    {"dominant_period_ns", RTG_METRIC_SCALAR, "ns", 0, "the most common interval between gaps"},
+    {"dominant_share", RTG_METRIC_SCALAR, "ratio", 0, "share of the intervals near the dominant period"},
+    {"tick_period_ns", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "the kernel tick period, 10^9 / CONFIG_HZ (when CONFIG_HZ is known)"},
+    {0},
+};
+
 const rtg_test rtg_test_tick = {
     .name = "tick",
-    .help = "CLK-P-DUR: gaps a tight clock-reading loop sees on one CPU (tick duration and periodicity)",
+    .summary = "CLK-P-DUR: gaps a tight clock-reading loop sees on one CPU (tick duration and periodicity)",
+    .kind = RTG_KIND_MICRO_PERFORMANCE,
     .opts = tick_opts,
+    .metrics = tick_metrics,
     .flags = RTG_TEST_RT,
     .run = tick_run,
 };

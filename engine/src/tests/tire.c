@@ -392,10 +392,31 @@ static int tire_main(const rtg_opts *o, rtg_result *res)
     return status;
 }
 
+static const rtg_metric tire_metrics[] = {
+    {"ti", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_PER_THREAD|RTG_METRIC_CONDITIONAL, "wake-up latency: the thread's wake-up minus its deadline (realtime and pretest)"},
+    {"ts", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_PER_THREAD, "payload time of a cycle, from wake-up to the end of its work"},
+    {"tw", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_PER_THREAD|RTG_METRIC_CONDITIONAL, "slack: the next deadline minus the end of the cycle (below 0 is a miss) (realtime and pretest)"},
+    {"misses", RTG_METRIC_SCALAR, "count", RTG_METRIC_PER_THREAD|RTG_METRIC_CONDITIONAL, "cycles that ended after the next deadline (realtime and pretest)"},
+    {"skipped", RTG_METRIC_SCALAR, "count", RTG_METRIC_PER_THREAD|RTG_METRIC_CONDITIONAL, "deadlines already past after an overrun, skipped (--overrun skip) (realtime and pretest)"},
+    {"cycles", RTG_METRIC_SCALAR, "count", RTG_METRIC_PER_THREAD|RTG_METRIC_CONDITIONAL, "cycles measured (cycles + skipped = deadlines elapsed) (realtime and pretest)"},
+    {"dropped", RTG_METRIC_SCALAR, "count", RTG_METRIC_PER_THREAD|RTG_METRIC_CONDITIONAL, "cycles lost to a full ring before the collector read them (should be 0) (realtime and pretest)"},
+    {"ti_window_max", RTG_METRIC_SERIES, "ns", RTG_METRIC_PER_THREAD|RTG_METRIC_CONDITIONAL, "the largest ti of each window of --window-s (realtime and pretest)"},
+    {"steps", RTG_METRIC_SCALAR, "count", 0, "steps computed"},
+    {"wall_s", RTG_METRIC_SCALAR, "s", 0, "wall time of the computed steps"},
+    {"ns_per_mass_step", RTG_METRIC_SCALAR, "ns", 0, "mean step time divided by the masses"},
+    {"lock_ops_per_step", RTG_METRIC_SCALAR, "count", 0, "lock operations of one step (locked solver)"},
+    {"nvcsw", RTG_METRIC_SCALAR, "count", 0, "voluntary context switches of the solver threads over the steps"},
+    {"nivcsw", RTG_METRIC_SCALAR, "count", 0, "involuntary context switches of the solver threads over the steps"},
+    {"late_steps", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "steps the payload saw finish late (realtime and pretest)"},
+    {0},
+};
+
 const rtg_test rtg_test_tire = {
     .name = "tire",
-    .help = "tire model: a ring of point masses falls and settles; real-time (paced) or real-fast steps",
+    .summary = "tire model: a ring of point masses falls and settles; real-time (paced) or real-fast steps",
+    .kind = RTG_KIND_APPLICATION,
     .opts = tire_opts,
+    .metrics = tire_metrics,
     .flags = RTG_TEST_RT,
     .run = tire_main,
 };

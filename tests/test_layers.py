@@ -1,0 +1,103 @@
+"""rtgauge's modules, and its packages (cli, plan, hil, analysis, ...), import one
+another without a cycle. Read from the source with ast: every import statement,
+those inside functions included, so an import that would only run later counts as
+much as one at the top of a file. A package cycle (cli -> hil -> cli: cli.run uses
+hil.sustained while hil.__main__ used cli's error wrapper) is a cycle even when no
+single module closes it."""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "rtgauge"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def imported(path: Path, name: str, known: set[str]) -> set[str]:
+    """The rtgauge modules that the file imports: `from a.b import c` is a.b.c when that
+    is a module, else a.b; relative imports are resolved against the file's package."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            for a in node.names:
+                out.add(f"{base}.{a.name}" if f"{base}.{a.name}" in known else base)
+    return {m for m in out if m in known and m != name}
+
+
+def import_graph() -> dict[str, set[str]]:
+    mods = modules()
+    return {name: imported(path, name, set(mods)) for name, path in mods.items()}
+
+
+def package_graph(g: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph between rtgauge's first-level packages and modules (rtgauge.cli, ...)."""
+    def top(m: str) -> str:
+        return ".".join(m.split(".")[:2])
+    out: dict[str, set[str]] = {}
+    for a, bs in g.items():
+        out.setdefault(top(a), set()).update(top(b) for b in bs if top(b) != top(a))
+    return out
+
+
+def cycle(g: dict[str, set[str]]) -> list[str] | None:
+    try:
+        tuple(graphlib.TopologicalSorter(g).static_order())
+    except graphlib.CycleError as e:
+        return list(e.args[1])
+    return None
+
+
+def test_graph_sees_the_imports():
+    """The reader finds what is plainly there (so an empty graph cannot pass the test below)."""
+    g = import_graph()
+    assert "rtgauge.errors" in g["rtgauge.enginebin"]
+    assert "rtgauge.cli.engine" in g["rtgauge.cli"]          # `from rtgauge.cli import ... engine`
+    assert "rtgauge.catalogue" in g["rtgauge.analysis.micro"]
+    assert g["rtgauge.errors"] == set()                      # the bottom of every layer
+
+
+def test_no_import_cycle():
+    g = import_graph()
+    found = cycle(g)
+    assert found is None, "import cycle between modules: " + " -> ".join(found or [])
+    found = cycle(package_graph(g))
+    assert found is None, "import cycle between packages: " + " -> ".join(found or [])
+
+
+def test_a_cycle_is_found(tmp_path, monkeypatch):
+    """The check itself, on the shape rtgauge had: x.run uses y.s, y.__main__ used x
+    (no module cycle, a package cycle); and a plain module cycle through a relative import."""
+    pkg = tmp_path / "rtgauge"
+    for d in ("x", "y"):
+        (pkg / d).mkdir(parents=True)
+        (pkg / d / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "x" / "run.py").write_text("def f():\n    from rtgauge.y import s\n")
+    (pkg / "y" / "s.py").write_text("")
+    (pkg / "y" / "__main__.py").write_text("from rtgauge.x import run\n")
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", pkg)
+    g = import_graph()
+    assert g["rtgauge.x.run"] == {"rtgauge.y.s"} and g["rtgauge.y.__main__"] == {"rtgauge.x.run"}
+    assert cycle(g) is None
+    assert set(cycle(package_graph(g))) == {"rtgauge.x", "rtgauge.y"}
+    (pkg / "y" / "s.py").write_text("from ..x import run\n")
+    assert set(cycle(import_graph())) == {"rtgauge.x.run", "rtgauge.y.s"}
