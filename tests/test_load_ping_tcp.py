@@ -62,7 +62,7 @@ def test_ping_tcp_loads_the_network_path_and_leaves_nothing():
 
     assert delivered["condition"] == "ping-tcp" and delivered["alive_until_stop"], delivered
     assert delivered["ping_sent"] > 1000 and delivered["ping_received"] > 0.9 * delivered["ping_sent"], delivered
-    assert delivered["tcp_received_bytes"] > 10 * 2**20, delivered
+    assert delivered["tcp_received_bytes"] > 2**20, delivered
     assert delivered["tty_bytes"] > 0.5 * delivered["tcp_received_bytes"], delivered
     assert len(delivered["namespaces"]) == 2, delivered
     # the veth traffic is received in NET_RX softirqs: far above what the machine takes idle
