@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "prim.h"
 #include "rt.h"
 #include "test.h"
 
@@ -47,41 +48,20 @@ int rtg_bh_effective_rt_prio(int tid);
 /* Event order: a global sequence number, so "A happened before B" is exact. */
 int64_t rtg_bh_seq(void);
 
-/* ---- locks of a chosen kind ---- */
-typedef enum {
-    RTG_LOCK_PI_MUTEX,      /* pthread mutex, PTHREAD_PRIO_INHERIT */
-    RTG_LOCK_MUTEX,         /* pthread mutex, PTHREAD_PRIO_NONE */
-    RTG_LOCK_PROTECT_MUTEX, /* pthread mutex, PTHREAD_PRIO_PROTECT (ceiling) */
-    RTG_LOCK_SEM,           /* POSIX unnamed semaphore of value 1 (no owner) */
-    RTG_LOCK_SPIN           /* pthread_spin (busy-waits) */
-} rtg_lock_kind;
-
-typedef struct {
-    rtg_lock_kind kind;
-    pthread_mutex_t m;
-    sem_t s;
-    pthread_spinlock_t sp;
-} rtg_lock;
-
-int rtg_lock_init(rtg_lock *l, rtg_lock_kind kind, int ceiling, char *err, size_t errlen);
-void rtg_lock_destroy(rtg_lock *l);
-int rtg_lock_acquire(rtg_lock *l);
-/* Acquire before the CLOCK_MONOTONIC deadline: 0, or ETIMEDOUT. A spin lock
- * spins (never sleeps) until then, as pthread_spin_lock would, but bounded. */
-int rtg_lock_acquire_until(rtg_lock *l, int64_t deadline_ns);
-void rtg_lock_release(rtg_lock *l);
-const char *rtg_lock_name(rtg_lock_kind kind);
-
-/* ---- the priority-inversion scenario ----
- * All on one CPU under SCHED_FIFO, the calling thread (controller) above all:
- *  1. low takes the lock and starts a critical section needing cs_ns of CPU;
- *  2. high asks for the lock (timed wait, timeout_ns);
+/* ---- the priority-inversion scenario (pi, mut-arc) ----
+ * On the priority-inversion fixture (scenario.h): all on one CPU under
+ * SCHED_FIFO, the watchdog (the calling thread) above all, on another CPU when
+ * there is one:
+ *  1. low takes the lock and starts a critical section needing cs_ns of CPU
+ *     (it says so: a handshake);
+ *  2. high asks for the lock (timed wait, timeout_ns) and is checked blocked on
+ *     it (a spin lock: it announces that it spins);
  *  3. medium becomes ready and hogs the CPU for hog_ns of wall time, then stops.
  * Protected: high gets the lock before medium stops. */
 typedef struct {
     int cpu;
     int prio_low, prio_med, prio_high, prio_ctl;
-    rtg_lock_kind kind;
+    rtg_prim kind;                 /* lock: a mutex kind, SEM or SPIN */
     int64_t cs_ns, hog_ns, timeout_ns;
 } rtg_inv_cfg;
 
@@ -93,13 +73,11 @@ typedef struct {
     int high_state;                          /* high's state letter while it waits */
 } rtg_inv_result;
 
-/* 0, or -1 with err (setup failed: nothing was measured). */
-int rtg_inversion(const rtg_inv_cfg *cfg, rtg_inv_result *r, char *err, size_t errlen);
 /* The scenario with the lock `kind`, set up from the options --priority (low; medium,
- * high and the controller at +1, +2, +3), --cs-ms, --hog-ms and --cpus, run, and
+ * high at +1, +2; priority_controller: the watchdog's), --cs-ms, --hog-ms and --cpus, run, and
  * reported (metrics and env). RTG_EXIT_OK with r filled, or RTG_EXIT_FAIL with the
  * sentence in res. */
-int rtg_inversion_run(const rtg_opts *o, rtg_lock_kind kind, rtg_inv_cfg *cfg, rtg_inv_result *r,
+int rtg_inversion_run(const rtg_opts *o, rtg_prim kind, rtg_inv_cfg *cfg, rtg_inv_result *r,
                       rtg_result *res);
 /* The scenario's timings as metrics (ns): high_wait, medium_hog, low_cs; and
  * low's effective priority before and while high waited. */
