@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <mqueue.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -271,3 +272,25 @@ void rtg_chan_poke(rtg_chan *c)
         /* full: the reader has data already */
     }
 }
+
+#if !defined(RTG_HAVE_FUTEX)
+/* Without the futex (prim_futex.c not built) nothing may call these: every user
+ * asks rtg_prim_available() first and refuses the variant. Reaching one is a bug. */
+void rtg_futex_wait(_Atomic int *w, int expected)
+{
+    (void)w, (void)expected;
+    abort();
+}
+
+void rtg_futex_wake(_Atomic int *w, int n)
+{
+    (void)w, (void)n;
+    abort();
+}
+
+bool rtg_pi_mutex_has_waiter(pthread_mutex_t *m)
+{
+    (void)m;
+    abort();
+}
+#endif

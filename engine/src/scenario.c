@@ -298,6 +298,8 @@ int rtg_scn_join(rtg_scenario *s, rtg_result *res, const char *what)
         status = rtg_fail(res, RTG_EXIT_FAIL, "%s", s->err);
     else if (s->left > 0)
         status = rtg_fail(res, RTG_EXIT_FAIL, "%d threads did not stop within the watchdog's grace time.", s->left);
+    else if (s->b.timed_out && s->deadline_ends_run)
+        status = RTG_EXIT_OK;
     else if ((s->b.timed_out || (s->failed && atomic_load(s->failed))) && s->timeout_opt)
         status = rtg_fail(res, RTG_EXIT_FAIL,
                           "%s did not finish within --timeout-s %.0f s; raise it or ask for fewer --iterations.",

@@ -68,6 +68,7 @@ typedef struct {
     void (*unblock)(void *);   /* posts every semaphore, writes every pipe... */
     void *ctx;
     const _Atomic int *failed; /* optional: set by a worker whose wait failed */
+    bool deadline_ends_run;    /* the watchdog's deadline is a normal end (keep what was measured) */
     bool start_failed;
     double timeout_s;          /* the watchdog's; from --timeout-s unless given */
     bool timeout_opt;          /* it came from --timeout-s */
