@@ -15,7 +15,7 @@
 #include "clock.h"
 #include "scenario.h"
 
-#define POLL_NS 100000LL
+#define LOOK_NS 20000LL   /* between two looks at a thread's state */
 
 static int os_policy(rtg_policy p)
 {
@@ -80,17 +80,6 @@ void rtg_bh_sleep_ns(int64_t ns)
         ;
 }
 
-bool rtg_bh_wait_flag(atomic_int *flag, int64_t timeout_ns)
-{
-    int64_t end = rtg_mono_ns() + timeout_ns;
-    while (!atomic_load(flag)) {
-        if (rtg_mono_ns() > end)
-            return false;
-        rtg_bh_sleep_ns(POLL_NS);
-    }
-    return true;
-}
-
 /* The fields of /proc/self/task/TID/stat after "(comm)", space separated. */
 static bool read_stat_fields(int tid, char *buf, size_t len, char **after)
 {
@@ -115,16 +104,15 @@ char rtg_bh_task_state(int tid)
     return read_stat_fields(tid, buf, sizeof buf, &a) ? a[0] : 0;
 }
 
-bool rtg_bh_wait_blocked(int tid, int64_t timeout_ns)
+bool rtg_bh_wait_blocked(int tid, rtg_prim prim, int64_t timeout_ns)
 {
     int64_t end = rtg_mono_ns() + timeout_ns;
     for (;;) {
-        char s = rtg_bh_task_state(tid);
-        if (s == 'S' || s == 'D')
+        if (rtg_thread_blocked_on(tid, prim))
             return true;
         if (rtg_mono_ns() > end)
             return false;
-        rtg_bh_sleep_ns(POLL_NS);
+        rtg_bh_sleep_ns(LOOK_NS);   /* the look, not the sleep, ends the wait */
     }
 }
 

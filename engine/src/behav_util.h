@@ -35,12 +35,11 @@ int rtg_bh_start(pthread_t *th, void *(*fn)(void *), void *arg, int cpu, rtg_pol
 int rtg_bh_tid(void);
 int64_t rtg_bh_thread_cpu_ns(void);            /* CPU time of the calling thread */
 void rtg_bh_sleep_ns(int64_t ns);
-/* Sleep-poll (100 us steps) until *flag != 0 or timeout; true when set. */
-bool rtg_bh_wait_flag(atomic_int *flag, int64_t timeout_ns);
 /* Scheduler state letter of a thread of this process ('R', 'S', 'D', ...), or 0. */
 char rtg_bh_task_state(int tid);
-/* Sleep-poll until the thread sleeps (state S or D); true when it does. */
-bool rtg_bh_wait_blocked(int tid, int64_t timeout_ns);
+/* Look (every 20 us, at most timeout_ns) until the thread is blocked in the
+ * system call of prim (scenario.h: rtg_thread_blocked_on); true when it is. */
+bool rtg_bh_wait_blocked(int tid, rtg_prim prim, int64_t timeout_ns);
 /* Effective real-time priority of a thread (what it runs at now, boosts
  * included, from /proc/self/task/TID/stat), 0 for a non-RT thread, -1 unknown. */
 int rtg_bh_effective_rt_prio(int tid);

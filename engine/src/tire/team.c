@@ -5,6 +5,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,9 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "clock.h"
+#include "prim.h"
 
 #define SPIN_LIMIT 2000        /* pause loops (a few microseconds) before blocking */
 
@@ -36,6 +40,7 @@ struct tire_team {
     _Alignas(64) atomic_int sleepers;   /* workers blocked on gen */
     atomic_int driver_sleeping;
     atomic_int ready, failed;
+    sem_t arrived;                  /* posted by each worker once it is set up */
     atomic_bool stop;
     bool centroid;
 };
@@ -115,6 +120,7 @@ static void *worker_main(void *arg)
     rtg_prefault_stack(64 * 1024);
     record_switches(&w->nvcsw, &w->nivcsw, -1);
     atomic_fetch_add(&tm->ready, 1);
+    sem_post(&tm->arrived);
     unsigned last = 0;
     for (;;) {
         last = wait_release(tm, last);
@@ -157,6 +163,7 @@ tire_team *tire_team_start(tire_solver *s, const tire_team_cfg *cfg, char *err, 
         return NULL;
     }
     memset(tm, 0, sizeof *tm);
+    sem_init(&tm->arrived, 0, 0);
     tm->s = s;
     tm->cfg = *cfg;
     int online = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -190,11 +197,11 @@ tire_team *tire_team_start(tire_solver *s, const tire_team_cfg *cfg, char *err, 
         started++;
     }
     pthread_attr_destroy(&attr);
-    /* Setup takes microseconds; the wait is bounded anyway. */
-    for (int ms = 0; atomic_load(&tm->ready) < started && ms < 10000; ms++) {
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
-    }
+    /* Each worker says when it is set up (microseconds); the wait is bounded anyway. */
+    int64_t until = rtg_mono_ns() + 10000000000LL;
+    for (int i = 0; i < started; i++)
+        if (rtg_sem_wait_until(&tm->arrived, until) != 0)
+            break;
     bool failed = started < cfg->nthreads - 1 || atomic_load(&tm->ready) < started;
     if (!failed && atomic_load(&tm->failed) > 0) {
         for (int i = 1; i < cfg->nthreads; i++)
@@ -208,6 +215,7 @@ tire_team *tire_team_start(tire_solver *s, const tire_team_cfg *cfg, char *err, 
         if (!err[0])
             snprintf(err, errlen, "the solver threads did not start; use fewer --threads.");
         join_workers(tm);
+        sem_destroy(&tm->arrived);
         free(tm->w);
         free(tm);
         return NULL;
@@ -251,6 +259,7 @@ void tire_team_stop(tire_team *tm, uint64_t *nvcsw, uint64_t *nivcsw)
         *nvcsw += tm->w[i].nvcsw;
         *nivcsw += tm->w[i].nivcsw;
     }
+    sem_destroy(&tm->arrived);
     free(tm->w);
     free(tm);
 }
