@@ -68,3 +68,19 @@ def test_other_variants_still_run_without_the_futex(no_futex_build):
     status, doc, err = run(engine, "mutex", "--iterations", "100")
     assert status == 0 and doc["ok"], err
     assert doc["metrics"]["inversions"]["value"] == 0
+
+
+@needs_meson
+def test_tire_team_without_the_futex_computes_the_same_state(no_futex_build, engine_bin):
+    """The tire team's barrier falls back on a mutex and condition variable: the
+    state after 400 steps on 3 threads is the one the futex build computes."""
+    args = ("tire", "--mode", "realfast", "--masses", "2000", "--steps", "400", "--threads", "3",
+            "--policy", "other", "--no-mlock")
+    sums = []
+    for engine in (no_futex_build / "src" / "rtgauge-engine", Path(engine_bin)):
+        status, doc, err = run(engine, *args)
+        assert status == 0, err
+        sums.append(doc["physics"]["checksum"])
+    assert sums[0] == sums[1]
+    status, doc, err = run(no_futex_build / "src" / "rtgauge-engine", *args[:6], "401", *args[7:])
+    assert doc["physics"]["checksum"] != sums[0]

@@ -31,8 +31,8 @@ bool rtg_prim_available(rtg_prim p, char *why, size_t len)
     return true;
 #else
     snprintf(why, len, "%s is unavailable in this build because %s", names[p],
-#if defined(RTG_POSIX_ONLY)
-             "the engine was built POSIX-only (-Dposix_only=true) and the Linux futex system call is not POSIX"
+#if defined(RTG_FUTEX_DISABLED)
+             "the engine was built without the Linux futex (meson setup -Dfutex=disabled)"
 #else
              "the Linux futex system call (linux/futex.h, SYS_futex) was not found when the engine was built"
 #endif
@@ -83,16 +83,8 @@ int rtg_sem_wait(sem_t *s)
 
 int rtg_sem_wait_until(sem_t *s, int64_t deadline_ns)
 {
-#if defined(RTG_POSIX_ONLY)
-    /* sem_clockwait is not POSIX yet: map the deadline on CLOCK_REALTIME */
-    struct timespec now_rt;
-    clock_gettime(CLOCK_REALTIME, &now_rt);
-    struct timespec dl = rtg_ns_timespec(rtg_timespec_ns(&now_rt) + deadline_ns - rtg_mono_ns());
-    while (sem_timedwait(s, &dl) != 0)
-#else
     struct timespec dl = rtg_ns_timespec(deadline_ns);
     while (sem_clockwait(s, CLOCK_MONOTONIC, &dl) != 0)
-#endif
         if (errno != EINTR)
             return errno;
     return 0;

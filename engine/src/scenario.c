@@ -8,9 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#if !defined(RTG_POSIX_ONLY)
 #include <sys/syscall.h>
-#endif
 
 #include "clock.h"
 
@@ -22,7 +20,6 @@ static _Thread_local rtg_scn_thread *self_record;
 
 /* ---- where a thread is ---- */
 
-#if !defined(RTG_POSIX_ONLY)
 static bool proc_tasks(void)
 {
     static int ok = -1;
@@ -41,17 +38,12 @@ static bool read_small(const char *path, char *buf, size_t len)
     buf[n] = '\0';
     return n > 0;
 }
-#endif
 
 bool rtg_thread_place_of(int tid, rtg_thread_place *p)
 {
     p->state = 0;
     p->syscall = -1;
     p->known = false;
-#if defined(RTG_POSIX_ONLY)
-    (void)tid;
-    return false;
-#else
     if (tid <= 0 || !proc_tasks())
         return false;
     char path[64], buf[512];
@@ -69,10 +61,8 @@ bool rtg_thread_place_of(int tid, rtg_thread_place *p)
     else if (buf[0] >= '0' && buf[0] <= '9')
         p->syscall = strtol(buf, NULL, 10);   /* "running" or "-1 ..." otherwise */
     return true;
-#endif
 }
 
-#if !defined(RTG_POSIX_ONLY)
 static bool call_waits_on(long nr, rtg_prim prim)
 {
     switch (prim) {
@@ -117,7 +107,6 @@ static bool call_waits_on(long nr, rtg_prim prim)
         return false;   /* a spin lock never blocks */
     }
 }
-#endif
 
 bool rtg_thread_blocked_on(int tid, rtg_prim prim)
 {
@@ -126,15 +115,10 @@ bool rtg_thread_blocked_on(int tid, rtg_prim prim)
         return false;
     if (p.state != 'S' && p.state != 'D')
         return false;
-#if defined(RTG_POSIX_ONLY)
-    (void)prim;
-    return false;
-#else
     /* a kernel that does not show the system call: the state is all we have */
     if (p.syscall == RTG_SYSCALL_UNKNOWN)
         return prim != RTG_PRIM_SPIN;
     return p.syscall >= 0 && call_waits_on(p.syscall, prim);
-#endif
 }
 
 /* ---- the harness ---- */
@@ -164,11 +148,7 @@ int rtg_scn_init(rtg_scenario *s, const rtg_opts *o, rtg_result *res, bool needs
 
 static int thread_id(void)
 {
-#if defined(RTG_POSIX_ONLY)
-    return 0;
-#else
     return (int)syscall(SYS_gettid);
-#endif
 }
 
 static void *trampoline(void *p)
@@ -222,10 +202,6 @@ static bool wait_arrival(rtg_scenario *s, rtg_scn_thread *t, const char *what)
 
 static bool wait_blocked(rtg_scenario *s, rtg_scn_thread *t)
 {
-#if defined(RTG_POSIX_ONLY)
-    (void)s, (void)t;
-    return true;   /* no way to look: the start order by priority is what places it */
-#else
     int tid = atomic_load(&t->tid);
     rtg_thread_place p;
     if (!proc_tasks()) {
@@ -251,7 +227,6 @@ static bool wait_blocked(rtg_scenario *s, rtg_scn_thread *t)
                  t->role.name, rtg_prim_name(t->role.blocks_on), (double)RTG_SCN_PLACE_NS / 1e9,
                  p.state ? p.state : '?', p.syscall);
     return false;
-#endif
 }
 
 int rtg_scn_add(rtg_scenario *s, const rtg_role *role)
