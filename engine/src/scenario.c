@@ -134,6 +134,7 @@ int rtg_scn_init(rtg_scenario *s, const rtg_opts *o, rtg_result *res, bool needs
     s->timeout_opt = timeout_ns <= 0;
     s->timeout_s = timeout_ns > 0 ? (double)timeout_ns / 1e9 : rtg_opt_num(o, "timeout-s");
     s->max = max;
+    s->place_ns = RTG_SCN_PLACE_NS;
     s->unblock = unblock;
     s->ctx = ctx;
     s->th = calloc((size_t)max, sizeof *s->th);
@@ -185,8 +186,18 @@ void rtg_scn_abort(rtg_scenario *s, const char *fmt, ...)
 
 static int64_t place_deadline(const rtg_scenario *s)
 {
-    int64_t d = rtg_mono_ns() + RTG_SCN_PLACE_NS;
+    int64_t d = rtg_mono_ns() + s->place_ns;
     return d < s->b.deadline_ns ? d : s->b.deadline_ns;
+}
+
+/* "within 10.0 s", or "before the watchdog's deadline" when that came first */
+static const char *bound_text(const rtg_scenario *s, char *buf, size_t len)
+{
+    if (rtg_mono_ns() >= s->b.deadline_ns)
+        snprintf(buf, len, "before the watchdog's deadline (%.0f s)", s->timeout_s);
+    else
+        snprintf(buf, len, "within %.1f s", (double)s->place_ns / 1e9);
+    return buf;
 }
 
 /* Wait for one post of t->arrived (start, or the handshake). */
@@ -195,8 +206,9 @@ static bool wait_arrival(rtg_scenario *s, rtg_scn_thread *t, const char *what)
     int rc = rtg_sem_wait_until(&t->arrived, place_deadline(s));
     if (rc == 0)
         return true;
-    snprintf(s->err, sizeof s->err, "the %s thread did not %s within %.0f s; the system is overloaded or the "
-             "primitive does not work here.", t->role.name, what, (double)RTG_SCN_PLACE_NS / 1e9);
+    char b[80];
+    snprintf(s->err, sizeof s->err, "the %s thread did not %s %s; the system is overloaded or the "
+             "primitive does not work here.", t->role.name, what, bound_text(s, b, sizeof b));
     return false;
 }
 
@@ -221,11 +233,13 @@ static bool wait_blocked(rtg_scenario *s, rtg_scn_thread *t)
     if (!p.known && proc_tasks())
         snprintf(s->err, sizeof s->err, "the %s thread ended before it blocked on its %s.", t->role.name,
                  rtg_prim_name(t->role.blocks_on));
-    else
-        snprintf(s->err, sizeof s->err, "the %s thread did not block on its %s within %.0f s (state %c, "
+    else {
+        char b[80];
+        snprintf(s->err, sizeof s->err, "the %s thread did not block on its %s %s (state %c, "
                  "system call %ld); the system is overloaded or the primitive does not block here.",
-                 t->role.name, rtg_prim_name(t->role.blocks_on), (double)RTG_SCN_PLACE_NS / 1e9,
+                 t->role.name, rtg_prim_name(t->role.blocks_on), bound_text(s, b, sizeof b),
                  p.state ? p.state : '?', p.syscall);
+    }
     return false;
 }
 
