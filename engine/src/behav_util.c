@@ -13,8 +13,9 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "scenario.h"
 
-#define POLL_NS 100000LL
+#define LOOK_NS 20000LL   /* between two looks at a thread's state */
 
 static int os_policy(rtg_policy p)
 {
@@ -79,17 +80,6 @@ void rtg_bh_sleep_ns(int64_t ns)
         ;
 }
 
-bool rtg_bh_wait_flag(atomic_int *flag, int64_t timeout_ns)
-{
-    int64_t end = rtg_mono_ns() + timeout_ns;
-    while (!atomic_load(flag)) {
-        if (rtg_mono_ns() > end)
-            return false;
-        rtg_bh_sleep_ns(POLL_NS);
-    }
-    return true;
-}
-
 /* The fields of /proc/self/task/TID/stat after "(comm)", space separated. */
 static bool read_stat_fields(int tid, char *buf, size_t len, char **after)
 {
@@ -114,16 +104,15 @@ char rtg_bh_task_state(int tid)
     return read_stat_fields(tid, buf, sizeof buf, &a) ? a[0] : 0;
 }
 
-bool rtg_bh_wait_blocked(int tid, int64_t timeout_ns)
+bool rtg_bh_wait_blocked(int tid, rtg_prim prim, int64_t timeout_ns)
 {
     int64_t end = rtg_mono_ns() + timeout_ns;
     for (;;) {
-        char s = rtg_bh_task_state(tid);
-        if (s == 'S' || s == 'D')
+        if (rtg_thread_blocked_on(tid, prim))
             return true;
         if (rtg_mono_ns() > end)
             return false;
-        rtg_bh_sleep_ns(POLL_NS);
+        rtg_bh_sleep_ns(LOOK_NS);   /* the look, not the sleep, ends the wait */
     }
 }
 
@@ -150,116 +139,14 @@ int64_t rtg_bh_seq(void)
     return atomic_fetch_add(&seq_counter, 1) + 1;
 }
 
-/* ---- locks ---- */
-
-const char *rtg_lock_name(rtg_lock_kind kind)
-{
-    switch (kind) {
-    case RTG_LOCK_PI_MUTEX: return "pi-mutex";
-    case RTG_LOCK_MUTEX: return "mutex";
-    case RTG_LOCK_PROTECT_MUTEX: return "protect-mutex";
-    case RTG_LOCK_SEM: return "sem";
-    case RTG_LOCK_SPIN: return "spin";
-    }
-    return "?";
-}
-
-static bool is_mutex(rtg_lock_kind k)
-{
-    return k == RTG_LOCK_PI_MUTEX || k == RTG_LOCK_MUTEX || k == RTG_LOCK_PROTECT_MUTEX;
-}
-
-int rtg_lock_init(rtg_lock *l, rtg_lock_kind kind, int ceiling, char *err, size_t errlen)
-{
-    memset(l, 0, sizeof *l);
-    l->kind = kind;
-    int rc = 0;
-    if (is_mutex(kind)) {
-        pthread_mutexattr_t a;
-        pthread_mutexattr_init(&a);
-        int proto = kind == RTG_LOCK_PI_MUTEX ? PTHREAD_PRIO_INHERIT
-                    : kind == RTG_LOCK_PROTECT_MUTEX ? PTHREAD_PRIO_PROTECT : PTHREAD_PRIO_NONE;
-        rc = pthread_mutexattr_setprotocol(&a, proto);
-        if (rc == 0 && kind == RTG_LOCK_PROTECT_MUTEX)
-            rc = pthread_mutexattr_setprioceiling(&a, ceiling);
-        if (rc == 0)
-            rc = pthread_mutex_init(&l->m, &a);
-        pthread_mutexattr_destroy(&a);
-    } else if (kind == RTG_LOCK_SEM) {
-        rc = sem_init(&l->s, 0, 1) == 0 ? 0 : errno;
-    } else {
-        rc = pthread_spin_init(&l->sp, PTHREAD_PROCESS_PRIVATE);
-    }
-    if (rc != 0) {
-        snprintf(err, errlen, "this system cannot make a %s lock (%s); choose another primitive.",
-                 rtg_lock_name(kind), strerror(rc));
-        return -1;
-    }
-    return 0;
-}
-
-void rtg_lock_destroy(rtg_lock *l)
-{
-    if (is_mutex(l->kind))
-        pthread_mutex_destroy(&l->m);
-    else if (l->kind == RTG_LOCK_SEM)
-        sem_destroy(&l->s);
-    else
-        pthread_spin_destroy(&l->sp);
-}
-
-int rtg_lock_acquire(rtg_lock *l)
-{
-    if (is_mutex(l->kind))
-        return pthread_mutex_lock(&l->m);
-    if (l->kind == RTG_LOCK_SEM) {
-        while (sem_wait(&l->s) != 0)
-            if (errno != EINTR)
-                return errno;
-        return 0;
-    }
-    return pthread_spin_lock(&l->sp);
-}
-
-int rtg_lock_acquire_until(rtg_lock *l, int64_t deadline_ns)
-{
-    struct timespec dl = rtg_ns_timespec(deadline_ns);
-    if (is_mutex(l->kind)) {
-        /* timedlock takes CLOCK_REALTIME; map the monotonic deadline onto it */
-        struct timespec now_rt;
-        clock_gettime(CLOCK_REALTIME, &now_rt);
-        struct timespec rt = rtg_ns_timespec(rtg_timespec_ns(&now_rt) + deadline_ns - rtg_mono_ns());
-        return pthread_mutex_timedlock(&l->m, &rt);
-    }
-    if (l->kind == RTG_LOCK_SEM) {
-        while (sem_clockwait(&l->s, CLOCK_MONOTONIC, &dl) != 0)
-            if (errno != EINTR)
-                return errno;
-        return 0;
-    }
-    while (pthread_spin_trylock(&l->sp) != 0)
-        if (rtg_mono_ns() >= deadline_ns)
-            return ETIMEDOUT;
-    return 0;
-}
-
-void rtg_lock_release(rtg_lock *l)
-{
-    if (is_mutex(l->kind))
-        pthread_mutex_unlock(&l->m);
-    else if (l->kind == RTG_LOCK_SEM)
-        sem_post(&l->s);
-    else
-        pthread_spin_unlock(&l->sp);
-}
-
-/* ---- the inversion scenario ---- */
+/* ---- the inversion scenario, on the fixture ---- */
 
 typedef struct {
     const rtg_inv_cfg *cfg;
     rtg_inv_result *r;
     rtg_lock lock;
-    atomic_int held, requested, low_tid, high_tid;
+    _Atomic int held;          /* 1 low holds the lock, -1 it could not take it */
+    int low_tid;
     int low_rc, high_rc;
 } inversion;
 
@@ -270,15 +157,16 @@ typedef struct {
 static void *low_main(void *p)
 {
     inversion *v = p;
-    atomic_store(&v->low_tid, rtg_bh_tid());
     v->low_rc = rtg_lock_acquire(&v->lock);
     if (v->low_rc != 0) {
         atomic_store(&v->held, -1);
+        rtg_scn_here();
         return NULL;
     }
     v->r->t_held = rtg_mono_ns();
     int64_t cpu0 = rtg_bh_thread_cpu_ns();
     atomic_store(&v->held, 1);
+    rtg_scn_here();
     /* CPU time, not wall time: while preempted the section does not progress */
     while (rtg_bh_thread_cpu_ns() - cpu0 < v->cfg->cs_ns && rtg_mono_ns() - v->r->t_held < LOW_WALL_BOUND_NS)
         ;
@@ -290,9 +178,9 @@ static void *low_main(void *p)
 static void *high_main(void *p)
 {
     inversion *v = p;
-    atomic_store(&v->high_tid, rtg_bh_tid());
     v->r->t_request = rtg_mono_ns();
-    atomic_store(&v->requested, 1);
+    if (v->cfg->kind == RTG_PRIM_SPIN)
+        rtg_scn_here();   /* it is about to spin: nothing to see blocked */
     v->high_rc = rtg_lock_acquire_until(&v->lock, v->r->t_request + v->cfg->timeout_ns);
     if (v->high_rc == 0) {
         v->r->t_acquire = rtg_mono_ns();
@@ -318,58 +206,40 @@ static void *medium_main(void *p)
     return NULL;
 }
 
-int rtg_inversion(const rtg_inv_cfg *cfg, rtg_inv_result *r, char *err, size_t errlen)
+/* The facts the verdicts need, read as soon as each thread is in place. */
+static int inversion_placed(rtg_scenario *s, int role, int tid, void *p)
 {
-    memset(r, 0, sizeof *r);
-    r->low_prio_before = r->low_prio_waiting = -1;
-    static inversion v;     /* threads read it until joined */
-    memset(&v, 0, sizeof v);
-    v.cfg = cfg;
-    v.r = r;
-    if (rtg_bh_self(cfg->cpu, RTG_POL_FIFO, cfg->prio_ctl, err, errlen) != 0)
-        return -1;
-    if (rtg_lock_init(&v.lock, cfg->kind, cfg->prio_high, err, errlen) != 0)
-        return -1;
-    pthread_t lo, hi, me;
-    int rc = -1;
-    if (rtg_bh_start(&lo, low_main, &v, cfg->cpu, RTG_POL_FIFO, cfg->prio_low, err, errlen) != 0)
-        goto out_lock;
-    if (!rtg_bh_wait_flag(&v.held, 2000000000LL) || atomic_load(&v.held) < 0) {
-        snprintf(err, errlen, "the low-priority thread could not take the %s lock (%s); this system cannot run the scenario.",
-                 rtg_lock_name(cfg->kind), strerror(v.low_rc ? v.low_rc : ETIMEDOUT));
-        pthread_join(lo, NULL);
-        goto out_lock;
+    inversion *v = p;
+    if (role == RTG_INV_LOW) {
+        if (atomic_load(&v->held) < 0) {
+            rtg_scn_abort(s, "the low-priority thread could not take the %s lock (%s); this system cannot run the scenario.",
+                          rtg_lock_name(v->cfg->kind), strerror(v->low_rc));
+            return -1;
+        }
+        v->low_tid = tid;
+        v->r->low_prio_before = rtg_bh_effective_rt_prio(tid);
+    } else if (role == RTG_INV_HIGH) {
+        v->r->high_state = rtg_bh_task_state(tid);
+        v->r->low_prio_waiting = rtg_bh_effective_rt_prio(v->low_tid);
     }
-    r->low_prio_before = rtg_bh_effective_rt_prio(atomic_load(&v.low_tid));
-    if (rtg_bh_start(&hi, high_main, &v, cfg->cpu, RTG_POL_FIFO, cfg->prio_high, err, errlen) != 0) {
-        pthread_join(lo, NULL);
-        goto out_lock;
-    }
-    /* Let high ask: it blocks (or, for a spin lock, spins: then wait a little) */
-    rtg_bh_wait_flag(&v.requested, 2000000000LL);
-    if (cfg->kind != RTG_LOCK_SPIN)
-        rtg_bh_wait_blocked(atomic_load(&v.high_tid), 200000000LL);
-    else
-        rtg_bh_sleep_ns(1000000);
-    r->high_state = rtg_bh_task_state(atomic_load(&v.high_tid));
-    r->low_prio_waiting = rtg_bh_effective_rt_prio(atomic_load(&v.low_tid));
-    if (rtg_bh_start(&me, medium_main, &v, cfg->cpu, RTG_POL_FIFO, cfg->prio_med, err, errlen) != 0) {
-        pthread_join(hi, NULL);
-        pthread_join(lo, NULL);
-        goto out_lock;
-    }
-    pthread_join(hi, NULL);
-    pthread_join(me, NULL);
-    pthread_join(lo, NULL);
-    rc = 0;
-    if (v.high_rc != 0 && v.high_rc != ETIMEDOUT) {
-        snprintf(err, errlen, "the high-priority thread's timed wait on the %s lock failed (%s).",
-                 rtg_lock_name(cfg->kind), strerror(v.high_rc));
-        rc = -1;
-    }
-out_lock:
-    rtg_lock_destroy(&v.lock);
-    return rc;
+    return 0;
+}
+
+static void make_plan(rtg_inv_plan *plan, inversion *v)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->fn[RTG_INV_LOW] = low_main;
+    plan->fn[RTG_INV_MEDIUM] = medium_main;
+    plan->fn[RTG_INV_HIGH] = high_main;
+    plan->at[RTG_INV_LOW] = RTG_AT_HERE;
+    plan->at[RTG_INV_HIGH] = v->cfg->kind == RTG_PRIM_SPIN ? RTG_AT_HERE : RTG_AT_BLOCKED;
+    plan->blocks_on[RTG_INV_HIGH] = v->cfg->kind;
+    plan->at[RTG_INV_MEDIUM] = RTG_AT_STARTED;
+    plan->order[0] = RTG_INV_LOW;
+    plan->order[1] = RTG_INV_HIGH;
+    plan->order[2] = RTG_INV_MEDIUM;
+    plan->arg = v;
+    plan->placed = inversion_placed;
 }
 
 void rtg_inversion_report(const rtg_inv_cfg *cfg, const rtg_inv_result *r, rtg_result *res)
@@ -412,24 +282,47 @@ void rtg_bh_env_cpu(rtg_result *res, int cpu)
     rtg_j_push(c, rtg_j_int(cpu));
 }
 
-int rtg_inversion_run(const rtg_opts *o, rtg_lock_kind kind, rtg_inv_cfg *cfg, rtg_inv_result *r,
+int rtg_inversion_run(const rtg_opts *o, rtg_prim kind, rtg_inv_cfg *cfg, rtg_inv_result *r,
                       rtg_result *res)
 {
     memset(cfg, 0, sizeof *cfg);
-    cfg->cpu = rtg_bh_cpu(o);
-    if (cfg->cpu < 0)
-        return rtg_fail(res, RTG_EXIT_FAIL, "no CPU is available to this process; check its affinity.");
-    cfg->prio_low = (int)rtg_opt_int(o, "priority");
-    cfg->prio_med = cfg->prio_low + 1;
-    cfg->prio_high = cfg->prio_low + 2;
-    cfg->prio_ctl = cfg->prio_low + 3;
+    memset(r, 0, sizeof *r);
+    r->low_prio_before = r->low_prio_waiting = -1;
     cfg->kind = kind;
     cfg->cs_ns = rtg_opt_int(o, "cs-ms") * 1000000;
     cfg->hog_ns = rtg_opt_int(o, "hog-ms") * 1000000;
     cfg->timeout_ns = 2 * (cfg->hog_ns + cfg->cs_ns) + 50000000;
+    /* the watchdog ends the run only when something is wrong: past low's bound */
+    rtg_scenario s;
+    int status = rtg_scn_init(&s, o, res, true, 3, LOW_WALL_BOUND_NS + 5000000000LL, NULL, NULL);
+    if (status != RTG_EXIT_OK)
+        return status;
+    cfg->cpu = s.b.cpu;
+    cfg->prio_low = s.b.priority;
+    cfg->prio_med = cfg->prio_low + 1;
+    cfg->prio_high = cfg->prio_low + 2;
+    cfg->prio_ctl = s.b.policy == RTG_POL_OTHER ? 0 : 99;   /* the watchdog */
+    static inversion v;     /* threads read it until joined */
+    memset(&v, 0, sizeof v);
+    v.cfg = cfg;
+    v.r = r;
     char err[512];
-    if (rtg_inversion(cfg, r, err, sizeof err) != 0)
+    if (rtg_lock_init(&v.lock, kind, cfg->prio_high, err, sizeof err) != 0) {
+        rtg_scn_join(&s, res, "the scenario");
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    }
+    rtg_inv_plan plan;
+    make_plan(&plan, &v);
+    rtg_inv_start(&s, &plan);
+    status = rtg_scn_join(&s, res, "the priority-inversion scenario");
+    if (rtg_scn_leaked(&s))
+        return status;
+    rtg_lock_destroy(&v.lock);
+    if (status != RTG_EXIT_OK)
+        return status;
+    if (v.high_rc != 0 && v.high_rc != ETIMEDOUT)
+        return rtg_fail(res, RTG_EXIT_FAIL, "the high-priority thread's timed wait on the %s lock failed (%s).",
+                        rtg_lock_name(kind), strerror(v.high_rc));
     rtg_bh_env_cpu(res, cfg->cpu);
     rtg_inversion_report(cfg, r, res);
     return RTG_EXIT_OK;

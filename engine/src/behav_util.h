@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "prim.h"
 #include "rt.h"
 #include "test.h"
 
@@ -34,12 +35,11 @@ int rtg_bh_start(pthread_t *th, void *(*fn)(void *), void *arg, int cpu, rtg_pol
 int rtg_bh_tid(void);
 int64_t rtg_bh_thread_cpu_ns(void);            /* CPU time of the calling thread */
 void rtg_bh_sleep_ns(int64_t ns);
-/* Sleep-poll (100 us steps) until *flag != 0 or timeout; true when set. */
-bool rtg_bh_wait_flag(atomic_int *flag, int64_t timeout_ns);
 /* Scheduler state letter of a thread of this process ('R', 'S', 'D', ...), or 0. */
 char rtg_bh_task_state(int tid);
-/* Sleep-poll until the thread sleeps (state S or D); true when it does. */
-bool rtg_bh_wait_blocked(int tid, int64_t timeout_ns);
+/* Look (every 20 us, at most timeout_ns) until the thread is blocked in the
+ * system call of prim (scenario.h: rtg_thread_blocked_on); true when it is. */
+bool rtg_bh_wait_blocked(int tid, rtg_prim prim, int64_t timeout_ns);
 /* Effective real-time priority of a thread (what it runs at now, boosts
  * included, from /proc/self/task/TID/stat), 0 for a non-RT thread, -1 unknown. */
 int rtg_bh_effective_rt_prio(int tid);
@@ -47,41 +47,20 @@ int rtg_bh_effective_rt_prio(int tid);
 /* Event order: a global sequence number, so "A happened before B" is exact. */
 int64_t rtg_bh_seq(void);
 
-/* ---- locks of a chosen kind ---- */
-typedef enum {
-    RTG_LOCK_PI_MUTEX,      /* pthread mutex, PTHREAD_PRIO_INHERIT */
-    RTG_LOCK_MUTEX,         /* pthread mutex, PTHREAD_PRIO_NONE */
-    RTG_LOCK_PROTECT_MUTEX, /* pthread mutex, PTHREAD_PRIO_PROTECT (ceiling) */
-    RTG_LOCK_SEM,           /* POSIX unnamed semaphore of value 1 (no owner) */
-    RTG_LOCK_SPIN           /* pthread_spin (busy-waits) */
-} rtg_lock_kind;
-
-typedef struct {
-    rtg_lock_kind kind;
-    pthread_mutex_t m;
-    sem_t s;
-    pthread_spinlock_t sp;
-} rtg_lock;
-
-int rtg_lock_init(rtg_lock *l, rtg_lock_kind kind, int ceiling, char *err, size_t errlen);
-void rtg_lock_destroy(rtg_lock *l);
-int rtg_lock_acquire(rtg_lock *l);
-/* Acquire before the CLOCK_MONOTONIC deadline: 0, or ETIMEDOUT. A spin lock
- * spins (never sleeps) until then, as pthread_spin_lock would, but bounded. */
-int rtg_lock_acquire_until(rtg_lock *l, int64_t deadline_ns);
-void rtg_lock_release(rtg_lock *l);
-const char *rtg_lock_name(rtg_lock_kind kind);
-
-/* ---- the priority-inversion scenario ----
- * All on one CPU under SCHED_FIFO, the calling thread (controller) above all:
- *  1. low takes the lock and starts a critical section needing cs_ns of CPU;
- *  2. high asks for the lock (timed wait, timeout_ns);
+/* ---- the priority-inversion scenario (pi, mut-arc) ----
+ * On the priority-inversion fixture (scenario.h): all on one CPU under
+ * SCHED_FIFO, the watchdog (the calling thread) above all, on another CPU when
+ * there is one:
+ *  1. low takes the lock and starts a critical section needing cs_ns of CPU
+ *     (it says so: a handshake);
+ *  2. high asks for the lock (timed wait, timeout_ns) and is checked blocked on
+ *     it (a spin lock: it announces that it spins);
  *  3. medium becomes ready and hogs the CPU for hog_ns of wall time, then stops.
  * Protected: high gets the lock before medium stops. */
 typedef struct {
     int cpu;
     int prio_low, prio_med, prio_high, prio_ctl;
-    rtg_lock_kind kind;
+    rtg_prim kind;                 /* lock: a mutex kind, SEM or SPIN */
     int64_t cs_ns, hog_ns, timeout_ns;
 } rtg_inv_cfg;
 
@@ -93,13 +72,11 @@ typedef struct {
     int high_state;                          /* high's state letter while it waits */
 } rtg_inv_result;
 
-/* 0, or -1 with err (setup failed: nothing was measured). */
-int rtg_inversion(const rtg_inv_cfg *cfg, rtg_inv_result *r, char *err, size_t errlen);
 /* The scenario with the lock `kind`, set up from the options --priority (low; medium,
- * high and the controller at +1, +2, +3), --cs-ms, --hog-ms and --cpus, run, and
+ * high at +1, +2; priority_controller: the watchdog's), --cs-ms, --hog-ms and --cpus, run, and
  * reported (metrics and env). RTG_EXIT_OK with r filled, or RTG_EXIT_FAIL with the
  * sentence in res. */
-int rtg_inversion_run(const rtg_opts *o, rtg_lock_kind kind, rtg_inv_cfg *cfg, rtg_inv_result *r,
+int rtg_inversion_run(const rtg_opts *o, rtg_prim kind, rtg_inv_cfg *cfg, rtg_inv_result *r,
                       rtg_result *res);
 /* The scenario's timings as metrics (ns): high_wait, medium_hog, low_cs; and
  * low's effective priority before and while high waited. */

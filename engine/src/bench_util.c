@@ -44,6 +44,12 @@ static void become_watchdog(rtg_bench *b)
 
 int rtg_bench_setup(rtg_bench *b, const rtg_opts *o, rtg_result *res, bool needs_priorities)
 {
+    return rtg_bench_setup_timeout(b, o, res, needs_priorities, (int64_t)(rtg_opt_num(o, "timeout-s") * 1e9));
+}
+
+int rtg_bench_setup_timeout(rtg_bench *b, const rtg_opts *o, rtg_result *res, bool needs_priorities,
+                            int64_t timeout)
+{
     memset(b, 0, sizeof *b);
     atomic_store(&rtg_bench_abort, 0);
     b->ncpus = rtg_opt_given(o, "cpus") ? rtg_opt_cpus(o, "cpus", b->cpus, RTG_MAX_CPUS)
@@ -61,7 +67,6 @@ int rtg_bench_setup(rtg_bench *b, const rtg_opts *o, rtg_result *res, bool needs
                         "this test relies on real-time priority order, which --policy other cannot give; "
                         "use --policy fifo or rr (as root or with CAP_SYS_NICE).");
     b->priority = (int)rtg_opt_int(o, "priority");
-    int64_t timeout = (int64_t)(rtg_opt_num(o, "timeout-s") * 1e9);
     b->deadline_ns = rtg_mono_ns() + timeout;
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);

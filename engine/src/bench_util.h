@@ -55,6 +55,9 @@ static inline int rtg_bench_cpu_of(const rtg_bench *b, int i)
  * the test relies on priority order, so --policy other is a usage error.
  * Records env.measure_cpu, env.watchdog_cpu, env.cpus. Returns RTG_EXIT_*. */
 int rtg_bench_setup(rtg_bench *b, const rtg_opts *o, rtg_result *res, bool needs_priorities);
+/* The same with the watchdog's timeout given (a test without --timeout-s). */
+int rtg_bench_setup_timeout(rtg_bench *b, const rtg_opts *o, rtg_result *res, bool needs_priorities,
+                            int64_t timeout_ns);
 
 /* The watchdog: join n threads, waking every 50 ms to look at rtg_stop; at the
  * deadline or on a stop it raises rtg_bench_abort and calls unblock(ctx) (may be

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_util.h"
 #include "clock.h"
+#include "scenario.h"
 #include "test.h"
 
 static const rtg_opt deadlock_opts[] = {
@@ -41,7 +41,7 @@ typedef struct {
     int64_t hog_ns;
     pthread_mutex_t lock;
     sem_t go_medium, go_high;
-    _Atomic int arrived, done, failed;
+    _Atomic int done, failed;
     _Atomic size_t served;    /* iterations in which H got the lock */
     size_t i;
     int64_t inversions;
@@ -66,9 +66,8 @@ static void *low(void *p)
 static void *medium(void *p)
 {
     dbreak *d = p;
-    atomic_fetch_add(&d->arrived, 1);
     for (;;) {
-        sem_wait(&d->go_medium);
+        rtg_sem_wait(&d->go_medium);
         if (atomic_load(&d->done) || rtg_bench_stopping())
             break;
         size_t i = d->i;
@@ -86,9 +85,8 @@ static void *medium(void *p)
 static void *high(void *p)
 {
     dbreak *d = p;
-    atomic_fetch_add(&d->arrived, 1);
     for (;;) {
-        sem_wait(&d->go_high);
+        rtg_sem_wait(&d->go_high);
         if (atomic_load(&d->done) || rtg_bench_stopping())
             break;
         int64_t t0 = rtg_mono_ns();
@@ -113,56 +111,34 @@ static void unblock_all(void *p)
     sem_post(&d->go_high);
 }
 
-static int start_threads(dbreak *d, const rtg_bench *b, pthread_t th[3], char *err, size_t len)
-{
-    if (rtg_spawn_thread(&th[0], b->policy, b->priority + 2, b->cpu, 64, high, d, err, len) != 0)
-        return 0;
-    if (rtg_spawn_thread(&th[1], b->policy, b->priority + 1, b->cpu, 64, medium, d, err, len) != 0)
-        return 1;
-    while (atomic_load(&d->arrived) < 2 && rtg_mono_ns() < b->deadline_ns && !rtg_bench_stopping())
-        rtg_sleep_until(rtg_mono_ns() + 1000000);
-    rtg_sleep_until(rtg_mono_ns() + 2000000);   /* both reach their sem_wait */
-    if (rtg_spawn_thread(&th[2], b->policy, b->priority, b->cpu, 64, low, d, err, len) != 0)
-        return 2;
-    return 3;
-}
-
 static int deadlock_run(const rtg_opts *o, rtg_result *res)
 {
-    rtg_bench b;
-    int status = rtg_bench_setup(&b, o, res, true);
-    if (status != RTG_EXIT_OK)
-        return status;
     static dbreak d;
     memset(&d, 0, sizeof d);
-    d.b = &b;
+    rtg_scenario s;
+    int status = rtg_scn_init(&s, o, res, true, 3, 0, unblock_all, &d);
+    if (status != RTG_EXIT_OK)
+        return status;
+    d.b = &s.b;
+    s.failed = &d.failed;
     d.n = WARMUP + (size_t)rtg_opt_int(o, "iterations");
     d.hog_ns = rtg_opt_int(o, "hog-us") * 1000;
-    if (rtg_samples_init(&d.s, d.n) != 0)
+    if (rtg_samples_init(&d.s, d.n) != 0) {
+        rtg_scn_join(&s, res, "");
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for the samples; ask for fewer --iterations.");
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-    pthread_mutexattr_setprotocol(&a, strcmp(rtg_opt_str(o, "protocol"), "inherit") == 0
-                                          ? PTHREAD_PRIO_INHERIT : PTHREAD_PRIO_NONE);
-    pthread_mutex_init(&d.lock, &a);
-    pthread_mutexattr_destroy(&a);
+    }
+    rtg_mutex_init(&d.lock, strcmp(rtg_opt_str(o, "protocol"), "inherit") == 0 ? RTG_PRIM_PI_MUTEX : RTG_PRIM_MUTEX, 0);
     sem_init(&d.go_medium, 0, 0);
     sem_init(&d.go_high, 0, 0);
-    pthread_t th[3];
-    char err[512];
-    int started = start_threads(&d, &b, th, err, sizeof err);
-    if (started < 3) {
+    /* the inversion fixture: high and medium blocked on their semaphores, then low runs the loop */
+    rtg_inv_plan plan = {.fn = {low, medium, high},
+                         .at = {RTG_AT_STARTED, RTG_AT_BLOCKED, RTG_AT_BLOCKED},
+                         .blocks_on = {RTG_PRIM_SEM, RTG_PRIM_SEM, RTG_PRIM_SEM},
+                         .order = {RTG_INV_HIGH, RTG_INV_MEDIUM, RTG_INV_LOW},
+                         .arg = &d};
+    if (rtg_inv_start(&s, &plan) != 0)
         atomic_store(&d.done, 1);
-        atomic_store(&rtg_bench_abort, 1);
-        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
-    }
-    int left = rtg_bench_join(&b, th, started, unblock_all, &d);
-    if (status == RTG_EXIT_OK && left > 0)
-        status = rtg_fail(res, RTG_EXIT_FAIL, "%d threads did not stop within the watchdog's grace time.", left);
-    else if (status == RTG_EXIT_OK && (b.timed_out || atomic_load(&d.failed)))
-        status = rtg_fail(res, RTG_EXIT_FAIL,
-                          "the run did not finish within --timeout-s %.0f s; raise it or ask for fewer --iterations.",
-                          rtg_opt_num(o, "timeout-s"));
+    status = rtg_scn_join(&s, res, "the run");
     if (status == RTG_EXIT_OK) {
         rtg_samples_report(res, "deadlock_break", &d.s);
         rtg_j_set(res->metrics, "inversions", rtg_j_scalar_int(d.inversions, "count"));
@@ -170,7 +146,7 @@ static int deadlock_run(const rtg_opts *o, rtg_result *res)
                               "mutex held by the low thread (the medium one ready and hogging) to its first "
                               "timestamp after the lock returned");
     }
-    if (left > 0)
+    if (rtg_scn_leaked(&s))
         return status;
     pthread_mutex_destroy(&d.lock);
     sem_destroy(&d.go_medium);

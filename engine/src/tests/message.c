@@ -10,17 +10,12 @@
  * in its wait for the reply, so a sample also spans that blocking call;
  * --pause-us paces the rounds (both as pmqtest -i). The queue is unlinked as
  * soon as it is open, so nothing is left behind. */
-#include <errno.h>
-#include <fcntl.h>
-#include <mqueue.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "bench_util.h"
 #include "clock.h"
+#include "scenario.h"
 #include "test.h"
 
 static const rtg_opt message_opts[] = {
@@ -43,33 +38,19 @@ typedef struct {
     bool mq;
     size_t bytes, n;
     int64_t pause_ns;
-    mqd_t q[2];               /* 0: sender -> receiver, 1: reply */
-    int rfd[2], wfd[2];       /* pipes, write ends non-blocking */
+    rtg_chan ch[2];           /* 0: sender -> receiver, 1: reply */
     int64_t *lat;
     _Atomic size_t received;
-    _Atomic int receiver_ready;
 } channel;
 
 static bool send_msg(channel *c, int dir, const char *buf)
 {
-    if (c->mq)
-        return mq_send(c->q[dir], buf, c->bytes, 0) == 0;
-    return write(c->wfd[dir], buf, c->bytes) == (ssize_t)c->bytes;
+    return rtg_chan_send(&c->ch[dir], buf);
 }
 
 static bool recv_msg(channel *c, int dir, char *buf)
 {
-    if (c->mq)
-        return mq_receive(c->q[dir], buf, c->bytes, NULL) == (ssize_t)c->bytes;
-    size_t got = 0;
-    while (got < c->bytes) {
-        ssize_t r = read(c->rfd[dir], buf + got, c->bytes - got);
-        if (r <= 0 && errno != EINTR)
-            return false;
-        if (r > 0)
-            got += (size_t)r;
-    }
-    return true;
+    return rtg_chan_recv(&c->ch[dir], buf);
 }
 
 static void *sender(void *p)
@@ -91,7 +72,6 @@ static void *receiver(void *p)
     channel *c = p;
     char buf[4096];
     memset(buf, 0, sizeof buf);
-    atomic_store(&c->receiver_ready, 1);
     for (size_t i = 0; i < c->n; i++) {
         if (!recv_msg(c, 0, buf))
             break;
@@ -114,131 +94,63 @@ static void *receiver(void *p)
 static void unblock_channel(void *p)
 {
     channel *c = p;
-    char buf[4096] = {0};
-    for (int d = 0; d < 2; d++) {
-        if (c->mq) {
-            struct timespec now;
-            clock_gettime(CLOCK_REALTIME, &now);
-            mq_timedsend(c->q[d], buf, c->bytes, 0, &now);
-        } else if (write(c->wfd[d], buf, c->bytes) < 0) {
-            /* full: the reader has data already */
-        }
-    }
-}
-
-static int open_mq(channel *c, rtg_result *res)
-{
-    struct mq_attr a = {.mq_flags = 0, .mq_maxmsg = 1, .mq_msgsize = (long)c->bytes};
-    for (int d = 0; d < 2; d++) {
-        char name[64];
-        snprintf(name, sizeof name, "/rtgauge-message-%d-%d", (int)getpid(), d);
-        c->q[d] = mq_open(name, O_RDWR | O_CREAT | O_EXCL, 0600, &a);
-        if (c->q[d] == (mqd_t)-1) {
-            int e = errno;
-            if (d == 1) {
-                mq_close(c->q[0]);
-            }
-            return rtg_fail(res, RTG_EXIT_FAIL,
-                            "cannot create a POSIX message queue (%s); check /proc/sys/fs/mqueue/queues_max, "
-                            "msgsize_max and ulimit -q.", strerror(e));
-        }
-        mq_unlink(name);
-    }
-    return RTG_EXIT_OK;
-}
-
-static int open_pipes(channel *c, rtg_result *res)
-{
-    for (int d = 0; d < 2; d++) {
-        int fd[2];
-        if (pipe2(fd, O_CLOEXEC) != 0) {
-            int e = errno;
-            if (d == 1) {
-                close(c->rfd[0]);
-                close(c->wfd[0]);
-            }
-            return rtg_fail(res, RTG_EXIT_FAIL, "cannot create a pipe (%s); raise ulimit -n.", strerror(e));
-        }
-        fcntl(fd[1], F_SETFL, O_NONBLOCK);
-        c->rfd[d] = fd[0];
-        c->wfd[d] = fd[1];
-    }
-    return RTG_EXIT_OK;
-}
-
-static void close_channel(channel *c)
-{
-    for (int d = 0; d < 2; d++) {
-        if (c->mq) {
-            mq_close(c->q[d]);
-        } else {
-            close(c->rfd[d]);
-            close(c->wfd[d]);
-        }
-    }
+    rtg_chan_poke(&c->ch[0]);
+    rtg_chan_poke(&c->ch[1]);
 }
 
 static int message_run(const rtg_opts *o, rtg_result *res)
 {
-    rtg_bench b;
-    int status = rtg_bench_setup(&b, o, res, false);
-    if (status != RTG_EXIT_OK)
-        return status;
     static channel c;
     memset(&c, 0, sizeof c);
     c.mq = strcmp(rtg_opt_str(o, "transport"), "mq") == 0;
     c.bytes = (size_t)rtg_opt_int(o, "bytes");
     c.n = WARMUP + (size_t)rtg_opt_int(o, "iterations");
     c.pause_ns = rtg_opt_int(o, "pause-us") * 1000;
-    int rprio = b.priority + (rtg_opt_flag(o, "equal-priority") ? 0 : 1);
-    c.lat = calloc(c.n, sizeof *c.lat);
-    if (!c.lat)
-        return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %zu samples; ask for fewer --iterations.", c.n);
-    status = c.mq ? open_mq(&c, res) : open_pipes(&c, res);
-    if (status != RTG_EXIT_OK) {
-        free(c.lat);
+    rtg_scenario s;
+    int status = rtg_scn_init(&s, o, res, false, 2, 0, unblock_channel, &c);
+    if (status != RTG_EXIT_OK)
         return status;
+    c.lat = calloc(c.n, sizeof *c.lat);
+    if (!c.lat) {
+        rtg_scn_join(&s, res, "");
+        return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %zu samples; ask for fewer --iterations.", c.n);
     }
-    pthread_t th[2];
-    int started = 0;
+    rtg_prim kind = c.mq ? RTG_PRIM_MQ : RTG_PRIM_PIPE;
     char err[512];
-    int cpu_s = rtg_bench_cpu_of(&b, 0), cpu_r = rtg_bench_cpu_of(&b, 1);
-    if (rtg_spawn_thread(&th[0], b.policy, rprio, cpu_r, 64, receiver, &c, err, sizeof err) == 0) {
-        started = 1;
-        while (!atomic_load(&c.receiver_ready) && rtg_mono_ns() < b.deadline_ns && !rtg_bench_stopping())
-            rtg_sleep_until(rtg_mono_ns() + 1000000);
-        rtg_sleep_until(rtg_mono_ns() + 2000000);   /* the receiver reaches its first receive */
-        if (rtg_spawn_thread(&th[1], b.policy, b.priority, cpu_s, 64, sender, &c, err, sizeof err) == 0)
-            started = 2;
+    if (rtg_chan_open(&c.ch[0], kind, c.bytes, err, sizeof err) != 0 ||
+        rtg_chan_open(&c.ch[1], kind, c.bytes, err, sizeof err) != 0) {
+        if (c.ch[0].rfd >= 0 || c.ch[0].mq != (mqd_t)-1)
+            rtg_chan_close(&c.ch[0]);
+        free(c.lat);
+        rtg_scn_join(&s, res, "");
+        return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     }
-    if (started < 2) {
-        atomic_store(&rtg_bench_abort, 1);
-        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
-    }
-    int left = rtg_bench_join(&b, th, started, unblock_channel, &c);
-    if (status == RTG_EXIT_OK && left > 0)
-        status = rtg_fail(res, RTG_EXIT_FAIL, "%d threads did not stop within the watchdog's grace time.", left);
-    else if (status == RTG_EXIT_OK && b.timed_out)
-        status = rtg_fail(res, RTG_EXIT_FAIL,
-                          "the messages did not finish within --timeout-s %.0f s; raise it or ask for fewer --iterations.",
-                          rtg_opt_num(o, "timeout-s"));
+    int rprio = rtg_opt_flag(o, "equal-priority") ? 0 : 1;
+    int cpu_s = rtg_bench_cpu_of(&s.b, 0), cpu_r = rtg_bench_cpu_of(&s.b, 1);
+    /* the receiver first, checked blocked in its first receive, then the sender */
+    rtg_role recv = {"receiver", receiver, &c, rprio, cpu_r, RTG_AT_BLOCKED, kind, 0};
+    rtg_role send = {"sender", sender, &c, 0, cpu_s, RTG_AT_STARTED, kind, 0};
+    if (rtg_scn_add(&s, &recv) == 0)
+        rtg_scn_add(&s, &send);
+    status = rtg_scn_join(&s, res, "the messages");
     size_t got = atomic_load(&c.received);
     if (status == RTG_EXIT_OK && got < c.n && !rtg_stop)
         status = rtg_fail(res, RTG_EXIT_FAIL, "the %s failed after %zu of %zu messages.",
                           c.mq ? "message queue" : "pipe", got, c.n);
     if (status == RTG_EXIT_OK) {
-        rtg_samples s = {c.lat + (got < WARMUP ? got : WARMUP), 0, 0};
-        s.n = s.cap = got > WARMUP ? got - WARMUP : 0;
-        rtg_samples_report(res, "latency", &s);
+        rtg_samples smp = {c.lat + (got < WARMUP ? got : WARMUP), 0, 0};
+        smp.n = smp.cap = got > WARMUP ? got - WARMUP : 0;
+        rtg_samples_report(res, "latency", &smp);
         rtg_j_set(res->env, "cpus_used", rtg_j_strf("%d,%d", cpu_s, cpu_r));
         rtg_bench_method(res, c.mq ? "latency: from the sender's timestamp just before mq_send to the receiver's "
                                      "first timestamp after mq_receive returned (receiver one priority higher unless --equal-priority)"
                                    : "latency: from the sender's timestamp just before write to the receiver's "
                                      "first timestamp after read returned (receiver one priority higher unless --equal-priority)");
     }
-    if (left > 0)
+    if (rtg_scn_leaked(&s))
         return status;
-    close_channel(&c);
+    rtg_chan_close(&c.ch[0]);
+    rtg_chan_close(&c.ch[1]);
     free(c.lat);
     return status;
 }

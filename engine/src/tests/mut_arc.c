@@ -21,13 +21,13 @@ static const rtg_opt mut_arc_opts[] = {
     {0},
 };
 
-static rtg_lock_kind parse_protocol(const char *s)
+static rtg_prim parse_protocol(const char *s)
 {
     if (strcmp(s, "none") == 0)
-        return RTG_LOCK_MUTEX;
+        return RTG_PRIM_MUTEX;
     if (strcmp(s, "protect") == 0)
-        return RTG_LOCK_PROTECT_MUTEX;
-    return RTG_LOCK_PI_MUTEX;
+        return RTG_PRIM_PROTECT_MUTEX;
+    return RTG_PRIM_PI_MUTEX;
 }
 
 static int mut_arc_run(const rtg_opts *o, rtg_result *res)

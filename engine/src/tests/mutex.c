@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_util.h"
 #include "clock.h"
+#include "scenario.h"
 #include "test.h"
 
 static const rtg_opt mutex_opts[] = {
@@ -48,7 +48,7 @@ typedef struct {
     int64_t hog_ns;
     pthread_mutex_t m;
     sem_t go_high, go_medium;
-    _Atomic int arrived, done, failed;
+    _Atomic int done, failed;
     _Atomic size_t high_got;  /* iterations in which H obtained the mutex */
     size_t i;
     int64_t t0, t2;
@@ -98,9 +98,8 @@ static void *low(void *p)
 static void *high(void *p)
 {
     mtest *t = p;
-    atomic_fetch_add(&t->arrived, 1);
     for (;;) {
-        sem_wait(&t->go_high);
+        rtg_sem_wait(&t->go_high);
         if (atomic_load(&t->done) || rtg_bench_stopping())
             break;
         t->t0 = rtg_mono_ns();
@@ -120,9 +119,8 @@ static void *high(void *p)
 static void *medium(void *p)
 {
     mtest *t = p;
-    atomic_fetch_add(&t->arrived, 1);
     for (;;) {
-        sem_wait(&t->go_medium);
+        rtg_sem_wait(&t->go_medium);
         if (atomic_load(&t->done) || rtg_bench_stopping())
             break;
         if (atomic_load(&t->high_got) <= t->i) {
@@ -144,12 +142,7 @@ static int init_mtest(mtest *t, const rtg_opts *o)
 {
     t->n = WARMUP + (size_t)rtg_opt_int(o, "iterations");
     t->hog_ns = rtg_opt_int(o, "hog-us") * 1000;
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-    pthread_mutexattr_setprotocol(&a, strcmp(rtg_opt_str(o, "protocol"), "inherit") == 0
-                                          ? PTHREAD_PRIO_INHERIT : PTHREAD_PRIO_NONE);
-    pthread_mutex_init(&t->m, &a);
-    pthread_mutexattr_destroy(&a);
+    rtg_mutex_init(&t->m, strcmp(rtg_opt_str(o, "protocol"), "inherit") == 0 ? RTG_PRIM_PI_MUTEX : RTG_PRIM_MUTEX, 0);
     sem_init(&t->go_high, 0, 0);
     sem_init(&t->go_medium, 0, 0);
     for (int k = 0; k < NMETRICS; k++)
@@ -167,48 +160,30 @@ static void free_mtest(mtest *t)
         rtg_samples_free(&t->s[k]);
 }
 
-static int start_threads(mtest *t, const rtg_bench *b, pthread_t th[3], char *err, size_t len)
-{
-    if (rtg_spawn_thread(&th[0], b->policy, b->priority + 2, b->cpu, 64, high, t, err, len) != 0)
-        return 0;
-    if (rtg_spawn_thread(&th[1], b->policy, b->priority + 1, b->cpu, 64, medium, t, err, len) != 0)
-        return 1;
-    while (atomic_load(&t->arrived) < 2 && rtg_mono_ns() < b->deadline_ns && !rtg_bench_stopping())
-        rtg_sleep_until(rtg_mono_ns() + 1000000);
-    rtg_sleep_until(rtg_mono_ns() + 2000000);   /* both reach their sem_wait */
-    if (rtg_spawn_thread(&th[2], b->policy, b->priority, b->cpu, 64, low, t, err, len) != 0)
-        return 2;
-    return 3;
-}
-
 static int mutex_run(const rtg_opts *o, rtg_result *res)
 {
-    rtg_bench b;
-    int status = rtg_bench_setup(&b, o, res, true);
-    if (status != RTG_EXIT_OK)
-        return status;
     static mtest t;
     memset(&t, 0, sizeof t);
-    t.b = &b;
+    rtg_scenario s;
+    int status = rtg_scn_init(&s, o, res, true, 3, 0, unblock_all, &t);
+    if (status != RTG_EXIT_OK)
+        return status;
+    t.b = &s.b;
+    s.failed = &t.failed;
     if (init_mtest(&t, o) != 0) {
         free_mtest(&t);
+        rtg_scn_join(&s, res, "");
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for the samples; ask for fewer --iterations.");
     }
-    pthread_t th[3];
-    char err[512];
-    int started = start_threads(&t, &b, th, err, sizeof err);
-    if (started < 3) {
+    /* the inversion fixture: high and medium blocked on their semaphores, then low runs the loop */
+    rtg_inv_plan plan = {.fn = {low, medium, high},
+                         .at = {RTG_AT_STARTED, RTG_AT_BLOCKED, RTG_AT_BLOCKED},
+                         .blocks_on = {RTG_PRIM_SEM, RTG_PRIM_SEM, RTG_PRIM_SEM},
+                         .order = {RTG_INV_HIGH, RTG_INV_MEDIUM, RTG_INV_LOW},
+                         .arg = &t};
+    if (rtg_inv_start(&s, &plan) != 0)
         atomic_store(&t.done, 1);
-        atomic_store(&rtg_bench_abort, 1);
-        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
-    }
-    int left = rtg_bench_join(&b, th, started, unblock_all, &t);
-    if (status == RTG_EXIT_OK && left > 0)
-        status = rtg_fail(res, RTG_EXIT_FAIL, "%d threads did not stop within the watchdog's grace time.", left);
-    else if (status == RTG_EXIT_OK && (b.timed_out || atomic_load(&t.failed)))
-        status = rtg_fail(res, RTG_EXIT_FAIL,
-                          "the run did not finish within --timeout-s %.0f s; raise it or ask for fewer --iterations.",
-                          rtg_opt_num(o, "timeout-s"));
+    status = rtg_scn_join(&s, res, "the run");
     if (status == RTG_EXIT_OK) {
         for (int k = 0; k < NMETRICS; k++)
             rtg_samples_report(res, metric_names[k], &t.s[k]);
@@ -218,7 +193,7 @@ static int mutex_run(const rtg_opts *o, rtg_result *res)
                               "running again; release_contended: the holder's unlock to the high thread running "
                               "with the mutex");
     }
-    if (left > 0)
+    if (rtg_scn_leaked(&s))
         return status;
     free_mtest(&t);
     return status;

@@ -23,15 +23,15 @@ static const rtg_opt pi_opts[] = {
     {0},
 };
 
-static rtg_lock_kind parse_kind(const char *s)
+static rtg_prim parse_kind(const char *s)
 {
     if (strcmp(s, "mutex") == 0)
-        return RTG_LOCK_MUTEX;
+        return RTG_PRIM_MUTEX;
     if (strcmp(s, "sem") == 0)
-        return RTG_LOCK_SEM;
+        return RTG_PRIM_SEM;
     if (strcmp(s, "spin") == 0)
-        return RTG_LOCK_SPIN;
-    return RTG_LOCK_PI_MUTEX;
+        return RTG_PRIM_SPIN;
+    return RTG_PRIM_PI_MUTEX;
 }
 
 static int pi_run(const rtg_opts *o, rtg_result *res)

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_util.h"
 #include "clock.h"
+#include "scenario.h"
 #include "test.h"
 
 static const rtg_opt preempt_opts[] = {
@@ -133,58 +133,40 @@ static void report(const pair *p, rtg_result *res)
     rtg_samples_free(&s);
 }
 
-static int start_pair(pair *p, const rtg_bench *b, pthread_t th[2], int *started, char *err, size_t len)
-{
-    if (rtg_spawn_thread(&th[0], b->policy, b->priority + 1, b->cpu, 64, high_main, p, err, len) != 0)
-        return -1;
-    *started = 1;
-    while (!atomic_load(&p->high_ready) && rtg_mono_ns() < b->deadline_ns && !rtg_bench_stopping())
-        rtg_sleep_until(rtg_mono_ns() + 1000000);
-    rtg_sleep_until(rtg_mono_ns() + 2000000);   /* H reaches its first wait */
-    if (rtg_spawn_thread(&th[1], b->policy, b->priority, b->cpu, 64, low_main, p, err, len) != 0)
-        return -1;
-    *started = 2;
-    return 0;
-}
-
 static int preempt_run(const rtg_opts *o, rtg_result *res)
 {
-    rtg_bench b;
-    int status = rtg_bench_setup(&b, o, res, true);
-    if (status != RTG_EXIT_OK)
-        return status;
     static pair p;
     memset(&p, 0, sizeof p);
     p.timer = strcmp(rtg_opt_str(o, "event"), "timer") == 0;
     p.n = WARMUP + (size_t)rtg_opt_int(o, "iterations");
     p.period_ns = rtg_opt_int(o, "period-us") * 1000;
     p.lead_ns = rtg_opt_int(o, "lead-us") * 1000;
-    if (p.timer && 2 * p.lead_ns > p.period_ns)
+    rtg_scenario s;
+    int status = rtg_scn_init(&s, o, res, true, 2, 0, unblock_pair, &p);
+    if (status != RTG_EXIT_OK)
+        return status;
+    if (p.timer && 2 * p.lead_ns > p.period_ns) {
+        rtg_scn_join(&s, res, "");
         return rtg_fail(res, RTG_EXIT_USAGE,
                         "--lead-us %lld is more than half of --period-us %lld; keep the low thread's busy "
                         "time under half the period.", (long long)(p.lead_ns / 1000), (long long)(p.period_ns / 1000));
+    }
     p.t1 = calloc(p.n, sizeof *p.t1);
     p.low_start = calloc(p.n, sizeof *p.low_start);
     if (!p.t1 || !p.low_start) {
         free(p.t1), free(p.low_start);
+        rtg_scn_join(&s, res, "");
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %zu samples; ask for fewer --iterations.", p.n);
     }
     sem_init(&p.wake, 0, 0);
     p.start_ns = rtg_mono_ns() + 50000000;
-    pthread_t th[2];
-    int started = 0;
-    char err[512];
-    if (start_pair(&p, &b, th, &started, err, sizeof err) != 0) {
-        atomic_store(&rtg_bench_abort, 1);
-        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
-    }
-    int left = rtg_bench_join(&b, th, started, unblock_pair, &p);
-    if (status == RTG_EXIT_OK && left > 0)
-        status = rtg_fail(res, RTG_EXIT_FAIL, "%d threads did not stop within the watchdog's grace time.", left);
-    else if (status == RTG_EXIT_OK && b.timed_out)
-        status = rtg_fail(res, RTG_EXIT_FAIL,
-                          "the run did not finish within --timeout-s %.0f s; raise it or ask for fewer --iterations.",
-                          rtg_opt_num(o, "timeout-s"));
+    /* H first: it must be blocked in its wait (semaphore, or the sleep to the
+     * first deadline) before L runs */
+    rtg_role high = {"high", high_main, &p, 1, RTG_SCN_CPU, RTG_AT_BLOCKED, p.timer ? RTG_PRIM_SLEEP : RTG_PRIM_SEM, 0};
+    rtg_role low = {"low", low_main, &p, 0, RTG_SCN_CPU, RTG_AT_STARTED, RTG_PRIM_SEM, 0};
+    if (rtg_scn_add(&s, &high) == 0)
+        rtg_scn_add(&s, &low);
+    status = rtg_scn_join(&s, res, "the run");
     if (status == RTG_EXIT_OK) {
         report(&p, res);
         rtg_bench_method(res, p.timer
@@ -193,7 +175,7 @@ static int preempt_run(const rtg_opts *o, rtg_result *res)
             : "preempt: from the low thread's timestamp just before sem_post to the high thread's first "
               "timestamp after sem_wait returned, both on one CPU");
     }
-    if (left > 0)
+    if (rtg_scn_leaked(&s))
         return status;
     sem_destroy(&p.wake);
     free(p.t1), free(p.low_start);

@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_util.h"
 #include "clock.h"
+#include "scenario.h"
 #include "test.h"
 
 static const rtg_opt sem_opts[] = {
@@ -56,7 +56,6 @@ typedef struct {
     slot *fresh, *used;
     rtg_samples m[NMETRICS];
     sem_t contended;
-    _Atomic int arrived;
     _Atomic int done;
     int top;                  /* index of the highest waiter */
     int64_t t0, t2;
@@ -152,9 +151,8 @@ static void *waiter(void *p)
 {
     waiter_arg *w = p;
     semtest *s = w->s;
-    atomic_fetch_add(&s->arrived, 1);
     for (;;) {
-        sem_wait(&s->contended);
+        rtg_sem_wait(&s->contended);
         int64_t t1 = rtg_mono_ns();
         if (atomic_load(&s->done) || rtg_bench_stopping())
             break;
@@ -206,25 +204,6 @@ static void free_semtest(semtest *s)
         rtg_samples_free(&s->m[k]);
 }
 
-/* Waiters first (each blocks at once: they outrank everything on the CPU),
- * then the measuring thread. Returns the threads started. */
-static int start_threads(semtest *s, const rtg_bench *b, pthread_t *th, waiter_arg *wa, char *err, size_t len)
-{
-    int started = 0;
-    for (int i = 0; i < s->nwaiters; i++, started++) {
-        wa[i] = (waiter_arg){s, i};
-        if (rtg_spawn_thread(&th[i], b->policy, waiter_priority(i, s->nwaiters, b->priority + 1), b->cpu, 64,
-                            waiter, &wa[i], err, len) != 0)
-            return started;
-    }
-    while (atomic_load(&s->arrived) < s->nwaiters && rtg_mono_ns() < b->deadline_ns && !rtg_bench_stopping())
-        rtg_sleep_until(rtg_mono_ns() + 1000000);
-    rtg_sleep_until(rtg_mono_ns() + 2000000);   /* the last one reaches sem_wait */
-    if (rtg_spawn_thread(&th[started], b->policy, b->priority, b->cpu, 64, measurer, s, err, len) == 0)
-        started++;
-    return started;
-}
-
 static void report(semtest *s, rtg_result *res, const rtg_bench *b)
 {
     for (int k = 0; k < NMETRICS; k++)
@@ -245,39 +224,36 @@ static void report(semtest *s, rtg_result *res, const rtg_bench *b)
 
 static int sem_run(const rtg_opts *o, rtg_result *res)
 {
-    rtg_bench b;
-    int status = rtg_bench_setup(&b, o, res, true);
-    if (status != RTG_EXIT_OK)
-        return status;
     static semtest s;
     memset(&s, 0, sizeof s);
-    pthread_t *th = calloc((size_t)rtg_opt_int(o, "waiters") + 1, sizeof *th);
     waiter_arg *wa = calloc((size_t)rtg_opt_int(o, "waiters"), sizeof *wa);
-    if (!th || !wa || alloc_semtest(&s, o) != 0) {
-        free(th), free(wa), free_semtest(&s);
+    if (!wa || alloc_semtest(&s, o) != 0) {
+        free(wa), free_semtest(&s);
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for the samples; ask for fewer --iterations.");
     }
     sem_init(&s.contended, 0, 0);
-    char err[512];
-    int started = start_threads(&s, &b, th, wa, err, sizeof err);
-    if (started < s.nwaiters + 1) {
-        atomic_store(&s.done, 1);
-        atomic_store(&rtg_bench_abort, 1);
-        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    rtg_scenario sc;
+    int status = rtg_scn_init(&sc, o, res, true, s.nwaiters + 1, 0, unblock_waiters, &s);
+    /* the waiters first, each checked blocked on the semaphore, then the measuring thread */
+    for (int i = 0; status == RTG_EXIT_OK && i < s.nwaiters; i++) {
+        wa[i] = (waiter_arg){&s, i};
+        rtg_role w = {"waiter", waiter, &wa[i], waiter_priority(i, s.nwaiters, sc.b.priority + 1) - sc.b.priority,
+                      RTG_SCN_CPU, RTG_AT_BLOCKED, RTG_PRIM_SEM, 0};
+        if (rtg_scn_add(&sc, &w) != 0)
+            break;
     }
-    int left = rtg_bench_join(&b, th, started, unblock_waiters, &s);
-    if (status == RTG_EXIT_OK && left > 0)
-        status = rtg_fail(res, RTG_EXIT_FAIL, "%d threads did not stop within the watchdog's grace time.", left);
-    else if (status == RTG_EXIT_OK && b.timed_out)
-        status = rtg_fail(res, RTG_EXIT_FAIL,
-                          "the run did not finish within --timeout-s %.0f s; raise it or ask for fewer --iterations.",
-                          rtg_opt_num(o, "timeout-s"));
+    if (status == RTG_EXIT_OK) {
+        rtg_role m = {"measuring", measurer, &s, 0, RTG_SCN_CPU, RTG_AT_STARTED, RTG_PRIM_SEM, 0};
+        if (rtg_scn_add(&sc, &m) != 0)
+            atomic_store(&s.done, 1);
+        status = rtg_scn_join(&sc, res, "the run");
+    }
     if (status == RTG_EXIT_OK)
-        report(&s, res, &b);
-    if (left > 0)
+        report(&s, res, &sc.b);
+    if (rtg_scn_leaked(&sc))
         return status;
     sem_destroy(&s.contended);
-    free(th), free(wa), free_semtest(&s);
+    free(wa), free_semtest(&s);
     return status;
 }
 

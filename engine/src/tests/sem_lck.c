@@ -157,7 +157,8 @@ static int check_wait_blocks(csem *x, int cpu, int prio, rtg_result *res, char *
     if (rtg_bh_start(&th, waiter_main, &w, cpu, RTG_POL_FIFO, prio + 1, err, errlen) != 0)
         return -1;
     int tid = atomic_load(&w.tid);
-    bool blocked = atomic_load(&w.got) == 0 && tid > 0 && rtg_bh_wait_blocked(tid, 500000000LL) &&
+    rtg_prim on = x->binary ? RTG_PRIM_CONDVAR : RTG_PRIM_SEM;
+    bool blocked = atomic_load(&w.got) == 0 && tid > 0 && rtg_bh_wait_blocked(tid, on, 500000000LL) &&
                    atomic_load(&w.got) == 0;
     cs_post(x);
     int got_at_post = atomic_load(&w.got);       /* the waiter outranks us: already done */

@@ -120,6 +120,7 @@ typedef struct {
     rsem *sem;
     int prio;
     atomic_int tid;
+    sem_t *started, *granted;     /* handshakes with the controller */
     atomic_int *grant_counter;
     int grant_rank;               /* 1 = first to get a unit; 0 = never */
     int rc;
@@ -129,21 +130,13 @@ static void *waiter_main(void *p)
 {
     waiter *w = p;
     atomic_store(&w->tid, rtg_bh_tid());
+    sem_post(w->started);
     w->rc = rs_wait_until(w->sem, rtg_mono_ns() + WAIT_BOUND_NS);
-    if (w->rc == 0)
+    if (w->rc == 0) {
         w->grant_rank = atomic_fetch_add(w->grant_counter, 1) + 1;
-    return NULL;
-}
-
-static bool wait_grants(atomic_int *counter, int want, int64_t timeout_ns)
-{
-    int64_t end = rtg_mono_ns() + timeout_ns;
-    while (atomic_load(counter) < want) {
-        if (rtg_mono_ns() > end)
-            return false;
-        rtg_bh_sleep_ns(100000);   /* blocking lets the released waiter run */
+        sem_post(w->granted);
     }
-    return true;
+    return NULL;
 }
 
 static int sem_rel_run(const rtg_opts *o, rtg_result *res)
@@ -164,23 +157,27 @@ static int sem_rel_run(const rtg_opts *o, rtg_result *res)
     static rsem x;
     static waiter w[MAX_WAITERS];
     static atomic_int counter;
+    static sem_t started_sem, granted_sem;
     pthread_t th[MAX_WAITERS];
     rs_init(&x, fifo);
+    sem_init(&started_sem, 0, 0);
+    sem_init(&granted_sem, 0, 0);
     memset(w, 0, sizeof w);
     atomic_store(&counter, 0);
     int started = 0, status = RTG_EXIT_OK;
     for (int i = 0; i < k; i++) {   /* arrival: lowest priority first */
-        w[i] = (waiter){.sem = &x, .prio = base + i, .grant_counter = &counter};
+        w[i] = (waiter){.sem = &x, .prio = base + i, .grant_counter = &counter, .started = &started_sem,
+                        .granted = &granted_sem};
         if (rtg_bh_start(&th[i], waiter_main, &w[i], cpu, RTG_POL_FIFO, base + i, err, sizeof err) != 0) {
             status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
             break;
         }
         started++;
-        /* the waiter is below us: let it run until it sleeps in the wait */
-        int64_t end = rtg_mono_ns() + 1000000000LL;
-        while (atomic_load(&w[i].tid) == 0 && rtg_mono_ns() < end)
-            rtg_bh_sleep_ns(100000);
-        if (atomic_load(&w[i].tid) == 0 || !rtg_bh_wait_blocked(atomic_load(&w[i].tid), 1000000000LL)) {
+        /* the waiter is below us: block until it says it started, then look until it
+         * sleeps in the wait (the looks block too, so it can get there) */
+        bool up = rtg_sem_wait_until(&started_sem, rtg_mono_ns() + 1000000000LL) == 0;
+        if (!up || !rtg_bh_wait_blocked(atomic_load(&w[i].tid), fifo ? RTG_PRIM_CONDVAR : RTG_PRIM_SEM,
+                                        1000000000LL)) {
             status = rtg_fail(res, RTG_EXIT_FAIL, "waiter %d did not block on the empty semaphore within 1 s.", i);
             break;
         }
@@ -190,7 +187,8 @@ static int sem_rel_run(const rtg_opts *o, rtg_result *res)
     for (int r = 0; status == RTG_EXIT_OK && r < k; r++) {
         rs_post(&x);
         posted++;
-        if (!wait_grants(&counter, r + 1, 1000000000LL)) {
+        /* blocking here lets the released waiter run; it says when it has the unit */
+        if (rtg_sem_wait_until(&granted_sem, rtg_mono_ns() + 1000000000LL) != 0) {
             lost = true;
             break;
         }
@@ -201,6 +199,8 @@ static int sem_rel_run(const rtg_opts *o, rtg_result *res)
     for (int i = 0; i < started; i++)
         pthread_join(th[i], NULL);
     rs_destroy(&x);
+    sem_destroy(&started_sem);
+    sem_destroy(&granted_sem);
     if (status != RTG_EXIT_OK)
         return status;
 

@@ -15,20 +15,18 @@
  *            thread that let it go; the giver unlocks only once the other is
  *            queued on it (a no-op wait on one CPU);
  *   condvar  a turn variable under a mutex, pthread_cond_signal / wait;
- *   futex    a turn word, FUTEX_WAKE / FUTEX_WAIT (private), no library layer. */
-#include <errno.h>
-#include <linux/futex.h>
+ *   futex    a turn word, FUTEX_WAKE / FUTEX_WAIT (private), no library layer.
+ * futex and mutex need the Linux futex (prim_futex.c: the mutex hand-over is
+ * seen in the PI mutex's futex word); a build without it refuses them, saying why. */
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-#include "bench_util.h"
 #include "clock.h"
+#include "scenario.h"
 #include "test.h"
 
 static const rtg_opt shuffle_opts[] = {
@@ -53,7 +51,6 @@ typedef struct {
     pthread_mutex_t mx;       /* condvar */
     pthread_cond_t cv;
     _Atomic int turn;         /* condvar, futex: who holds the token */
-    _Atomic int a_ready;
     size_t total, k;          /* hand-overs wanted / done (written by the receiver) */
     int64_t pause_ns;
     bool done;
@@ -62,22 +59,11 @@ typedef struct {
     bool failed;
 } token;
 
-static long futex(_Atomic int *w, int op, int val)
-{
-    return syscall(SYS_futex, (int *)w, op, val, NULL, NULL, 0);
-}
-
-/* The PI futex word holds FUTEX_WAITERS once a thread is queued on the mutex. */
-static bool pi_has_waiter(pthread_mutex_t *m)
-{
-    return (__atomic_load_n(&m->__data.__lock, __ATOMIC_ACQUIRE) & FUTEX_WAITERS) != 0;
-}
-
 static bool acquire(token *t, int me)
 {
     switch (t->prim) {
     case P_SEM:
-        sem_wait(&t->sem[me]);
+        rtg_sem_wait(&t->sem[me]);
         return true;
     case P_MUTEX:
         return pthread_mutex_timedlock(&t->pi, &t->b->deadline_rt) == 0;
@@ -89,7 +75,7 @@ static bool acquire(token *t, int me)
         return true;
     case P_FUTEX:
         while (atomic_load(&t->turn) != me && !rtg_bench_stopping())
-            futex(&t->turn, FUTEX_WAIT_PRIVATE, 1 - me);
+            rtg_futex_wait(&t->turn, 1 - me);
         return true;
     }
     return false;
@@ -102,7 +88,7 @@ static void release(token *t, int other)
         sem_post(&t->sem[other]);
         break;
     case P_MUTEX:
-        while (!pi_has_waiter(&t->pi) && !rtg_bench_stopping())
+        while (!rtg_pi_mutex_has_waiter(&t->pi) && !rtg_bench_stopping())
             sched_yield();   /* on one CPU the other thread needs it to get queued */
         pthread_mutex_unlock(&t->pi);
         break;
@@ -114,7 +100,7 @@ static void release(token *t, int other)
         break;
     case P_FUTEX:
         atomic_store(&t->turn, other);
-        futex(&t->turn, FUTEX_WAKE_PRIVATE, 1);
+        rtg_futex_wake(&t->turn, 1);
         break;
     }
 }
@@ -125,7 +111,7 @@ static void *player(token *t, int me)
     if (me == 0) {
         if (t->prim == P_MUTEX)
             pthread_mutex_lock(&t->pi);
-        atomic_store(&t->a_ready, 1);
+        rtg_scn_here();   /* holds the token: the other player may start */
         t->t0 = rtg_mono_ns();
         release(t, other);
     }
@@ -164,7 +150,8 @@ static void unblock_token(void *p)
     pthread_mutex_lock(&t->mx);
     pthread_cond_broadcast(&t->cv);
     pthread_mutex_unlock(&t->mx);
-    futex(&t->turn, FUTEX_WAKE_PRIVATE, 2);
+    if (t->prim == P_FUTEX)
+        rtg_futex_wake(&t->turn, 2);
 }
 
 static primitive parse_primitive(const char *s)
@@ -177,17 +164,9 @@ static void init_token(token *t)
 {
     sem_init(&t->sem[0], 0, 0);
     sem_init(&t->sem[1], 0, 0);
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-    pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
-    pthread_mutex_init(&t->pi, &a);
-    pthread_mutexattr_destroy(&a);
+    rtg_mutex_init(&t->pi, RTG_PRIM_PI_MUTEX, 0);
     pthread_mutex_init(&t->mx, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&t->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    rtg_cond_init(&t->cv);
     atomic_store(&t->turn, 0);
 }
 
@@ -200,53 +179,58 @@ static void destroy_token(token *t)
     pthread_cond_destroy(&t->cv);
 }
 
+/* What the primitive needs from this build (the futex: see prim.h). */
+static bool usable(primitive p, char *why, size_t len)
+{
+    if (p == P_FUTEX)
+        return rtg_prim_available(RTG_PRIM_FUTEX, why, len);
+    if (p == P_MUTEX)
+        return rtg_prim_available(RTG_PRIM_PI_WAITERS, why, len);
+    return true;
+}
+
 static int shuffle_run(const rtg_opts *o, rtg_result *res)
 {
-    rtg_bench b;
-    int status = rtg_bench_setup(&b, o, res, false);
-    if (status != RTG_EXIT_OK)
-        return status;
     static token t;
     memset(&t, 0, sizeof t);
-    t.b = &b;
     t.prim = parse_primitive(rtg_opt_str(o, "primitive"));
+    char why[256];
+    if (!usable(t.prim, why, sizeof why))
+        return rtg_fail(res, RTG_EXIT_USAGE, "--primitive %s: %s; choose sem or condvar.",
+                        rtg_opt_str(o, "primitive"), why);
+    rtg_scenario s;
+    int status = rtg_scn_init(&s, o, res, false, 2, 0, unblock_token, &t);
+    if (status != RTG_EXIT_OK)
+        return status;
+    t.b = &s.b;
     t.total = WARMUP + (size_t)rtg_opt_int(o, "iterations");
     t.pause_ns = rtg_opt_int(o, "pause-us") * 1000;
     t.dt = calloc(t.total, sizeof *t.dt);
-    if (!t.dt)
+    if (!t.dt) {
+        rtg_scn_join(&s, res, "");
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %zu samples; ask for fewer --iterations.", t.total);
+    }
     init_token(&t);
-    pthread_t th[2];
-    int started = 0;
-    char err[512];
-    int cpu_a = rtg_bench_cpu_of(&b, 0), cpu_b = rtg_bench_cpu_of(&b, 1);
-    if (rtg_spawn_thread(&th[0], b.policy, b.priority, cpu_a, 64, player_a, &t, err, sizeof err) == 0) {
-        started = 1;
-        while (!atomic_load(&t.a_ready) && rtg_mono_ns() < b.deadline_ns && !rtg_bench_stopping())
-            rtg_sleep_until(rtg_mono_ns() + 1000000);
-        if (rtg_spawn_thread(&th[1], b.policy, b.priority, cpu_b, 64, player_b, &t, err, sizeof err) == 0)
-            started = 2;
-    }
-    if (started < 2) {
-        atomic_store(&rtg_bench_abort, 1);
-        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
-    }
-    int left = rtg_bench_join(&b, th, started, unblock_token, &t);
-    if (status == RTG_EXIT_OK && left > 0)
-        status = rtg_fail(res, RTG_EXIT_FAIL, "%d threads did not stop within the watchdog's grace time.", left);
-    else if (status == RTG_EXIT_OK && (b.timed_out || t.failed))
+    int cpu_a = rtg_bench_cpu_of(&s.b, 0), cpu_b = rtg_bench_cpu_of(&s.b, 1);
+    /* a holds the token (for mutex: has locked it) before b starts */
+    rtg_role a = {"first player", player_a, &t, 0, cpu_a, RTG_AT_HERE, RTG_PRIM_SEM, 0};
+    rtg_role b = {"second player", player_b, &t, 0, cpu_b, RTG_AT_STARTED, RTG_PRIM_SEM, 0};
+    if (rtg_scn_add(&s, &a) == 0)
+        rtg_scn_add(&s, &b);
+    status = rtg_scn_join(&s, res, "the hand-overs");
+    if (status == RTG_EXIT_OK && t.failed)
         status = rtg_fail(res, RTG_EXIT_FAIL,
                           "the hand-overs did not finish within --timeout-s %.0f s; raise it or ask for fewer --iterations.",
                           rtg_opt_num(o, "timeout-s"));
     if (status == RTG_EXIT_OK) {
-        rtg_samples s = {t.dt + (t.k < WARMUP ? t.k : WARMUP), 0, 0};
-        s.n = s.cap = t.k > WARMUP ? t.k - WARMUP : 0;
-        rtg_samples_report(res, "shuffle", &s);
+        rtg_samples smp = {t.dt + (t.k < WARMUP ? t.k : WARMUP), 0, 0};
+        smp.n = smp.cap = t.k > WARMUP ? t.k - WARMUP : 0;
+        rtg_samples_report(res, "shuffle", &smp);
         rtg_j_set(res->env, "cpus_used", rtg_j_strf("%d,%d", cpu_a, cpu_b));
         rtg_bench_method(res, "shuffle: from the giver's timestamp just before it releases the token to the "
                               "receiver's first timestamp after its acquire returned");
     }
-    if (left > 0)
+    if (rtg_scn_leaked(&s))
         return status;
     destroy_token(&t);
     free(t.dt);

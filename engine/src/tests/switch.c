@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_util.h"
 #include "clock.h"
+#include "scenario.h"
 #include "test.h"
 
 static const rtg_opt switch_opts[] = {
@@ -35,7 +35,6 @@ typedef struct {
     int64_t *ts;              /* resumption timestamps */
     int32_t *who;             /* thread that resumed */
     _Atomic size_t k;
-    _Atomic int arrived;
     _Atomic int released;     /* members past the start gate and runnable */
     sem_t go;
 } ring;
@@ -49,8 +48,7 @@ static void *ring_member(void *p)
 {
     member *m = p;
     ring *r = m->r;
-    atomic_fetch_add(&r->arrived, 1);
-    sem_wait(&r->go);
+    rtg_sem_wait(&r->go);   /* the harness starts the next member once this one blocks here */
     /* The ring starts only when every member is runnable: the posts that release
      * them come from another CPU and can be delayed (a host stall), and a member
      * alone on the CPU would only resume itself. Yielding here keeps the early ones
@@ -77,18 +75,6 @@ static void unblock_ring(void *p)
         sem_post(&r->go);
 }
 
-/* Wait (bounded by the watchdog deadline) until every member is about to block. */
-static bool all_arrived(ring *r, const rtg_bench *b, int n)
-{
-    while (atomic_load(&r->arrived) < n) {
-        if (rtg_bench_stopping() || rtg_mono_ns() > b->deadline_ns)
-            return false;
-        rtg_sleep_until(rtg_mono_ns() + 1000000);
-    }
-    rtg_sleep_until(rtg_mono_ns() + 2000000);   /* the last one reaches sem_wait */
-    return true;
-}
-
 static void report_switches(const ring *r, size_t warm, rtg_result *res)
 {
     rtg_samples s;
@@ -109,10 +95,6 @@ static void report_switches(const ring *r, size_t warm, rtg_result *res)
 
 static int switch_run(const rtg_opts *o, rtg_result *res)
 {
-    rtg_bench b;
-    int status = rtg_bench_setup(&b, o, res, false);
-    if (status != RTG_EXIT_OK)
-        return status;
     int n = (int)rtg_opt_int(o, "threads");
     size_t warm = 2 * (size_t)n;
     static ring r;
@@ -122,45 +104,37 @@ static int switch_run(const rtg_opts *o, rtg_result *res)
     r.ts = calloc(r.total, sizeof *r.ts);
     r.who = calloc(r.total, sizeof *r.who);
     member *ms = calloc((size_t)n, sizeof *ms);
-    pthread_t *th = calloc((size_t)n, sizeof *th);
-    if (!r.ts || !r.who || !ms || !th) {
-        free(r.ts), free(r.who), free(ms), free(th);
+    if (!r.ts || !r.who || !ms) {
+        free(r.ts), free(r.who), free(ms);
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %zu samples; ask for fewer --iterations.", r.total);
     }
     memset(r.ts, 0, r.total * sizeof *r.ts);
     memset(r.who, 0, r.total * sizeof *r.who);
     sem_init(&r.go, 0, 0);
-    char err[512] = "";
-    int started = 0;
-    for (; started < n; started++) {
-        ms[started] = (member){&r, started};
-        if (rtg_spawn_thread(&th[started], b.policy, b.priority, b.cpu, (size_t)rtg_opt_int(o, "stack-kib"),
-                            ring_member, &ms[started], err, sizeof err) != 0)
+    rtg_scenario s;
+    int status = rtg_scn_init(&s, o, res, false, n, 0, unblock_ring, &r);
+    for (int i = 0; status == RTG_EXIT_OK && i < n; i++) {
+        ms[i] = (member){&r, i};
+        rtg_role role = {"ring member", ring_member, &ms[i], 0, RTG_SCN_CPU, RTG_AT_BLOCKED, RTG_PRIM_SEM,
+                         (size_t)rtg_opt_int(o, "stack-kib")};
+        if (rtg_scn_add(&s, &role) != 0)
             break;
     }
-    if (started == n && all_arrived(&r, &b, n))
-        for (int i = 0; i < n; i++)
-            sem_post(&r.go);
-    else
-        atomic_store(&rtg_bench_abort, 1);
-    int left = rtg_bench_join(&b, th, started, unblock_ring, &r);
-    if (started < n)
-        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
-    else if (left > 0)
-        status = rtg_fail(res, RTG_EXIT_FAIL, "%d threads did not stop within the watchdog's grace time.", left);
-    else if (b.timed_out)
-        status = rtg_fail(res, RTG_EXIT_FAIL,
-                          "the ring did not finish within --timeout-s %.0f s; raise it or ask for fewer --iterations.",
-                          rtg_opt_num(o, "timeout-s"));
+    if (status == RTG_EXIT_OK) {
+        if (!s.start_failed)
+            for (int i = 0; i < n; i++)
+                sem_post(&r.go);
+        status = rtg_scn_join(&s, res, "the ring");
+    }
     if (status == RTG_EXIT_OK) {
         report_switches(&r, warm, res);
         rtg_bench_method(res, "switch: from one thread's resumption (timestamp after sched_yield returned) to the "
                               "next thread's resumption, all threads equal priority on one CPU");
     }
-    if (left > 0)
+    if (rtg_scn_leaked(&s))
         return status;   /* threads may still touch the ring: leave it to the exit */
     sem_destroy(&r.go);
-    free(r.ts), free(r.who), free(ms), free(th);
+    free(r.ts), free(r.who), free(ms);
     return status;
 }
 

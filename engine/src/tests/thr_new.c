@@ -11,8 +11,10 @@
  * must fail; --policy other drops the priorities altogether. Metrics: how long
  * each child took to first run after the event that should let it run (the
  * higher child: from pthread_create; equal: from sched_yield; lower: from the
- * creator's sleep). */
+ * moment the creator blocks, in a wait for the child's own signal that it ran,
+ * bounded at 1 s: no fixed sleep). */
 #include <sched.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -35,13 +37,17 @@ static const rtg_opt thr_new_opts[] = {
 typedef struct {
     atomic_llong ran_seq;     /* 0 until the child runs */
     int64_t ran_ns;           /* when it first ran (written before ran_seq) */
+    sem_t ran;                /* posted once it ran */
 } child;
+
+#define RAN_BOUND_NS 1000000000LL
 
 static void *child_main(void *p)
 {
     child *c = p;
     c->ran_ns = rtg_mono_ns();
     atomic_store(&c->ran_seq, rtg_bh_seq());
+    sem_post(&c->ran);
     return NULL;
 }
 
@@ -63,6 +69,7 @@ typedef struct {
 static int spawn(setup *s, pthread_t *th, child *c, int prio)
 {
     atomic_store(&c->ran_seq, 0);
+    sem_init(&c->ran, 0, 0);
     return rtg_bh_start(th, child_main, c, s->cpu_child, s->pol, prio, s->err, sizeof s->err);
 }
 
@@ -78,10 +85,11 @@ static int scenario_lower(setup *s, rtg_result *res)
     bool after_busy = atomic_load(&c.ran_seq) != 0;
     int64_t s_block = rtg_bh_seq();
     int64_t t_block = rtg_mono_ns();
-    rtg_bh_sleep_ns(5000000);
+    rtg_sem_wait_until(&c.ran, t_block + RAN_BOUND_NS);   /* blocks: the child may run */
     int64_t s_wake = rtg_bh_seq();
     int64_t ran = atomic_load(&c.ran_seq);
     pthread_join(th, NULL);
+    sem_destroy(&c.ran);
     bool waits = !at_create && !after_busy && (ran == 0 || ran > s_block);
     rtg_verdict(res, "lower_waits", waits,
                 waits ? "the lower-priority child did not run while the creator ran (%.0f ms of work)"
@@ -90,9 +98,9 @@ static int scenario_lower(setup *s, rtg_result *res)
     s->passed += waits;
     bool runs = ran > s_block && ran < s_wake;
     rtg_verdict(res, "lower_runs_when_blocked", runs, "the lower-priority child %s",
-                runs ? "ran while the creator slept"
-                : ran != 0 && ran < s_block ? "had already run before the creator slept"
-                                            : "did not run during the creator's 5 ms sleep");
+                runs ? "ran while the creator was blocked"
+                : ran != 0 && ran < s_block ? "had already run before the creator blocked"
+                                            : "did not run while the creator was blocked (1 s)");
     s->passed += runs;
     if (runs)
         rtg_j_set(res->metrics, "lower_block_to_run", rtg_j_scalar_int(c.ran_ns - t_block, "ns"));
@@ -115,6 +123,7 @@ static int scenario_equal(setup *s, rtg_result *res)
     int64_t s_back = rtg_bh_seq();
     int64_t ran = atomic_load(&c.ran_seq);
     pthread_join(th, NULL);
+    sem_destroy(&c.ran);
     bool pass = !at_create && !after_busy && ran > s_yield && ran < s_back;
     rtg_verdict(res, "equal_after_yield", pass, "the equal-priority child %s",
                 at_create || after_busy ? "ran before the creator yielded"
@@ -138,6 +147,7 @@ static int scenario_higher(setup *s, rtg_result *res)
     int64_t s_after = rtg_bh_seq();
     int64_t ran = atomic_load(&c.ran_seq);
     pthread_join(th, NULL);
+    sem_destroy(&c.ran);
     bool pass = ran > s_before && ran < s_after;
     rtg_verdict(res, "higher_at_once", pass,
                 pass ? "the higher-priority child ran before pthread_create returned"

@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_util.h"
 #include "clock.h"
+#include "scenario.h"
 #include "test.h"
 
 static const rtg_opt thread_opts[] = {
@@ -160,25 +160,21 @@ static void free_ttest(ttest *t)
 
 static int thread_run(const rtg_opts *o, rtg_result *res)
 {
-    rtg_bench b;
-    int status = rtg_bench_setup(&b, o, res, true);
-    if (status != RTG_EXIT_OK)
-        return status;
     static ttest t;
     memset(&t, 0, sizeof t);
-    if (init_ttest(&t, o, &b) != 0) {
+    rtg_scenario s;
+    int status = rtg_scn_init(&s, o, res, true, 1, 0, NULL, NULL);
+    if (status != RTG_EXIT_OK)
+        return status;
+    if (init_ttest(&t, o, &s.b) != 0) {
         free_ttest(&t);
+        rtg_scn_join(&s, res, "");
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for the samples; ask for fewer --iterations.");
     }
-    pthread_t th;
-    char err[512];
-    int started = rtg_spawn_thread(&th, b.policy, b.priority, b.cpu, 64, creator, &t, err, sizeof err) == 0;
-    if (!started)
-        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
-    int left = rtg_bench_join(&b, &th, started, NULL, NULL);
-    if (status == RTG_EXIT_OK && left > 0)
-        status = rtg_fail(res, RTG_EXIT_FAIL, "the creator did not stop within the watchdog's grace time.");
-    else if (status == RTG_EXIT_OK && (b.timed_out || (t.failed && !rtg_bench_stopping())))
+    rtg_role creator_role = {"creator", creator, &t, 0, RTG_SCN_CPU, RTG_AT_STARTED, RTG_PRIM_SEM, 0};
+    rtg_scn_add(&s, &creator_role);
+    status = rtg_scn_join(&s, res, "the creations and deletions");
+    if (status == RTG_EXIT_OK && t.failed && !rtg_bench_stopping())
         status = rtg_fail(res, RTG_EXIT_FAIL,
                           "a thread could not be created or deleted within --timeout-s %.0f s (thread limit?); "
                           "raise the timeout or ask for fewer --iterations.", rtg_opt_num(o, "timeout-s"));
@@ -194,7 +190,7 @@ static int thread_run(const rtg_opts *o, rtg_result *res)
                               "their run until they end or block); delete: pthread_cancel + pthread_join "
                               "(run-and-terminate: pthread_join alone)");
     }
-    if (left > 0)
+    if (rtg_scn_leaked(&s))
         return status;
     free_ttest(&t);
     return status;

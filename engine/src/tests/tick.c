@@ -20,9 +20,9 @@
 #include <string.h>
 #include <sys/utsname.h>
 
-#include "bench_util.h"
 #include "clock.h"
 #include "samples.h"
+#include "scenario.h"
 #include "test.h"
 
 static const rtg_opt tick_opts[] = {
@@ -188,17 +188,19 @@ static void report(const gaploop *g, const rtg_opts *o, rtg_result *res)
 
 static int tick_run(const rtg_opts *o, rtg_result *res)
 {
-    rtg_bench b;
-    int status = rtg_bench_setup(&b, o, res, false);
-    if (status != RTG_EXIT_OK)
-        return status;
     static gaploop g;
     memset(&g, 0, sizeof g);
+    rtg_scenario s;
+    int status = rtg_scn_init(&s, o, res, false, 1, 0, NULL, NULL);
+    if (status != RTG_EXIT_OK)
+        return status;
     char err[512];
     rtg_clock_id cid;
     rtg_clock_parse(rtg_opt_str(o, "clock"), &cid);
-    if (rtg_clock_init(&g.clock, cid, err, sizeof err) != 0)
+    if (rtg_clock_init(&g.clock, cid, err, sizeof err) != 0) {
+        rtg_scn_join(&s, res, "");
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    }
     g.duration_ns = (int64_t)(rtg_opt_num(o, "duration-s") * 1e9);
     g.threshold_ns = rtg_opt_int(o, "threshold-ns");
     g.cap = (size_t)rtg_opt_int(o, "max-gaps");
@@ -206,20 +208,18 @@ static int tick_run(const rtg_opts *o, rtg_result *res)
     g.len = calloc(g.cap, sizeof *g.len);
     if (!g.start || !g.len) {
         free(g.start), free(g.len);
+        rtg_scn_join(&s, res, "");
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %zu gaps; lower --max-gaps.", g.cap);
     }
     memset(g.start, 0, g.cap * sizeof *g.start);
     memset(g.len, 0, g.cap * sizeof *g.len);
-    pthread_t th;
-    int started = rtg_spawn_thread(&th, b.policy, b.priority, b.cpu, 64, measure_gaps, &g, err, sizeof err) == 0;
-    if (!started)
-        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
-    int left = rtg_bench_join(&b, &th, started, NULL, NULL);
-    if (status == RTG_EXIT_OK && left > 0)
-        status = rtg_fail(res, RTG_EXIT_FAIL, "the loop did not stop within the watchdog's grace time.");
+    rtg_role loop = {"clock loop", measure_gaps, &g, 0, RTG_SCN_CPU, RTG_AT_STARTED, RTG_PRIM_SEM, 0};
+    rtg_scn_add(&s, &loop);
+    s.deadline_ends_run = true;   /* the deadline ends the loop early: what was measured is kept */
+    status = rtg_scn_join(&s, res, "the loop");
     if (status == RTG_EXIT_OK)
         report(&g, o, res);
-    if (left > 0)
+    if (rtg_scn_leaked(&s))
         return status;
     free(g.start), free(g.len);
     return status;

@@ -2,17 +2,19 @@
 #include "tire/team.h"
 
 #include <errno.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "clock.h"
+#include "prim.h"
 
 #define SPIN_LIMIT 2000        /* pause loops (a few microseconds) before blocking */
 
@@ -36,14 +38,48 @@ struct tire_team {
     _Alignas(64) atomic_int sleepers;   /* workers blocked on gen */
     atomic_int driver_sleeping;
     atomic_int ready, failed;
+    sem_t arrived;                  /* posted by each worker once it is set up */
     atomic_bool stop;
     bool centroid;
+#if !defined(RTG_HAVE_FUTEX)
+    pthread_mutex_t mx;             /* stand in for the futex words (see below) */
+    pthread_cond_t cv;
+#endif
 };
 
-static long futex(atomic_uint *addr, int op, unsigned val)
+/* Block while *word == val / wake the threads blocked on word: the Linux futex
+ * where the build has it (prim.h), else one mutex and condition variable (the
+ * word is changed before wake_word takes the mutex, and checked under it, so no
+ * wake-up is lost). */
+#if defined(RTG_HAVE_FUTEX)
+static void wait_word(tire_team *tm, atomic_uint *word, unsigned val)
 {
-    return syscall(SYS_futex, (unsigned *)addr, op, val, NULL, NULL, 0);
+    (void)tm;
+    rtg_futex_wait((_Atomic int *)(void *)word, (int)val);
 }
+
+static void wake_word(tire_team *tm, atomic_uint *word, int n)
+{
+    (void)tm;
+    rtg_futex_wake((_Atomic int *)(void *)word, n);
+}
+#else
+static void wait_word(tire_team *tm, atomic_uint *word, unsigned val)
+{
+    pthread_mutex_lock(&tm->mx);
+    while (atomic_load(word) == val)
+        pthread_cond_wait(&tm->cv, &tm->mx);
+    pthread_mutex_unlock(&tm->mx);
+}
+
+static void wake_word(tire_team *tm, atomic_uint *word, int n)
+{
+    (void)word, (void)n;
+    pthread_mutex_lock(&tm->mx);
+    pthread_cond_broadcast(&tm->cv);
+    pthread_mutex_unlock(&tm->mx);
+}
+#endif
 
 static inline void cpu_relax(void)
 {
@@ -65,7 +101,7 @@ static unsigned wait_release(tire_team *tm, unsigned last)
         atomic_fetch_add(&tm->sleepers, 1);
         unsigned g = atomic_load(&tm->gen);
         if (g == last)
-            futex(&tm->gen, FUTEX_WAIT_PRIVATE, last);
+            wait_word(tm, &tm->gen, last);
         atomic_fetch_sub(&tm->sleepers, 1);
         g = atomic_load_explicit(&tm->gen, memory_order_acquire);
         if (g != last)
@@ -76,7 +112,7 @@ static unsigned wait_release(tire_team *tm, unsigned last)
 static void finish_share(tire_team *tm)
 {
     if (atomic_fetch_sub(&tm->pending, 1) == 1 && atomic_load(&tm->driver_sleeping))
-        futex(&tm->pending, FUTEX_WAKE_PRIVATE, 1);
+        wake_word(tm, &tm->pending, 1);
 }
 
 static void wait_all_done(tire_team *tm)
@@ -89,7 +125,7 @@ static void wait_all_done(tire_team *tm)
     atomic_store(&tm->driver_sleeping, 1);
     unsigned p;
     while ((p = atomic_load(&tm->pending)) != 0)
-        futex(&tm->pending, FUTEX_WAIT_PRIVATE, p);
+        wait_word(tm, &tm->pending, p);
     atomic_store(&tm->driver_sleeping, 0);
 }
 
@@ -115,6 +151,7 @@ static void *worker_main(void *arg)
     rtg_prefault_stack(64 * 1024);
     record_switches(&w->nvcsw, &w->nivcsw, -1);
     atomic_fetch_add(&tm->ready, 1);
+    sem_post(&tm->arrived);
     unsigned last = 0;
     for (;;) {
         last = wait_release(tm, last);
@@ -143,10 +180,21 @@ static void join_workers(tire_team *tm)
 {
     atomic_store(&tm->stop, true);
     atomic_fetch_add(&tm->gen, 1);
-    futex(&tm->gen, FUTEX_WAKE_PRIVATE, INT32_MAX);
+    wake_word(tm, &tm->gen, INT32_MAX);
     for (int i = 1; i < tm->cfg.nthreads; i++)
         if (tm->w[i].started)
             pthread_join(tm->w[i].th, NULL);
+}
+
+static void destroy_team(tire_team *tm)
+{
+    sem_destroy(&tm->arrived);
+#if !defined(RTG_HAVE_FUTEX)
+    pthread_cond_destroy(&tm->cv);
+    pthread_mutex_destroy(&tm->mx);
+#endif
+    free(tm->w);
+    free(tm);
 }
 
 tire_team *tire_team_start(tire_solver *s, const tire_team_cfg *cfg, char *err, size_t errlen)
@@ -157,6 +205,11 @@ tire_team *tire_team_start(tire_solver *s, const tire_team_cfg *cfg, char *err, 
         return NULL;
     }
     memset(tm, 0, sizeof *tm);
+    sem_init(&tm->arrived, 0, 0);
+#if !defined(RTG_HAVE_FUTEX)
+    pthread_mutex_init(&tm->mx, NULL);
+    rtg_cond_init(&tm->cv);
+#endif
     tm->s = s;
     tm->cfg = *cfg;
     int online = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -190,11 +243,11 @@ tire_team *tire_team_start(tire_solver *s, const tire_team_cfg *cfg, char *err, 
         started++;
     }
     pthread_attr_destroy(&attr);
-    /* Setup takes microseconds; the wait is bounded anyway. */
-    for (int ms = 0; atomic_load(&tm->ready) < started && ms < 10000; ms++) {
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
-    }
+    /* Each worker says when it is set up (microseconds); the wait is bounded anyway. */
+    int64_t until = rtg_mono_ns() + 10000000000LL;
+    for (int i = 0; i < started; i++)
+        if (rtg_sem_wait_until(&tm->arrived, until) != 0)
+            break;
     bool failed = started < cfg->nthreads - 1 || atomic_load(&tm->ready) < started;
     if (!failed && atomic_load(&tm->failed) > 0) {
         for (int i = 1; i < cfg->nthreads; i++)
@@ -208,8 +261,7 @@ tire_team *tire_team_start(tire_solver *s, const tire_team_cfg *cfg, char *err, 
         if (!err[0])
             snprintf(err, errlen, "the solver threads did not start; use fewer --threads.");
         join_workers(tm);
-        free(tm->w);
-        free(tm);
+        destroy_team(tm);
         return NULL;
     }
     return tm;
@@ -223,7 +275,7 @@ int tire_team_step(tire_team *tm, bool centroid, double *centroid_y)
         atomic_store_explicit(&tm->pending, (unsigned)(k - 1), memory_order_relaxed);
         atomic_fetch_add(&tm->gen, 1);          /* seq_cst: publishes pending and the state */
         if (atomic_load(&tm->sleepers) > 0)
-            futex(&tm->gen, FUTEX_WAKE_PRIVATE, INT32_MAX);
+            wake_word(tm, &tm->gen, INT32_MAX);
     }
     tire_solver_part(tm->s, 0, centroid);
     if (k > 1)
@@ -251,8 +303,7 @@ void tire_team_stop(tire_team *tm, uint64_t *nvcsw, uint64_t *nivcsw)
         *nvcsw += tm->w[i].nvcsw;
         *nivcsw += tm->w[i].nivcsw;
     }
-    free(tm->w);
-    free(tm);
+    destroy_team(tm);
 }
 
 const rtg_sched *tire_team_sched(const tire_team *tm, int t) { return &tm->w[t].sched; }

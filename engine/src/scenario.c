@@ -1,0 +1,323 @@
+/* scenario: the microbenchmarks' harness (see scenario.h). */
+#include "scenario.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include "clock.h"
+
+/* Between two looks at a thread's place: short against the 2 s bound, long
+ * enough not to keep the watchdog's CPU busy. What ends the wait is the check. */
+#define LOOK_NS 20000LL
+
+static _Thread_local rtg_scn_thread *self_record;
+
+/* ---- where a thread is ---- */
+
+static bool proc_tasks(void)
+{
+    static int ok = -1;
+    if (ok < 0)
+        ok = access("/proc/self/task", R_OK) == 0;
+    return ok;
+}
+
+static bool read_small(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, len - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return n > 0;
+}
+
+bool rtg_thread_place_of(int tid, rtg_thread_place *p)
+{
+    p->state = 0;
+    p->syscall = -1;
+    p->known = false;
+    if (tid <= 0 || !proc_tasks())
+        return false;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    if (!read_small(path, buf, sizeof buf))
+        return false;   /* the thread is gone */
+    char *a = strrchr(buf, ')');   /* comm may hold spaces or ')' */
+    if (!a || a[1] != ' ')
+        return false;
+    p->state = a[2];
+    p->known = true;
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+    if (!read_small(path, buf, sizeof buf))
+        p->syscall = RTG_SYSCALL_UNKNOWN;     /* a kernel without the file */
+    else if (buf[0] >= '0' && buf[0] <= '9')
+        p->syscall = strtol(buf, NULL, 10);   /* "running" or "-1 ..." otherwise */
+    return true;
+}
+
+static bool call_waits_on(long nr, rtg_prim prim)
+{
+    switch (prim) {
+    case RTG_PRIM_SEM: case RTG_PRIM_MUTEX: case RTG_PRIM_PI_MUTEX: case RTG_PRIM_PROTECT_MUTEX:
+    case RTG_PRIM_CONDVAR: case RTG_PRIM_FUTEX:
+#ifdef SYS_futex
+        if (nr == SYS_futex)
+            return true;
+#endif
+#ifdef SYS_futex_time64
+        if (nr == SYS_futex_time64)
+            return true;
+#endif
+        return false;
+    case RTG_PRIM_MQ:
+#ifdef SYS_mq_timedreceive
+        if (nr == SYS_mq_timedreceive)
+            return true;
+#endif
+#ifdef SYS_mq_timedreceive_time64
+        if (nr == SYS_mq_timedreceive_time64)
+            return true;
+#endif
+        return false;
+    case RTG_PRIM_PIPE:
+        return nr == SYS_read;
+    case RTG_PRIM_SLEEP:
+#ifdef SYS_clock_nanosleep
+        if (nr == SYS_clock_nanosleep)
+            return true;
+#endif
+#ifdef SYS_clock_nanosleep_time64
+        if (nr == SYS_clock_nanosleep_time64)
+            return true;
+#endif
+#ifdef SYS_nanosleep
+        if (nr == SYS_nanosleep)
+            return true;
+#endif
+        return false;
+    default:
+        return false;   /* a spin lock never blocks */
+    }
+}
+
+bool rtg_thread_blocked_on(int tid, rtg_prim prim)
+{
+    rtg_thread_place p;
+    if (!rtg_thread_place_of(tid, &p))
+        return false;
+    if (p.state != 'S' && p.state != 'D')
+        return false;
+    /* a kernel that does not show the system call: the state is all we have */
+    if (p.syscall == RTG_SYSCALL_UNKNOWN)
+        return prim != RTG_PRIM_SPIN;
+    return p.syscall >= 0 && call_waits_on(p.syscall, prim);
+}
+
+/* ---- the harness ---- */
+
+int rtg_scn_init(rtg_scenario *s, const rtg_opts *o, rtg_result *res, bool needs_priorities, int max,
+                 int64_t timeout_ns, void (*unblock)(void *), void *ctx)
+{
+    memset(s, 0, sizeof *s);
+    int status = timeout_ns > 0 ? rtg_bench_setup_timeout(&s->b, o, res, needs_priorities, timeout_ns)
+                                : rtg_bench_setup(&s->b, o, res, needs_priorities);
+    if (status != RTG_EXIT_OK)
+        return status;
+    s->timeout_opt = timeout_ns <= 0;
+    s->timeout_s = timeout_ns > 0 ? (double)timeout_ns / 1e9 : rtg_opt_num(o, "timeout-s");
+    s->max = max;
+    s->place_ns = RTG_SCN_PLACE_NS;
+    s->unblock = unblock;
+    s->ctx = ctx;
+    s->th = calloc((size_t)max, sizeof *s->th);
+    s->t = calloc((size_t)max, sizeof *s->t);
+    if (!s->th || !s->t) {
+        free(s->th), free(s->t);
+        s->th = NULL, s->t = NULL;
+        return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %d threads; ask for fewer.", max);
+    }
+    return RTG_EXIT_OK;
+}
+
+static int thread_id(void)
+{
+    return (int)syscall(SYS_gettid);
+}
+
+static void *trampoline(void *p)
+{
+    rtg_scn_thread *t = p;
+    self_record = t;
+    atomic_store(&t->tid, thread_id());
+    sem_post(&t->arrived);
+    return t->role.fn(t->role.arg);
+}
+
+void rtg_scn_here(void)
+{
+    rtg_scn_thread *t = self_record;
+    if (!t || atomic_exchange(&t->here, 1))
+        return;
+    sem_post(&t->arrived);
+}
+
+static void abort_run(rtg_scenario *s)
+{
+    s->start_failed = true;
+    atomic_store(&rtg_bench_abort, 1);
+}
+
+void rtg_scn_abort(rtg_scenario *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    va_end(ap);
+    abort_run(s);
+}
+
+static int64_t place_deadline(const rtg_scenario *s)
+{
+    int64_t d = rtg_mono_ns() + s->place_ns;
+    return d < s->b.deadline_ns ? d : s->b.deadline_ns;
+}
+
+/* "within 10.0 s", or "before the watchdog's deadline" when that came first */
+static const char *bound_text(const rtg_scenario *s, char *buf, size_t len)
+{
+    if (rtg_mono_ns() >= s->b.deadline_ns)
+        snprintf(buf, len, "before the watchdog's deadline (%.0f s)", s->timeout_s);
+    else
+        snprintf(buf, len, "within %.1f s", (double)s->place_ns / 1e9);
+    return buf;
+}
+
+/* Wait for one post of t->arrived (start, or the handshake). */
+static bool wait_arrival(rtg_scenario *s, rtg_scn_thread *t, const char *what)
+{
+    int rc = rtg_sem_wait_until(&t->arrived, place_deadline(s));
+    if (rc == 0)
+        return true;
+    char b[80];
+    snprintf(s->err, sizeof s->err, "the %s thread did not %s %s; the system is overloaded or the "
+             "primitive does not work here.", t->role.name, what, bound_text(s, b, sizeof b));
+    return false;
+}
+
+static bool wait_blocked(rtg_scenario *s, rtg_scn_thread *t)
+{
+    int tid = atomic_load(&t->tid);
+    rtg_thread_place p;
+    if (!proc_tasks()) {
+        snprintf(s->err, sizeof s->err, "cannot check that the %s thread blocked on its %s: /proc/self/task is "
+                 "not readable; mount /proc.", t->role.name, rtg_prim_name(t->role.blocks_on));
+        return false;
+    }
+    int64_t end = place_deadline(s);
+    for (;;) {
+        if (rtg_thread_blocked_on(tid, t->role.blocks_on))
+            return true;
+        if (rtg_mono_ns() >= end || rtg_bench_stopping())
+            break;
+        rtg_sleep_until(rtg_mono_ns() + LOOK_NS);
+    }
+    rtg_thread_place_of(tid, &p);
+    if (!p.known && proc_tasks())
+        snprintf(s->err, sizeof s->err, "the %s thread ended before it blocked on its %s.", t->role.name,
+                 rtg_prim_name(t->role.blocks_on));
+    else {
+        char b[80];
+        snprintf(s->err, sizeof s->err, "the %s thread did not block on its %s %s (state %c, "
+                 "system call %ld); the system is overloaded or the primitive does not block here.",
+                 t->role.name, rtg_prim_name(t->role.blocks_on), bound_text(s, b, sizeof b),
+                 p.state ? p.state : '?', p.syscall);
+    }
+    return false;
+}
+
+int rtg_scn_add(rtg_scenario *s, const rtg_role *role)
+{
+    if (s->start_failed)
+        return -1;
+    if (s->n >= s->max) {
+        snprintf(s->err, sizeof s->err, "internal: more than %d threads declared.", s->max);
+        abort_run(s);
+        return -1;
+    }
+    rtg_scn_thread *t = &s->t[s->n];
+    t->role = *role;
+    atomic_store(&t->tid, 0);
+    atomic_store(&t->here, 0);
+    sem_init(&t->arrived, 0, 0);
+    int cpu = role->cpu == RTG_SCN_CPU ? s->b.cpu : role->cpu;
+    if (rtg_spawn_thread(&s->th[s->n], s->b.policy, s->b.priority + role->prio, cpu,
+                         role->stack_kib ? role->stack_kib : 64, trampoline, t, s->err, sizeof s->err) != 0) {
+        sem_destroy(&t->arrived);
+        abort_run(s);
+        return -1;
+    }
+    s->n++;
+    if (role->at == RTG_AT_STARTED)
+        return 0;   /* created is all: it may not run until others block */
+    bool ok = wait_arrival(s, t, "start");
+    if (ok && role->at == RTG_AT_HERE)
+        ok = wait_arrival(s, t, "get ready");
+    else if (ok && role->at == RTG_AT_BLOCKED)
+        ok = wait_blocked(s, t);
+    if (!ok)
+        abort_run(s);
+    return ok ? 0 : -1;
+}
+
+int rtg_scn_join(rtg_scenario *s, rtg_result *res, const char *what)
+{
+    if (s->start_failed && s->unblock)
+        s->unblock(s->ctx);
+    s->left = rtg_bench_join(&s->b, s->th, s->n, s->unblock, s->ctx);
+    int status = RTG_EXIT_OK;
+    if (s->start_failed)
+        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", s->err);
+    else if (s->left > 0)
+        status = rtg_fail(res, RTG_EXIT_FAIL, "%d threads did not stop within the watchdog's grace time.", s->left);
+    else if (s->b.timed_out && s->deadline_ends_run)
+        status = RTG_EXIT_OK;
+    else if ((s->b.timed_out || (s->failed && atomic_load(s->failed))) && s->timeout_opt)
+        status = rtg_fail(res, RTG_EXIT_FAIL,
+                          "%s did not finish within --timeout-s %.0f s; raise it or ask for fewer --iterations.",
+                          what, s->timeout_s);
+    else if (s->b.timed_out || (s->failed && atomic_load(s->failed)))
+        status = rtg_fail(res, RTG_EXIT_FAIL, "%s did not finish within the watchdog's %.0f s.", what, s->timeout_s);
+    if (s->left == 0) {
+        for (int i = 0; i < s->n; i++)
+            sem_destroy(&s->t[i].arrived);
+        free(s->th), free(s->t);
+        s->th = NULL, s->t = NULL;
+    }
+    return status;
+}
+
+/* ---- the priority-inversion fixture ---- */
+
+static const char *const inv_names[3] = {"low", "medium", "high"};
+
+int rtg_inv_start(rtg_scenario *s, const rtg_inv_plan *plan)
+{
+    for (int k = 0; k < 3; k++) {
+        int r = plan->order[k];
+        rtg_role role = {.name = inv_names[r], .fn = plan->fn[r], .arg = plan->arg, .prio = r,
+                         .cpu = RTG_SCN_CPU, .at = plan->at[r], .blocks_on = plan->blocks_on[r]};
+        if (rtg_scn_add(s, &role) != 0)
+            return -1;
+        if (plan->placed && plan->placed(s, r, atomic_load(&s->t[s->n - 1].tid), plan->arg) != 0)
+            return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,86 @@
+"""Engine build variants: a build without the Linux futex leaves the futex out
+of the primitives layer, and the tests that need it say so (exit status 2, one
+sentence "unavailable in this build because ..."), while the others still run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import needs_root
+
+ROOT = Path(__file__).resolve().parent.parent
+
+needs_meson = pytest.mark.skipif(not (shutil.which("meson") and shutil.which("ninja")),
+                                 reason="needs meson and ninja to build the engine")
+
+
+def build_engine(tmp: Path, *options: str) -> Path:
+    build = tmp / "build"
+    subprocess.run(["meson", "setup", str(build), str(ROOT / "engine"), *options],
+                   check=True, capture_output=True, text=True)
+    subprocess.run(["ninja", "-C", str(build)], check=True, capture_output=True, text=True)
+    return build
+
+
+@pytest.fixture(scope="module")
+def no_futex_build(tmp_path_factory) -> Path:
+    return build_engine(tmp_path_factory.mktemp("nofutex"), "-Dfutex=disabled")
+
+
+def run(engine: Path, *args: str) -> tuple[int, dict, str]:
+    p = subprocess.run([str(engine), *args], capture_output=True, text=True, timeout=60)
+    return p.returncode, json.loads(p.stdout), p.stderr
+
+
+@needs_meson
+def test_no_futex_build_leaves_the_futex_out(no_futex_build):
+    objects = " ".join(str(p.name) for p in (no_futex_build / "src").rglob("*.o"))
+    assert "prim_futex" not in objects
+    assert "prim.c" in objects
+
+
+@needs_meson
+@needs_root
+@pytest.mark.parametrize("primitive", ["futex", "mutex"])
+def test_variants_that_need_the_futex_say_why(no_futex_build, primitive):
+    status, doc, err = run(no_futex_build / "src" / "rtgauge-engine", "shuffle", "--primitive", primitive,
+                           "--iterations", "100")
+    assert status == 2, err
+    assert doc["ok"] is False
+    assert "unavailable in this build because" in doc["error"]
+    assert "futex" in doc["error"] and doc["error"].endswith(".")
+    assert len([line for line in err.splitlines() if line.strip()]) == 1
+
+
+@needs_meson
+@needs_root
+def test_other_variants_still_run_without_the_futex(no_futex_build):
+    engine = no_futex_build / "src" / "rtgauge-engine"
+    for primitive in ("sem", "condvar"):
+        status, doc, err = run(engine, "shuffle", "--primitive", primitive, "--iterations", "200")
+        assert status == 0 and doc["ok"], err
+        assert doc["metrics"]["shuffle"]["count"] == 200
+    status, doc, err = run(engine, "mutex", "--iterations", "100")
+    assert status == 0 and doc["ok"], err
+    assert doc["metrics"]["inversions"]["value"] == 0
+
+
+@needs_meson
+def test_tire_team_without_the_futex_computes_the_same_state(no_futex_build, engine_bin):
+    """The tire team's barrier falls back on a mutex and condition variable: the
+    state after 400 steps on 3 threads is the one the futex build computes."""
+    args = ("tire", "--mode", "realfast", "--masses", "2000", "--steps", "400", "--threads", "3",
+            "--policy", "other", "--no-mlock")
+    sums = []
+    for engine in (no_futex_build / "src" / "rtgauge-engine", Path(engine_bin)):
+        status, doc, err = run(engine, *args)
+        assert status == 0, err
+        sums.append(doc["physics"]["checksum"])
+    assert sums[0] == sums[1]
+    status, doc, err = run(no_futex_build / "src" / "rtgauge-engine", *args[:6], "401", *args[7:])
+    assert doc["physics"]["checksum"] != sums[0]
