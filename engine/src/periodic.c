@@ -149,9 +149,9 @@ static bool finish_cycle(worker *w, const rtg_cycle_ctx *c, int64_t t1, int64_t 
     return c->end || c->end_run;
 }
 
-static rtg_cycle_ctx new_ctx(const worker *w, uint64_t k)
+static rtg_cycle_ctx new_ctx(const worker *w, uint64_t k, int64_t t1)
 {
-    return (rtg_cycle_ctx){.thread = w->index, .cycle = k, .stopping = &w->sh->stop_run};
+    return (rtg_cycle_ctx){.thread = w->index, .cycle = k, .woke_ns = t1, .stopping = &w->sh->stop_run};
 }
 
 /* TIMER with a service fd: wait for the deadline in ppoll, serving the fd. 0 at
@@ -207,7 +207,7 @@ static void measure_timer(worker *w)
         if (wait_deadline(w, d) != 0)
             break;
         int64_t t1 = rtg_clock_now(&clk);
-        rtg_cycle_ctx c = new_ctx(w, k);
+        rtg_cycle_ctx c = new_ctx(w, k, t1);
         c.trigger_ns = d;
         c.next_ns = d + period;
         run_payload(w, &c);
@@ -281,7 +281,7 @@ static void measure_frames(worker *w)
         }
         struct timespec rn;
         clock_gettime(CLOCK_REALTIME, &rn);
-        rtg_cycle_ctx c = new_ctx(w, k++);
+        rtg_cycle_ctx c = new_ctx(w, k++, t1);
         int64_t rx_real;
         c.kernel_ts = rx_timestamp(&m, &rx_real);
         c.trigger_ns = c.kernel_ts ? t1 - (rtg_timespec_ns(&rn) - rx_real) : t1;
@@ -316,7 +316,7 @@ static void measure_events(worker *w)
                 break;
             continue;
         }
-        rtg_cycle_ctx c = new_ctx(w, k++);
+        rtg_cycle_ctx c = new_ctx(w, k++, t1);
         void *first;
         c.trigger_ns = t1;
         if (rtg_ring_peek(&tr->event->posts, &first, 1) == 1) {

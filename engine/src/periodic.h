@@ -66,6 +66,7 @@ typedef struct {
     uint64_t cycle;            /* k: cycles begun on this thread (recorded or not) */
     int64_t trigger_ns;        /* c_k; a FRAME payload may set it (e.g. the sender's stamp) */
     int64_t next_ns;           /* n_k, preset as above; a FRAME payload may set it */
+    int64_t woke_ns;           /* t1: the thread's first timestamp of the cycle (Ti = t1 - c_k) */
     int64_t step_end_ns;       /* 0, or set by the payload: Ts ends here (e.g. before a reply) */
     /* FRAME: the datagram */
     const unsigned char *frame;
