@@ -37,7 +37,8 @@ int hil_device_init(hil_device *d, const hil_device_cfg *cfg, char *err, size_t 
         snprintf(err, errlen, "out of memory for the device's buffers; use a longer --period-us.");
         return -1;
     }
-    memset(d->seen, 0, HIL_SEEN_WINDOW / 8);   /* fault the pages in before the loop */
+    rtg_touch(d->seen, HIL_SEEN_WINDOW / 8);   /* fault the pages in before the loop */
+    rtg_touch(d->buf, cfg->frame_bytes);
     return 0;
 }
 

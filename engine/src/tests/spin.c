@@ -129,7 +129,7 @@ static int spin_run(const rtg_opts *o, rtg_result *res)
     sp.events = calloc(sp.cap, sizeof *sp.events);   /* calloc + mlockall: touched */
     if (!sp.events)
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %zu events; shorten --duration-s.", sp.cap);
-    memset(sp.events, 0, sp.cap * sizeof *sp.events);
+    rtg_touch(sp.events, sp.cap * sizeof *sp.events);   /* fault the pages in before the loop */
     if (rtg_opt_given(o, "start-at-ns")) {
         sp.start_ns = rtg_opt_int(o, "start-at-ns");
         if (sp.start_ns < rtg_mono_ns() + 10000000) {
