@@ -164,3 +164,31 @@ def test_engine_ends_when_its_parent_is_killed(engine_bin, args):
     if not gone:
         os.kill(engine_pid, signal.SIGKILL)
     assert gone, "the engine outlived its parent by more than 2 s"
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("local", [(), ("--device-local",)], ids=["anchored", "device-local"])
+def test_hil_sim_alone_does_not_work_off_a_backlog_past_its_frames(engine_bin, local):
+    """A device process sends 50 frames at 1 kHz to a simulation whose step is
+    100 ms: the simulation ends at its first frame + 50 periods + --idle-ms (and
+    one step), not after 50 steps (5 s)."""
+    addr = f"127.0.0.1:{free_port()}"
+    sim = start(engine_bin, "hil", "--role", "sim", "--address", addr, "--frames", "50", "--payload", "work",
+                "--work-us", "100000", "--idle-ms", "200", *local, *QUIET)
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    dev = subprocess.run([engine_bin, "hil", "--role", "device", "--address", addr, "--frames", "50",
+                          "--linger-ms", "0", *QUIET], capture_output=True, text=True, timeout=30)
+    assert dev.returncode == 0, dev.stderr
+    out, err = sim.communicate(timeout=30)
+    took = time.monotonic() - t0
+    doc = json.loads(out)
+    assert sim.returncode == 0, err
+    assert took < 0.1 + 0.05 + 0.2 + 0.1 + STOP_S
+    assert 1 <= doc["metrics"]["sim_answered"]["value"] <= 6

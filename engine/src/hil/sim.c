@@ -77,7 +77,7 @@ void hil_sim_cycle(void *arg, rtg_cycle_ctx *c)
     if (!c->kernel_ts)
         c->trigger_ns = cfg->device_local ? f.send_ns : c->trigger_ns;
     s->kernel_ts = s->kernel_ts || c->kernel_ts;
-    if (s->anchored && s->anchor == 0) {
+    if (s->anchor == 0) {
         /* Device clock unknown: the schedule is the first arrival + k periods. */
         s->anchor = c->trigger_ns;
         s->seq0 = f.seq;
