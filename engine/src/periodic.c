@@ -664,8 +664,12 @@ int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, 
         sh.w[i].index = i;
         sh.w[i].out = &run->t[i];
         sh.w[i].tr = c.triggers ? &c.triggers[i] : &timer_trigger;
-        if (ok && sh.w[i].tr->kind == RTG_TRIGGER_FRAME)
-            ok = (sh.w[i].frame = calloc(1, FRAME_MAX)) != NULL;
+        if (ok && sh.w[i].tr->kind == RTG_TRIGGER_FRAME) {
+            sh.w[i].frame = calloc(1, FRAME_MAX);
+            ok = sh.w[i].frame != NULL;
+            if (ok)
+                rtg_touch(sh.w[i].frame, FRAME_MAX);
+        }
     }
     if (!ok) {
         snprintf(err, errlen, "out of memory preparing %d measuring threads; use fewer --threads.", n);
