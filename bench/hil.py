@@ -122,13 +122,14 @@ def main() -> int:
     ap.add_argument("--frames", type=int, default=10000)
     ap.add_argument("--period-us", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cpus", help="DEVICE,SIM CPUs (default 0,1); e.g. 0,0 when CPU 1 is busy")
     ap.add_argument("--no-write", action="store_true", help="print only; leave docs/performance.md")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("bench/hil.py needs root (SCHED_FIFO, network namespaces).", file=sys.stderr)
         return 2
     exe = engine_path()
-    cpus = (0, 1 % (os.cpu_count() or 1))
+    cpus = tuple(int(c) for c in a.cpus.split(",")) if a.cpus else (0, 1 % (os.cpu_count() or 1))
     results: dict[str, list[dict]] = {k: [] for k in ("pingpong loopback", "hil loopback",
                                                       "pingpong veth", "hil veth")}
     with tempfile.TemporaryDirectory() as tmp:

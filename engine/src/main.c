@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "rt.h"
+#include "stop.h"
 #include "test.h"
 
 #define RTG_ENGINE_VERSION "0.1.0"
@@ -34,21 +35,10 @@ static const rtg_test *find_test(const char *name)
     return NULL;
 }
 
-static void on_stop_signal(int sig)
-{
-    (void)sig;
-    rtg_stop = 1;
-}
-
-/* No SA_RESTART: a blocking call in the main thread returns so it notices. */
+/* SIGINT/SIGTERM and the parent's death stop the run (stop.h). */
 static void install_stop_handlers(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    rtg_stop_install();
 }
 
 /* The compact text of a JSON value (the writer ends it with a newline). */

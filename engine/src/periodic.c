@@ -1,12 +1,15 @@
-/* periodic: the driver of T = Ti + Ts + Tw (see periodic.h).
+/* periodic: the cycle driver of T = Ti + Ts + Tw (see periodic.h).
  * Measuring threads: set up (pin, policy, stack prefault), meet at a start gate,
- * then loop: sleep to the absolute deadline, two timestamps around the payload,
- * store one record into the thread's ring. Nothing else happens in the loop.
+ * then loop: wait for the trigger (a deadline, a frame, an event), two
+ * timestamps around the payload, store one record into the thread's ring.
+ * Nothing else happens in the loop. The calling thread waits for the workers
+ * and, when the run must stop, interrupts their waits (RTG_WAKE_SIGNAL).
  * A SCHED_OTHER collector drains the rings every 50 ms into the statistics and
  * the optional raw samples file. */
 #include "periodic.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -22,6 +25,9 @@
 #define STACK_SIZE (512 * 1024)
 #define STACK_PREFAULT (256 * 1024)
 #define SERIES_MAX_WINDOWS (1u << 20)    /* bounds memory of the window series */
+#define POLL_NS 20000000LL               /* FRAME/EVENT: idle hook every 20 ms by default */
+#define FRAME_MAX 2048                   /* largest datagram a FRAME trigger takes */
+#define EVENT_RING 4096                  /* posts not yet taken by the waiter */
 
 typedef struct shared shared;
 
@@ -30,6 +36,8 @@ typedef struct {
     int index;
     rtg_ring ring;
     rtg_periodic_thread *out;
+    const rtg_trigger *tr;     /* this thread's trigger (a zeroed timer when none) */
+    unsigned char *frame;      /* FRAME: receive buffer, FRAME_MAX bytes */
     pthread_t th;
     bool started;
     char err[512];
@@ -48,9 +56,12 @@ struct shared {
     bool go;
     int64_t start_ns;          /* written before go */
     atomic_bool abort_setup;   /* a thread failed setup: nobody measures */
-    atomic_bool stop_run;      /* stop_above_ns was exceeded */
+    atomic_bool stop_run;      /* stop_above_ns was exceeded, or a payload ended the run */
     atomic_bool stopped_above;
+    atomic_bool ended_by_payload;
 };
+
+static const rtg_trigger timer_trigger = {.kind = RTG_TRIGGER_TIMER};
 
 static size_t ring_capacity(int64_t period_ns)
 {
@@ -95,20 +106,94 @@ static bool should_stop(shared *sh)
     return rtg_stop || atomic_load_explicit(&sh->stop_run, memory_order_relaxed);
 }
 
-/* The measured loop. After an overrun, deadlines already past are skipped (as
+static uint64_t cycles_of(const worker *w)
+{
+    return w->tr->cycles ? w->tr->cycles : w->sh->cfg->cycles;
+}
+
+static void run_payload(worker *w, rtg_cycle_ctx *c)
+{
+    const rtg_periodic_cfg *cfg = w->sh->cfg;
+    if (w->tr->cycle)
+        w->tr->cycle(w->tr->arg, c);
+    else if (cfg->payload)
+        cfg->payload(cfg->payload_args ? cfg->payload_args[w->index] : NULL, w->index, c->cycle);
+}
+
+/* Store the cycle's record; then whether the thread ends (the payload said so). */
+static bool finish_cycle(worker *w, const rtg_cycle_ctx *c, int64_t t1, int64_t t2)
+{
+    shared *sh = w->sh;
+    if (!c->skip) {
+        rtg_cycle *r = rtg_ring_slot(&w->ring);
+        if (r) {
+            r->deadline_ns = c->trigger_ns;
+            r->cycle = c->cycle;
+            r->ti = t1 - c->trigger_ns;
+            r->ts = (c->step_end_ns ? c->step_end_ns : t2) - t1;
+            r->tw = c->next_ns - t2;
+            rtg_ring_publish(&w->ring);
+        }
+        int64_t stop_above = sh->cfg->stop_above_ns;
+        if (stop_above > 0 && t1 - c->trigger_ns > stop_above) {
+            atomic_store(&sh->stopped_above, true);
+            atomic_store(&sh->stop_run, true);
+            rtg_stop_notify();
+        }
+    }
+    if (c->end_run) {
+        atomic_store(&sh->ended_by_payload, true);
+        atomic_store(&sh->stop_run, true);
+        rtg_stop_notify();
+    }
+    return c->end || c->end_run;
+}
+
+static rtg_cycle_ctx new_ctx(const worker *w, uint64_t k, int64_t t1)
+{
+    return (rtg_cycle_ctx){.thread = w->index, .cycle = k, .woke_ns = t1, .stopping = &w->sh->stop_run};
+}
+
+/* TIMER with a service fd: wait for the deadline in ppoll, serving the fd. 0 at
+ * the deadline, -1 when the run must stop. */
+static int wait_serving(worker *w, int64_t d)
+{
+    struct pollfd p = {w->tr->fd, POLLIN, 0};
+    for (;;) {
+        if (should_stop(w->sh))
+            return -1;
+        int64_t left = d - rtg_mono_ns();
+        if (left <= 0)
+            return 0;
+        struct timespec ts = rtg_ns_timespec(left);
+        if (ppoll(&p, 1, &ts, NULL) > 0)
+            w->tr->service(w->tr->arg);
+    }
+}
+
+/* TIMER: 0 at the deadline, -1 when the run must stop (or the sleep failed). */
+static int wait_deadline(worker *w, int64_t d)
+{
+    if (w->tr->service)
+        return wait_serving(w, d);
+    struct timespec ts = rtg_ns_timespec(d);
+    int rc;
+    while ((rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR && !should_stop(w->sh))
+        ;
+    return rc == 0 ? 0 : -1;
+}
+
+/* The timer loop. After an overrun, deadlines already past are skipped (as
  * cyclictest does) and counted, unless catch_up asks to run them back to back. */
-static void measure(worker *w)
+static void measure_timer(worker *w)
 {
     shared *sh = w->sh;
     const rtg_periodic_cfg *cfg = sh->cfg;
     rtg_clock clk = cfg->clock;      /* own copy: resync below is not thread-safe */
     int64_t next_resync = sh->start_ns + 1000000000LL;
     const int64_t period = cfg->periods_ns ? cfg->periods_ns[w->index] : cfg->period_ns;
-    const uint64_t ncycles = cfg->cycles;
-    const int64_t end = cfg->duration_ns > 0 ? sh->start_ns + cfg->duration_ns : INT64_MAX;
-    const int64_t stop_above = cfg->stop_above_ns;
-    rtg_payload_fn payload = cfg->payload;
-    void *arg = cfg->payload_args ? cfg->payload_args[w->index] : NULL;
+    const uint64_t ncycles = cycles_of(w);
+    const int64_t end = cfg->duration_ns > 0 && !w->tr->cycles ? sh->start_ns + cfg->duration_ns : INT64_MAX;
     int64_t d = sh->start_ns;
 
     const bool catch_up = cfg->catch_up;
@@ -119,28 +204,16 @@ static void measure(worker *w)
             break;
         if (should_stop(sh))
             break;
-        struct timespec ts = rtg_ns_timespec(d);
-        int rc;
-        while ((rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR && !rtg_stop)
-            ;
-        if (rc != 0)
+        if (wait_deadline(w, d) != 0)
             break;
         int64_t t1 = rtg_clock_now(&clk);
-        if (payload)
-            payload(arg, w->index, k);
+        rtg_cycle_ctx c = new_ctx(w, k, t1);
+        c.trigger_ns = d;
+        c.next_ns = d + period;
+        run_payload(w, &c);
         int64_t t2 = rtg_clock_now(&clk);
-        rtg_cycle *c = rtg_ring_slot(&w->ring);
-        if (c) {
-            c->deadline_ns = d;
-            c->ti = t1 - d;
-            c->ts = t2 - t1;
-            c->tw = d + period - t2;
-            rtg_ring_publish(&w->ring);
-        }
-        if (stop_above > 0 && t1 - d > stop_above) {
-            atomic_store(&sh->stopped_above, true);
-            atomic_store(&sh->stop_run, true);
-        }
+        if (finish_cycle(w, &c, t1, t2))
+            break;
         /* A TSC clock drifts ~1 us/s from the deadline time base; re-anchor it
          * once a second, after the cycle's timestamps are stored. */
         if (clk.id == RTG_CLOCK_TSC && d >= next_resync) {
@@ -157,10 +230,157 @@ static void measure(worker *w)
     w->skipped = skipped;
 }
 
+/* The kernel's receive instant of the datagram, CLOCK_REALTIME; false if absent. */
+static bool rx_timestamp(struct msghdr *m, int64_t *rx_real)
+{
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+            struct timespec ts;
+            memcpy(&ts, CMSG_DATA(c), sizeof ts);
+            *rx_real = rtg_timespec_ns(&ts);
+            return true;
+        }
+    return false;
+}
+
+/* Nothing came (a poll timeout or an interrupted wait): whether the thread ends. */
+static bool idle_ends(worker *w, int64_t now)
+{
+    return should_stop(w->sh) || (w->tr->idle && w->tr->idle(w->tr->arg, now));
+}
+
+/* FRAME: one cycle per datagram. Ti runs from its arrival: the kernel's stamp
+ * (CLOCK_REALTIME, turned into an interval so the clocks' offset cancels). */
+static void measure_frames(worker *w)
+{
+    const rtg_trigger *tr = w->tr;
+    const rtg_periodic_cfg *cfg = w->sh->cfg;
+    rtg_clock clk = cfg->clock;
+    const uint64_t ncycles = cycles_of(w);
+    int64_t poll = tr->poll_ns > 0 ? tr->poll_ns : POLL_NS;
+    struct timeval tv = {(time_t)(poll / 1000000000LL), (suseconds_t)(poll % 1000000000LL / 1000)};
+    setsockopt(tr->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    union { char c[CMSG_SPACE(sizeof(struct timespec)) + 64]; struct cmsghdr align; } ctl;
+    for (uint64_t k = 0; !ncycles || k < ncycles;) {
+        if (should_stop(w->sh))
+            break;
+        struct sockaddr_storage from;
+        struct iovec iov = {w->frame, FRAME_MAX};
+        struct msghdr m = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &iov,
+                           .msg_iovlen = 1, .msg_control = ctl.c, .msg_controllen = sizeof ctl.c};
+        ssize_t n = recvmsg(tr->fd, &m, 0);
+        int64_t t1 = rtg_clock_now(&clk);
+        if (n < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                snprintf(w->out->error, sizeof w->out->error, "receiving a frame failed (%s).", strerror(errno));
+                break;
+            }
+            if (idle_ends(w, t1))
+                break;
+            continue;
+        }
+        struct timespec rn;
+        clock_gettime(CLOCK_REALTIME, &rn);
+        rtg_cycle_ctx c = new_ctx(w, k++, t1);
+        int64_t rx_real;
+        c.kernel_ts = rx_timestamp(&m, &rx_real);
+        c.trigger_ns = c.kernel_ts ? t1 - (rtg_timespec_ns(&rn) - rx_real) : t1;
+        c.next_ns = c.trigger_ns + cfg->period_ns;
+        c.frame = w->frame;
+        c.frame_len = (size_t)n;
+        c.from = (const struct sockaddr *)&from;
+        c.from_len = m.msg_namelen;
+        run_payload(w, &c);
+        int64_t t2 = rtg_clock_now(&clk);
+        if (finish_cycle(w, &c, t1, t2))
+            break;
+    }
+}
+
+/* EVENT: one cycle per post, Ti from the post instant. */
+static void measure_events(worker *w)
+{
+    const rtg_trigger *tr = w->tr;
+    const rtg_periodic_cfg *cfg = w->sh->cfg;
+    rtg_clock clk = cfg->clock;
+    const uint64_t ncycles = cycles_of(w);
+    int64_t poll = tr->poll_ns > 0 ? tr->poll_ns : POLL_NS;
+    for (uint64_t k = 0; !ncycles || k < ncycles;) {
+        if (should_stop(w->sh))
+            break;
+        struct timespec ts = rtg_ns_timespec(rtg_mono_ns() + poll);
+        int rc = sem_clockwait(&tr->event->sem, CLOCK_MONOTONIC, &ts);
+        int64_t t1 = rtg_clock_now(&clk);
+        if (rc != 0) {
+            if (idle_ends(w, t1))
+                break;
+            continue;
+        }
+        rtg_cycle_ctx c = new_ctx(w, k++, t1);
+        void *first;
+        c.trigger_ns = t1;
+        if (rtg_ring_peek(&tr->event->posts, &first, 1) == 1) {
+            c.trigger_ns = *(const int64_t *)first;
+            rtg_ring_release(&tr->event->posts, 1);
+        }
+        c.next_ns = c.trigger_ns + cfg->period_ns;
+        run_payload(w, &c);
+        int64_t t2 = rtg_clock_now(&clk);
+        if (finish_cycle(w, &c, t1, t2))
+            break;
+    }
+}
+
+static void measure(worker *w)
+{
+    switch (w->tr->kind) {
+    case RTG_TRIGGER_FRAME:
+        measure_frames(w);
+        break;
+    case RTG_TRIGGER_EVENT:
+        measure_events(w);
+        break;
+    default:
+        measure_timer(w);
+        break;
+    }
+}
+
+int rtg_event_init(rtg_event *e)
+{
+    if (sem_init(&e->sem, 0, 0) != 0)
+        return -1;
+    if (rtg_ring_init(&e->posts, sizeof(int64_t), EVENT_RING) != 0) {
+        sem_destroy(&e->sem);
+        return -1;
+    }
+    return 0;
+}
+
+void rtg_event_free(rtg_event *e)
+{
+    rtg_ring_free(&e->posts);
+    sem_destroy(&e->sem);
+}
+
+void rtg_event_post(rtg_event *e)
+{
+    int64_t *slot = rtg_ring_slot(&e->posts);
+    if (!slot)
+        return;   /* the waiter is EVENT_RING posts behind: counted as dropped */
+    *slot = rtg_mono_ns();
+    rtg_ring_publish(&e->posts);
+    sem_post(&e->sem);
+}
+
 static void *worker_main(void *p)
 {
     worker *w = p;
     shared *sh = w->sh;
+    sigset_t wake;
+    sigemptyset(&wake);
+    sigaddset(&wake, RTG_WAKE_SIGNAL);
+    pthread_sigmask(SIG_UNBLOCK, &wake, NULL);   /* a stop interrupts this thread's waits */
     setup_worker(w);
     pthread_mutex_lock(&sh->lock);
     sh->ready++;
@@ -176,6 +396,7 @@ static void *worker_main(void *p)
         w->out->nivcsw = (uint64_t)ru.ru_nivcsw;
     }
     atomic_store_explicit(&w->done, true, memory_order_release);
+    rtg_stop_notify();
     return NULL;
 }
 
@@ -238,10 +459,8 @@ static void fold_record(shared *sh, worker *w, const rtg_cycle *c)
     /* Windows are keyed by the deadline, so a late wake-up counts in the
      * window where the cycle was due. */
     rtg_series_add(&t->ti_max, c->deadline_ns, c->ti);
-    if (sh->cfg->samples) {
-        uint64_t k = (uint64_t)((c->deadline_ns - sh->start_ns) / sh->cfg->period_ns);
-        write_sample(sh->cfg->samples, sh->cfg->samples_binary, w->index, k, c);
-    }
+    if (sh->cfg->samples)
+        write_sample(sh->cfg->samples, sh->cfg->samples_binary, w->index, c->cycle, c);
 }
 
 static void drain(shared *sh, worker *w)
@@ -263,8 +482,11 @@ static void *collector_main(void *p)
         bool all_done = true;
         for (int i = 0; i < n; i++)
             all_done = all_done && atomic_load_explicit(&sh->w[i].done, memory_order_acquire);
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
             drain(sh, &sh->w[i]);
+            if (sh->w[i].tr->collect)
+                sh->w[i].tr->collect(sh->w[i].tr->arg);
+        }
         if (sh->cfg->samples)
             fflush(sh->cfg->samples);   /* lets a reader follow the file during the run */
         if (all_done)
@@ -378,6 +600,32 @@ static void block_stop_signals(sigset_t *old)
     pthread_sigmask(SIG_BLOCK, &s, old);
 }
 
+/* Wait until every started worker is done. When the run must stop (a signal,
+ * stop_above_ns, a payload ending it) interrupt the waits of those still running,
+ * again every 5 ms until they are done: a signal that came just before a thread
+ * entered its wait is not lost. The calling thread sleeps in rtg_stop_wait,
+ * which SIGINT/SIGTERM and finishing workers wake. */
+static void wait_workers(shared *sh, int started)
+{
+    rtg_wake_install();
+    for (;;) {
+        bool all_done = true;
+        for (int i = 0; i < started; i++)
+            all_done = all_done && atomic_load_explicit(&sh->w[i].done, memory_order_acquire);
+        if (all_done)
+            return;
+        if (should_stop(sh)) {
+            for (int i = 0; i < started; i++)
+                if (!atomic_load_explicit(&sh->w[i].done, memory_order_acquire))
+                    rtg_wake_thread(sh->w[i].th);
+            struct timespec ts = rtg_ns_timespec(5000000);
+            nanosleep(&ts, NULL);
+        } else {
+            rtg_stop_wait(1000000000LL);   /* woken at once by a stop or a finished worker */
+        }
+    }
+}
+
 static int start_workers(shared *sh, pthread_attr_t *attr, char *err, size_t errlen)
 {
     for (int i = 0; i < sh->cfg->nthreads; i++) {
@@ -415,6 +663,13 @@ int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, 
         sh.w[i].sh = &sh;
         sh.w[i].index = i;
         sh.w[i].out = &run->t[i];
+        sh.w[i].tr = c.triggers ? &c.triggers[i] : &timer_trigger;
+        if (ok && sh.w[i].tr->kind == RTG_TRIGGER_FRAME) {
+            sh.w[i].frame = calloc(1, FRAME_MAX);
+            ok = sh.w[i].frame != NULL;
+            if (ok)
+                rtg_touch(sh.w[i].frame, FRAME_MAX);
+        }
     }
     if (!ok) {
         snprintf(err, errlen, "out of memory preparing %d measuring threads; use fewer --threads.", n);
@@ -457,6 +712,7 @@ int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, 
     pthread_cond_broadcast(&sh.cond);
     pthread_mutex_unlock(&sh.lock);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    wait_workers(&sh, started);
     for (int i = 0; i < started; i++)
         pthread_join(sh.w[i].th, NULL);
     if (have_collector)
@@ -473,6 +729,7 @@ int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, 
         run->t[i].dropped = rtg_ring_dropped(&sh.w[i].ring);
         run->t[i].skipped = sh.w[i].skipped;
         rtg_ring_free(&sh.w[i].ring);
+        free(sh.w[i].frame);
     }
     free(sh.w);
     if (atomic_load(&sh.abort_setup)) {
@@ -482,21 +739,24 @@ int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, 
     merge_threads(run);
     run->interrupted = rtg_stop != 0;
     run->stopped_above = atomic_load(&sh.stopped_above);
+    run->ended_by_payload = atomic_load(&sh.ended_by_payload);
     return 0;
 
 fail_alloc:
     if (sh.w)
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
             rtg_ring_free(&sh.w[i].ring);
+            free(sh.w[i].frame);
+        }
     free(sh.w);
     rtg_periodic_free(run);
     return -1;
 }
 
-static void put_metrics(rtg_json *m, const rtg_periodic_thread *t, const char *suffix)
+void rtg_periodic_put_metrics(rtg_json *m, const rtg_periodic_thread *t, const char *prefix, const char *suffix)
 {
-    char key[64];
-#define KEY(name) (snprintf(key, sizeof key, "%s%s", name, suffix), key)
+    char key[96];
+#define KEY(name) (snprintf(key, sizeof key, "%s%s%s", prefix, name, suffix), key)
     rtg_j_set(m, KEY("ti"), rtg_j_dist(&t->ti, "ns"));
     rtg_j_set(m, KEY("ts"), rtg_j_dist(&t->ts, "ns"));
     rtg_j_set(m, KEY("tw"), rtg_j_dist(&t->tw, "ns"));
@@ -508,27 +768,31 @@ static void put_metrics(rtg_json *m, const rtg_periodic_thread *t, const char *s
 #undef KEY
 }
 
+rtg_json *rtg_periodic_put_thread(rtg_json *threads, const rtg_periodic_thread *t, int index)
+{
+    rtg_json *j = rtg_j_push(threads, rtg_j_obj());
+    rtg_j_set(j, "index", rtg_j_int(index));
+    rtg_j_set(j, "cpu", rtg_j_int(t->cpu));
+    rtg_j_set(j, "tid", rtg_j_int(t->tid));
+    rtg_j_set(j, "policy", rtg_j_str(rtg_policy_name(t->sched.policy)));
+    rtg_j_set(j, "priority", rtg_j_int(t->sched.priority));
+    rtg_j_set(j, "fallback", rtg_j_bool(t->sched.fallback));
+    rtg_j_set(j, "nvcsw", rtg_j_int((int64_t)t->nvcsw));
+    rtg_j_set(j, "nivcsw", rtg_j_int((int64_t)t->nivcsw));
+    return j;
+}
+
 void rtg_periodic_report(const rtg_periodic_run *run, rtg_result *res)
 {
-    put_metrics(res->metrics, &run->all, "");
+    rtg_periodic_put_metrics(res->metrics, &run->all, "", "");
     for (int i = 0; i < run->nthreads; i++) {
         char suffix[16];
         snprintf(suffix, sizeof suffix, "#%d", i);
-        put_metrics(res->metrics, &run->t[i], suffix);
+        rtg_periodic_put_metrics(res->metrics, &run->t[i], "", suffix);
     }
     rtg_json *threads = rtg_j_set(res->env, "threads", rtg_j_arr());
-    for (int i = 0; i < run->nthreads; i++) {
-        const rtg_periodic_thread *t = &run->t[i];
-        rtg_json *j = rtg_j_push(threads, rtg_j_obj());
-        rtg_j_set(j, "index", rtg_j_int(i));
-        rtg_j_set(j, "cpu", rtg_j_int(t->cpu));
-        rtg_j_set(j, "tid", rtg_j_int(t->tid));
-        rtg_j_set(j, "policy", rtg_j_str(rtg_policy_name(t->sched.policy)));
-        rtg_j_set(j, "priority", rtg_j_int(t->sched.priority));
-        rtg_j_set(j, "fallback", rtg_j_bool(t->sched.fallback));
-        rtg_j_set(j, "nvcsw", rtg_j_int((int64_t)t->nvcsw));
-        rtg_j_set(j, "nivcsw", rtg_j_int((int64_t)t->nivcsw));
-    }
+    for (int i = 0; i < run->nthreads; i++)
+        rtg_periodic_put_thread(threads, &run->t[i], i);
     rtg_j_set(res->env, "run_start_ns", rtg_j_int(run->start_ns));
     rtg_j_set(res->env, "run_end_ns", rtg_j_int(run->end_ns));
 }

@@ -1,32 +1,114 @@
-/* periodic: THE driver of T = Ti + Ts + Tw (SPEC.md). Each cycle k of a thread:
- *   deadline d_k = start + k*period; clock_nanosleep(TIMER_ABSTIME, d_k);
- *   t1 = now(); payload(); t2 = now();
- *   Ti = t1 - d_k (wake-up latency), Ts = t2 - t1 (payload), Tw = d_k + period - t2
- *   (slack; Tw < 0 is a missed deadline).
- * The measuring thread only stores {d_k, Ti, Ts, Tw} into a preallocated SPSC ring;
+/* periodic: THE cycle driver of T = Ti + Ts + Tw (docs/engine.md). Each cycle k
+ * of a thread starts on a trigger, runs the payload and is measured:
+ *   trigger instant c_k: when the cycle became due (see the triggers below);
+ *   t1 = now() once the thread runs; payload(); t2 = now();
+ *   Ti = t1 - c_k (wake-up latency), Ts = t2 - t1 (payload), Tw = n_k - t2
+ *   (slack before the next cycle is due, n_k; Tw < 0 is a missed deadline).
+ * Triggers (one per thread, rtg_trigger):
+ *   TIMER  c_k = d_k = start + k*period, clock_nanosleep(TIMER_ABSTIME); n_k = d_k + period.
+ *          With a service fd, the wait is a ppoll on it up to d_k and the service
+ *          hook runs whenever it is readable (a device taking replies between sends).
+ *   FRAME  a datagram arriving on a socket: c_k = its arrival (the kernel's
+ *          SO_TIMESTAMPNS stamp when the socket has it, else the return of recvmsg
+ *          unless the payload knows better); n_k = c_k + period unless the payload
+ *          sets it (the sender's schedule).
+ *   EVENT  rtg_event_post() by another thread: c_k = the post instant; n_k = c_k + period.
+ * The measuring thread only stores {c_k, Ti, Ts, Tw} into a preallocated SPSC ring;
  * a non-RT collector thread drains the rings (every 50 ms) into per-thread and
  * merged distributions, the per-window max series and, on request, a raw samples
- * file. After an overrun (the cycle ends after the next deadline) the driver
+ * file: memory does not grow with the number of cycles. After a timer overrun
+ * (the cycle ends after the next deadline) the driver
  * either skips the deadlines already past, like cyclictest, counting them as
  * `skipped` (default), or catches up (catch_up: the next deadline is still
- * d_k + period, so late cycles run back to back and every one is recorded). */
+ * d_k + period, so late cycles run back to back and every one is recorded).
+ * Stop: rtg_stop (SIGINT/SIGTERM), stop_above_ns or a payload ending the run
+ * interrupts every thread's wait at once (a wake-up signal, RTG_WAKE_SIGNAL); a
+ * payload longer than that reads ctx->stopping (rtg_cycle_stopping) and returns. */
 #ifndef RTG_PERIODIC_H
 #define RTG_PERIODIC_H
+#include <signal.h>
+#include <semaphore.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include "clock.h"
 #include "rt.h"
 #include "samples.h"
+#include "stop.h"
 #include "test.h"
 
 typedef struct {
-    int64_t deadline_ns;   /* d_k, CLOCK_MONOTONIC */
+    int64_t deadline_ns;   /* c_k, the trigger instant (d_k for a timer), CLOCK_MONOTONIC */
+    uint64_t cycle;        /* k */
     int64_t ti, ts, tw;
 } rtg_cycle;
 
 /* payload: called once per cycle on the measuring thread; arg is per thread. */
 typedef void (*rtg_payload_fn)(void *arg, int thread, uint64_t cycle);
+
+typedef enum { RTG_TRIGGER_TIMER = 0, RTG_TRIGGER_FRAME, RTG_TRIGGER_EVENT } rtg_trigger_kind;
+
+/* An event posted by another thread (trigger EVENT): each post is one cycle,
+ * timed from the post instant. Single poster, single waiter. */
+typedef struct {
+    sem_t sem;
+    rtg_ring posts;        /* int64 post instants */
+} rtg_event;
+int rtg_event_init(rtg_event *e);   /* 0, or -1 out of memory */
+void rtg_event_free(rtg_event *e);
+void rtg_event_post(rtg_event *e);  /* from any thread; never blocks */
+
+/* What a cycle payload (rtg_cycle_fn) sees and may change. */
+typedef struct {
+    int thread;
+    uint64_t cycle;            /* k: cycles begun on this thread (recorded or not) */
+    int64_t trigger_ns;        /* c_k; a FRAME payload may set it (e.g. the sender's stamp) */
+    int64_t next_ns;           /* n_k, preset as above; a FRAME payload may set it */
+    int64_t woke_ns;           /* t1: the thread's first timestamp of the cycle (Ti = t1 - c_k) */
+    int64_t step_end_ns;       /* 0, or set by the payload: Ts ends here (e.g. before a reply) */
+    /* FRAME: the datagram */
+    const unsigned char *frame;
+    size_t frame_len;
+    bool kernel_ts;            /* trigger_ns comes from the kernel's receive stamp */
+    const struct sockaddr *from;
+    socklen_t from_len;
+    const atomic_bool *stopping;   /* set when the run must end: long payloads poll it */
+    /* the payload's answers */
+    bool skip;                 /* record nothing for this cycle (a bad or ignored frame) */
+    bool end;                  /* this was the thread's last cycle */
+    bool end_run;              /* ... and the other threads stop too */
+} rtg_cycle_ctx;
+
+typedef void (*rtg_cycle_fn)(void *arg, rtg_cycle_ctx *c);
+
+static inline bool rtg_cycle_stopping(const rtg_cycle_ctx *c)
+{
+    return rtg_stop || (c->stopping && atomic_load_explicit(c->stopping, memory_order_relaxed));
+}
+
+/* How one thread's cycles start. Zeroed = a timer with the cfg's payload. */
+typedef struct {
+    rtg_trigger_kind kind;
+    int fd;                    /* FRAME: the bound socket; TIMER: the fd serviced while waiting
+                                  (only with service) */
+    rtg_event *event;          /* EVENT */
+    rtg_cycle_fn cycle;        /* the payload (wins over cfg->payload) */
+    void (*service)(void *arg);              /* TIMER: fd readable before the deadline */
+    bool (*idle)(void *arg, int64_t now_ns); /* FRAME/EVENT: nothing came for poll_ns (or a
+                                                stop was asked): true ends the thread */
+    void (*collect)(void *arg);              /* called on the collector thread after each
+                                                drain and once at the end: folds the
+                                                payload's own rings */
+    void *arg;
+    int64_t poll_ns;           /* FRAME/EVENT: how often idle is called (default 20 ms) */
+    uint64_t cycles;           /* > 0: cycles of this thread (wins over cfg->cycles) */
+} rtg_trigger;
+
+/* --start-at-ns may name an instant at most this far ahead (a day): a run that
+ * would sit idle longer is a mistake, and says so. */
+#define RTG_START_AT_MAX_NS (86400LL * 1000000000LL)
 
 typedef struct {
     int nthreads;
@@ -55,6 +137,9 @@ typedef struct {
     const int64_t *periods_ns; /* optional, per thread (e.g. a Hartstone task set); NULL = period_ns
                                   for all. period_ns must then be the shortest (it sizes the rings) */
     const int *priorities;     /* optional, per thread (e.g. rate-monotonic); NULL = priority for all */
+    const rtg_trigger *triggers;   /* optional, per thread; NULL = a timer for all. A FRAME or
+                                  EVENT thread runs until its payload or idle hook ends it, a
+                                  stop, or cycles; duration_ns and cycles bound timer threads */
 } rtg_periodic_cfg;
 
 typedef struct {
@@ -68,6 +153,7 @@ typedef struct {
     int tid;
     rtg_sched sched;           /* what the thread obtained */
     uint64_t nvcsw, nivcsw;    /* voluntary / involuntary context switches (getrusage RUSAGE_THREAD) */
+    char error[256];           /* a FRAME thread's socket failed: why (else empty) */
 } rtg_periodic_thread;
 
 typedef struct {
@@ -77,6 +163,7 @@ typedef struct {
     int64_t start_ns, end_ns;
     bool interrupted;          /* stopped by rtg_stop */
     bool stopped_above;        /* stopped by stop_above_ns */
+    bool ended_by_payload;     /* a payload ended the run (end_run) */
     /* env also gets run_start_ns / run_end_ns; ti_window_max windows are keyed by
      * the cycle's deadline: window w holds deadlines in
      * [start_ns + w*window, start_ns + (w+1)*window). */
@@ -90,6 +177,13 @@ void rtg_periodic_free(rtg_periodic_run *run);
  * (ti#0, misses#0, ...); env.threads = [{"index","cpu","tid","policy","priority",
  * "fallback","nvcsw","nivcsw"}]. */
 void rtg_periodic_report(const rtg_periodic_run *run, rtg_result *res);
+/* One thread's (or the merged) Ti/Ts/Tw, cycles, misses... as metrics named
+ * prefix + name + suffix (rtg_periodic_report uses "" and "#i"). */
+void rtg_periodic_put_metrics(rtg_json *metrics, const rtg_periodic_thread *t, const char *prefix,
+                              const char *suffix);
+/* The env.threads entry of one thread (index, cpu, tid, policy, priority,
+ * fallback, nvcsw, nivcsw); returns it so a test can add fields (e.g. a role). */
+rtg_json *rtg_periodic_put_thread(rtg_json *threads, const rtg_periodic_thread *t, int index);
 
 /* Raw samples file formats (docs/samples.md):
  * CSV: header "thread,cycle,deadline_ns,ti_ns,ts_ns,tw_ns", one line a cycle.

@@ -34,6 +34,10 @@ typedef struct {
     uint64_t lin_overflow;
 } rtg_dist;
 
+/* Fault in every page of [p, p + bytes) before a measured loop (a memset(0) of
+ * freshly calloc'ed memory is optimised away and touches nothing). */
+void rtg_touch(void *p, size_t bytes);
+
 /* Allocate (and touch) the histogram. lin_buckets = 0 for none.
  * Returns 0, or -1 on allocation failure. */
 int rtg_dist_init(rtg_dist *d, int64_t lin_bucket_ns, size_t lin_buckets);

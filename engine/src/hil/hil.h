@@ -3,8 +3,9 @@
  * socket, wakes on arrival, runs one payload step and replies with its state.
  * Device side: round trip per frame, a miss when the reply is not back by the
  * next send instant. Sim side: Ti (arrival -> sim running), Ts (step), Tw (next
- * expected frame - end of reply). Measured loops only store into preallocated
- * arrays; distributions are folded after the run. */
+ * expected frame - end of reply). Both run on the cycle driver (periodic.h): a
+ * timer trigger for the device, a frame trigger for the simulation; measured
+ * loops only store into rings that the driver's collector folds. */
 #ifndef RTG_HIL_H
 #define RTG_HIL_H
 #include <netinet/in.h>
@@ -13,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "periodic.h"
 #include "rt.h"
 #include "samples.h"
 
@@ -40,77 +42,80 @@ typedef struct {
     int64_t sim_ns;        /* sim CLOCK_MONOTONIC at the reply */
 } hil_reply;
 
-/* One payload step; returns a number standing for the state. */
-typedef double (*hil_step_fn)(void *arg);
+/* One payload step; returns a number standing for the state. A step longer
+ * than a period polls rtg_cycle_stopping(c) and returns early when it is set. */
+typedef double (*hil_step_fn)(void *arg, const rtg_cycle_ctx *c);
 
+/* The simulation: a FRAME-triggered thread of the cycle driver. */
 typedef struct {
-    int cpu;               /* -1: not pinned */
-    rtg_policy policy;
-    int priority;
-    bool allow_fallback;
-} hil_thread_cfg;
-
-typedef struct {
-    hil_thread_cfg th;
-    int fd;                /* bound socket */
+    int fd;                /* the bound socket (the driver's FRAME trigger reads it; replies go out on it) */
     int64_t period_ns;
-    uint64_t frames;       /* expected frames (sizes the arrays) */
+    uint64_t frames;       /* expected frames */
     hil_step_fn step;
     void *step_arg;
     uint64_t drop_every;   /* > 0: ignore every Nth frame (seq % N == N - 1): test of loss accounting */
     bool device_local;     /* the device's clock is this host's CLOCK_MONOTONIC */
+    bool alone;            /* no device thread in this process: end after the last frame */
     int64_t first_wait_ns; /* give up when no frame arrives within this */
     int64_t idle_ns;       /* stop when no frame arrives for this long after one did */
-    _Atomic int *device_done;  /* both roles in one process: stop when set (may be NULL) */
 } hil_sim_cfg;
 
 typedef struct {
+    hil_sim_cfg cfg;
     uint64_t received, answered, ignored, gaps, reordered, bad;
-    uint64_t n;            /* cycles recorded in ti/ts/tw */
-    int64_t *ti, *ts, *tw;
     bool kernel_ts;        /* Ti from SO_TIMESTAMPNS (else from the device's send time) */
     bool anchored;         /* Tw from first arrival + k * period (device clock unknown) */
-    rtg_sched sched;
-    int tid;
-    uint64_t nvcsw, nivcsw;
+    uint64_t expected, seq0;
+    int64_t started, last_arrival, anchor, end_by;
+    hil_reply rep;
     char err[256];
-} hil_sim_out;
+} hil_sim;
 
+/* The device: a TIMER-triggered thread serving its socket between sends.
+ * Cycle k < frames sends frame k at start + k * period; cycle `frames` is the
+ * linger (not recorded), after which the run ends. Replies are stamped as they
+ * come; round trips go through a ring to the collector, so memory does not grow
+ * with the number of frames. */
 typedef struct {
-    hil_thread_cfg th;
     int fd;                /* connected to the simulation */
     int64_t period_ns;
     uint64_t frames;
     size_t frame_bytes;
-    int64_t start_ns;      /* first send instant, CLOCK_MONOTONIC */
     int64_t linger_ns;     /* after the last frame: keep listening this long for late replies */
 } hil_device_cfg;
 
+/* Replies are matched to frames in a window of this many frames (a bitmap): a
+ * reply that comes back later than that is not counted (stale_replies) and its
+ * frame counts as lost. 2^20 frames: 21 s at the shortest period. */
+#define HIL_SEEN_WINDOW (1u << 20)
+
 typedef struct {
-    uint64_t sent, received, late, duplicate, bad, send_errors;
-    int64_t *send_ns, *reply_ns;   /* per frame; reply_ns 0 = no reply */
+    hil_device_cfg cfg;
+    unsigned char *buf;            /* one frame */
+    uint64_t *seen;                /* HIL_SEEN_WINDOW bits: a reply to seq s came (s % window) */
+    rtg_ring rts;                  /* round trips, ns (int64), folded by the collector */
+    rtg_dist round_trip;
+    int64_t start_ns;              /* send instant of frame 0 */
+    uint64_t sent, received, late, duplicate, bad, stale, send_errors;
     int64_t max_send_lag_ns;       /* latest send relative to its deadline */
-    rtg_sched sched;
-    int tid;
-    char err[256];
-} hil_device_out;
+} hil_device;
 
 /* Sockets (hil/link.c). Each returns an fd or -1 with a sentence in err. */
 int hil_parse_address(const char *text, struct sockaddr_in *sa, char *err, size_t errlen);
 int hil_bind(const struct sockaddr_in *sa, bool rx_timestamps, bool *got_ts, char *err, size_t errlen);
 int hil_connect(int fd, const struct sockaddr_in *to, char *err, size_t errlen);
-/* Scheduling and pinning of the calling thread; 0 or -1 with err. */
-int hil_thread_setup(const hil_thread_cfg *c, rtg_sched *got, char *err, size_t errlen);
-
-/* The two roles (hil/sim.c, hil/device.c); both run on the calling thread and
- * return 0 or -1 with out->err. */
-int hil_sim_run(const hil_sim_cfg *cfg, hil_sim_out *out);
-void hil_sim_out_free(hil_sim_out *o);
-int hil_device_run(const hil_device_cfg *cfg, hil_device_out *out);
-void hil_device_out_free(hil_device_out *o);
+/* The two roles (hil/sim.c, hil/device.c) as cycle-driver payloads. */
+void hil_sim_init(hil_sim *s, const hil_sim_cfg *cfg);
+void hil_sim_cycle(void *arg, rtg_cycle_ctx *c);
+bool hil_sim_idle(void *arg, int64_t now_ns);   /* true: stop waiting (err set if nothing came) */
+int hil_device_init(hil_device *d, const hil_device_cfg *cfg, char *err, size_t errlen);
+void hil_device_free(hil_device *d);
+void hil_device_cycle(void *arg, rtg_cycle_ctx *c);
+void hil_device_service(void *arg);
+void hil_device_collect(void *arg);
 
 /* Payload "work": spin for a fixed wall time (calibration-free). */
 typedef struct { int64_t ns; uint64_t steps; } hil_work;
-double hil_work_step(void *arg);
+double hil_work_step(void *arg, const rtg_cycle_ctx *c);
 
 #endif

@@ -1,4 +1,4 @@
-/* hil link: UDP sockets of the loop, thread setup and the busy-work payload. */
+/* hil link: UDP sockets of the loop and the busy-work payload. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -71,23 +71,14 @@ int hil_connect(int fd, const struct sockaddr_in *to, char *err, size_t errlen)
     return 0;
 }
 
-int hil_thread_setup(const hil_thread_cfg *c, rtg_sched *got, char *err, size_t errlen)
-{
-    if (c->cpu >= 0 && rtg_pin_cpu(c->cpu, err, errlen) != 0)
-        return -1;
-    if (rtg_sched_apply(got, c->policy, c->priority, c->allow_fallback, err, errlen) != 0)
-        return -1;
-    rtg_prefault_stack(64 * 1024);
-    return 0;
-}
-
 /* Spins on the clock: a fixed wall time per step whatever the CPU's speed, so a
- * slowed simulation is slow by exactly the amount asked. */
-double hil_work_step(void *arg)
+ * slowed simulation is slow by exactly the amount asked; a stop of the run
+ * ends the spin at once, however long the step. */
+double hil_work_step(void *arg, const rtg_cycle_ctx *c)
 {
     hil_work *w = arg;
     int64_t end = rtg_mono_ns() + w->ns;
-    while (rtg_mono_ns() < end)
+    while (rtg_mono_ns() < end && !rtg_cycle_stopping(c))
         ;
     return (double)++w->steps;
 }

@@ -156,8 +156,9 @@ typedef struct {
     tire_team *team;
 } hil_tire;
 
-static double tire_step(void *arg)
+static double tire_step(void *arg, const rtg_cycle_ctx *c)
 {
+    (void)c;   /* one tire step is short (bounded by --masses) */
     hil_tire *t = arg;
     double cy = 0.0;
     tire_team_step(t->team, true, &cy);
@@ -210,99 +211,41 @@ static void tire_stop(hil_tire *t)
 
 /* ---- running the roles ---- */
 
-typedef struct {
-    hil_sim_cfg cfg;
-    hil_sim_out out;
-    int rc;
-} sim_job;
-
-typedef struct {
-    hil_device_cfg cfg;
-    hil_device_out out;
-    int rc;
-} device_job;
-
-static void *sim_thread(void *arg)
+static void put_dist(rtg_result *res, const char *name, const rtg_dist *d)
 {
-    sim_job *j = arg;
-    j->rc = hil_sim_run(&j->cfg, &j->out);
-    return NULL;
-}
-
-static void *device_thread(void *arg)
-{
-    device_job *j = arg;
-    j->rc = hil_device_run(&j->cfg, &j->out);
-    return NULL;
-}
-
-static hil_thread_cfg thread_cfg(const rtg_opts *o, int cpu)
-{
-    hil_thread_cfg c = {.cpu = cpu, .priority = (int)rtg_opt_int(o, "priority"),
-                        .allow_fallback = rtg_opt_flag(o, "allow-fallback")};
-    rtg_policy_parse(rtg_opt_str(o, "policy"), &c.policy);
-    return c;
-}
-
-static void put_thread(rtg_json *arr, const char *role, int cpu, int tid, const rtg_sched *s)
-{
-    rtg_json *j = rtg_j_push(arr, rtg_j_obj());
-    rtg_j_set(j, "role", rtg_j_str(role));
-    rtg_j_set(j, "cpu", rtg_j_int(cpu));
-    rtg_j_set(j, "tid", rtg_j_int(tid));
-    rtg_j_set(j, "policy", rtg_j_str(rtg_policy_name(s->policy)));
-    rtg_j_set(j, "priority", rtg_j_int(s->priority));
-    rtg_j_set(j, "fallback", rtg_j_bool(s->fallback));
-}
-
-static void put_dist(rtg_result *res, const char *name, const int64_t *v, uint64_t n)
-{
-    rtg_dist d;
-    if (rtg_dist_init(&d, 0, 0) != 0)
-        return;
-    rtg_dist_add_array(&d, v, n);
-    rtg_j_set(res->metrics, name, rtg_j_dist(&d, "ns"));
-    rtg_dist_free(&d);
+    rtg_j_set(res->metrics, name, rtg_j_dist(d, "ns"));
 }
 
 /* Device side: round trips, and which frames were late (reply after the next
- * send instant) or lost (no reply by the end of --linger-ms). */
-static void report_device(const device_job *j, rtg_result *res)
+ * send instant) or lost (no reply by the end of --linger-ms). The device's own
+ * cycle (Ti = send lag...) is under device_*. */
+static void report_device(const hil_device *o, const rtg_periodic_thread *t, rtg_result *res)
 {
-    const hil_device_out *o = &j->out;
-    int64_t *rt = calloc(o->sent ? o->sent : 1, sizeof *rt);
-    uint64_t n = 0, late = 0;
-    for (uint64_t k = 0; k < o->sent; k++) {
-        if (!o->reply_ns[k])
-            continue;
-        rt[n++] = o->reply_ns[k] - o->send_ns[k];
-        if (o->reply_ns[k] > j->cfg.start_ns + (int64_t)(k + 1) * j->cfg.period_ns)
-            late++;
-    }
     uint64_t lost = o->sent - o->received;
     rtg_json *m = res->metrics;
     rtg_j_set(m, "sent", rtg_j_scalar_int((int64_t)o->sent, "count"));
     rtg_j_set(m, "received", rtg_j_scalar_int((int64_t)o->received, "count"));
     rtg_j_set(m, "lost_frames", rtg_j_scalar_int((int64_t)lost, "count"));
-    rtg_j_set(m, "late", rtg_j_scalar_int((int64_t)late, "count"));
-    rtg_j_set(m, "misses", rtg_j_scalar_int((int64_t)(late + lost), "count"));
+    rtg_j_set(m, "late", rtg_j_scalar_int((int64_t)o->late, "count"));
+    rtg_j_set(m, "misses", rtg_j_scalar_int((int64_t)(o->late + lost), "count"));
     rtg_j_set(m, "duplicate_replies", rtg_j_scalar_int((int64_t)o->duplicate, "count"));
     rtg_j_set(m, "bad_replies", rtg_j_scalar_int((int64_t)o->bad, "count"));
+    rtg_j_set(m, "stale_replies", rtg_j_scalar_int((int64_t)o->stale, "count"));
     rtg_j_set(m, "send_errors", rtg_j_scalar_int((int64_t)o->send_errors, "count"));
     rtg_j_set(m, "send_lag_max", rtg_j_scalar_int(o->max_send_lag_ns, "ns"));
-    if (rt)
-        put_dist(res, "round_trip", rt, n);
-    free(rt);
+    put_dist(res, "round_trip", &o->round_trip);
+    rtg_j_set(m, "device_ti", rtg_j_dist(&t->ti, "ns"));
+    rtg_j_set(m, "device_ts", rtg_j_dist(&t->ts, "ns"));
+    rtg_j_set(m, "device_tw", rtg_j_dist(&t->tw, "ns"));
     rtg_verdict(res, "no_frame_lost", lost == 0, "%llu of %llu frames got no reply",
                 (unsigned long long)lost, (unsigned long long)o->sent);
-    rtg_verdict(res, "no_deadline_missed", late + lost == 0,
+    rtg_verdict(res, "no_deadline_missed", o->late + lost == 0,
                 "%llu of %llu replies were not back before the next frame was due",
-                (unsigned long long)(late + lost), (unsigned long long)o->sent);
+                (unsigned long long)(o->late + lost), (unsigned long long)o->sent);
 }
 
-static void report_sim(const sim_job *j, rtg_result *res)
+static void report_sim(const hil_sim *o, const rtg_periodic_thread *t, rtg_result *res)
 {
-    const hil_sim_out *o = &j->out;
     rtg_json *m = res->metrics;
     rtg_j_set(m, "sim_received", rtg_j_scalar_int((int64_t)o->received, "count"));
     rtg_j_set(m, "sim_answered", rtg_j_scalar_int((int64_t)o->answered, "count"));
@@ -310,18 +253,15 @@ static void report_sim(const sim_job *j, rtg_result *res)
     rtg_j_set(m, "sequence_gaps", rtg_j_scalar_int((int64_t)o->gaps, "count"));
     rtg_j_set(m, "reordered", rtg_j_scalar_int((int64_t)o->reordered, "count"));
     rtg_j_set(m, "bad_frames", rtg_j_scalar_int((int64_t)o->bad, "count"));
-    uint64_t overruns = 0;
-    for (uint64_t k = 0; k < o->n; k++)
-        overruns += o->tw[k] < 0;
-    rtg_j_set(m, "sim_overruns", rtg_j_scalar_int((int64_t)overruns, "count"));
-    rtg_j_set(m, "sim_nvcsw", rtg_j_scalar_int((int64_t)o->nvcsw, "count"));
-    rtg_j_set(m, "sim_nivcsw", rtg_j_scalar_int((int64_t)o->nivcsw, "count"));
-    put_dist(res, "ti", o->ti, o->n);
-    put_dist(res, "ts", o->ts, o->n);
-    put_dist(res, "tw", o->tw, o->n);
+    rtg_j_set(m, "sim_overruns", rtg_j_scalar_int((int64_t)t->misses, "count"));
+    rtg_j_set(m, "sim_nvcsw", rtg_j_scalar_int((int64_t)t->nvcsw, "count"));
+    rtg_j_set(m, "sim_nivcsw", rtg_j_scalar_int((int64_t)t->nivcsw, "count"));
+    put_dist(res, "ti", &t->ti);
+    put_dist(res, "ts", &t->ts);
+    put_dist(res, "tw", &t->tw);
     rtg_j_set(res->env, "ti_arrival",
               rtg_j_str(o->kernel_ts ? "kernel receive timestamp (SO_TIMESTAMPNS)"
-                        : j->cfg.device_local ? "device send timestamp (no kernel receive timestamp)"
+                        : o->cfg.device_local ? "device send timestamp (no kernel receive timestamp)"
                                               : "unavailable (no kernel timestamp, device clock unknown): ti is 0"));
     rtg_j_set(res->env, "tw_reference",
               rtg_j_str(o->anchored ? "first arrival + k periods (device clock unknown)"
@@ -365,6 +305,39 @@ static int open_sockets(const rtg_opts *o, const hil_plan *p, int *sim_fd, int *
     return RTG_EXIT_OK;
 }
 
+/* The driver's threads: the device (a timer serving its socket) first, then
+ * the simulation (a frame trigger). */
+static void plan_driver(const rtg_opts *o, const hil_plan *p, rtg_periodic_cfg *cfg, rtg_trigger *tr,
+                        hil_device *dev, hil_sim *sim, int dev_fd, int sim_fd, int *dev_i, int *sim_i)
+{
+    rtg_policy_parse(rtg_opt_str(o, "policy"), &cfg->policy);
+    cfg->priority = (int)rtg_opt_int(o, "priority");
+    cfg->allow_fallback = rtg_opt_flag(o, "allow-fallback");
+    cfg->period_ns = p->period_ns;
+    cfg->cycles = p->frames + 1;   /* sizes the window series; each thread has its own bound */
+    cfg->catch_up = true;          /* a late send goes out at once; no frame is skipped */
+    cfg->start_delay_ns = rtg_opt_int(o, "start-delay-ms") * 1000000LL;
+    char err[256];
+    rtg_clock_init(&cfg->clock, RTG_CLOCK_MONOTONIC, err, sizeof err);
+    cfg->triggers = tr;
+    *dev_i = *sim_i = -1;
+    int n = 0;
+    if (p->run_device) {
+        *dev_i = n;
+        cfg->cpus[n] = p->device_cpu;
+        tr[n++] = (rtg_trigger){.kind = RTG_TRIGGER_TIMER, .fd = dev_fd, .cycle = hil_device_cycle,
+                                .service = hil_device_service, .collect = hil_device_collect,
+                                .arg = dev, .cycles = p->frames + 1};
+    }
+    if (p->run_sim) {
+        *sim_i = n;
+        cfg->cpus[n] = p->sim_cpu;
+        tr[n++] = (rtg_trigger){.kind = RTG_TRIGGER_FRAME, .fd = sim_fd, .cycle = hil_sim_cycle,
+                                .idle = hil_sim_idle, .arg = sim, .cycles = UINT64_MAX};
+    }
+    cfg->nthreads = n;
+}
+
 static int hil_main(const rtg_opts *o, rtg_result *res)
 {
     static hil_plan p;
@@ -373,15 +346,17 @@ static int hil_main(const rtg_opts *o, rtg_result *res)
         return status;
     char err[512] = "";
     int sim_fd = -1, dev_fd = -1;
-    bool kts = false;
-    static sim_job sj;
-    static device_job dj;
+    bool kts = false, have_dev = false, have_run = false;
+    static hil_sim sim;
+    static hil_device dev;
     static hil_tire tire;
     static hil_work work;
-    memset(&sj, 0, sizeof sj);
-    memset(&dj, 0, sizeof dj);
+    static rtg_periodic_cfg cfg;   /* large (cpu table); not on the stack */
+    rtg_trigger tr[2];
+    rtg_periodic_run run;
     memset(&tire, 0, sizeof tire);
-    _Atomic int device_done = 0;
+    memset(&cfg, 0, sizeof cfg);
+    memset(&work, 0, sizeof work);
     const char *payload = rtg_opt_str(o, "payload");
     rtg_j_set(res->env, "role", rtg_j_str(p.role));
     rtg_j_set(res->env, "frames_planned", rtg_j_int((int64_t)p.frames));
@@ -393,63 +368,64 @@ static int hil_main(const rtg_opts *o, rtg_result *res)
         goto out;
 
     if (p.run_sim) {
-        sj.cfg = (hil_sim_cfg){.th = thread_cfg(o, p.sim_cpu), .fd = sim_fd, .period_ns = p.period_ns,
-                               .frames = p.frames, .device_local = p.run_device || rtg_opt_flag(o, "device-local"),
-                               .drop_every = rtg_opt_given(o, "sim-drop-every") ? (uint64_t)rtg_opt_int(o, "sim-drop-every") : 0,
-                               .device_done = p.run_device ? &device_done : NULL};
+        hil_sim_cfg sc = {.fd = sim_fd, .period_ns = p.period_ns, .frames = p.frames,
+                          .device_local = p.run_device || rtg_opt_flag(o, "device-local"),
+                          .alone = !p.run_device,
+                          .drop_every = rtg_opt_given(o, "sim-drop-every") ? (uint64_t)rtg_opt_int(o, "sim-drop-every") : 0};
         if (strcmp(payload, "work") == 0) {
             work.ns = rtg_opt_int(o, "work-us") * 1000;
-            sj.cfg.step = hil_work_step;
-            sj.cfg.step_arg = &work;
+            sc.step = hil_work_step;
+            sc.step_arg = &work;
         } else if (strcmp(payload, "tire") == 0) {
-            sj.cfg.step = tire_step;
-            sj.cfg.step_arg = &tire;
+            sc.step = tire_step;
+            sc.step_arg = &tire;
         }
         int64_t start_ms = rtg_opt_int(o, "start-delay-ms");
-        sj.cfg.first_wait_ns = p.run_device ? (start_ms + 10000) * 1000000LL
-                                            : (int64_t)(rtg_opt_num(o, "wait-s") * 1e9);
-        sj.cfg.idle_ns = p.run_device ? INT64_MAX / 4 : rtg_opt_int(o, "idle-ms") * 1000000LL;
+        sc.first_wait_ns = p.run_device ? (start_ms + 10000) * 1000000LL
+                                        : (int64_t)(rtg_opt_num(o, "wait-s") * 1e9);
+        sc.idle_ns = p.run_device ? INT64_MAX / 4 : rtg_opt_int(o, "idle-ms") * 1000000LL;
+        hil_sim_init(&sim, &sc);
     }
-    if (p.run_device)
-        dj.cfg = (hil_device_cfg){.th = thread_cfg(o, p.device_cpu), .fd = dev_fd, .period_ns = p.period_ns,
-                                  .frames = p.frames, .frame_bytes = (size_t)rtg_opt_int(o, "frame-bytes"),
-                                  .start_ns = rtg_mono_ns() + rtg_opt_int(o, "start-delay-ms") * 1000000LL,
-                                  .linger_ns = rtg_opt_int(o, "linger-ms") * 1000000LL};
-    pthread_t st, dt;
-    bool sim_started = p.run_sim && pthread_create(&st, NULL, sim_thread, &sj) == 0;
-    bool dev_started = p.run_device && pthread_create(&dt, NULL, device_thread, &dj) == 0;
-    if (dev_started)
-        pthread_join(dt, NULL);
-    atomic_store(&device_done, 1);
-    if (sim_started)
-        pthread_join(st, NULL);
-    if ((p.run_sim && !sim_started) || (p.run_device && !dev_started)) {
-        status = rtg_fail(res, RTG_EXIT_FAIL, "cannot start the loop's threads (%s).", strerror(errno));
+    if (p.run_device) {
+        hil_device_cfg dc = {.fd = dev_fd, .period_ns = p.period_ns, .frames = p.frames,
+                             .frame_bytes = (size_t)rtg_opt_int(o, "frame-bytes"),
+                             .linger_ns = rtg_opt_int(o, "linger-ms") * 1000000LL};
+        if (hil_device_init(&dev, &dc, err, sizeof err) != 0) {
+            status = RTG_EXIT_FAIL;
+            goto out;
+        }
+        have_dev = true;
+    }
+    int dev_i, sim_i;
+    plan_driver(o, &p, &cfg, tr, &dev, &sim, dev_fd, sim_fd, &dev_i, &sim_i);
+    if (rtg_periodic(&cfg, &run, err, sizeof err) != 0) {
+        status = RTG_EXIT_FAIL;
         goto out;
     }
-    if (p.run_device && dj.rc != 0) {
-        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", dj.out.err);
-        goto out;
-    }
-    if (p.run_sim && sj.rc != 0 && !rtg_stop) {
-        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", sj.out.err);
+    have_run = true;
+    if (sim_i >= 0 && !rtg_stop && (sim.err[0] || run.t[sim_i].error[0])) {
+        status = rtg_fail(res, RTG_EXIT_FAIL, "%s", sim.err[0] ? sim.err : run.t[sim_i].error);
         goto out;
     }
     rtg_json *th = rtg_j_set(res->env, "threads", rtg_j_arr());
-    if (p.run_device) {
-        put_thread(th, "device", p.device_cpu, dj.out.tid, &dj.out.sched);
-        report_device(&dj, res);
+    if (dev_i >= 0) {
+        rtg_j_set(rtg_periodic_put_thread(th, &run.t[dev_i], dev_i), "role", rtg_j_str("device"));
+        report_device(&dev, &run.t[dev_i], res);
     }
-    if (p.run_sim) {
-        put_thread(th, "sim", p.sim_cpu, sj.out.tid, &sj.out.sched);
-        report_sim(&sj, res);
+    if (sim_i >= 0) {
+        rtg_j_set(rtg_periodic_put_thread(th, &run.t[sim_i], sim_i), "role", rtg_j_str("sim"));
+        report_sim(&sim, &run.t[sim_i], res);
     }
+    rtg_j_set(res->env, "run_start_ns", rtg_j_int(run.start_ns));
+    rtg_j_set(res->env, "run_end_ns", rtg_j_int(run.end_ns));
 out:
     if (status != RTG_EXIT_OK && err[0] && !res->error[0])
         status = rtg_fail(res, status, "%s", err);
+    if (have_run)
+        rtg_periodic_free(&run);
     tire_stop(&tire);
-    hil_sim_out_free(&sj.out);
-    hil_device_out_free(&dj.out);
+    if (have_dev)
+        hil_device_free(&dev);
     if (sim_fd >= 0)
         close(sim_fd);
     if (dev_fd >= 0)

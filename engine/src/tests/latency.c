@@ -89,6 +89,10 @@ static int latency_run(const rtg_opts *o, rtg_result *res)
             return rtg_fail(res, RTG_EXIT_USAGE,
                             "--start-at-ns %lld is not at least 10 ms in the future (now is %lld); give a later instant.",
                             (long long)cfg.start_at_ns, (long long)rtg_mono_ns());
+        if (cfg.start_at_ns > rtg_mono_ns() + RTG_START_AT_MAX_NS)
+            return rtg_fail(res, RTG_EXIT_USAGE,
+                            "--start-at-ns %lld is more than a day in the future (now is %lld); give an instant within a day.",
+                            (long long)cfg.start_at_ns, (long long)rtg_mono_ns());
     }
     if (rtg_opt_given(o, "cycles"))
         cfg.cycles = (uint64_t)rtg_opt_int(o, "cycles");

@@ -10,12 +10,15 @@
  *    in which L was not yet running at d (its own wake-up was late) is not a
  *    preemption; it is counted in low_not_running, not in preempt. */
 #include <errno.h>
+#include <sched.h>
 #include <semaphore.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
+#include "periodic.h"
 #include "scenario.h"
 #include "test.h"
 
@@ -69,15 +72,60 @@ static void *low_sem(pair *p)
     return NULL;
 }
 
+/* The high thread's timed cycles run on the cycle driver (a timer trigger on
+ * H's CPU at H's priority): H's wake-up latency is the driver's Ti. This thread
+ * only waits for the driver. */
+static void high_timer_cycle(void *arg, rtg_cycle_ctx *c)
+{
+    pair *p = arg;
+    if (rtg_bench_stopping()) {
+        c->skip = true;
+        c->end_run = true;
+        return;
+    }
+    p->t1[c->cycle] = c->woke_ns - c->trigger_ns;
+    atomic_store_explicit(&p->high_done, c->cycle + 1, memory_order_release);
+}
+
+/* The CPU this thread is pinned to (-1: more than one). */
+static int own_cpu(void)
+{
+    cpu_set_t set;
+    if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) != 0 || CPU_COUNT(&set) != 1)
+        return -1;
+    for (int i = 0; i < CPU_SETSIZE; i++)
+        if (CPU_ISSET(i, &set))
+            return i;
+    return -1;
+}
+
 static void *high_timer(pair *p)
 {
+    static rtg_periodic_cfg cfg;   /* large (cpu table); not on the stack */
+    memset(&cfg, 0, sizeof cfg);
+    rtg_trigger tr = {.kind = RTG_TRIGGER_TIMER, .cycle = high_timer_cycle, .arg = p};
+    struct sched_param sp;
+    int policy;
+    pthread_getschedparam(pthread_self(), &policy, &sp);
+    cfg.nthreads = 1;
+    cfg.cpus[0] = own_cpu();   /* H's CPU, policy and priority, as spawned */
+    cfg.policy = policy == SCHED_RR ? RTG_POL_RR : policy == SCHED_FIFO ? RTG_POL_FIFO : RTG_POL_OTHER;
+    cfg.priority = sp.sched_priority;
+    cfg.period_ns = p->period_ns;
+    cfg.start_at_ns = p->start_ns;
+    cfg.cycles = p->n;
+    cfg.catch_up = true;
+    cfg.triggers = &tr;
+    char err[512];
+    rtg_clock_init(&cfg.clock, RTG_CLOCK_MONOTONIC, err, sizeof err);
+    rtg_periodic_run run;
     atomic_store(&p->high_ready, 1);
-    for (size_t i = 0; i < p->n && !rtg_bench_stopping(); i++) {
-        int64_t d = p->start_ns + (int64_t)i * p->period_ns;
-        rtg_sleep_until(d);
-        p->t1[i] = rtg_mono_ns() - d;
-        atomic_store_explicit(&p->high_done, i + 1, memory_order_release);
+    if (rtg_periodic(&cfg, &run, err, sizeof err) != 0) {
+        fprintf(stderr, "rtgauge-engine: %s\n", err);
+        atomic_store(&rtg_bench_abort, 1);
+        return NULL;
     }
+    rtg_periodic_free(&run);
     return NULL;
 }
 

@@ -1,19 +1,15 @@
 /* spin: a disturbance with ground truth. A thread pinned to --cpu at
  * --policy/--priority busy-spins --busy-us every --period-us (absolute
- * deadlines) and records the exact CLOCK_MONOTONIC start and end of every busy
- * period, printed as "events": [[start_ns, end_ns], ...]. A latency run on the
- * same CPU at a lower priority must show each one; it also serves as a load. */
-#include <errno.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
+ * deadlines, on the cycle driver: a late burst is run at once, never skipped)
+ * and records the exact CLOCK_MONOTONIC start and end of every busy period,
+ * printed as "events": [[start_ns, end_ns], ...]. A latency run on the same CPU
+ * at a lower priority must show each one; it also serves as a load. The driver
+ * adds the spinner's own Ti/Ts/Tw. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "clock.h"
+#include "periodic.h"
 #include "rt.h"
 #include "samples.h"
 #include "test.h"
@@ -41,80 +37,53 @@ typedef struct {
     int64_t busy_ns, period_ns, duration_ns, start_ns;
     int64_t (*events)[2];     /* preallocated, touched */
     size_t cap, count;
-    rtg_sched sched;
-    int tid;
-    uint64_t nvcsw, nivcsw;
-    char err[512];
-    bool failed;
 } spinner;
 
-/* Busy from s until at least busy_ns later; bounded by construction. */
-static void busy_period(const spinner *sp, int64_t *start, int64_t *end)
+/* Busy from s until at least busy_ns later; bounded by construction, and cut
+ * short when the run must stop. */
+static void busy_period(const spinner *sp, const rtg_cycle_ctx *c, int64_t *start, int64_t *end)
 {
     int64_t s = rtg_mono_ns(), e = s;
-    while (e - s < sp->busy_ns)
+    while (e - s < sp->busy_ns && !rtg_cycle_stopping(c))
         e = rtg_mono_ns();
     *start = s;
     *end = e;
 }
 
-static void *spin_main(void *p)
+static void spin_cycle(void *arg, rtg_cycle_ctx *c)
 {
-    spinner *sp = p;
-    sp->tid = (int)syscall(SYS_gettid);
-    if (rtg_pin_cpu(sp->cpu, sp->err, sizeof sp->err) != 0 ||
-        rtg_sched_apply(&sp->sched, sp->policy, sp->priority, sp->allow_fallback, sp->err,
-                        sizeof sp->err) != 0) {
-        sp->failed = true;
-        return NULL;
+    spinner *sp = arg;
+    if (c->cycle >= sp->cap) {
+        c->end = true;
+        return;
     }
-    rtg_prefault_stack(64 * 1024);
-    int64_t end = sp->start_ns + sp->duration_ns;
-    int64_t d = sp->start_ns;
-    for (size_t k = 0; k < sp->cap && d < end && !rtg_stop; k++, d += sp->period_ns) {
-        struct timespec ts = rtg_ns_timespec(d);
-        int rc;
-        while ((rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR && !rtg_stop)
-            ;
-        if (rc != 0)
-            break;
-        busy_period(sp, &sp->events[k][0], &sp->events[k][1]);
-        sp->count = k + 1;
-    }
-    struct rusage ru;
-    if (getrusage(RUSAGE_THREAD, &ru) == 0) {
-        sp->nvcsw = (uint64_t)ru.ru_nvcsw;
-        sp->nivcsw = (uint64_t)ru.ru_nivcsw;
-    }
-    return NULL;
+    busy_period(sp, c, &sp->events[c->cycle][0], &sp->events[c->cycle][1]);
+    sp->count = c->cycle + 1;
 }
 
-static int run_spinner(spinner *sp, rtg_result *res)
+static int run_spinner(spinner *sp, rtg_periodic_run *run, rtg_result *res)
 {
-    pthread_attr_t a;
-    struct sched_param prm = {.sched_priority = 0};
-    pthread_attr_init(&a);
-    pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
-    pthread_attr_setschedpolicy(&a, SCHED_OTHER);
-    pthread_attr_setschedparam(&a, &prm);
-    sigset_t s, old;
-    sigemptyset(&s);
-    sigaddset(&s, SIGINT);
-    sigaddset(&s, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &s, &old);   /* the main thread takes the stop signals */
-    pthread_t th;
-    int rc = pthread_create(&th, &a, spin_main, sp);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&a);
-    if (rc != 0)
-        return rtg_fail(res, RTG_EXIT_FAIL, "could not start the spinning thread (%s).", strerror(rc));
-    pthread_join(th, NULL);
-    if (sp->failed)
-        return rtg_fail(res, RTG_EXIT_FAIL, "%s", sp->err);
+    static rtg_periodic_cfg cfg;   /* large (cpu table); not on the stack */
+    memset(&cfg, 0, sizeof cfg);
+    rtg_trigger tr = {.kind = RTG_TRIGGER_TIMER, .cycle = spin_cycle, .arg = sp};
+    cfg.nthreads = 1;
+    cfg.cpus[0] = sp->cpu;
+    cfg.policy = sp->policy;
+    cfg.priority = sp->priority;
+    cfg.allow_fallback = sp->allow_fallback;
+    cfg.period_ns = sp->period_ns;
+    cfg.start_at_ns = sp->start_ns;
+    cfg.duration_ns = sp->duration_ns;
+    cfg.catch_up = true;
+    cfg.triggers = &tr;
+    char err[512];
+    rtg_clock_init(&cfg.clock, RTG_CLOCK_MONOTONIC, err, sizeof err);
+    if (rtg_periodic(&cfg, run, err, sizeof err) != 0)
+        return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     return RTG_EXIT_OK;
 }
 
-static void report(const spinner *sp, rtg_result *res)
+static void report(const spinner *sp, const rtg_periodic_run *run, rtg_result *res)
 {
     rtg_dist busy;
     rtg_json *ev = rtg_j_set(res->extra, "events", rtg_j_arr());
@@ -126,6 +95,7 @@ static void report(const spinner *sp, rtg_result *res)
         if (have)
             rtg_dist_add(&busy, sp->events[k][1] - sp->events[k][0]);
     }
+    rtg_periodic_report(run, res);   /* Ti/Ts/Tw, env.threads, run_start_ns */
     if (have) {
         rtg_j_set(res->metrics, "busy", rtg_j_dist(&busy, "ns"));
         rtg_dist_free(&busy);
@@ -133,17 +103,6 @@ static void report(const spinner *sp, rtg_result *res)
     rtg_j_set(res->metrics, "count", rtg_j_scalar_int((int64_t)sp->count, "count"));
     rtg_json *cpus = rtg_j_set(res->env, "cpus", rtg_j_arr());
     rtg_j_push(cpus, rtg_j_int(sp->cpu));
-    rtg_json *threads = rtg_j_set(res->env, "threads", rtg_j_arr());
-    rtg_json *t = rtg_j_push(threads, rtg_j_obj());
-    rtg_j_set(t, "index", rtg_j_int(0));
-    rtg_j_set(t, "cpu", rtg_j_int(sp->cpu));
-    rtg_j_set(t, "tid", rtg_j_int(sp->tid));
-    rtg_j_set(t, "policy", rtg_j_str(rtg_policy_name(sp->sched.policy)));
-    rtg_j_set(t, "priority", rtg_j_int(sp->sched.priority));
-    rtg_j_set(t, "fallback", rtg_j_bool(sp->sched.fallback));
-    rtg_j_set(t, "nvcsw", rtg_j_int((int64_t)sp->nvcsw));
-    rtg_j_set(t, "nivcsw", rtg_j_int((int64_t)sp->nivcsw));
-    rtg_j_set(res->env, "run_start_ns", rtg_j_int(sp->start_ns));
 }
 
 static int spin_run(const rtg_opts *o, rtg_result *res)
@@ -170,7 +129,7 @@ static int spin_run(const rtg_opts *o, rtg_result *res)
     sp.events = calloc(sp.cap, sizeof *sp.events);   /* calloc + mlockall: touched */
     if (!sp.events)
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %zu events; shorten --duration-s.", sp.cap);
-    memset(sp.events, 0, sp.cap * sizeof *sp.events);
+    rtg_touch(sp.events, sp.cap * sizeof *sp.events);   /* fault the pages in before the loop */
     if (rtg_opt_given(o, "start-at-ns")) {
         sp.start_ns = rtg_opt_int(o, "start-at-ns");
         if (sp.start_ns < rtg_mono_ns() + 10000000) {
@@ -179,12 +138,21 @@ static int spin_run(const rtg_opts *o, rtg_result *res)
                             "--start-at-ns %lld is not at least 10 ms in the future (now is %lld); give a later instant.",
                             (long long)sp.start_ns, (long long)rtg_mono_ns());
         }
+        if (sp.start_ns > rtg_mono_ns() + RTG_START_AT_MAX_NS) {
+            free(sp.events);
+            return rtg_fail(res, RTG_EXIT_USAGE,
+                            "--start-at-ns %lld is more than a day in the future (now is %lld); give an instant within a day.",
+                            (long long)sp.start_ns, (long long)rtg_mono_ns());
+        }
     } else {
         sp.start_ns = rtg_mono_ns() + rtg_opt_int(o, "start-delay-ms") * 1000000;
     }
-    int status = run_spinner(&sp, res);
-    if (status == RTG_EXIT_OK)
-        report(&sp, res);
+    rtg_periodic_run run;
+    int status = run_spinner(&sp, &run, res);
+    if (status == RTG_EXIT_OK) {
+        report(&sp, &run, res);
+        rtg_periodic_free(&run);
+    }
     free(sp.events);
     return status;
 }

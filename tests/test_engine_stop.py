@@ -1,0 +1,194 @@
+"""Every engine loop honours a stop within one period or 100 ms, whichever is
+longer, whatever its payload, and the engine ends itself when its parent dies.
+Each test is an attack that used to leave a real-time process behind: it runs
+the real engine, stops it the way a user or a dying orchestrator would, and
+times how long it takes to go."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import needs_root
+
+QUIET = ("--policy", "other", "--no-mlock")
+# Allowed time from the stop to the process's exit: the 100 ms of the rule plus
+# room for writing the document on a machine shared with other work.
+STOP_S = 1.0
+
+
+def start(engine_bin, *args):
+    return subprocess.Popen([engine_bin, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def stop_and_time(p: subprocess.Popen, after_s: float, sig=signal.SIGTERM):
+    """Send sig after after_s; the seconds until the process exited and its document."""
+    time.sleep(after_s)
+    assert p.poll() is None, "the engine ended before it was stopped: " + p.stderr.read()
+    t0 = time.monotonic()
+    p.send_signal(sig)
+    try:
+        out, err = p.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        pytest.fail(f"the engine was still running 15 s after {sig.name}")
+    return time.monotonic() - t0, json.loads(out), err
+
+
+def test_sigterm_during_the_start_delay_ends_latency_at_once(engine_bin):
+    p = start(engine_bin, "latency", "--start-delay-ms", "60000", "--duration-s", "1", *QUIET)
+    took, doc, _ = stop_and_time(p, 0.5)
+    assert took < STOP_S
+    assert p.returncode == 130 and doc["interrupted"] is True
+    assert doc["metrics"]["cycles"]["value"] == 0
+
+
+def test_sigterm_before_a_far_start_at_ends_latency_at_once(engine_bin):
+    start_at = time.monotonic_ns() + 3600 * 10**9   # an hour ahead: valid, and long
+    p = start(engine_bin, "latency", "--start-at-ns", str(start_at), "--duration-s", "1", *QUIET)
+    took, doc, _ = stop_and_time(p, 0.5)
+    assert took < STOP_S and p.returncode == 130 and doc["interrupted"] is True
+
+
+@pytest.mark.parametrize("test", ["latency", "spin"])
+def test_start_at_more_than_a_day_ahead_is_a_usage_error(run_engine, test):
+    r = run_engine(test, "--start-at-ns", "9200000000000000000", *QUIET, timeout=10)
+    assert r.status == 2 and r.doc["ok"] is False
+    assert "more than a day in the future" in r.doc["error"]
+    assert r.stderr.count("\n") == 1
+
+
+def test_sigterm_within_a_long_latency_period(engine_bin):
+    # one wake-up a second: the stop must not wait for the next deadline
+    p = start(engine_bin, "latency", "--interval-us", "1000000", "--duration-s", "60", *QUIET)
+    took, doc, _ = stop_and_time(p, 1.5)
+    assert took < STOP_S and doc["interrupted"] is True
+    assert doc["metrics"]["cycles"]["value"] >= 1
+
+
+def test_sigterm_within_a_long_spin_period(engine_bin):
+    p = start(engine_bin, "spin", "--period-us", "10000000", "--busy-us", "1000", "--duration-s", "60",
+              *QUIET)
+    took, doc, _ = stop_and_time(p, 1.0)
+    assert took < STOP_S and doc["interrupted"] is True
+    assert doc["metrics"]["count"]["value"] == 1 == len(doc["events"])
+
+
+def hil_long_work(policy_args, duration_s):
+    return ["hil", "--payload", "work", "--work-us", "200000", "--period-us", "1000",
+            "--duration-s", str(duration_s), *policy_args]
+
+
+@pytest.mark.parametrize("policy_args", [
+    pytest.param(("--priority", "99"), marks=needs_root, id="fifo99"),
+    pytest.param(QUIET, id="other"),
+])
+def test_hil_work_longer_than_the_period_stops_at_its_duration(engine_bin, policy_args):
+    """A 200 ms step every 1 ms: the simulation can never catch up; the run still
+    ends at --duration-s (+ start delay 100 ms + linger 200 ms), not when the
+    backlog of a thousand 200 ms steps is worked off."""
+    t0 = time.monotonic()
+    p = subprocess.run([engine_bin, *hil_long_work(policy_args, 1)], capture_output=True, text=True,
+                       timeout=30)
+    took = time.monotonic() - t0
+    doc = json.loads(p.stdout)
+    assert p.returncode == 0, p.stderr
+    assert took < 1.0 + 0.1 + 0.2 + STOP_S
+    m = doc["metrics"]
+    assert m["sent"]["value"] == 1000
+    assert m["sim_answered"]["value"] <= 10          # about one step per 200 ms
+    assert m["ts"]["count"] == m["sim_answered"]["value"]
+    assert m["ts"]["p50"] >= 200e3 * 1000 * 0.95      # every recorded step ran its full time
+
+
+@pytest.mark.parametrize("policy_args", [
+    pytest.param(("--priority", "99"), marks=needs_root, id="fifo99"),
+    pytest.param(QUIET, id="other"),
+])
+def test_hil_work_longer_than_the_period_stops_on_sigterm(engine_bin, policy_args):
+    p = start(engine_bin, *hil_long_work(policy_args, 60))
+    took, doc, _ = stop_and_time(p, 1.0)
+    assert took < STOP_S
+    assert p.returncode == 130 and doc["interrupted"] is True
+    assert doc["metrics"]["sent"]["value"] > 0
+
+
+def test_hil_sim_alone_with_long_work_stops_on_sigterm(engine_bin):
+    p = start(engine_bin, "hil", "--role", "sim", "--address", "127.0.0.1:0", "--payload", "work",
+              "--work-us", "1000000", "--wait-s", "60", "--frames", "10", *QUIET)
+    took, doc, _ = stop_and_time(p, 0.5)
+    assert took < STOP_S and p.returncode == 130 and doc["interrupted"] is True
+
+
+PARENT = r"""
+import subprocess, sys
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(p.pid, flush=True)
+p.wait()
+"""
+
+
+def alive(pid: int) -> bool:
+    """True while pid exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("args", [
+    ("latency", "--duration-s", "60", *QUIET),
+    ("latency", "--start-delay-ms", "60000", *QUIET),
+    ("hil", "--payload", "work", "--work-us", "200000", "--period-us", "1000", "--duration-s", "60", *QUIET),
+], ids=["latency", "latency-start-delay", "hil-long-work"])
+def test_engine_ends_when_its_parent_is_killed(engine_bin, args):
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, engine_bin, *args], stdout=subprocess.PIPE,
+                              text=True)
+    engine_pid = int(parent.stdout.readline())
+    time.sleep(0.7)
+    assert alive(engine_pid)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait(timeout=10)
+    deadline = time.monotonic() + 2.0
+    while alive(engine_pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    gone = not alive(engine_pid)
+    if not gone:
+        os.kill(engine_pid, signal.SIGKILL)
+    assert gone, "the engine outlived its parent by more than 2 s"
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("local", [(), ("--device-local",)], ids=["anchored", "device-local"])
+def test_hil_sim_alone_does_not_work_off_a_backlog_past_its_frames(engine_bin, local):
+    """A device process sends 50 frames at 1 kHz to a simulation whose step is
+    100 ms: the simulation ends at its first frame + 50 periods + --idle-ms (and
+    one step), not after 50 steps (5 s)."""
+    addr = f"127.0.0.1:{free_port()}"
+    sim = start(engine_bin, "hil", "--role", "sim", "--address", addr, "--frames", "50", "--payload", "work",
+                "--work-us", "100000", "--idle-ms", "200", *local, *QUIET)
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    dev = subprocess.run([engine_bin, "hil", "--role", "device", "--address", addr, "--frames", "50",
+                          "--linger-ms", "0", *QUIET], capture_output=True, text=True, timeout=30)
+    assert dev.returncode == 0, dev.stderr
+    out, err = sim.communicate(timeout=30)
+    took = time.monotonic() - t0
+    doc = json.loads(out)
+    assert sim.returncode == 0, err
+    assert took < 0.1 + 0.05 + 0.2 + 0.1 + STOP_S
+    assert 1 <= doc["metrics"]["sim_answered"]["value"] <= 6
