@@ -11,8 +11,6 @@ import ast
 import graphlib
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parent.parent / "rtgauge"
 
 
