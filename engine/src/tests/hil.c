@@ -456,6 +456,10 @@ static const rtg_metric hil_metrics[] = {
     {"ti", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "from the frame's arrival to the simulation running (simulation side: --role both or sim)"},
     {"ts", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "the simulation's step (simulation side: --role both or sim)"},
     {"tw", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "the next expected frame minus the end of the reply (simulation side: --role both or sim)"},
+    {"stale_replies", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "replies more than 2^20 frames late: not matched, their frames count as lost (device side)"},
+    {"device_ti", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "the device thread's wake-up latency: running minus the send instant (device side)"},
+    {"device_ts", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "the device thread's send time per frame (device side)"},
+    {"device_tw", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "the next send instant minus the end of the send (device side)"},
     {0},
 };
 
