@@ -14,7 +14,7 @@ from rtgauge.errors import UserError
 from rtgauge.plan import Job, build_plan, plan_seconds
 from rtgauge.plan.execute import apply_overrides, execute
 from rtgauge.cli.tune import conditions_settings
-from rtgauge.profiles import load_profile
+from rtgauge.profiles import MAX_ROUNDS, load_profile, valid_rounds
 
 
 def register(sub) -> None:
@@ -25,6 +25,9 @@ def register(sub) -> None:
     p.add_argument("--report", default=None, metavar="FILE",
                    help="HTML report to write at the end (default: rtgauge-run-N.html here)")
     p.add_argument("--no-report", action="store_true", help="do not write an HTML report")
+    p.add_argument("--rounds", type=int, default=None, metavar="N",
+                   help="run every job N times, each round a separate engine run, so that `rtgauge compare` "
+                   "knows each figure's noise (default: the profile's rounds, usually 1)")
     add_conditions_options(p)
     p.set_defaults(func=cmd_run)
 
@@ -136,7 +139,9 @@ def cmd_run(args) -> int:
     if not console.is_terminal:      # a log file or pipe: do not squeeze the tables to 80 columns
         console = Console(width=120)
     profile = load_profile(args.profile)
-    jobs = build_plan(profile)
+    if args.rounds is not None and not valid_rounds(args.rounds):
+        raise UserError(f"--rounds {args.rounds} is out of range; give a whole number from 1 to {MAX_ROUNDS}.")
+    jobs = build_plan(profile, args.rounds)
     conditions = conditions_settings(args, profile.warmup_s)
     apply_overrides(jobs, conditions.duration_s, conditions.partition.rt_cpus if conditions.partition else None)
     # cross-checks need their tool; drop them with a note when it is missing
