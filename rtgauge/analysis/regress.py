@@ -343,8 +343,19 @@ def change_json(c: Change) -> dict:
         "noise_floor": None if r is None else num(r.noise_floor),
         "p_value": None if r is None else num(r.p_value), "q_value": num(c.q_value),
         "method": None if r is None else r.method, "why": c.why,
-        **({"detail": {k: v for k, v in r.extra.items()}} if r and r.extra else {}),
+        **({"detail": clean(r.extra)} if r and r.extra else {}),
     }
+
+
+def clean(value):
+    """JSON-safe: a number that is not finite becomes null."""
+    if isinstance(value, dict):
+        return {k: clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 # ---- --fail-on rules -------------------------------------------------------
