@@ -35,12 +35,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
-from scipy import stats
+# numpy and scipy are imported when a comparison is computed, not when the command line
+# is built: importing scipy.stats takes seconds on a busy machine.
 
 LEVEL = 0.95
 BOOTSTRAP_MIN_ROUNDS = 8
 RESOLUTION = 1.0 / 128
+
+
+def _libs():
+    import numpy
+    from scipy import stats
+    return numpy, stats
 
 
 def finite(values) -> list[float]:
@@ -82,17 +88,20 @@ class Result:
 
 def quantisation_sd(values: np.ndarray) -> float:
     """The spread a quantised figure has even when every round reads the same."""
+    np, stats = _libs()
     level = float(np.mean(np.abs(values))) if len(values) else 0.0
     return max(level * RESOLUTION, 1.0) / math.sqrt(12)
 
 
 def floored_sd(values: np.ndarray) -> float:
+    np, stats = _libs()
     sd = float(np.std(values, ddof=1)) if len(values) >= 2 else 0.0
     return max(sd, quantisation_sd(values))
 
 
 def run_interval(values: list[float]) -> tuple[float, float] | None:
     """95 % interval of the mean of one run's round values."""
+    np, stats = _libs()
     x = np.asarray(values, float)
     if len(x) < 2:
         return None
@@ -109,6 +118,7 @@ def run_interval(values: list[float]) -> tuple[float, float] | None:
 
 def compare_rounds(a: list[float], b: list[float]) -> Result:
     """Round values of the baseline (a) and the candidate (b); at least one side has 2+."""
+    np, stats = _libs()
     x, y = np.asarray(a, float), np.asarray(b, float)
     sx, sy = floored_sd(x), floored_sd(y)
     nx, ny = len(x), len(y)
@@ -134,6 +144,7 @@ def compare_rounds(a: list[float], b: list[float]) -> Result:
 
 def compare_means_within(a: float, sa: float, na: int, b: float, sb: float, nb: int) -> Result:
     """Single rounds: z-test of two means from their standard errors."""
+    np, stats = _libs()
     se = math.sqrt(sa ** 2 / na + sb ** 2 / nb)
     diff = b - a
     z = stats.norm.ppf(0.5 + LEVEL / 2)
@@ -150,12 +161,14 @@ def compare_means_within(a: float, sa: float, na: int, b: float, sb: float, nb: 
 
 def expand_bins(bins) -> tuple[np.ndarray, np.ndarray]:
     """Histogram bins [[lo, hi, count], ...] as (representative values, counts), sorted."""
+    np, stats = _libs()
     rows = sorted((float(lo), float(hi), int(c)) for lo, hi, c in bins if c)
     return np.array([(lo + hi) / 2 for lo, hi, _ in rows]), np.array([c for *_, c in rows])
 
 
 def value_at_rank(values: np.ndarray, counts: np.ndarray, rank: int) -> float:
     """The rank-th smallest sample (1-based) of a histogram."""
+    np, stats = _libs()
     cum = np.cumsum(counts)
     idx = int(np.searchsorted(cum, max(1, rank)))
     return float(values[min(idx, len(values) - 1)])
@@ -164,6 +177,7 @@ def value_at_rank(values: np.ndarray, counts: np.ndarray, rank: int) -> float:
 def quantile_interval(bins, q: float) -> tuple[float, float] | None:
     """Distribution-free interval of the q-quantile: the order statistics whose ranks bound
     the binomial(n, q) count below the quantile (the classic order-statistic interval)."""
+    np, stats = _libs()
     values, counts = expand_bins(bins)
     n = int(counts.sum())
     if n < 2:
@@ -176,6 +190,7 @@ def quantile_interval(bins, q: float) -> tuple[float, float] | None:
 def compare_quantile_within(a: Within, b: Within, va: float, vb: float) -> Result:
     """Single rounds: are the two runs' q-quantiles the same? Counts of samples above the
     pooled q-quantile in each run, Fisher's exact test on the 2x2 table."""
+    np, stats = _libs()
     q = a.quantile
     xa, ca = expand_bins(a.bins)
     xb, cb = expand_bins(b.bins)
@@ -200,6 +215,7 @@ def compare_max_within(a: Within, b: Within, va: float, vb: float) -> Result:
     the baseline's maximum: under no change, the K largest of the pooled samples all come
     from the candidate with probability C(nb, K) / C(na + nb, K) (hypergeometric); and the
     same the other way. Two-sided: twice the smaller tail. No interval: one maximum."""
+    np, stats = _libs()
     xa, ca = expand_bins(a.bins)
     xb, cb = expand_bins(b.bins)
     na, nb = int(ca.sum()), int(cb.sum())
@@ -220,6 +236,7 @@ def compare_max_within(a: Within, b: Within, va: float, vb: float) -> Result:
 def compare_rates(ka: float, na: float, kb: float, nb: float) -> Result:
     """Events ka in exposure na against kb in nb (missed deadlines per cycle): the
     conditional binomial test of two Poisson rates and the interval of their ratio."""
+    np, stats = _libs()
     ka, kb = int(round(ka)), int(round(kb))
     k = ka + kb
     share = nb / (na + nb)
@@ -240,6 +257,7 @@ def compare_rates(ka: float, na: float, kb: float, nb: float) -> Result:
 
 def compare_proportions(fa: int, na: int, fb: int, nb: int) -> Result:
     """Failing rounds of a yes/no verdict: Fisher's exact test."""
+    np, stats = _libs()
     _, p = stats.fisher_exact([[fa, na - fa], [fb, nb - fb]])
     return Result(f"Fisher's exact test of failing rounds ({fa} of {na} against {fb} of {nb})", float(p),
                   fb / nb - fa / na, None, None, None, None,
@@ -248,6 +266,7 @@ def compare_proportions(fa: int, na: int, fb: int, nb: int) -> Result:
 
 def adjust(p_values: list[float]) -> list[float]:
     """Benjamini-Hochberg adjusted p-values (q-values) of one comparison."""
+    np, stats = _libs()
     if not p_values:
         return []
     return [float(q) for q in stats.false_discovery_control(np.clip(np.asarray(p_values, float), 0, 1),
