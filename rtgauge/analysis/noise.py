@@ -240,9 +240,9 @@ def compare_rates(ka: float, na: float, kb: float, nb: float) -> Result:
     ka, kb = int(round(ka)), int(round(kb))
     k = ka + kb
     share = nb / (na + nb)
-    ra, rb = ka / na, kb / nb
+    ra, rb = ka / na, kb / nb     # the difference: candidate count minus the baseline rate times its exposure
     if k == 0:
-        return Result("binomial test of the event rates (no events in either run)", 1.0, rb - ra, None, None,
+        return Result("binomial test of the event rates (no events in either run)", 1.0, 0.0, None, None,
                       note="no events", extra={"ratio": None})
     test = stats.binomtest(kb, k, share)
     ci = test.proportion_ci(LEVEL, method="exact")
@@ -250,8 +250,8 @@ def compare_rates(ka: float, na: float, kb: float, nb: float) -> Result:
     def ratio(p):
         return math.inf if p >= 1 else (p / (1 - p)) * (na / nb)
     return Result(f"binomial test of the event rates ({ka} in {na:,.0f} against {kb} in {nb:,.0f})",
-                  float(test.pvalue), rb - ra, None, None, None, None,
-                  extra={"rate_ratio": None if ka == 0 else (rb / ra),
+                  float(test.pvalue), float(kb - ka * nb / na), None, None, None, None,
+                  extra={"rates": [ra, rb], "rate_ratio": None if ka == 0 else (rb / ra),
                          "rate_ratio_interval": [ratio(ci.low), ratio(ci.high)]})
 
 
