@@ -48,6 +48,7 @@ class Figure:
     events: tuple[float, float] | None = None          # (events, exposure) for rates
     failed: list[str] = field(default_factory=list)    # why rounds of its job failed
     exact: bool = False                                # compared without statistics (tire grid)
+    steal_ms: list = field(default_factory=list)       # hypervisor steal on the measured CPUs, per round
 
     @property
     def estimate(self) -> float | None:
@@ -151,6 +152,12 @@ def _grouped(measurements: list[dict], key) -> dict:
     return groups
 
 
+def steal_ms(m: dict) -> float | None:
+    steal = ((m.get("env") or {}).get("counters") or {}).get("steal")
+    v = steal.get("total_ms") if isinstance(steal, dict) else None
+    return float(v) if noise.is_valid(v) else None
+
+
 def failure_reason(m: dict) -> str:
     r = round_index(m)
     where = f"round {r} of job {base_name(m)}" if r else f"job {base_name(m)}"
@@ -176,6 +183,7 @@ def figures(run: dict) -> dict[str, Figure]:
         for suffix, fam in (("avg", "avg_latency"), ("p99", "p99_latency"), ("max", "max_latency")):
             f = out[f"lat:{name}:{suffix}"]
             f.label = f"{name} {suffix} latency"
+            f.steal_ms = [steal_ms(m) for m in good]
         misses = [scalar(m, "misses") for m in good]
         cycles = [scalar(m, "cycles") for m in good]
         if good and all(noise.is_valid(v) for v in misses):
@@ -189,6 +197,7 @@ def figures(run: dict) -> dict[str, Figure]:
                 not in NON_MICRO_TESTS and not str(m.get("test") or "").startswith(("tire", "hil"))]
     dists: dict[tuple, list[dict]] = {}
     micro_failed: dict[tuple, list[str]] = {}
+    steals: dict[tuple, list] = {}
     for m in sorted(micro_ms, key=lambda m: round_index(m) or 0):
         if not is_micro(m):
             micro_failed.setdefault((m.get("test"), variant_of(m.get("params") or {}), m.get("condition") or ""),
@@ -200,11 +209,14 @@ def figures(run: dict) -> dict[str, Figure]:
                     or not metric.get("count"):
                 continue
             dists.setdefault((m["test"], mname, variant, m.get("condition") or ""), []).append(metric)
+            steals.setdefault((m["test"], mname, variant, m.get("condition") or ""), []).append(steal_ms(m))
     for (test, mname, variant, condition), metrics in sorted(dists.items()):
         name = test if mname in (test, "") else f"{test} {mname}"
         label = (f"{name} [{variant}]" if variant else name) + f" ({condition})"
         _dist_figures(add, "micro", label, label, ("micro_avg", "micro_p99", "micro_max"), metrics,
                       micro_failed.get((test, variant, condition), []))
+        for suffix in ("avg", "p99", "max"):
+            out[f"micro:{label}:{suffix}"].steal_ms = steals.get((test, mname, variant, condition), [])
     for lim in headline_limits(run):
         tag = f"tire {lim['solver']} {lim['policy']} threads={lim['threads']}"
         add(Figure(f"tire:{tag}", "tire_max_masses", f"{tag}: largest n at 100 Hz, zero misses",
@@ -333,10 +345,12 @@ def change_json(c: Change) -> dict:
         "higher_is_worse": c.figure.higher_is_worse, "verdict": c.verdict,
         "baseline": None if base_f is None else {
             "value": num(base_f.value), "estimate": num(c.base), "rounds": [num(v) for v in base_f.rounds],
-            "interval": pair(r.base_interval) if r else None, "failed": base_f.failed},
+            "interval": pair(r.base_interval) if r else None, "failed": base_f.failed,
+            "steal_ms": base_f.steal_ms},
         "candidate": None if c.verdict == GONE else {
             "value": num(c.figure.value), "estimate": num(c.value), "rounds": [num(v) for v in c.figure.rounds],
-            "interval": pair(r.cand_interval) if r else None, "failed": c.figure.failed},
+            "interval": pair(r.cand_interval) if r else None, "failed": c.figure.failed,
+            "steal_ms": c.figure.steal_ms},
         "difference": None if r is None else num(r.difference),
         "interval": None if r is None else pair(r.interval),
         "relative": num(rel), "relative_interval": rel_iv,
