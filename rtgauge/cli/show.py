@@ -167,6 +167,18 @@ def verdict_summary(verdicts: dict) -> str:
                      for name, v in verdicts.items())
 
 
+def steal_text(m: dict) -> str:
+    """The hypervisor's steal time on the measured CPUs during the measurement."""
+    steal = ((m.get("env") or {}).get("counters") or {}).get("steal")
+    if not isinstance(steal, dict) or not isinstance(steal.get("total_ms"), (int, float)):
+        return "-"
+    share = steal.get("max_share")
+    text = f"{steal['total_ms']:g}"
+    if isinstance(share, (int, float)) and share > 0:
+        text += f" ({share:.1%})"
+    return f"[yellow]{text}[/]" if steal["total_ms"] > 0 else text
+
+
 def print_run(run: dict) -> None:
     out = console()
     duration = elapsed(run["started_at"], run["finished_at"])
@@ -191,13 +203,14 @@ def print_run(run: dict) -> None:
     for stat in PERIODIC_STATS:
         table.add_column(f"ti {stat}", justify="right")
     table.add_column("misses", justify="right")
+    table.add_column("steal ms", justify="right")
     table.add_column("verdicts")
     for m in run["measurements"]:
         ti = m["metrics"].get("ti", {})
         tool = f"{m['tool']} (ref)" if m["reference"] else m["tool"]
         table.add_row(escape(m["name"]), escape(tool), escape(m["condition"]), outcome(m),
                       *(microseconds(ti.get(stat)) for stat in PERIODIC_STATS),
-                      scalar(m["metrics"], "misses"), verdict_summary(m["verdicts"]))
+                      scalar(m["metrics"], "misses"), steal_text(m), verdict_summary(m["verdicts"]))
     out.print(table)
     for m in run["measurements"]:
         if m["error"]:

@@ -347,6 +347,8 @@ def run_job_segments(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> 
                 delivered["segment"] = {"index": i + 1, "of": len(segments), "job": job.name,
                                         "duration_s": sjob.expected_s}
                 name = f"{job.name}#seg{i + 1}"
+            if job.round is not None:
+                delivered["round"] = {"index": job.round, "of": job.rounds}
             if s.partition is not None:
                 delivered["partition"] = s.partition.record()
             delivered.update(s.record)

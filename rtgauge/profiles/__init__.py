@@ -4,11 +4,13 @@
     description = "..."
     [settings]
     warmup_s = 1.0                       # let a load settle before measuring
+    rounds = 1                           # independent engine runs of every job (docs/compare.md)
     [[jobs]]
     name = "latency"                     # unique within the profile
     test = "latency"                     # an engine test (rtgauge engine --list)
     conditions = ["idle", "cpu"]         # load conditions (rtgauge.loads)
     cross_check = ["cyclictest"]         # also run the field's tool on the same settings
+    rounds = 3                           # this job's rounds (default: settings.rounds)
     [jobs.options]                       # engine options, as on its command line
     interval-us = 1000
 """
@@ -25,8 +27,9 @@ from rtgauge.errors import UserError
 BUILTIN = ("quick", "standard", "micro", "hil")
 CROSS_CHECKS = ("cyclictest",)
 _TOP_KEYS = {"name", "description", "settings", "jobs", "tire", "hil_sustained"}
-_JOB_KEYS = {"name", "test", "conditions", "cross_check", "options"}
-_SETTING_KEYS = {"warmup_s"}
+_JOB_KEYS = {"name", "test", "conditions", "cross_check", "options", "rounds"}
+_SETTING_KEYS = {"warmup_s", "rounds"}
+MAX_ROUNDS = 100
 
 
 @dataclass
@@ -36,6 +39,7 @@ class JobSpec:
     conditions: list[str]
     cross_check: list[str] = field(default_factory=list)
     options: dict[str, object] = field(default_factory=dict)
+    rounds: int | None = None     # None: the profile's settings.rounds
 
 
 @dataclass
@@ -48,6 +52,7 @@ class Profile:
     jobs: list[JobSpec]
     tire: object = None    # rtgauge.tire.sweep.SweepSpec from a [tire] table, or None
     hil_sustained: object = None   # rtgauge.hil.sustained.SustainedSpec from [hil_sustained], or None
+    rounds: int = 1        # settings.rounds: independent engine runs of each job
 
 
 def load_profile(name_or_path: str) -> Profile:
@@ -81,6 +86,8 @@ def parse_profile(text: str, origin: str) -> Profile:
     warmup = settings.get("warmup_s", 1.0)
     _expect(isinstance(warmup, (int, float)) and 0 <= warmup <= 600,
             f"profile {origin}: settings.warmup_s must be a number of seconds from 0 to 600.")
+    rounds = settings.get("rounds", 1)
+    _expect(valid_rounds(rounds), f"profile {origin}: settings.rounds must be a whole number from 1 to {MAX_ROUNDS}.")
     jobs_raw = data.get("jobs")
     _expect(isinstance(jobs_raw, list) and jobs_raw,
             f"profile {origin} has no [[jobs]]; add at least one job with a test and conditions.")
@@ -113,7 +120,10 @@ def parse_profile(text: str, origin: str) -> Profile:
             _expect(isinstance(v, (str, int, float, bool)),
                     f"{where} ({name}): option {k} must be a string, number or boolean.")
         check_options(info, options, f"{where} ({name})")
-        jobs.append(JobSpec(name, test, list(conditions), list(cross), dict(options)))
+        job_rounds = raw.get("rounds")
+        _expect(job_rounds is None or valid_rounds(job_rounds),
+                f"{where} ({name}): rounds must be a whole number from 1 to {MAX_ROUNDS}.")
+        jobs.append(JobSpec(name, test, list(conditions), list(cross), dict(options), job_rounds))
     name = data.get("name", Path(origin).stem)
     tire = None
     if "tire" in data:
@@ -124,7 +134,11 @@ def parse_profile(text: str, origin: str) -> Profile:
         from rtgauge.hil.sustained import spec_from_table as sustained_spec
         hil_sustained = sustained_spec(data["hil_sustained"], f"profile {origin}")
     return Profile(str(name), str(data.get("description", "")), text, origin, float(warmup), jobs, tire,
-                   hil_sustained)
+                   hil_sustained, int(rounds))
+
+
+def valid_rounds(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_ROUNDS
 
 
 def _reject_unknown(table: dict, known: set[str], where: str) -> None:
