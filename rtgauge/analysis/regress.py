@@ -22,7 +22,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from rtgauge.analysis import NON_MICRO_TESTS, is_latency_measurement, scalar
+from rtgauge.analysis import is_latency_measurement, scalar
+from rtgauge.catalogue import MICRO_KINDS, catalogue
 from rtgauge.analysis import noise
 from rtgauge.analysis.micro import is_micro, variant_of
 from rtgauge.analysis.tire import headline_limits, tire_points
@@ -193,8 +194,8 @@ def figures(run: dict) -> dict[str, Figure]:
                        rounds=[float(v) for v in misses], events=(float(sum(misses)), float(exposure or 1)),
                        failed=failed))
     # microbenchmarks: one figure set per (test, metric, variant, condition)
-    micro_ms = [m for m in ms if str(m.get("tool", "engine")) == "engine" and str(m.get("test") or "")
-                not in NON_MICRO_TESTS and not str(m.get("test") or "").startswith(("tire", "hil"))]
+    micro_ms = [m for m in ms if str(m.get("tool", "engine")) == "engine"
+                and catalogue().kind_of(str(m.get("test") or "")) in MICRO_KINDS]
     dists: dict[tuple, list[dict]] = {}
     micro_failed: dict[tuple, list[str]] = {}
     steals: dict[tuple, list] = {}
