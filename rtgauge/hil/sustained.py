@@ -174,7 +174,7 @@ def sustained_document(result: dict) -> dict:
 
 
 def check_spec(spec: SustainedSpec, where: str) -> SustainedSpec:
-    """SPEC within what the engine's hil test takes (its catalogue); UserError otherwise."""
+    """The sweep spec within what the engine's hil test takes (its catalogue); UserError otherwise."""
     hil = catalogue().test("hil", where)
     period, frames, payloads, policies = (hil.option(n) for n in ("period-us", "frames", "payload", "policy"))
     size_opt = {"work": hil.option("work-us"), "tire": hil.option("masses")}.get(spec.payload)

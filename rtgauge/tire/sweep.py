@@ -20,7 +20,7 @@ from rtgauge.errors import UserError
 
 
 def published_thread_counts() -> list[int]:
-    """1, one per physical core, one per logical CPU, two per logical CPU (SPEC.md)."""
+    """1, one per physical core, one per logical CPU, two per logical CPU (docs/method.md)."""
     logical = len(os.sched_getaffinity(0))
     cores = physical_cores() or logical
     return sorted({1, min(cores, logical), logical, 2 * logical})
