@@ -654,3 +654,28 @@ def _as_pwcet(m, exceedance: float, gof_draws: int) -> Pwcet:
         raise UserError(f"measurement {m.get('name', '?')} stored no per-window maxima (ti_window_max), "
                         "so it has no probable worst case.")
     return rs[0]
+
+
+# ---- the return-level plot -----------------------------------------------------------
+
+def plot_data(r: Pwcet, band_points: int = 5) -> dict:
+    """What a return-level plot of r shows, in µs against the return period in cycles:
+    observed block maxima at their empirical return periods (Weibull plotting positions
+    i/(n+1)), the fitted curve, its 95 % profile-likelihood band at band_points periods,
+    and the level at the chosen exceedance with its interval."""
+    x = np.sort(np.asarray(r.maxima_ns, dtype=float))
+    n, m = len(x), r.block_cycles
+    F = np.arange(1, n + 1) / (n + 1)
+    observed = [(float(m / (1 - f)), float(v) / 1000) for f, v in zip(F, x)]
+    out = {"observed": observed, "curve": [], "band": [], "mark": None}
+    if r.fit is None or not r.applicable:
+        return out
+    q_target = r.block_exceedance
+    qs = np.geomspace(0.5, q_target, 40)
+    out["curve"] = [(float(m / q), float(r.fit.isf(q)) / 1000) for q in qs]
+    for q in np.geomspace(0.5, q_target, band_points):
+        _, lo, hi = return_level(r.fit, x, float(q))
+        out["band"].append((float(m / q), lo / 1000, math.inf if hi is None else hi / 1000))
+    out["mark"] = (1 / r.exceedance, r.level_ns / 1000, r.ci_low_ns / 1000,
+                   None if r.ci_high_ns is None else r.ci_high_ns / 1000)
+    return out
