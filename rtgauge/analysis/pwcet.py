@@ -356,7 +356,7 @@ def check_independence(x: np.ndarray) -> Check:
     q = float(n * (n + 2) * np.sum(ac ** 2 / (n - np.arange(1, lags + 1))))
     p = float(stats.chi2.sf(q, lags))
     worst = int(np.argmax(np.abs(ac))) + 1
-    return Check("independence", f"Ljung-Box on ranks, {lags} lags", q, p, p > ALPHA,
+    return Check("independence", f"Ljung-Box on ranks, {lags} lags", q, p, bool(p > ALPHA),
                  f"largest autocorrelation {ac[worst - 1]:+.2f} at lag {worst}")
 
 
@@ -366,7 +366,7 @@ def check_identical(x: np.ndarray) -> Check:
     first, second = x[:h], x[h:]
     r = stats.ks_2samp(first, second)
     return Check("identical distribution", "two-sample Kolmogorov-Smirnov, first vs second half",
-                 float(r.statistic), float(r.pvalue), r.pvalue > ALPHA,
+                 float(r.statistic), float(r.pvalue), bool(r.pvalue > ALPHA),
                  f"median {np.median(first) / 1000:,.1f} µs then {np.median(second) / 1000:,.1f} µs")
 
 
@@ -394,7 +394,7 @@ def check_fit(x: np.ndarray, fit: GevFit, draws: int = GOF_DRAWS, seed: int = 0)
             null.append(_ad(y, f.cdf))
     p = (1 + sum(v >= a2 for v in null)) / (1 + len(null))
     return Check("goodness of fit", f"Anderson-Darling against the fitted GEV, {len(null)} bootstrap draws",
-                 a2, float(p), p > ALPHA, f"shape ξ={fit.shape:+.2f}")
+                 a2, float(p), bool(p > ALPHA), f"shape ξ={fit.shape:+.2f}")
 
 
 # ---- the analysis ---------------------------------------------------------------
@@ -619,7 +619,8 @@ def compare_pwcet(meas_a, meas_b, exceedance: float = DEFAULT_EXCEEDANCE, draws:
     the same per-cycle exceedance gets a parametric-bootstrap interval (each side
     redrawn from its own fit and refitted, the draws paired at random); the verdict is
     'worse' when the whole interval is above 0, 'better' when below, otherwise 'no
-    significant difference'. p_value is the two-sided bootstrap p-value of no difference."""
+    significant difference'. p_value is the two-sided bootstrap p-value of no difference
+    (twice the share of bootstrap differences on the far side of 0)."""
     ra, rb = (_as_pwcet(m, exceedance, gof_draws) for m in (meas_a, meas_b))
     out = {"a": ra.to_json(), "b": rb.to_json(), "exceedance": exceedance, "confidence": CONFIDENCE,
            "method": f"parametric bootstrap of the difference, {draws} draws a side"}
@@ -633,13 +634,14 @@ def compare_pwcet(meas_a, meas_b, exceedance: float = DEFAULT_EXCEEDANCE, draws:
     n = min(len(la), len(lb))
     diff = lb[:n] - la[:n]
     alpha = 1 - CONFIDENCE
-    # basic (reflected) bootstrap interval around the observed difference
+    # percentile interval of the bootstrap differences: the levels' sampling distributions
+    # are skewed to the right (as the profile-likelihood intervals are), which a reflected
+    # interval would turn the wrong way
     d0 = rb.level_ns - ra.level_ns
-    lo_q, hi_q = np.quantile(diff, [alpha / 2, 1 - alpha / 2])
-    low, high = 2 * d0 - hi_q, 2 * d0 - lo_q
-    # p-value: how often the recentred bootstrap difference is as far from 0 as observed
-    centred = diff - diff.mean()
-    p = float((1 + np.sum(np.abs(centred) >= abs(d0))) / (1 + n))
+    low, high = np.quantile(diff, [alpha / 2, 1 - alpha / 2])
+    # two-sided p-value of "no difference": how much of the bootstrap distribution lies
+    # on the other side of 0
+    p = float(min(1.0, 2 * (1 + min(np.sum(diff <= 0), np.sum(diff >= 0))) / (1 + n)))
     verdict = "worse" if low > 0 else ("better" if high < 0 else "no significant difference")
     out.update(verdict=verdict, reason=None, difference_ns=float(d0), ci_low_ns=float(low),
                ci_high_ns=float(high), p_value=p)
