@@ -127,7 +127,8 @@ def dump(data) -> None:
 def print_results(out, results: list[Pwcet]) -> None:
     table = Table(title_justify="left")
     for col in ("series", "blocks", "observed max µs", "pWCET µs", "95% CI µs", "at this rate", "run to observe it"):
-        table.add_column(col, justify="left" if col in ("series", "at this rate", "run to observe it") else "right")
+        table.add_column(col, justify="left" if col in ("series", "at this rate", "run to observe it") else "right",
+                         overflow="fold")
     notes = []
     for r in results:
         blocks = f"{r.blocks} × {r.block_cycles:,}"
