@@ -657,7 +657,7 @@ def render_pwcet(runs: list[dict]) -> str:
                                         d["mark"])
                 cap = (f"Block maxima of {r.block_cycles:,} cycles against their return period; " +
                        (f"the fitted GEV (ξ={r.fit.shape:+.2f}) with its 95% profile-likelihood band, and the "
-                        f"level exceeded with p={r.exceedance:g} per cycle: {e(r.summary())}."
+                        f"level at p marked with its interval: {e(r.summary())}."
                         if r.applicable else f"no fit shown: not applicable because {e(r.reason)}."))
                 figs.append(figure(svg, cap))
         if rows:

@@ -346,7 +346,7 @@ def return_level_plot(title: str, observed: list[tuple[float, float]], curve: li
         out.append(f"<polyline fill='none' stroke='{fit_colour}' stroke-width='1.6' points='"
                    + " ".join(f"{tx(x):.1f},{ty(y):.1f}" for x, y in curve) + "'/>")
     out += [f"<circle cx='{tx(x):.1f}' cy='{ty(y):.1f}' r='2.2' fill='{obs_colour}'/>" for x, y in observed]
-    legend = [("observed block maxima", obs_colour, "point"), ("fitted GEV", fit_colour, "line"),
+    legend = [("block maxima", obs_colour, "point"), ("fitted GEV", fit_colour, "line"),
               ("95% interval", fit_colour, "band")]
     if mark:
         x, level, lo, hi = mark
