@@ -314,3 +314,52 @@ def test_cli_show_and_report_on_a_real_run(tmp_path):
 
     html = report.read_text()
     assert "id='pwcet'" in html and "latency@idle: return levels" in html and "block maxima" in html
+
+
+# ---- stored measurements: the series, compare, the report --------------------------------
+
+def stored_document(scale: float, seed: int, blocks: int = 200) -> dict:
+    """A stored-run document whose whole-run window maxima are exact maxima of 1000
+    exponential cycles (20 µs + scale × Exp(1)), plus a last, partial window."""
+    from test_store import realistic_document
+    d = realistic_document()
+    _, draw_max = TAILS["exponential"]
+    mx = (20_000 + scale * draw_max(np.random.default_rng(seed), blocks, M)).astype(int).tolist()
+    metrics = {k: v for k, v in d["metrics"].items() if "#" not in k}
+    metrics["ti_window_max"] = {"unit": "ns", "window_ns": 1_000_000_000, "start_ns": 1, "max": mx + [10_000]}
+    metrics["cycles"] = {"unit": "count", "value": blocks * M + 300}   # 300 cycles of a last window
+    metrics["skipped"] = {"unit": "count", "value": 0}
+    d["metrics"] = metrics
+    d["params"] = dict(d["params"], interval_us=1000, threads=1)
+    return d
+
+
+def test_stored_measurements_compare_and_report(tmp_path):
+    from test_store import DOCTOR, SYSTEM, realistic_job
+    from rtgauge.report.html import render
+    db = str(tmp_path / "r.db")
+    with open_store(db) as store:
+        run_id = store.begin_run(SYSTEM, DOCTOR, "quick", "builtin:quick", ["rtgauge", "run"])
+        store.add_measurement(run_id, realistic_job("latency-idle", "idle"), stored_document(3_000, 31))
+        store.add_measurement(run_id, realistic_job("latency-cpu", "cpu"), stored_document(6_000, 32))
+        store.finish_run(run_id, "complete", None)
+        run = store.get_run(run_id)
+    idle, cpu = (next(m for m in run["measurements"] if m["name"] == n) for n in ("latency-idle", "latency-cpu"))
+    (r,) = pw.measurement_pwcet(idle)
+    # the partial last window is not a block
+    assert r.blocks == 200 and r.block_cycles == 1000 and r.interval_ns == 1_000_000
+    assert r.observed_max_ns == max(idle["metrics"]["ti_window_max"]["max"][:200])
+    assert r.applicable, r.reason
+    assert r.ci_low_ns <= 20_000 + 3_000 * np.log(1e9) <= r.ci_high_ns
+    # compare takes the stored measurements as they are
+    c = pw.compare_pwcet(idle, cpu, draws=100)
+    assert c["verdict"] == "worse" and c["a"]["level_ns"] == pytest.approx(r.level_ns)
+    assert json.loads(json.dumps(c)) == c
+    html = render([run])
+    section = html[html.index("<section id='pwcet'"):]
+    section = section[:section.index("</section>")]
+    svgs = section.split("<svg")[1:]
+    assert len(svgs) == 2
+    # every block maximum is a point on the plot (plus the legend's point)
+    assert svgs[0].count("<circle") == 200 + 1
+    assert f"{r.level_ns / 1000:,.1f}" in section and "once per 11.6 days" in section
