@@ -53,6 +53,12 @@ def test_likelihood_and_quantile_are_scipys():
         assert pw._isf1(1e-6, c) == pytest.approx(stats.genextreme.isf(1e-6, c), rel=1e-9)
     # a point outside the support has no likelihood
     assert pw._loglik(np.array([10.0]), 0.5, 0.0, 1.0) == -np.inf
+    # the Anderson-Darling distance is scipy's (goodness_of_fit with every parameter given)
+    y = np.sort(stats.genextreme.rvs(-0.1, 5, 2, size=80, random_state=1))
+    fit = pw.fit_gev(y)
+    ref = stats.goodness_of_fit(stats.genextreme, y, known_params={"c": fit.c, "loc": fit.loc, "scale": fit.scale},
+                                statistic="ad", n_mc_samples=9, rng=0)
+    assert pw._ad(y, fit.cdf) == pytest.approx(ref.statistic, rel=1e-9)
 
 
 def test_block_probability_and_run_length():
