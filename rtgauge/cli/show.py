@@ -68,9 +68,10 @@ def show(args: argparse.Namespace) -> int:
                 return say_no_runs(store.url, args.json, wanted)
             raise UserError(f"no run {run_id} in {store.url}; `rtgauge show` lists the runs.")
         if args.json:
-            print_json(run)
+            print_json(with_pwcet(run))
         else:
             print_run(run)
+            print_pwcet(run)
         return 0
 
 
@@ -215,3 +216,39 @@ def print_run(run: dict) -> None:
     for m in run["measurements"]:
         if m["error"]:
             out.print(f"{m['name']}: {m['error']}", markup=False)
+
+
+# ---- probable worst case (pWCET) -----------------------------------------------
+
+def pwcet_results(run: dict) -> list[tuple[dict, list]]:
+    """(measurement, [Pwcet of the whole run]) per latency measurement that stored
+    per-window maxima."""
+    from rtgauge.analysis import is_latency_measurement
+    from rtgauge.analysis.pwcet import measurement_pwcet
+
+    out = []
+    for m in run.get("measurements", []):
+        if is_latency_measurement(m) and m.get("ok", True):
+            results = measurement_pwcet(m)
+            if results:
+                out.append((m, results))
+    return out
+
+
+def with_pwcet(run: dict) -> dict:
+    """The run with a "pwcet" list (whole-run result, docs/pwcet.md) in each latency
+    measurement that stored per-window maxima; `rtgauge pwcet RUN` adds each thread."""
+    for m, results in pwcet_results(run):
+        m["pwcet"] = [r.to_json() for r in results]
+    return run
+
+
+def print_pwcet(run: dict) -> None:
+    results = pwcet_results(run)
+    if not results:
+        return
+    out = console()
+    out.print("Probable worst case (extreme value theory, docs/pwcet.md; `rtgauge pwcet` gives each thread):")
+    for m, rs in results:
+        for r in rs:
+            out.print(f"  {m['name']}: {r.summary()}", markup=False)
