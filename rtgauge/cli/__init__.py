@@ -48,7 +48,8 @@ def run_reporting_errors(command) -> int:
     try:
         return int(command() or 0)
     except UserError as e:
-        print(f"rtgauge: {e}", file=sys.stderr)
+        from rtgauge.report.safe import printable
+        print(f"rtgauge: {printable(e)}", file=sys.stderr)
         return e.exit_status
     except KeyboardInterrupt:
         print("rtgauge: interrupted", file=sys.stderr)

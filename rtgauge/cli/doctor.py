@@ -44,7 +44,7 @@ def doctor(args: argparse.Namespace) -> int:
 
 
 def print_table(facts: dict, checks: list[dict]) -> None:
-    from rich.console import Console
+    from rtgauge.report.safe import SafeConsole as Console
     from rich.table import Table
 
     from rtgauge.sysinfo.checks import count_verdicts
@@ -74,6 +74,6 @@ def print_table(facts: dict, checks: list[dict]) -> None:
 
 
 def escape(text: str) -> str:
-    from rich.markup import escape as rich_escape
+    from rtgauge.report.safe import markup
 
-    return rich_escape(text)
+    return markup(text)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from rtgauge.enginebin import engine_path
@@ -15,6 +14,7 @@ from rtgauge.plan import Job, build_plan, plan_seconds
 from rtgauge.plan.execute import apply_overrides, execute
 from rtgauge.cli.tune import conditions_settings
 from rtgauge.profiles import load_profile
+from rtgauge.report.safe import SafeConsole as Console, markup
 
 
 def register(sub) -> None:
@@ -78,7 +78,7 @@ class ProgressView:
 
     def start_job(self, job: Job) -> None:
         self.current = job
-        self.progress.update(self.task, description=f"{job.name:<32}", completed=self.done)
+        self.progress.update(self.task, description=f"{markup(job.name, 64):<32}", completed=self.done)
 
     def tick(self, elapsed: float) -> None:
         self.progress.update(self.task, completed=self.done + min(elapsed, self.current.expected_s))
@@ -91,7 +91,7 @@ class ProgressView:
     def end_job(self, job: Job, doc: dict) -> None:
         self.done += job.expected_s
         state = "ok" if doc.get("ok") else f"failed: {doc.get('error')}"
-        self.progress.console.print(f"  {job.name}: {state}")
+        self.progress.console.print(f"  {job.name}: {state}", markup=False)
         self.progress.update(self.task, completed=self.done)
 
 

@@ -7,11 +7,10 @@ import json
 import sys
 from datetime import datetime
 
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from rtgauge.errors import UserError
+from rtgauge.report.safe import SafeConsole, markup as escape, printable, say
 from rtgauge.store import open_store
 from rtgauge.store.urls import display_url, normalise_url, sqlite_file
 
@@ -80,7 +79,7 @@ def say_no_runs(where: str, as_json: bool, wanted) -> int:
     if as_json:
         print_json([] if wanted is None else None)
     else:
-        print(f"There are no runs in {where} yet; `rtgauge run` measures this machine and stores one.")
+        say(f"There are no runs in {where} yet; `rtgauge run` measures this machine and stores one.")
     return 0
 
 
@@ -89,9 +88,9 @@ def print_json(data) -> None:
     sys.stdout.write("\n")
 
 
-def console() -> Console:
+def console() -> SafeConsole:
     # Wide enough for the measurement table when piped (no terminal to ask).
-    return Console(width=None if sys.stdout.isatty() else 140, highlight=False)
+    return SafeConsole(width=None if sys.stdout.isatty() else 140, highlight=False)
 
 
 def when(iso: str | None) -> str:
@@ -117,7 +116,7 @@ STATUS_STYLE = {"complete": "green", "running": "yellow", "interrupted": "yellow
 
 
 def styled_status(status: str) -> str:
-    return f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]"
+    return f"[{STATUS_STYLE.get(status, 'white')}]{escape(status)}[/]"
 
 
 def print_run_list(runs: list[dict], where: str) -> None:
@@ -173,7 +172,7 @@ def print_run(run: dict) -> None:
     out.print(f"[bold]Run {run['id']}[/] · {styled_status(run['status'])} · profile {escape(run['profile'])} · "
               f"started {when(run['started_at'])}" + (f" · took {duration}" if duration else ""))
     if run.get("note"):
-        out.print(f"  note: {run['note']}", markup=False)
+        out.print(f"  note: {printable(run['note'])}", markup=False)
     out.print(f"System: {system_line(run['system'] or {'hostname': run['hostname']})}", markup=False)
     warnings = [d for d in run["doctor"] if d.get("status") != "ok"]
     if warnings:
@@ -201,4 +200,4 @@ def print_run(run: dict) -> None:
     out.print(table)
     for m in run["measurements"]:
         if m["error"]:
-            out.print(f"{m['name']}: {m['error']}", markup=False)
+            out.print(f"{printable(m['name'], 200)}: {printable(m['error'])}", markup=False)

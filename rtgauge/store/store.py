@@ -236,6 +236,11 @@ class Store:
             if result.rowcount == 0:
                 raise ValueError(f"no run {run_id} in {self.url}")
 
+    def delete_run(self, run_id: int) -> None:
+        """Remove a run and everything under it (an import that could not finish)."""
+        with self._transaction(f"removing run {run_id}") as conn:
+            conn.execute(runs.delete().where(runs.c.id == run_id))
+
     # ---- reading ---------------------------------------------------------
 
     def latest_run_id(self) -> int | None:
