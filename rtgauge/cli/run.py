@@ -3,6 +3,7 @@ and write the report."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -126,6 +127,19 @@ def check_tools(jobs: list[Job]) -> None:
         make_load(job.condition).check()   # raises the missing-package sentence
 
 
+def check_report_path(args) -> None:
+    """The report is written after measuring: a path it cannot go to is refused before."""
+    if args.no_report or not args.report:
+        return
+    from pathlib import Path
+    path = Path(args.report)
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK) \
+            or (path.exists() and not os.access(path, os.W_OK)) or len(path.name.encode(errors="replace")) > 255:
+        raise UserError(f"--report {args.report[:80]} is not a file rtgauge can write (a directory, or its "
+                        "directory is missing or read-only); give a writable file path or --no-report.")
+
+
 def cmd_run(args) -> int:
     from rtgauge.report.html import write_report
     from rtgauge.report.terminal import print_summary
@@ -135,6 +149,7 @@ def cmd_run(args) -> int:
     console = Console()
     if not console.is_terminal:      # a log file or pipe: do not squeeze the tables to 80 columns
         console = Console(width=120)
+    check_report_path(args)
     profile = load_profile(args.profile)
     jobs = build_plan(profile)
     conditions = conditions_settings(args, profile.warmup_s)
@@ -174,8 +189,9 @@ def cmd_run(args) -> int:
         print_summary(console, run)
         if not args.no_report:
             path = args.report or f"rtgauge-run-{run_id}.html"
-            write_report([run], path)
-            console.print(f"Report: {path}")
+            from rtgauge.cli.report import write_html
+            write_html(path, [run])
+            console.print(f"Report: {path}", markup=False)
         if status == "interrupted":
             console.print(f"Interrupted: {note}; kept in the store as run {run_id}.")
             return 130

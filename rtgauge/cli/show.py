@@ -33,12 +33,13 @@ def register(subparsers) -> None:
 def parse_run_argument(text: str | None) -> int | str | None:
     if text is None or text == "latest":
         return text
+    from rtgauge.bounds import RUN_ID_MAX
     try:
-        run_id = int(text)
+        run_id = int(text) if len(text) < 30 else 0
     except ValueError:
         run_id = 0
-    if run_id <= 0:
-        raise UserError(f"'{text}' is not a run; give a run id such as 3, or 'latest'; "
+    if not 0 < run_id <= RUN_ID_MAX:
+        raise UserError(f"'{text[:40]}' is not a run; give a run id such as 3, or 'latest'; "
                         "`rtgauge show` lists the runs.")
     return run_id
 

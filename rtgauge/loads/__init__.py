@@ -232,17 +232,37 @@ class StressNg(ProcessLoad):
     def temp_path(self) -> str:
         return str(self.workdir)
 
+    sockets = False          # runs socket stressors: kept off the network (own_network_namespace)
+
     def argv(self) -> list[str]:
         exe = shutil.which("stress-ng") or "stress-ng"
         # not --quiet: it also drops the metrics from the YAML file
-        return [exe, *self.stressors(self.ctx.worker_count()), "--timeout", "0", "--metrics",
-                "--yaml", str((self.workdir or Path("/tmp")) / "metrics.yaml"),
-                "--temp-path", self.temp_path()]
+        cmd = [exe, *self.stressors(self.ctx.worker_count()), "--timeout", "0", "--metrics",
+               "--yaml", str((self.workdir or Path("/tmp")) / "metrics.yaml"),
+               "--temp-path", self.temp_path()]
+        return own_network_namespace(cmd) if self.sockets else cmd
+
+    def check(self) -> None:
+        super().check()
+        if self.sockets:
+            need_tool(self.name, "unshare")
+            need_tool(self.name, "ip")
 
     def details(self) -> dict:
         out = read_stress_ng_metrics(self.workdir / "metrics.yaml")
         out["workers"] = self.ctx.worker_count()
         return out
+
+
+def own_network_namespace(cmd: list[str]) -> list[str]:
+    """cmd in a new network namespace holding only its loopback interface. stress-ng's
+    socket stressors bind to every interface (0.0.0.0, TCP 5000 and UDP 7000 and up),
+    also with --sock-if lo; in a namespace of their own they reach no network, while the
+    traffic still runs through this kernel's network stack and softirqs on the load's
+    CPUs. Without root a user namespace provides the right to create it."""
+    ip = shutil.which("ip") or "ip"
+    userns = [] if os.geteuid() == 0 else ["--map-root-user"]
+    return ["unshare", *userns, "--net", "--", "sh", "-c", f'{ip} link set lo up && exec "$@"', "sh", *cmd]
 
 
 class StressCpu(StressNg):
@@ -290,19 +310,23 @@ class StressNetLoopback(StressNg):
     description = ("loopback traffic (stress-ng --sock, --udp); with --allow-netns, UDP "
                    "through a veth pair between two network namespaces")
 
+    sockets = True
+
     def stressors(self, n):
         k = str(max(1, n // 2))
         return ["--sock", k, "--udp", k]
 
     def details(self) -> dict:
         out = super().details()
-        out["path"] = "loopback"
+        out["path"] = "loopback of its own network namespace"
         return out
 
 
 class StressIrqHeavy(StressNg):
     name = "irq-heavy"
     description = "stress-ng --timer at 50 kHz and --udp: timer and network interrupts"
+
+    sockets = True
 
     def stressors(self, n):
         k = str(max(1, n // 2))
@@ -312,6 +336,8 @@ class StressIrqHeavy(StressNg):
 class StressMixed(StressNg):
     name = "mixed"
     description = "OSADL-style blend: moderate UDP traffic, file I/O and memory allocation"
+
+    sockets = True
 
     def stressors(self, n):
         return ["--udp", "1", "--iomix", "1", "--iomix-bytes", "32M", "--vm", "1", "--vm-bytes", "64M"]
