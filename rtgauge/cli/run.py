@@ -182,7 +182,9 @@ def cmd_run(args) -> int:
         except BaseException as e:
             store.finish_run(run_id, "failed", f"{type(e).__name__}: {e}")
             raise
-        failed = sum(1 for o in outcomes if not o.doc.get("ok"))
+        stored = store.get_run(run_id, documents=False)    # a measurement whose load died is failed there
+        failed = sum(1 for m in stored["measurements"] if not m["ok"]) if stored else \
+            sum(1 for o in outcomes if not o.doc.get("ok"))
         note = f"{len(outcomes)} of {len(jobs)} jobs measured" + (f", {failed} failed" if failed else "")
         store.finish_run(run_id, status, note)
         run = store.get_run(run_id)

@@ -493,6 +493,20 @@ CONDITIONS: dict[str, type[Load]] = _Conditions({
 })
 
 
+def judge_delivery(condition: str, delivered: dict) -> dict:
+    """Mark what a load delivered during a measurement: "ok" false and a "problem"
+    sentence when its processes were gone before the measurement ended (killed, crashed,
+    or a command that exited), so the measurement is not taken for a loaded one. The
+    store marks such a measurement failed (load_ok false)."""
+    if condition != "idle" and delivered.get("alive_until_stop") is False:
+        delivered["ok"] = False
+        delivered["problem"] = (f"the {condition} load was no longer running when the measurement ended; "
+                                "the measurement is not one under that load")
+    elif condition != "idle":
+        delivered.setdefault("ok", True)
+    return delivered
+
+
 def make_load(condition: str, ctx: LoadContext | None = None) -> Load:
     if condition.startswith("command:"):
         command = condition[len("command:"):].strip()

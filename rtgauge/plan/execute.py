@@ -31,7 +31,7 @@ from typing import Callable, Iterator
 
 from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
-from rtgauge.loads import Load, LoadContext, make_load
+from rtgauge.loads import Load, LoadContext, judge_delivery, make_load
 from rtgauge.loads.partition import Partition, apply_cpusets, join_placement
 from rtgauge.plan import Job
 from rtgauge.tools import cyclictest
@@ -350,6 +350,7 @@ def run_job_segments(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> 
             if s.partition is not None:
                 delivered["partition"] = s.partition.record()
             delivered.update(s.record)
+            judge_delivery(job.condition, delivered)
             yield Segment(sjob, name, doc, status, interrupted, delivered, started_at,
                           time.monotonic() - t0, command)
             if last:

@@ -306,6 +306,11 @@ def measurement_row(run_id: int, job: dict, doc: dict) -> dict:
     exit_status = job.get("exit_status")
     # A tool that died before printing its document leaves the reason in the job.
     error = doc.get("error") or job.get("error")
+    load = json_object(job.get("load"))
+    load_ok = load.get("ok") is not False      # loads.judge_delivery: the load died mid-measurement
+    if not load_ok:
+        error = f"{error}; " if error else ""
+        error += str(load.get("problem") or "the load died during the measurement")
     return {
         "run_id": run_id,
         "name": str(job.get("name") or job.get("test") or doc.get("test") or "?"),
@@ -313,7 +318,7 @@ def measurement_row(run_id: int, job: dict, doc: dict) -> dict:
         "test": str(job.get("test") or doc.get("test") or ""),
         "condition": str(job.get("condition") or ""),
         "reference": bool(job.get("reference", False)),
-        "ok": doc.get("ok") is True,
+        "ok": doc.get("ok") is True and load_ok,
         "interrupted": doc.get("interrupted") is True,
         "error": None if error is None else str(error),
         "exit_status": exit_status if codec.is_int(exit_status) else None,
@@ -383,6 +388,7 @@ def read_measurements(conn: Connection, run_id: int, documents: bool = True) -> 
             m[key] = from_json(m[key], {})
         m["command"] = from_json(m["command"], [])
         m["reference"], m["ok"], m["interrupted"] = bool(m["reference"]), bool(m["ok"]), bool(m["interrupted"])
+        m["load_ok"] = m["load"].get("ok") is not False if isinstance(m["load"], dict) else True
         m["metrics"] = metrics_by_measurement[row.id]
         m["verdicts"] = verdicts_by_measurement[row.id]
         if documents:
