@@ -18,7 +18,7 @@ from rtgauge.report.safe import say
 from rtgauge.store import open_store
 from rtgauge.store import validate
 
-FINAL = ("complete", "interrupted", "failed")
+FINAL = ("complete", "interrupted", "failed", "abandoned")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 

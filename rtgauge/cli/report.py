@@ -62,6 +62,8 @@ def load_runs(db: str | None, texts: list[str], default_latest: bool = True,
                         "or give the database with --db.")
     runs = []
     with open_store(db) as store:
+        from rtgauge.cli.show import tell_abandoned
+        tell_abandoned(store)
         for w in wanted:
             run_id = store.latest_run_id() if w == "latest" else w
             run = None if run_id is None else store.get_run(run_id, documents=documents)

@@ -150,6 +150,8 @@ def cmd_run(args) -> int:
     if not console.is_terminal:      # a log file or pipe: do not squeeze the tables to 80 columns
         console = Console(width=120)
     check_report_path(args)
+    from rtgauge.loads.supervise import remove_stale_workdirs
+    remove_stale_workdirs()
     profile = load_profile(args.profile)
     jobs = build_plan(profile)
     conditions = conditions_settings(args, profile.warmup_s)
@@ -166,7 +168,13 @@ def cmd_run(args) -> int:
     checks = run_doctor(facts)
     store = open_store(args.db)
     try:
+        from rtgauge.cli.show import tell_abandoned
+        tell_abandoned(store)
         run_id = store.begin_run(facts, checks, profile.name, profile.source, sys.argv)
+        for other in store.running_elsewhere(run_id):
+            console.print(f"[yellow]Warning: run {other['id']} (pid {other['pid']}) is measuring on this machine "
+                          "into the same database now; the two runs load each other and neither measures "
+                          "this machine alone.[/]")
         console.print(f"Run {run_id}: profile {profile.name}, {len(jobs)} jobs, about "
                       f"{plan_seconds(jobs, profile.warmup_s) / 60:.1f} min; results go to {store.url}")
         try:

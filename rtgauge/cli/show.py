@@ -52,6 +52,7 @@ def show(args: argparse.Namespace) -> int:
     if path is not None and not path.exists():
         return say_no_runs(display_url(url), args.json, wanted)
     with open_store(args.db) as store:
+        tell_abandoned(store)
         if wanted is None:
             runs = store.list_runs()
             if not runs:
@@ -72,6 +73,12 @@ def show(args: argparse.Namespace) -> int:
         else:
             print_run(run)
         return 0
+
+
+def tell_abandoned(store) -> None:
+    for run_id in store.abandoned:
+        print(f"rtgauge: run {run_id} was left running by an rtgauge that ended without finishing it; "
+              "marked abandoned (its stored measurements are kept).", file=sys.stderr)
 
 
 def say_no_runs(where: str, as_json: bool, wanted) -> int:
@@ -113,7 +120,8 @@ def elapsed(start: str | None, end: str | None) -> str:
     return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
 
 
-STATUS_STYLE = {"complete": "green", "running": "yellow", "interrupted": "yellow", "failed": "red"}
+STATUS_STYLE = {"complete": "green", "running": "yellow", "interrupted": "yellow", "failed": "red",
+                "abandoned": "red"}
 
 
 def styled_status(status: str) -> str:

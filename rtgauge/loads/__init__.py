@@ -146,7 +146,8 @@ class ProcessLoad(Load):
 
     def start(self) -> None:
         self.check()
-        self._tmp = tempfile.TemporaryDirectory(prefix="rtgauge-load-")
+        from rtgauge.loads.supervise import workdir_prefix
+        self._tmp = tempfile.TemporaryDirectory(prefix=workdir_prefix("load"))
         self.workdir = Path(self._tmp.name)
         cmd = [sys.executable, str(SUPERVISOR), "--", *self.argv()]
         log = self.workdir / "log.txt"

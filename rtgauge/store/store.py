@@ -14,7 +14,7 @@ from sqlalchemy import create_engine, event, func, insert, inspect, select, text
 from sqlalchemy.engine import Connection, Engine, URL
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
-from rtgauge import __version__
+from rtgauge import __version__, owner
 from rtgauge.errors import UserError
 from rtgauge.store import codec, schema
 from rtgauge.store.codec import from_json, to_json
@@ -31,10 +31,15 @@ from rtgauge.store.schema import (
 from rtgauge.store.urls import display_url, normalise_url, sqlite_file
 
 SYSTEM_IDENTITY = ("hostname", "machine_id", "kernel_release", "kernel_version", "arch", "cpu_model")
-FINAL_STATUSES = ("complete", "interrupted", "failed")
+FINAL_STATUSES = ("complete", "interrupted", "failed", "abandoned")
+
+
+def add_run_owner(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE runs ADD COLUMN owner TEXT"))
+
 
 # version -> function(conn) bringing a database at that version to version + 1.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: add_run_owner}
 
 # Any constant works; it serialises schema creation between machines that
 # open one PostgreSQL database for the first time together.
@@ -77,6 +82,7 @@ class Store:
         except BaseException:
             self._engine.dispose()
             raise
+        self.abandoned = self.mark_abandoned()
 
     # ---- opening ---------------------------------------------------------
 
@@ -183,7 +189,7 @@ class Store:
                 system_id=system_id, started_at=utc_now(), finished_at=None, status="running",
                 note="", profile=profile, profile_source=profile_source, argv=to_json(list(argv)),
                 system_facts=to_json(system), doctor=to_json(list(doctor)),
-                rtgauge_version=__version__,
+                rtgauge_version=__version__, owner=to_json(owner.me()),
             ))
             return int(result.inserted_primary_key[0])
 
@@ -236,6 +242,44 @@ class Store:
             if result.rowcount == 0:
                 raise ValueError(f"no run {run_id} in {self.url}")
 
+    def mark_abandoned(self) -> list[int]:
+        """Runs left "running" by a process that is gone (killed, crashed, rebooted):
+        marked "abandoned", what they stored kept. Runs of other machines, and of
+        live processes, are left alone. Returns the ids marked; a database that cannot
+        be written (read-only) is left as it is."""
+        marked = []
+        try:
+            with self._transaction("looking for abandoned runs") as conn:
+                rows = conn.execute(select(runs.c.id, runs.c.owner).where(runs.c.status == "running")).all()
+                for run_id, owner_json in rows:
+                    try:
+                        who = from_json(owner_json, None)
+                    except ValueError:
+                        continue
+                    if owner.alive(who) is False:
+                        conn.execute(update(runs).where(runs.c.id == run_id, runs.c.status == "running").values(
+                            status="abandoned", finished_at=utc_now(),
+                            note=f"abandoned: the rtgauge process (pid {who.get('pid')}) that ran it ended "
+                                 "without finishing it; its stored measurements are kept"))
+                        marked.append(int(run_id))
+        except (StoreError, SQLAlchemyError):
+            return []
+        return marked
+
+    def running_elsewhere(self, run_id: int) -> list[dict]:
+        """Other runs measuring now, on this machine, into this database."""
+        out = []
+        with self._transaction("reading runs") as conn:
+            for rid, owner_json in conn.execute(select(runs.c.id, runs.c.owner).where(
+                    runs.c.status == "running", runs.c.id != run_id)):
+                try:
+                    who = from_json(owner_json, None)
+                except ValueError:
+                    continue
+                if owner.alive(who):
+                    out.append({"id": int(rid), "pid": who.get("pid")})
+        return out
+
     def delete_run(self, run_id: int) -> None:
         """Remove a run and everything under it (an import that could not finish)."""
         with self._transaction(f"removing run {run_id}") as conn:
@@ -276,6 +320,7 @@ class Store:
             run["argv"] = from_json(run["argv"], [])
             run["system"] = from_json(run.pop("system_facts"), {})
             run["doctor"] = from_json(run["doctor"], [])
+            run["owner"] = from_json(run.get("owner"), None)
             run["measurements"] = read_measurements(conn, run_id, documents)
             return run
 
