@@ -36,6 +36,11 @@ def doctor(args: argparse.Namespace) -> int:
         raise UserError(f"--root {args.root} has no proc directory; give the root of a system tree (default /).")
     facts = collect_facts(args.root)
     checks = run_doctor(facts)
+    if os.path.realpath(args.root) == "/":
+        from rtgauge.cli.tune import stale_tuning_check
+        tuning = stale_tuning_check()
+        if tuning:
+            checks.append(tuning)
     if args.json:
         print(json.dumps({"facts": facts, "checks": checks}, indent=2, ensure_ascii=False))
     else:
