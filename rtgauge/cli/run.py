@@ -15,6 +15,7 @@ from rtgauge.plan import Job, build_plan, plan_seconds
 from rtgauge.plan.execute import apply_overrides, execute
 from rtgauge.cli.tune import conditions_settings
 from rtgauge.profiles import load_profile
+from rtgauge.store.spool import Spool
 from rtgauge.report.safe import SafeConsole as Console, markup
 
 
@@ -176,7 +177,9 @@ def cmd_run(args) -> int:
                           "into the same database now; the two runs load each other and neither measures "
                           "this machine alone.[/]")
         console.print(f"Run {run_id}: profile {profile.name}, {len(jobs)} jobs, about "
-                      f"{plan_seconds(jobs, profile.warmup_s) / 60:.1f} min; results go to {store.url}")
+                      f"{plan_seconds(jobs, profile.warmup_s) / 60:.1f} min; results go to {store.url}", markup=False)
+        # what is measured survives the store: a store failure sends the run to a spool file
+        store = Spool(store, run_id, facts, checks, profile.name, profile.source, sys.argv)
         try:
             with ProgressView(console, jobs, profile.warmup_s) as view, \
                     conditions.applied(console, args, store, jobs, profile.warmup_s, view) as settings:
@@ -188,8 +191,16 @@ def cmd_run(args) -> int:
                 from rtgauge.hil.sustained import sustained_and_store
                 sustained_and_store(store, run_id, profile.hil_sustained, console.print)
         except BaseException as e:
-            store.finish_run(run_id, "failed", f"{type(e).__name__}: {e}")
+            try:
+                store.finish_run(run_id, "failed", f"{type(e).__name__}: {e}")
+            finally:
+                if store.spooled:
+                    console.print(f"[red]rtgauge: {markup(store.message())}[/]")
             raise
+        if store.spooled:
+            store.finish_run(run_id, status, f"{len(outcomes)} of {len(jobs)} jobs measured")
+            console.print(f"[red]rtgauge: {markup(store.message())}[/]")
+            return 1
         stored = store.get_run(run_id, documents=False)    # a measurement whose load died is failed there
         failed = sum(1 for m in stored["measurements"] if not m["ok"]) if stored else \
             sum(1 for o in outcomes if not o.doc.get("ok"))

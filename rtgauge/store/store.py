@@ -41,6 +41,10 @@ def add_run_owner(conn: Connection) -> None:
 # version -> function(conn) bringing a database at that version to version + 1.
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: add_run_owner}
 
+PG_STATEMENT_TIMEOUT_MS = 60_000
+# SQLite waits this long for another writer's lock before the write fails (and is spooled)
+SQLITE_BUSY_TIMEOUT_S = 30
+
 # Any constant works; it serialises schema creation between machines that
 # open one PostgreSQL database for the first time together.
 SCHEMA_LOCK_KEY = 0x72746761
@@ -97,9 +101,14 @@ class Store:
         kwargs: dict = {}
         if self._url.get_backend_name() == "sqlite":
             # Wait for a concurrent writer (a run storing while `show` reads).
-            kwargs["connect_args"] = {"timeout": 30}
+            kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_S}
         else:
-            kwargs["connect_args"] = {"connect_timeout": 10}
+            # a server that stops answering must not hang a run: bounded connect, statements
+            # and (TCP keepalive, user timeout) a vanished peer
+            kwargs["connect_args"] = {"connect_timeout": 10,
+                                      "options": f"-c statement_timeout={PG_STATEMENT_TIMEOUT_MS}",
+                                      "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
+                                      "keepalives_count": 3, "tcp_user_timeout": 30000}
             kwargs["pool_pre_ping"] = True
         try:
             engine = create_engine(self._url, **kwargs)
