@@ -122,10 +122,10 @@ class RunConditions:
         """Where the io load writes: --load-dir, else the SQLite database's directory."""
         if self.load_dir:
             return self.load_dir
-        url = str(getattr(store, "url", ""))
-        if url.startswith("sqlite:///"):
-            return str(Path(url[len("sqlite:///"):]).resolve().parent)
-        return None
+        from rtgauge.store.urls import sqlite_file
+        url = getattr(store, "_url", None)      # the real path, not the percent-encoded display URL
+        path = sqlite_file(url) if url is not None else None
+        return str(path.resolve().parent) if path is not None else None
 
     @contextmanager
     def applied(self, console, args, store, jobs, warmup_s, view):

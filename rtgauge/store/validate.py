@@ -231,12 +231,36 @@ def where_in(error: jsonschema.ValidationError) -> str:
     return "/".join(parts) if parts else "the top level"
 
 
+JSON_TYPES = {dict: "an object", list: "a list", str: "text", bool: "a boolean", int: "an integer",
+              float: "a number", type(None): "null"}
+
+
+def short(value) -> str:
+    text = json.dumps(value) if not isinstance(value, (dict, list)) else JSON_TYPES[type(value)]
+    return text if len(text) <= 40 else text[:40] + "…"
+
+
+def describe(error: jsonschema.ValidationError) -> str:
+    """The schema error in words, without echoing a huge value."""
+    v, limit, value = error.validator, error.validator_value, error.instance
+    if v == "maxLength":
+        return f"the text is {len(value):,} characters long, more than {limit:,}"
+    if v == "type":
+        wanted = " or ".join(limit) if isinstance(limit, list) else limit
+        return f"{short(value)} is {JSON_TYPES.get(type(value), 'something else')}, expected {wanted}"
+    if v in ("minimum", "maximum"):
+        return f"{short(value)} is out of range ({v} {limit})"
+    if v in ("const", "enum"):
+        return f"{short(value)} is not {'one of ' + ', '.join(map(str, limit)) if v == 'enum' else limit}"
+    message = error.message
+    return message if len(message) <= 160 else message[:160] + "…"
+
+
 def check_schema(data, schema: dict, where: str, what: str, fix: str) -> None:
     validator = jsonschema.Draft202012Validator(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is not None:
-        message = error.message if len(error.message) <= 160 else error.message[:160] + "…"
-        raise UserError(f"{where} is not a valid {what}: at {where_in(error)}, {message}; {fix}")
+        raise UserError(f"{where} is not a valid {what}: at {where_in(error)}, {describe(error)}; {fix}")
 
 
 def check_export(data, where: str) -> dict:
