@@ -29,18 +29,23 @@ def cpu_limit() -> int:
         return max((os.cpu_count() or 1) - 1, 0)
 
 
-def check_cpu_list(option: str, text: str) -> str:
-    """text if it is a CPU list whose every number exists on this machine; else one
-    sentence. Nothing is expanded before this passes, so 0-999999999 costs nothing."""
+def check_cpu_list(option: str, text: str, allowed: list[int] | None = None) -> str:
+    """text if it is a CPU list whose every number exists on this machine (is at most
+    the largest of `allowed`, when given); else one sentence. Nothing is expanded before
+    this passes, so 0-999999999 costs nothing."""
     if not isinstance(text, str) or len(text) > PATH_MAX or not _CPU_LIST.fullmatch(text):
         raise UserError(f"{option} {str(text)[:60]!r} is not a CPU list; write it like 1 or 2-3 or 0,2-3.")
-    limit = cpu_limit()
+    limit = max(allowed) if allowed else cpu_limit()
     for part in text.split(","):
         lo, _, hi = part.strip().partition("-")
         first, last = int(lo), int(hi or lo)
         if last < first:
             raise UserError(f"{option} {text.strip()}: the range {part.strip()} runs backwards; write it "
                             "low-high, e.g. 2-3.")
+        if last > limit and allowed:
+            from rtgauge.sysinfo.readers import format_cpu_list
+            raise UserError(f"{option} {text.strip()[:60]}: CPU {last if last < 10**12 else 'number'} is not one "
+                            f"rtgauge may use (allowed: {format_cpu_list(allowed)}); choose among those.")
         if last > limit:
             raise UserError(f"{option} {text.strip()[:60]}: CPU {last if last < 10**12 else 'number'} does not "
                             f"exist on this machine (CPUs 0-{limit}); choose among those.")

@@ -48,7 +48,7 @@ def parse_cpus_option(option: str, text: str | None, allowed: list[int]) -> list
     if text is None:
         return None
     from rtgauge.bounds import check_cpu_list
-    cpus = parse_cpu_list(check_cpu_list(option, text))
+    cpus = parse_cpu_list(check_cpu_list(option, text, allowed))
     outside = sorted(set(cpus) - set(allowed))
     if outside:
         raise UserError(f"{option} {text}: CPU {format_cpu_list(outside)} is not one rtgauge may use "

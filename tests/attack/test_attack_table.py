@@ -80,9 +80,11 @@ CASES = [
     Case("report-to-directory", ["report", "1", "--db", "{db}", "-o", "{tmp}"], 2, "cannot write the report"),
     # -- sizes bounded before work ---------------------------------------------------------
     Case("rt-cpus-0-999999999", ["run", "--db", "{db}", "--no-report", "--rt-cpus", "0-999999999"], 2,
-         "does not exist on this machine"),
+         "is not one rtgauge may use"),
     Case("rt-cpus-2^70", ["run", "--db", "{db}", "--no-report", "--rt-cpus", str(2**70)], 2,
-         "does not exist on this machine"),
+         "is not one rtgauge may use"),
+    Case("load-cpus-huge", ["run", "--db", "{db}", "--no-report", "--load-cpus", "1-4294967296"], 2,
+         "is not one rtgauge may use"),
     Case("tune-rt-cpus-huge", ["tune", "--status", "--rt-cpus", "0-999999999999", "--state", "{tmp}/s.json"], 0,
          "nothing applied"),
     Case("job-name-100k", ["run", "--db", "{db}", "--no-report", "--profile", "{file}"], 2, "longer than 64",
