@@ -249,3 +249,40 @@ def test_socket_loads_listen_on_no_interface_of_the_host(condition):
         delivered = load.stop()
     assert not mine, mine
     assert delivered.get("bogo_ops", 0) > 0          # the traffic ran, in its own namespace
+
+
+@needs_root
+@pytest.mark.postgres
+def test_postgresql_going_away_mid_run_spools_what_was_measured(tmp_path):
+    from pgserver import PgServer, ServerUnavailable
+    try:
+        server = PgServer()
+        server.start()
+    except ServerUnavailable as e:
+        pytest.skip(f"no PostgreSQL server: {e}")
+    try:
+        url = server.new_database()
+        prof = tmp_path / "p.toml"
+        prof.write_text(PROFILE.format(conditions='"idle"', seconds=2)
+                        + '[[jobs]]\nname = "lat2"\ntest = "latency"\n[jobs.options]\nduration-s = 3\n')
+        p = popen(tmp_path, "run", "--profile", str(prof), "--db", url, "--no-report")
+
+        def stored() -> int:
+            import psycopg
+            try:
+                with psycopg.connect(url.replace("postgresql://", "postgresql://", 1), connect_timeout=5) as c:
+                    return c.execute("SELECT count(*) FROM measurements").fetchone()[0]
+            except psycopg.Error:
+                return 0
+        assert wait_until(lambda: stored() >= 1, 90)
+        server._run("pg_ctl", "-D", str(server.data), "-m", "immediate", "-w", "stop")
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 1, out + err
+        text = " ".join((out + err).split())
+        assert "Traceback" not in text and "rtgauge import" in text, text
+        spool = Path(text.split("saved in ")[1].split(":")[0])
+        r = rtgauge(tmp_path, "import", str(spool), "--db", str(tmp_path / "back.db"))
+        assert r.returncode == 0, r.stderr
+        assert measurement_names(tmp_path / "back.db") == ["lat@idle", "lat2@idle"]
+    finally:
+        server.stop()
