@@ -141,6 +141,10 @@ def check_report_path(args) -> None:
                         "directory is missing or read-only); give a writable file path or --no-report.")
 
 
+def _sigterm_as_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def cmd_run(args) -> int:
     from rtgauge.report.html import write_report
     from rtgauge.report.terminal import print_summary
@@ -150,6 +154,9 @@ def cmd_run(args) -> int:
     console = Console()
     if not console.is_terminal:      # a log file or pipe: do not squeeze the tables to 80 columns
         console = Console(width=120)
+    import signal
+    # SIGTERM before the measurement's own handling starts ends the command as Ctrl-C does
+    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     check_report_path(args)
     from rtgauge.loads.supervise import remove_stale_workdirs
     remove_stale_workdirs()

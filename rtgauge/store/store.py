@@ -5,6 +5,9 @@ keeps every measurement stored before it died."""
 from __future__ import annotations
 
 import fcntl
+import os
+import socket
+import threading
 
 import contextlib
 from datetime import datetime, timezone
@@ -13,6 +16,7 @@ from typing import Callable, Iterator
 from sqlalchemy import create_engine, event, func, insert, inspect, select, text, update
 from sqlalchemy.engine import Connection, Engine, URL
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
+from sqlalchemy.pool import NullPool
 
 from rtgauge import __version__, owner
 from rtgauge.errors import UserError
@@ -41,7 +45,11 @@ def add_run_owner(conn: Connection) -> None:
 # version -> function(conn) bringing a database at that version to version + 1.
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: add_run_owner}
 
-PG_STATEMENT_TIMEOUT_MS = 60_000
+# One bound for any database operation, in seconds (RTGAUGE_DB_TIMEOUT_S changes it): the
+# server's statement_timeout, and a client-side cut for a server that stops answering at all
+# (a frozen server still has its kernel acknowledge our packets, so no TCP timeout fires).
+DB_TIMEOUT_S = float(os.environ.get("RTGAUGE_DB_TIMEOUT_S") or 60)
+PG_STATEMENT_TIMEOUT_MS = int(DB_TIMEOUT_S * 1000)
 # SQLite waits this long for another writer's lock before the write fails (and is spooled)
 SQLITE_BUSY_TIMEOUT_S = 30
 
@@ -109,7 +117,9 @@ class Store:
                                       "options": f"-c statement_timeout={PG_STATEMENT_TIMEOUT_MS}",
                                       "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
                                       "keepalives_count": 3, "tcp_user_timeout": 30000}
-            kwargs["pool_pre_ping"] = True
+            # a connection per transaction (a run writes a few a minute): a pooled one would
+            # need a ping first, and a ping to a frozen server blocks outside _client_timeout
+            kwargs["poolclass"] = NullPool
         try:
             engine = create_engine(self._url, **kwargs)
         except SQLAlchemyError as e:
@@ -182,11 +192,44 @@ class Store:
         """One transaction; a database failure becomes one sentence for the user."""
         try:
             with self._engine.begin() as conn:
-                yield conn
+                with self._client_timeout(conn):
+                    yield conn
         except (DBAPIError, OSError) as e:
             raise StoreError(f"the results database {self.url} failed while {doing}: "
                              f"{short_reason(e, self._url.password)}; check that it is reachable "
                              "and writable.") from e
+
+    @contextlib.contextmanager
+    def _client_timeout(self, conn: Connection):
+        """PostgreSQL: if the transaction is not done after twice DB_TIMEOUT_S (the server
+        should have cancelled it by then), shut the connection's socket down, so a blocked
+        read returns an error instead of waiting forever."""
+        if conn.dialect.name != "postgresql":
+            yield
+            return
+        try:
+            fd = conn.connection.dbapi_connection.pgconn.socket
+        except Exception:
+            yield
+            return
+
+        def cut():
+            try:
+                s = socket.socket(fileno=os.dup(fd))
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                finally:
+                    s.close()
+            except OSError:
+                pass
+
+        timer = threading.Timer(2 * DB_TIMEOUT_S, cut)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
 
     # ---- writing ---------------------------------------------------------
 

@@ -267,14 +267,7 @@ def test_postgresql_going_away_mid_run_spools_what_was_measured(tmp_path):
                         + '[[jobs]]\nname = "lat2"\ntest = "latency"\n[jobs.options]\nduration-s = 3\n')
         p = popen(tmp_path, "run", "--profile", str(prof), "--db", url, "--no-report")
 
-        def stored() -> int:
-            import psycopg
-            try:
-                with psycopg.connect(url.replace("postgresql://", "postgresql://", 1), connect_timeout=5) as c:
-                    return c.execute("SELECT count(*) FROM measurements").fetchone()[0]
-            except psycopg.Error:
-                return 0
-        assert wait_until(lambda: stored() >= 1, 90)
+        assert wait_until(lambda: stored_count(url) >= 1, 90)
         server._run("pg_ctl", "-D", str(server.data), "-m", "immediate", "-w", "stop")
         out, err = p.communicate(timeout=120)
         assert p.returncode == 1, out + err
@@ -286,3 +279,55 @@ def test_postgresql_going_away_mid_run_spools_what_was_measured(tmp_path):
         assert measurement_names(tmp_path / "back.db") == ["lat@idle", "lat2@idle"]
     finally:
         server.stop()
+
+
+@needs_root
+@pytest.mark.postgres
+def test_a_frozen_postgresql_does_not_hang_the_run(tmp_path):
+    """SIGSTOP to the server: its kernel still acknowledges, so only the client-side cut
+    ends the wait (RTGAUGE_DB_TIMEOUT_S=3: cut after 6 s); what was measured is spooled."""
+    from pgserver import PgServer, ServerUnavailable
+    try:
+        server = PgServer()
+        server.start()
+    except ServerUnavailable as e:
+        pytest.skip(f"no PostgreSQL server: {e}")
+    frozen: list[int] = []
+    try:
+        url = server.new_database()
+        postmaster = int((server.data / "postmaster.pid").read_text().split()[0])
+        prof = tmp_path / "p.toml"
+        prof.write_text(PROFILE.format(conditions='"idle"', seconds=2)
+                        + '[[jobs]]\nname = "lat2"\ntest = "latency"\n[jobs.options]\nduration-s = 3\n')
+        e = env(tmp_path)
+        e["RTGAUGE_DB_TIMEOUT_S"] = "3"
+        p = subprocess.Popen([sys.executable, "-m", "rtgauge", "run", "--profile", str(prof), "--db", url,
+                              "--no-report"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=e, cwd=tmp_path)
+        assert wait_until(lambda: stored_count(url) >= 1, 90)
+        frozen = [postmaster, *children_of(postmaster)]
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        started = time.monotonic()
+        out, err = p.communicate(timeout=120)
+        took = time.monotonic() - started
+        assert p.returncode == 1, out + err
+        text = " ".join((out + err).split())
+        assert "Traceback" not in text and "rtgauge import" in text, text
+        assert took < 60, took
+    finally:
+        for pid in frozen:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        server.stop()
+
+
+def stored_count(url: str) -> int:
+    import psycopg
+    try:
+        with psycopg.connect(url, connect_timeout=5) as c:
+            return c.execute("SELECT count(*) FROM measurements").fetchone()[0]
+    except psycopg.Error:
+        return 0
