@@ -503,9 +503,24 @@ def judge_delivery(condition: str, delivered: dict) -> dict:
         delivered["ok"] = False
         delivered["problem"] = (f"the {condition} load was no longer running when the measurement ended; "
                                 "the measurement is not one under that load")
+        return delivered
+    cpu_s, wall_s, workers = delivered.get("cpu_s"), delivered.get("wall_s"), delivered.get("workers")
+    if condition in CPU_BOUND and all(isinstance(x, (int, float)) for x in (cpu_s, wall_s, workers)) \
+            and wall_s >= 1 and cpu_s < MIN_DELIVERED * workers * wall_s:
+        delivered["ok"] = False
+        delivered["problem"] = (f"the {condition} load delivered {cpu_s:.2f} CPU-seconds of the "
+                                f"{workers * wall_s:.1f} intended (stopped or starved); the measurement is not "
+                                "one under that load")
     elif condition != "idle":
         delivered.setdefault("ok", True)
     return delivered
+
+
+# Conditions whose workers are CPU-bound: they must deliver at least MIN_DELIVERED of
+# workers x wall time (a fraction low enough for a machine shared with other work; a
+# stopped or frozen load delivers nothing).
+CPU_BOUND = ("cpu", "memory")
+MIN_DELIVERED = 0.02
 
 
 def make_load(condition: str, ctx: LoadContext | None = None) -> Load:

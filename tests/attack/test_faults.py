@@ -331,3 +331,31 @@ def stored_count(url: str) -> int:
             return c.execute("SELECT count(*) FROM measurements").fetchone()[0]
     except psycopg.Error:
         return 0
+
+
+@needs_root
+def test_a_stopped_load_is_noticed_by_what_it_delivered(tmp_path):
+    """SIGSTOP to the cpu load's stress-ng: alive, but it delivers nothing."""
+    prof = tmp_path / "p.toml"
+    prof.write_text(PROFILE.format(conditions='"cpu"', seconds=4))
+    db = tmp_path / "r.db"
+    p = popen(tmp_path, "run", "--profile", str(prof), "--db", str(db), "--no-report")
+
+    def stress() -> list[int]:
+        out = []
+        for pid in descendants(p.pid):
+            try:
+                if b"stress-ng" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    out.append(pid)
+            except OSError:
+                pass
+        return out
+    assert wait_until(lambda: len(stress()) >= 2, 60)
+    for pid in stress():
+        os.kill(pid, signal.SIGSTOP)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 1, out + err
+    shown = json.loads(rtgauge(tmp_path, "show", "latest", "--db", str(db), "--json").stdout)
+    [m] = shown["measurements"]
+    assert m["ok"] is False and m["load_ok"] is False
+    assert "CPU-seconds of the" in m["load"]["problem"]
