@@ -151,6 +151,9 @@ def cmd_import(args) -> int:
         if not paths:
             raise UserError(f"{source} holds no .json engine documents; copy the engine's --out files there.")
         return import_documents(args, paths, str(source))
+    if not source.is_file():
+        raise UserError(f"{source} is not a regular file (a device, pipe or socket); give an export file, a "
+                        "database or a directory of engine documents.")
     with open(source, "rb") as f:
         magic = f.read(len(SQLITE_MAGIC))
     if magic == SQLITE_MAGIC:

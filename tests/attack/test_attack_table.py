@@ -143,6 +143,27 @@ CASES = [
              dict(b["document"], env=dict(b["document"]["env"], hostname=["a"])))),
     Case("import-not-utf8", ["import", "{file}", "--db", "{db}"], 2, "not UTF-8",
          inputs=lambda b, p: b'{"rtgauge_export": 1, "x": "\xff"}'),
+    Case("import-dev-zero", ["import", "/dev/zero", "--db", "{db}"], 2, "not a regular file"),
+    Case("import-dir-with-garbage", ["import", "{tmp}/docs", "--db", "{db}"], 2, "not valid JSON",
+         inputs=lambda b, p: (p.parent.joinpath("docs").mkdir(), p.parent.joinpath("docs", "a.json").write_text(
+             json.dumps(b["document"])), p.parent.joinpath("docs", "b.json").write_text("{oops"), "")[-1]),
+    Case("import-database-bad-facts", ["import", "{file}", "--db", "{db}"], 2, "system/hostname",
+         inputs=lambda b, p: crafted_database(b, p, "UPDATE runs SET system_facts = '{\"hostname\": 5}'")),
+    Case("import-database-bad-json", ["import", "{file}", "--db", "{db}"], 2, "cannot read",
+         inputs=lambda b, p: crafted_database(b, p, "UPDATE measurements SET params = '{not json'")),
+    Case("import-database-itself", ["import", "{db}", "--db", "{db}"], 2, "being imported into"),
+    # -- option values ---------------------------------------------------------------------------
+    Case("duration-1e999", ["run", "--db", "{db}", "--no-report", "--duration", "1e999"], 2, "not understood"),
+    Case("duration-huge-digits", ["run", "--db", "{db}", "--no-report", "--duration", "9" * 400], 2, "out of range"),
+    Case("segment-zero", ["run", "--db", "{db}", "--no-report", "--segment", "0s"], 2, "out of range"),
+    Case("trace-threshold-zero", ["run", "--db", "{db}", "--no-report", "--trace-threshold-us", "0"], 2,
+         "out of range"),
+    Case("budget-nan", ["report", "1", "--db", "{db}", "--budget-us", "nan", "-o", "{tmp}/r.html"], 2,
+         "out of range"),
+    Case("rt-throttling-inf", ["tune", "--apply", "--rt-throttling-off", "1e309", "--state", "{tmp}/state/x.json"],
+         2, "1 to 604800"),
+    Case("run-id-float", ["show", "1e3", "--db", "{db}"], 2, "is not a run"),
+    Case("report-id-text", ["report", "1;DROP TABLE runs", "--db", "{db}", "-o", "{tmp}/r.html"], 2, "is not a run"),
     # -- hostile strings are stored but reach the terminal escaped -------------------------------
     Case("import-ansi-and-markup", ["import", "{file}", "--db", "{db}"], 0, "Imported run", unchanged=False,
          inputs=export_with(lambda d: (d["run"]["system"].update(hostname="h\x1b]0;owned\x07\x1b[2J"),
@@ -167,6 +188,16 @@ CASES = [
     Case("tune-state-deep", ["tune", "--status", "--state", "{tmp}/state/s.json"], 2, "is not one rtgauge wrote",
          inputs=raw("[" * 100_000)),
 ]
+
+
+def crafted_database(base: dict, path: Path, sql: str) -> bytes:
+    """A copy of the fixture database changed by sql (another rtgauge database, damaged)."""
+    path.write_bytes(base["db"].read_bytes())
+    con = sqlite3.connect(path)
+    con.execute(sql)
+    con.commit()
+    con.close()
+    return path.read_bytes()
 
 
 def rtgauge(args: list[str], env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
