@@ -10,7 +10,9 @@ Everything is read and checked before anything is stored."""
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
+import tempfile
 from pathlib import Path
 
 from rtgauge.errors import UserError
@@ -204,12 +206,19 @@ def import_database(args, path: Path) -> int:
     ids = rtgauge_database_runs(path)
     if not ids:
         raise UserError(f"{path} holds no runs; nothing to import.")
-    with open_store(f"sqlite:///{path.resolve()}") as other:
-        try:
-            runs = [other.get_run(i, documents=True) for i in ids]
-        except (ValueError, TypeError, RecursionError) as e:
-            raise UserError(f"{path} holds a run rtgauge cannot read ({type(e).__name__}); the database "
-                            "is damaged or not written by rtgauge.") from None
+    # read a copy: opening a database may upgrade its schema or mark its runs abandoned,
+    # and the file being imported is not ours to change
+    with tempfile.TemporaryDirectory(prefix="rtgauge-import-") as tmp:
+        copy = Path(tmp) / "source.db"
+        for suffix in ("", "-wal", "-shm"):
+            if Path(f"{path}{suffix}").exists():
+                shutil.copyfile(f"{path}{suffix}", f"{copy}{suffix}")
+        with open_store(f"sqlite:///{copy}") as other:
+            try:
+                runs = [other.get_run(i, documents=True) for i in ids]
+            except (ValueError, TypeError, RecursionError) as e:
+                raise UserError(f"{path} holds a run rtgauge cannot read ({type(e).__name__}); the database "
+                                "is damaged or not written by rtgauge.") from None
     for run in runs:
         where = f"{path} run {run.get('id')}"
         check_export_run({"rtgauge_export": 1, "run": exportable(run)}, where)

@@ -359,3 +359,26 @@ def test_a_stopped_load_is_noticed_by_what_it_delivered(tmp_path):
     [m] = shown["measurements"]
     assert m["ok"] is False and m["load_ok"] is False
     assert "CPU-seconds of the" in m["load"]["problem"]
+
+
+def test_import_of_a_database_leaves_the_source_untouched(tmp_path, engine_bin):
+    """Opening a database marks dead runs abandoned (and may upgrade it): import reads a
+    copy, so the file given to it is not changed."""
+    doc = tmp_path / "lat.json"
+    subprocess.run([engine_bin, "latency", "--duration-s", "0.2", "--policy", "other", "--out", str(doc)],
+                   check=True, capture_output=True, timeout=60)
+    src = tmp_path / "src.db"
+    assert rtgauge(tmp_path, "import", str(doc), "--db", str(src)).returncode == 0
+    from rtgauge import owner
+    dead = dict(owner.me(), pid=2**22 + 1, start_ticks=1)
+    con = sqlite3.connect(src)
+    con.execute("UPDATE runs SET status = 'running', owner = ?", (json.dumps(dead),))
+    con.commit()
+    con.close()
+    before = src.read_bytes()
+    r = rtgauge(tmp_path, "import", str(src), "--db", str(tmp_path / "dst.db"))
+    assert r.returncode == 0, r.stderr
+    assert src.read_bytes() == before
+    # opened as a results database, the dead run is found abandoned
+    shown = rtgauge(tmp_path, "show", "--db", str(src))
+    assert "marked abandoned" in shown.stderr and statuses(src) == ["abandoned"]
