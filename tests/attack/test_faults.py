@@ -150,9 +150,11 @@ def test_sigkill_of_tuned_run_is_named_by_doctor_and_reverted_by_the_next_tuned_
         assert wait_until(lambda: engine_pids(descendants(p.pid)), 30)
         os.kill(p.pid, signal.SIGKILL)
         p.wait()
-        doctor = rtgauge(tmp_path, "doctor")
-        assert "no running rtgauge owns this tuning" in doctor.stdout.replace("\n", " ").replace("│", " ") \
-            or "no running rtgauge owns" in " ".join(doctor.stdout.split()), doctor.stdout
+        doctor = rtgauge(tmp_path, "doctor", "--json")
+        [tuning] = [c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "tuning"]
+        assert tuning["status"] == "bad" and "no running rtgauge owns this tuning" in tuning["value"]
+        assert "rtgauge tune --revert" in tuning["advice"]
+        assert "tuning" in rtgauge(tmp_path, "doctor").stdout
         status = rtgauge(tmp_path, "tune", "--status")
         assert "stale" in status.stdout and "tune --revert" in status.stdout
         prof.write_text(PROFILE.format(conditions='"idle"', seconds=0.3))
