@@ -48,10 +48,18 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: add_run_owner}
 # One bound for any database operation, in seconds (RTGAUGE_DB_TIMEOUT_S changes it): the
 # server's statement_timeout, and a client-side cut for a server that stops answering at all
 # (a frozen server still has its kernel acknowledge our packets, so no TCP timeout fires).
-DB_TIMEOUT_S = float(os.environ.get("RTGAUGE_DB_TIMEOUT_S") or 60)
+def _db_timeout_s() -> float:
+    try:
+        value = float(os.environ.get("RTGAUGE_DB_TIMEOUT_S") or 60)
+    except ValueError:
+        return 60.0
+    return min(max(value, 1.0), 3600.0) if value == value else 60.0
+
+
+DB_TIMEOUT_S = _db_timeout_s()
 PG_STATEMENT_TIMEOUT_MS = int(DB_TIMEOUT_S * 1000)
 # SQLite waits this long for another writer's lock before the write fails (and is spooled)
-SQLITE_BUSY_TIMEOUT_S = 30
+SQLITE_BUSY_TIMEOUT_S = min(30.0, DB_TIMEOUT_S)
 
 # Any constant works; it serialises schema creation between machines that
 # open one PostgreSQL database for the first time together.

@@ -384,3 +384,33 @@ def test_import_of_a_database_leaves_the_source_untouched(tmp_path, engine_bin):
     # opened as a results database, the dead run is found abandoned
     shown = rtgauge(tmp_path, "show", "--db", str(src))
     assert "marked abandoned" in shown.stderr and statuses(src) == ["abandoned"]
+
+
+@needs_root
+def test_a_database_locked_mid_run_spools_what_was_measured(tmp_path):
+    """Another process holds the SQLite write lock past the busy timeout
+    (RTGAUGE_DB_TIMEOUT_S=2): the run goes to the spool, nothing measured is lost."""
+    prof = tmp_path / "p.toml"
+    prof.write_text(PROFILE.format(conditions='"idle"', seconds=1)
+                    + '[[jobs]]\nname = "lat2"\ntest = "latency"\n[jobs.options]\nduration-s = 2\n')
+    db = tmp_path / "r.db"
+    e = env(tmp_path)
+    e["RTGAUGE_DB_TIMEOUT_S"] = "2"
+    p = subprocess.Popen([sys.executable, "-m", "rtgauge", "run", "--profile", str(prof), "--db", str(db),
+                          "--no-report"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e,
+                         cwd=tmp_path)
+    assert wait_until(lambda: len(measurement_names(db)) >= 1, 60)
+    locker = sqlite3.connect(db, timeout=10, isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        out, err = p.communicate(timeout=120)
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert p.returncode == 1, out + err
+    text = " ".join((out + err).split())
+    assert "database is locked" in text and "rtgauge import" in text, text
+    spool = Path(text.split("saved in ")[1].split(":")[0])
+    r = rtgauge(tmp_path, "import", str(spool), "--db", str(tmp_path / "back.db"))
+    assert r.returncode == 0, r.stderr
+    assert measurement_names(tmp_path / "back.db") == ["lat@idle", "lat2@idle"]
