@@ -23,7 +23,8 @@ def run_reporting_errors(command) -> int:
     try:
         return int(command() or 0)
     except UserError as e:
-        print(f"rtgauge: {e}", file=sys.stderr)
+        from rtgauge.report.safe import printable    # control characters never reach the terminal raw
+        print(f"rtgauge: {printable(e)}", file=sys.stderr)
         return e.exit_status
     except KeyboardInterrupt:
         print("rtgauge: interrupted", file=sys.stderr)

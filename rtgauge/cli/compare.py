@@ -52,7 +52,8 @@ def register(sub) -> None:
 
 
 def console() -> Console:
-    return Console(width=None if sys.stdout.isatty() else 160, highlight=False)
+    from rtgauge.report.safe import SafeConsole
+    return SafeConsole(width=None if sys.stdout.isatty() else 160, highlight=False)
 
 
 def cmd_compare(args) -> int:

@@ -7,11 +7,10 @@ import json
 import sys
 from datetime import datetime
 
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from rtgauge.errors import UserError
+from rtgauge.report.safe import SafeConsole, markup as escape, printable, say
 from rtgauge.store import open_store
 from rtgauge.store.urls import display_url, normalise_url, sqlite_file
 
@@ -34,12 +33,13 @@ def register(subparsers) -> None:
 def parse_run_argument(text: str | None) -> int | str | None:
     if text is None or text == "latest":
         return text
+    from rtgauge.bounds import RUN_ID_MAX
     try:
-        run_id = int(text)
+        run_id = int(text) if len(text) < 30 else 0
     except ValueError:
         run_id = 0
-    if run_id <= 0:
-        raise UserError(f"'{text}' is not a run; give a run id such as 3, or 'latest'; "
+    if not 0 < run_id <= RUN_ID_MAX:
+        raise UserError(f"'{text[:40]}' is not a run; give a run id such as 3, or 'latest'; "
                         "`rtgauge show` lists the runs.")
     return run_id
 
@@ -52,6 +52,7 @@ def show(args: argparse.Namespace) -> int:
     if path is not None and not path.exists():
         return say_no_runs(display_url(url), args.json, wanted)
     with open_store(args.db) as store:
+        tell_abandoned(store)
         if wanted is None:
             runs = store.list_runs()
             if not runs:
@@ -75,13 +76,19 @@ def show(args: argparse.Namespace) -> int:
         return 0
 
 
+def tell_abandoned(store) -> None:
+    for run_id in store.abandoned:
+        print(f"rtgauge: run {run_id} was left running by an rtgauge that ended without finishing it; "
+              "marked abandoned (its stored measurements are kept).", file=sys.stderr)
+
+
 def say_no_runs(where: str, as_json: bool, wanted) -> int:
     if wanted not in (None, "latest"):
         raise UserError(f"no run {wanted} in {where}; it has no runs yet, `rtgauge run` makes one.")
     if as_json:
         print_json([] if wanted is None else None)
     else:
-        print(f"There are no runs in {where} yet; `rtgauge run` measures this machine and stores one.")
+        say(f"There are no runs in {where} yet; `rtgauge run` measures this machine and stores one.")
     return 0
 
 
@@ -90,9 +97,9 @@ def print_json(data) -> None:
     sys.stdout.write("\n")
 
 
-def console() -> Console:
+def console() -> SafeConsole:
     # Wide enough for the measurement table when piped (no terminal to ask).
-    return Console(width=None if sys.stdout.isatty() else 140, highlight=False)
+    return SafeConsole(width=None if sys.stdout.isatty() else 140, highlight=False)
 
 
 def when(iso: str | None) -> str:
@@ -114,11 +121,12 @@ def elapsed(start: str | None, end: str | None) -> str:
     return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
 
 
-STATUS_STYLE = {"complete": "green", "running": "yellow", "interrupted": "yellow", "failed": "red"}
+STATUS_STYLE = {"complete": "green", "running": "yellow", "interrupted": "yellow", "failed": "red",
+                "abandoned": "red"}
 
 
 def styled_status(status: str) -> str:
-    return f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]"
+    return f"[{STATUS_STYLE.get(status, 'white')}]{escape(status)}[/]"
 
 
 def print_run_list(runs: list[dict], where: str) -> None:
@@ -186,7 +194,7 @@ def print_run(run: dict) -> None:
     out.print(f"[bold]Run {run['id']}[/] · {styled_status(run['status'])} · profile {escape(run['profile'])} · "
               f"started {when(run['started_at'])}" + (f" · took {duration}" if duration else ""))
     if run.get("note"):
-        out.print(f"  note: {run['note']}", markup=False)
+        out.print(f"  note: {printable(run['note'])}", markup=False)
     out.print(f"System: {system_line(run['system'] or {'hostname': run['hostname']})}", markup=False)
     warnings = [d for d in run["doctor"] if d.get("status") != "ok"]
     if warnings:
@@ -215,7 +223,7 @@ def print_run(run: dict) -> None:
     out.print(table)
     for m in run["measurements"]:
         if m["error"]:
-            out.print(f"{m['name']}: {m['error']}", markup=False)
+            out.print(f"{printable(m['name'], 200)}: {printable(m['error'])}", markup=False)
 
 
 # ---- probable worst case (pWCET) -----------------------------------------------
