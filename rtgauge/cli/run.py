@@ -183,7 +183,6 @@ def execute_interleaved(store, run_ids: list[int], plans: list[list[Job]], warmu
 
 
 def cmd_run(args) -> int:
-    from rtgauge.report.html import write_report
     from rtgauge.report.terminal import print_summary
     from rtgauge.store import open_store
     from rtgauge.sysinfo import collect_facts, run_doctor
@@ -191,6 +190,12 @@ def cmd_run(args) -> int:
     console = Console()
     if not console.is_terminal:      # a log file or pipe: do not squeeze the tables to 80 columns
         console = Console(width=120)
+    import signal
+    # SIGTERM before the measurement's own handling starts ends the command as Ctrl-C does
+    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    check_report_path(args)
+    from rtgauge.loads.supervise import remove_stale_workdirs
+    remove_stale_workdirs()
     if args.rounds is not None and not valid_rounds(args.rounds):
         raise UserError(f"--rounds {args.rounds} is out of range; give a whole number from 1 to {MAX_ROUNDS}.")
     profiles = [load_profile(args.profile)]

@@ -95,7 +95,7 @@ CASES = [
     # -- profiles and options ---------------------------------------------------------------
     Case("profile-not-utf8", ["run", "--db", "{db}", "--no-report", "--profile", "{file}"], 2, "not UTF-8",
          inputs=lambda b, p: b'name = "\xff"\n'),
-    Case("profile-duration-abc", ["run", "--db", "{db}", "--no-report", "--profile", "{file}"], 2, "job l@idle",
+    Case("profile-duration-abc", ["run", "--db", "{db}", "--no-report", "--profile", "{file}"], 2, "is not a number",
          inputs=profile(LATENCY_JOB.format(name="l", d='"abc"'))),
     Case("report-option-directory", ["run", "--db", "{db}", "--report", "{tmp}", "--profile", "{file}"], 2,
          "is not a file rtgauge can write", inputs=profile(LATENCY_JOB.format(name="l", d=0.2))),
