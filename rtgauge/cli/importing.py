@@ -43,7 +43,7 @@ def job_of(m: dict) -> dict:
 def check_export_run(data, where: str) -> dict:
     """The export's run, checked by the schema and read as show/report will read it."""
     run = validate.check_export(data, where)
-    validate.dry_read(run, where)
+    dry_read(run, where)
     return run
 
 
@@ -123,7 +123,7 @@ def engine_documents(paths: list[Path], condition: str) -> tuple[dict, list[tupl
                         "documents from its own directory.")
     env = next((d.get("env") for _, d in docs if d.get("env")), {}) or {}
     facts = facts_from_env(env)
-    validate.dry_read({"system": facts, "measurements": [dict(job, document=doc) for job, doc in docs]},
+    dry_read({"system": facts, "measurements": [dict(job, document=doc) for job, doc in docs]},
                       str(paths[0].parent if len(paths) > 1 else paths[0]))
     return facts, docs
 
@@ -229,3 +229,32 @@ def import_database(args, path: Path) -> int:
         say(f"Imported {len(new)} run{'s' if len(new) != 1 else ''} from {path} as runs "
               f"{', '.join(map(str, new))} in {store.url}.")
     return 0
+
+
+def dry_read(run: dict, where: str) -> None:
+    """Read the run the way show, report, compare and export will; a reader that fails
+    on it means the data is not what rtgauge writes."""
+    import io
+
+    from rtgauge.cli.export import export_csv, export_md
+    from rtgauge.cli.show import print_run
+    from rtgauge.report.html import render
+    from rtgauge.report.safe import SafeConsole
+    from rtgauge.report.terminal import print_summary
+
+    stored = validate.as_stored(run)
+    try:
+        console = SafeConsole(file=io.StringIO(), width=120)
+        print_summary(console, stored)
+        import contextlib
+        with contextlib.redirect_stdout(io.StringIO()):
+            print_run(stored)
+        export_csv(stored)
+        export_md(stored)
+        render([stored])
+    except UserError:
+        raise
+    except Exception as e:  # the point: whatever our readers trip on is refused here
+        raise UserError(f"{where} has the right shape but rtgauge cannot read its contents "
+                        f"({type(e).__name__}: {str(e)[:120]}); export it again with `rtgauge export "
+                        "RUN --format json`.") from None

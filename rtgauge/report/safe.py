@@ -17,23 +17,7 @@ import re
 from rich.console import Console
 from rich.markup import escape as rich_escape
 
-# C0 except tab and newline, DEL, C1, and the bidi embedding/override/isolate controls
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-DEFAULT_LIMIT = 4000
-
-
-def _visible(m: re.Match) -> str:
-    c = ord(m.group(0))
-    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
-
-
-def printable(text, limit: int | None = DEFAULT_LIMIT) -> str:
-    """text (any value) as a string safe for a terminal, at most `limit` characters
-    (the rest is summarised as '… (N more characters)')."""
-    s = text if isinstance(text, str) else str(text)
-    if limit is not None and len(s) > limit:
-        s = s[:limit] + f"… ({len(s) - limit:,} more characters)"
-    return _CONTROL.sub(_visible, s)
+from rtgauge.printable import CONTROL as _CONTROL, DEFAULT_LIMIT, printable, visible as _visible  # noqa: F401
 
 
 def markup(text, limit: int | None = DEFAULT_LIMIT) -> str:

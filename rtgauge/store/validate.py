@@ -317,32 +317,3 @@ def as_stored(run: dict) -> dict:
             "system": system, "doctor": list(run.get("doctor") or []),
             "hostname": str(system.get("hostname") or ""), "kernel_release": str(system.get("kernel_release") or ""),
             "measurements": measurements}
-
-
-def dry_read(run: dict, where: str) -> None:
-    """Read the run the way show, report, compare and export will; a reader that fails
-    on it means the data is not what rtgauge writes."""
-    import io
-
-    from rtgauge.cli.export import export_csv, export_md
-    from rtgauge.cli.show import print_run
-    from rtgauge.report.html import render
-    from rtgauge.report.safe import SafeConsole
-    from rtgauge.report.terminal import print_summary
-
-    stored = as_stored(run)
-    try:
-        console = SafeConsole(file=io.StringIO(), width=120)
-        print_summary(console, stored)
-        import contextlib
-        with contextlib.redirect_stdout(io.StringIO()):
-            print_run(stored)
-        export_csv(stored)
-        export_md(stored)
-        render([stored])
-    except UserError:
-        raise
-    except Exception as e:  # the point: whatever our readers trip on is refused here
-        raise UserError(f"{where} has the right shape but rtgauge cannot read its contents "
-                        f"({type(e).__name__}: {str(e)[:120]}); export it again with `rtgauge export "
-                        "RUN --format json`.") from None
