@@ -7,7 +7,8 @@ set -eu
 cd "$(dirname "$0")/.."
 
 PACKAGES="build-essential meson ninja-build pkg-config python3 python3-venv python3-dev \
-stress-ng rt-tests postgresql util-linux procps iproute2 chromium"
+stress-ng rt-tests postgresql util-linux procps iproute2 chromium \
+gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-riscv64-linux-gnu qemu-user-static"
 
 missing=""
 for p in $PACKAGES; do

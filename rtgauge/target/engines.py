@@ -171,4 +171,13 @@ def build(arch: Arch | str, src: Path | None = None, cache: Path | None = None) 
                 raise UserError(f"building the {arch.name} engine failed ({' '.join(cmd[:2])}): "
                                 + " | ".join(tail))
         stamp.write_text(f"{compiler_version(arch)}\n")
+        prune(cache, arch, keep=final)
     return engine
+
+
+def prune(cache: Path, arch: Arch, keep: Path, count: int = 3) -> None:
+    """Keep the `count` newest builds of `arch` (other checkouts may share the cache)."""
+    builds = sorted((d for d in cache.glob(f"{arch.name}-*") if d.is_dir() and d != keep),
+                    key=lambda d: d.stat().st_mtime, reverse=True)
+    for old in builds[count - 1:]:
+        shutil.rmtree(old, ignore_errors=True)
