@@ -99,9 +99,11 @@ def source_hash(src: Path) -> str:
 
 
 def cache_root() -> Path:
-    base = os.environ.get(CACHE_ENV) or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rtgauge")
-    return Path(base) / "engines"
+    """$RTGAUGE_CACHE, else ~/.cache/rtgauge/engines (XDG_CACHE_HOME honoured)."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(base) / "rtgauge" / "engines"
 
 
 def compiler_version(arch: Arch) -> str:
