@@ -7,7 +7,11 @@ sentence."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import signal
+import subprocess
+import sys
 import shutil
 import time
 from pathlib import Path
@@ -163,3 +167,38 @@ def test_unknown_host_key_is_refused(client):
 def test_unprivileged_login_is_refused(client):
     with pytest.raises(UserError, match=r"is not root and may not use real-time priorities \(rtprio limit 0\)"):
         remote.run_engine("ssh://board-user", ["latency"])
+
+
+def test_rtgauge_engine_on_a_target(client):
+    cli = [sys.executable, "-m", "rtgauge", "engine"]
+    p = subprocess.run([*cli, "--target", "ssh://board", "latency", "--duration-s", "0.3", "--threads", "1"],
+                       capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["ok"] and doc["env"]["hostname"] == client.hostname
+    p = subprocess.run([*cli, "--target=ssh://", "latency"], capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == "rtgauge: target 'ssh://' is not an SSH address; write ssh://[user@]host[:port].\n"
+    p = subprocess.run([*cli, "--target", "ssh://board", "latency", "--out", "x.json"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 2 and "--out is not available with --target" in p.stderr
+
+
+def test_ctrl_c_on_rtgauge_engine_with_a_target(client):
+    """A real SIGINT to the command: exit 130, the partial document, no engine left there."""
+    p = subprocess.Popen([sys.executable, "-m", "rtgauge", "engine", "--target", "ssh://board",
+                          "latency", "--duration-s", "60", "--threads", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    deadline = time.monotonic() + 60
+    dirs = []
+    while not dirs and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.2)
+        dirs = [d for d in Path("/tmp").glob("rtgauge.*") if engine_processes(str(d))]
+    assert dirs, "the engine did not start on the target"
+    time.sleep(1.5)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err
+    doc = json.loads(out)
+    assert doc["interrupted"] is True and doc["metrics"]["cycles"]["value"] > 300
+    assert all(engine_processes(str(d)) == [] and not d.exists() for d in dirs)

@@ -210,10 +210,18 @@ class SshTarget:
 
 def run_engine(target: str, args: list[str], engine: Path | None = None,
                time_limit_s: float | None = None) -> RemoteRun:
-    """Synchronous form: connect, run one engine test, disconnect."""
+    """Synchronous form: connect, run one engine test, disconnect. On Ctrl-C the
+    remote engine is stopped and its run returned (status 130, the document
+    "interrupted": true), as the engine itself does locally."""
+    t = SshTarget(parse(target))
 
     async def go() -> RemoteRun:
-        async with SshTarget(parse(target)) as t:
+        async with t:
             return await t.run_engine(args, engine=engine, time_limit_s=time_limit_s)
 
-    return asyncio.run(go())
+    try:
+        return asyncio.run(go())
+    except KeyboardInterrupt:
+        if t.last_run is None:
+            raise
+        return t.last_run
