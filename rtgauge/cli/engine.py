@@ -52,6 +52,9 @@ def on_target(target: str, args: list[str]) -> int:
     except UserError as e:
         print(f"rtgauge: {e}", file=sys.stderr)
         return e.exit_status
+    except KeyboardInterrupt:
+        print(f"rtgauge: interrupted before the engine ran on {target}; nothing was measured.", file=sys.stderr)
+        return 130
     if run.stderr:
         print(run.stderr, file=sys.stderr)
     if run.document is not None:

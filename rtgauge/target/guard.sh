@@ -27,7 +27,7 @@ stop() {
         date +%s >"$d/alive"
     done
     stop
-) <&3 &
+) <&3 >/dev/null 2>&1 &
 r=$!
 (
     while kill -0 "$e" 2>/dev/null; do
@@ -39,7 +39,7 @@ r=$!
             break
         fi
     done
-) </dev/null &
+) </dev/null >/dev/null 2>&1 &
 w=$!
 exec 3<&-
 wait "$e"

@@ -169,9 +169,10 @@ class SshTarget:
         proc = await self.conn.create_process(cmd, encoding=None)
 
         async def heartbeat() -> None:
-            while True:
-                proc.stdin.write(b"\n")
-                await asyncio.sleep(1)
+            with contextlib.suppress(Exception):   # a lost connection ends it; proc.wait() says so
+                while True:
+                    proc.stdin.write(b"\n")
+                    await asyncio.sleep(1)
 
         beat = asyncio.create_task(heartbeat())
         try:
