@@ -133,3 +133,21 @@ def test_an_unknown_machine_is_refused_in_one_sentence():
         engines.arch_for_machine("sparc64")
     assert engines.arch_for_machine("armv7l").name == "armhf"
     assert engines.arch_for_machine("arm64").name == "aarch64"
+
+
+def test_tire_is_deterministic_across_threads_and_solvers_under_qemu(cross):
+    """The model's state is bit-identical for any thread count and both solvers on
+    one architecture (docs/tire.md); across architectures it need not be: libm's
+    cos may differ in the last bit (see docs/cross.md)."""
+    base = ["tire", "--mode", "realfast", "--masses", "400", "--steps", "300", "--allow-fallback"]
+    sums = set()
+    for extra in (["--solver", "locked", "--threads", "1"], ["--solver", "fast", "--threads", "2"]):
+        status, doc, err = run(cross, *base, *extra)
+        assert status == 0, err
+        ph = doc["physics"]
+        assert ph["steps_done"] == 300 and ph["nan"] is False and ph["below_floor"] == 0
+        assert 0 < ph["energy_j"] < ph["energy_initial_j"]        # damped: energy only leaves
+        # symplectic Euler falls g dt^2 k(k+1)/2: the 0.2 m drop is crossed first at k = 20
+        assert ph["first_contact_step"] == 20
+        sums.add(ph["checksum"])
+    assert len(sums) == 1, sums
