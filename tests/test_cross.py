@@ -83,6 +83,21 @@ def test_realtime_is_refused_under_qemu(cross):
     assert doc["error"] in err
 
 
+def test_behaviour_tests_refuse_emulation_even_with_fallback(cross):
+    """Their verdicts are about real-time priority order: nothing to fall back to."""
+    status, doc, err = run(cross, "pi", "--allow-fallback")
+    assert status == 1 and doc["ok"] is False
+    assert doc["error"].startswith("fifo is not real time here: the engine is built for")
+
+
+def test_a_microbenchmark_under_qemu(cross):
+    status, doc, err = run(cross, "shuffle", "--iterations", "500", "--allow-fallback")
+    assert status == 0, err
+    d = doc["metrics"]["shuffle"]
+    assert d["count"] == 500 and 0 < d["min"] <= d["p50"] <= d["max"]
+    assert doc["env"]["emulated"] is True and doc["env"]["policy"] == "other"
+
+
 def test_latency_under_qemu_says_what_ran(cross):
     interval_us, duration_s = 1000, 0.5
     status, doc, err = run(cross, "latency", "--duration-s", str(duration_s), "--interval-us",
