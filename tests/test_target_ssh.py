@@ -202,3 +202,41 @@ def test_ctrl_c_on_rtgauge_engine_with_a_target(client):
     doc = json.loads(out)
     assert doc["interrupted"] is True and doc["metrics"]["cycles"]["value"] > 300
     assert all(engine_processes(str(d)) == [] and not d.exists() for d in dirs)
+
+
+def test_local_and_ssh_targets_answer_alike(client, engine_bin):
+    """target(None) and target("ssh://board") run the same engine the same way."""
+    from rtgauge.target import target
+
+    async def go(address):
+        async with target(address) as t:
+            run = await t.run_engine(["latency", "--cycles", "200", "--threads", "1"], engine=Path(engine_bin))
+            return t.hostname, run
+
+    for address, host in ((None, os.uname().nodename), ("local", os.uname().nodename),
+                          ("ssh://board", client.hostname)):
+        hostname, run = asyncio.run(go(address))
+        assert hostname == host and run.status == 0, run.stderr
+        assert run.document["env"]["hostname"] == host
+        assert run.document["metrics"]["cycles"]["value"] == 200
+        assert not Path(run.directory).exists()
+    with pytest.raises(UserError, match="not an SSH address"):
+        target("board")
+
+
+def test_ctrl_c_on_a_local_target(engine_bin):
+    from rtgauge.target import target
+
+    t = target(None)
+
+    async def go():
+        task = asyncio.create_task(t.run_engine(["latency", "--duration-s", "60", "--threads", "1"],
+                                                engine=Path(engine_bin)))
+        await asyncio.sleep(1.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    assert t.last_run.status == 130 and t.last_run.document["interrupted"] is True
+    assert engine_processes(t.last_run.directory) == []
