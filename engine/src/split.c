@@ -6,7 +6,8 @@
 const char *rtg_split_unavailable(void)
 {
     return "the latency split is unavailable in this build because the engine was built without "
-           "libtracefs (install libtracefs-dev and libtraceevent-dev, then rebuild)";
+           "libtracefs (a static or POSIX-only build, or one where libtracefs-dev and libtraceevent-dev "
+           "were not installed)";
 }
 
 rtg_split *rtg_split_start(const int *cpus, int ncpus, char *err, size_t errlen)
