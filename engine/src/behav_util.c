@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
+#include "portable.h"
 #include <time.h>
 #include <unistd.h>
 
@@ -63,7 +63,7 @@ int rtg_bh_start(pthread_t *th, void *(*fn)(void *), void *arg, int cpu, rtg_pol
 
 int rtg_bh_tid(void)
 {
-    return (int)syscall(SYS_gettid);
+    return rtg_thread_tid();
 }
 
 int64_t rtg_bh_thread_cpu_ns(void)
@@ -83,6 +83,10 @@ void rtg_bh_sleep_ns(int64_t ns)
 /* The fields of /proc/self/task/TID/stat after "(comm)", space separated. */
 static bool read_stat_fields(int tid, char *buf, size_t len, char **after)
 {
+#ifdef RTG_POSIX_ONLY
+    (void)tid, (void)buf, (void)len, (void)after;
+    return false;   /* no /proc in the POSIX-only build: unknown */
+#endif
     char path[64];
     snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
     FILE *f = fopen(path, "r");

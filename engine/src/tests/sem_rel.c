@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "portable.h"
 #include "behav_util.h"
 #include "clock.h"
 #include "test.h"
@@ -77,7 +78,7 @@ static int rs_wait_until(rsem *x, int64_t deadline_ns)
 {
     struct timespec dl = rtg_ns_timespec(deadline_ns);
     if (!x->fifo) {
-        while (sem_clockwait(&x->s, CLOCK_MONOTONIC, &dl) != 0)
+        while (rtg_sem_clockwait_mono(&x->s, &dl) != 0)
             if (errno != EINTR)
                 return errno;
         return 0;
