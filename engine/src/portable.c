@@ -141,12 +141,12 @@ static const struct {
     const char *name;
     unsigned needs;
 } needs[] = {
-    /* the scenario's RTG_AT_BLOCKED check or a /proc read of a thread's state or priority */
-    {"switch", NEEDS_ONE_CPU | NEEDS_PROC}, {"sem", NEEDS_ONE_CPU | NEEDS_PROC},
-    {"message", NEEDS_ONE_CPU | NEEDS_PROC}, {"preempt", NEEDS_ONE_CPU | NEEDS_PROC},
-    {"mutex", NEEDS_ONE_CPU | NEEDS_PROC}, {"deadlock-break", NEEDS_ONE_CPU | NEEDS_PROC},
+    /* a /proc read of a thread's state, system call or effective priority */
     {"pi", NEEDS_ONE_CPU | NEEDS_PROC}, {"mut-arc", NEEDS_ONE_CPU | NEEDS_PROC},
     {"sem-lck", NEEDS_ONE_CPU | NEEDS_PROC}, {"sem-rel", NEEDS_ONE_CPU | NEEDS_PROC},
+    /* threads that must share one CPU; "blocked" is checked by priorities (scenario.c) */
+    {"switch", NEEDS_ONE_CPU}, {"sem", NEEDS_ONE_CPU}, {"message", NEEDS_ONE_CPU},
+    {"preempt", NEEDS_ONE_CPU}, {"mutex", NEEDS_ONE_CPU}, {"deadlock-break", NEEDS_ONE_CPU},
     /* threads that must share one CPU, placed by handshakes only */
     {"shuffle", NEEDS_ONE_CPU}, {"thread", NEEDS_ONE_CPU}, {"thr-new", NEEDS_ONE_CPU},
     {"thr-rr", NEEDS_ONE_CPU}, {"hartstone", NEEDS_ONE_CPU}, {"spin", NEEDS_ONE_CPU},

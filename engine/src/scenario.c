@@ -2,6 +2,7 @@
 #include "scenario.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,7 +170,9 @@ static void *trampoline(void *p)
     self_record = t;
     atomic_store(&t->tid, thread_id());
     sem_post(&t->arrived);
-    return t->role.fn(t->role.arg);
+    void *r = t->role.fn(t->role.arg);
+    atomic_store(&t->ended, 1);
+    return r;
 }
 
 void rtg_scn_here(void)
@@ -223,6 +226,42 @@ static bool wait_arrival(rtg_scenario *s, rtg_scn_thread *t, const char *what)
     return false;
 }
 
+#ifdef RTG_POSIX_ONLY
+/* No /proc: on one CPU under SCHED_FIFO/RR a thread that outranks the running
+ * one and is not blocked runs first. So this thread steps just below the new
+ * thread's priority (lowered, it goes to the head of its new level, POSIX
+ * pthread_setschedprio, so no thread of that level runs in between) and back:
+ * when it runs again, the new thread is blocked -- in its primitive, or in some
+ * other wait on its way there (what the state alone says on Linux too when the
+ * kernel does not show the system call). */
+static bool wait_blocked(rtg_scenario *s, rtg_scn_thread *t)
+{
+    int prio = s->b.priority + t->role.prio, pol;
+    struct sched_param mine;
+    const char *what = rtg_prim_name(t->role.blocks_on);
+    if (rtg_online_cpus() != 1 || s->b.policy == RTG_POL_OTHER ||
+        pthread_getschedparam(pthread_self(), &pol, &mine) != 0 || (pol != SCHED_FIFO && pol != SCHED_RR) ||
+        prio - 1 < sched_get_priority_min(pol) || mine.sched_priority < prio) {
+        snprintf(s->err, sizeof s->err, "cannot check that the %s thread blocked on its %s: without /proc this "
+                 "build checks it by priorities, which needs one CPU online and --policy fifo or rr above "
+                 "priority 1.", t->role.name, what);
+        return false;
+    }
+    int rc = pthread_setschedprio(pthread_self(), prio - 1);
+    if (rc == 0)
+        rc = pthread_setschedprio(pthread_self(), mine.sched_priority);
+    if (rc != 0) {
+        snprintf(s->err, sizeof s->err, "cannot check that the %s thread blocked on its %s: changing the "
+                 "placing thread's priority failed (%s).", t->role.name, what, strerror(rc));
+        return false;
+    }
+    if (atomic_load(&t->ended)) {
+        snprintf(s->err, sizeof s->err, "the %s thread ended before it blocked on its %s.", t->role.name, what);
+        return false;
+    }
+    return true;
+}
+#else
 static bool wait_blocked(rtg_scenario *s, rtg_scn_thread *t)
 {
     int tid = atomic_load(&t->tid);
@@ -253,6 +292,7 @@ static bool wait_blocked(rtg_scenario *s, rtg_scn_thread *t)
     }
     return false;
 }
+#endif
 
 int rtg_scn_add(rtg_scenario *s, const rtg_role *role)
 {
@@ -267,6 +307,7 @@ int rtg_scn_add(rtg_scenario *s, const rtg_role *role)
     t->role = *role;
     atomic_store(&t->tid, 0);
     atomic_store(&t->here, 0);
+    atomic_store(&t->ended, 0);
     sem_init(&t->arrived, 0, 0);
     int cpu = role->cpu == RTG_SCN_CPU ? s->b.cpu : role->cpu;
     if (rtg_spawn_thread(&s->th[s->n], s->b.policy, s->b.priority + role->prio, cpu,
