@@ -238,6 +238,14 @@ def test_application_tests_run(posix_engine):
     assert status == 0 and doc["ok"], err
 
 
+@needs_root
+def test_hil_loop_runs_without_the_kernel_receive_stamp(posix_engine):
+    status, doc, err = run(posix_engine, "hil", "--frames", "300")
+    assert status == 0 and doc["ok"], err
+    assert doc["metrics"]["received"]["value"] > 0
+    assert doc["env"]["ti_arrival"] == "device send timestamp (no kernel receive timestamp)"
+
+
 def test_c_unit_tests_pass_in_the_posix_build(posix_build):
     p = subprocess.run(["meson", "test", "-C", str(posix_build), "--no-rebuild", "--print-errorlogs"],
                        capture_output=True, text=True, timeout=600)
