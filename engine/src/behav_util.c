@@ -120,6 +120,17 @@ bool rtg_bh_wait_blocked(int tid, rtg_prim prim, int64_t timeout_ns)
     }
 }
 
+bool rtg_bh_wait_blocked_at(int tid, int prio, rtg_prim prim, int64_t timeout_ns)
+{
+#ifdef RTG_POSIX_ONLY
+    (void)tid, (void)prim, (void)timeout_ns;
+    return rtg_blocked_above(prio) == 0;
+#else
+    (void)prio;
+    return tid > 0 && rtg_bh_wait_blocked(tid, prim, timeout_ns);
+#endif
+}
+
 int rtg_bh_effective_rt_prio(int tid)
 {
     char buf[1024], *a;

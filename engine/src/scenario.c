@@ -234,25 +234,30 @@ static bool wait_arrival(rtg_scenario *s, rtg_scn_thread *t, const char *what)
  * when it runs again, the new thread is blocked -- in its primitive, or in some
  * other wait on its way there (what the state alone says on Linux too when the
  * kernel does not show the system call). */
-static bool wait_blocked(rtg_scenario *s, rtg_scn_thread *t)
+int rtg_blocked_above(int prio)
 {
-    int prio = s->b.priority + t->role.prio, pol;
+    int pol;
     struct sched_param mine;
-    const char *what = rtg_prim_name(t->role.blocks_on);
-    if (rtg_online_cpus() != 1 || s->b.policy == RTG_POL_OTHER ||
-        pthread_getschedparam(pthread_self(), &pol, &mine) != 0 || (pol != SCHED_FIFO && pol != SCHED_RR) ||
-        prio - 1 < sched_get_priority_min(pol) || mine.sched_priority < prio) {
-        snprintf(s->err, sizeof s->err, "cannot check that the %s thread blocked on its %s: without /proc this "
-                 "build checks it by priorities, which needs one CPU online and --policy fifo or rr above "
-                 "priority 1.", t->role.name, what);
-        return false;
-    }
+    if (rtg_online_cpus() != 1 || pthread_getschedparam(pthread_self(), &pol, &mine) != 0 ||
+        (pol != SCHED_FIFO && pol != SCHED_RR))
+        return -1;
+    if (mine.sched_priority < prio)
+        return 0;   /* running below it on its CPU: it is blocked already */
+    if (prio - 1 < sched_get_priority_min(pol))
+        return -1;
     int rc = pthread_setschedprio(pthread_self(), prio - 1);
     if (rc == 0)
         rc = pthread_setschedprio(pthread_self(), mine.sched_priority);
-    if (rc != 0) {
-        snprintf(s->err, sizeof s->err, "cannot check that the %s thread blocked on its %s: changing the "
-                 "placing thread's priority failed (%s).", t->role.name, what, strerror(rc));
+    return rc == 0 ? 0 : -1;
+}
+
+static bool wait_blocked(rtg_scenario *s, rtg_scn_thread *t)
+{
+    const char *what = rtg_prim_name(t->role.blocks_on);
+    if (s->b.policy == RTG_POL_OTHER || rtg_blocked_above(s->b.priority + t->role.prio) != 0) {
+        snprintf(s->err, sizeof s->err, "cannot check that the %s thread blocked on its %s: without /proc this "
+                 "build checks it by priorities, which needs one CPU online and --policy fifo or rr above "
+                 "priority 1.", t->role.name, what);
         return false;
     }
     if (atomic_load(&t->ended)) {

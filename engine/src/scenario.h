@@ -105,6 +105,12 @@ int rtg_scn_join(rtg_scenario *s, rtg_result *res, const char *what);
 /* Threads are left running (not joined): the test must not free what they use. */
 static inline bool rtg_scn_leaked(const rtg_scenario *s) { return s->left > 0; }
 
+/* POSIX-only build: on one CPU under fifo/rr, step the calling thread just below
+ * prio and back (no step when it runs below prio already); when it returns 0
+ * every thread at prio or above was blocked (or gone) at that moment. -1 when it
+ * cannot tell (several CPUs online, not fifo/rr, prio at the policy's minimum). */
+int rtg_blocked_above(int prio);
+
 /* ---- where a thread is (Linux: /proc; elsewhere: unknown) ---- */
 typedef struct {
     char state;                /* 'R', 'S', 'D', ... or 0 unknown */

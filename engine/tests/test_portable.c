@@ -80,14 +80,14 @@ static void test_availability(void)
     char why[256];
     rtg_test own = {.name = "own", .summary = "s", .unavailable = never_here, .run = no_run};
     rtg_test plain = {.name = "plain", .summary = "s", .run = no_run};
-    rtg_test sw = {.name = "sem-rel", .summary = "s", .run = no_run};
+    rtg_test sw = {.name = "pi", .summary = "s", .run = no_run};
     rtg_test thread = {.name = "thread", .summary = "s", .run = no_run};
     CHECK(rtg_test_unavailable(&plain, why, sizeof why) == NULL, "no hook: available");
     const char *no = rtg_test_unavailable(&own, why, sizeof why);
     CHECK(no && strstr(no, "own hook"), "the test's hook is asked");
     const char *a = rtg_test_unavailable(&sw, why, sizeof why);
 #ifdef RTG_POSIX_ONLY
-    CHECK(a && strstr(a, "unavailable in this build") && strstr(a, "/proc/self/task"), "sem-rel: %s", a ? a : "-");
+    CHECK(a && strstr(a, "unavailable in this build") && strstr(a, "/proc/self/task"), "pi: %s", a ? a : "-");
     const char *b = rtg_test_unavailable(&thread, why, sizeof why);
     if (sysconf(_SC_NPROCESSORS_ONLN) == 1)
         CHECK(b == NULL, "one CPU online: thread is available (%s)", b ? b : "-");

@@ -159,7 +159,7 @@ static int check_wait_blocks(csem *x, int cpu, int prio, rtg_result *res, char *
         return -1;
     int tid = atomic_load(&w.tid);
     rtg_prim on = x->binary ? RTG_PRIM_CONDVAR : RTG_PRIM_SEM;
-    bool blocked = atomic_load(&w.got) == 0 && tid > 0 && rtg_bh_wait_blocked(tid, on, 500000000LL) &&
+    bool blocked = atomic_load(&w.got) == 0 && rtg_bh_wait_blocked_at(tid, prio + 1, on, 500000000LL) &&
                    atomic_load(&w.got) == 0;
     cs_post(x);
     int got_at_post = atomic_load(&w.got);       /* the waiter outranks us: already done */
