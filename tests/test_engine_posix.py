@@ -227,12 +227,15 @@ def test_latency_runs_unpinned(posix_engine):
     # kernel facts are not read, so they are null rather than guessed
     assert doc["env"]["sched_rt_runtime_us"] is None and doc["env"]["clocksource"] is None
     assert doc["env"]["dma_latency"].startswith("unavailable in this build")
+    assert doc["env"]["threads"][0]["nvcsw"] is None, "per-thread switch counts are Linux-only: unknown, not 0"
 
 
 def test_application_tests_run(posix_engine):
     status, doc, err = run(posix_engine, "tire", "--mode", "realfast", "--masses", "400", "--steps", "50",
                            "--policy", "other", "--no-mlock")
     assert status == 0 and doc["ok"], err
+    assert doc["metrics"]["steps"]["value"] == 50
+    assert "nvcsw" not in doc["metrics"], "not measured in this build, so not reported"
     status, doc, err = run(posix_engine, "overhead", "--iterations", "20000", "--rounds", "3",
                            "--policy", "other", "--no-mlock")
     assert status == 0 and doc["ok"], err

@@ -800,8 +800,13 @@ rtg_json *rtg_periodic_put_thread(rtg_json *threads, const rtg_periodic_thread *
     rtg_j_set(j, "policy", rtg_j_str(rtg_policy_name(t->sched.policy)));
     rtg_j_set(j, "priority", rtg_j_int(t->sched.priority));
     rtg_j_set(j, "fallback", rtg_j_bool(t->sched.fallback));
+#ifdef RTG_POSIX_ONLY   /* per-thread counts (RUSAGE_THREAD) are Linux-only: unknown */
+    rtg_j_set(j, "nvcsw", rtg_j_null());
+    rtg_j_set(j, "nivcsw", rtg_j_null());
+#else
     rtg_j_set(j, "nvcsw", rtg_j_int((int64_t)t->nvcsw));
     rtg_j_set(j, "nivcsw", rtg_j_int((int64_t)t->nivcsw));
+#endif
     return j;
 }
 

@@ -157,6 +157,7 @@ __attribute__((noinline)) void rtg_prefault_stack(size_t size)
 {
 #ifdef RTG_POSIX_ONLY
     volatile unsigned char buf[size];   /* a VLA: alloca is not POSIX */
+    (void)buf[0];
 #else
     volatile unsigned char *buf = alloca(size);
 #endif
