@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "portable.h"
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
+#include "portable.h"
 #include "scenario.h"
 
 #define LOOK_NS 20000LL   /* between two looks at a thread's state */
