@@ -156,8 +156,7 @@ int rtg_lock_memory(void)
 __attribute__((noinline)) void rtg_prefault_stack(size_t size)
 {
 #ifdef RTG_POSIX_ONLY
-    volatile unsigned char buf[size];   /* a VLA: alloca is not POSIX */
-    (void)buf[0];
+    volatile unsigned char buf[size ? size : 1];   /* a VLA: alloca is not POSIX */
 #else
     volatile unsigned char *buf = alloca(size);
 #endif
@@ -166,6 +165,9 @@ __attribute__((noinline)) void rtg_prefault_stack(size_t size)
         page = 4096;
     for (size_t i = 0; i < size; i += (size_t)page)
         buf[i] = 0;
+#ifdef RTG_POSIX_ONLY
+    (void)buf[0];   /* the VLA is used (GCC would call it set but unused) */
+#endif
 }
 
 int rtg_dma_latency_hold(char *why, size_t whylen)
