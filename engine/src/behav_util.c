@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
+#include "portable.h"
 #include "scenario.h"
 
 #define LOOK_NS 20000LL   /* between two looks at a thread's state */
@@ -69,7 +69,7 @@ int rtg_bh_start(pthread_t *th, void *(*fn)(void *), void *arg, int cpu, rtg_pol
 
 int rtg_bh_tid(void)
 {
-    return (int)syscall(SYS_gettid);
+    return rtg_thread_tid();
 }
 
 int64_t rtg_bh_thread_cpu_ns(void)
@@ -89,6 +89,10 @@ void rtg_bh_sleep_ns(int64_t ns)
 /* The fields of /proc/self/task/TID/stat after "(comm)", space separated. */
 static bool read_stat_fields(int tid, char *buf, size_t len, char **after)
 {
+#ifdef RTG_POSIX_ONLY
+    (void)tid, (void)buf, (void)len, (void)after;
+    return false;   /* no /proc in the POSIX-only build: unknown */
+#endif
     char path[64];
     snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
     FILE *f = fopen(path, "r");
@@ -120,6 +124,17 @@ bool rtg_bh_wait_blocked(int tid, rtg_prim prim, int64_t timeout_ns)
             return false;
         rtg_bh_sleep_ns(LOOK_NS);   /* the look, not the sleep, ends the wait */
     }
+}
+
+bool rtg_bh_wait_blocked_at(int tid, int prio, rtg_prim prim, int64_t timeout_ns)
+{
+#ifdef RTG_POSIX_ONLY
+    (void)tid, (void)prim, (void)timeout_ns;
+    return rtg_blocked_above(prio) == 0;
+#else
+    (void)prio;
+    return tid > 0 && rtg_bh_wait_blocked(tid, prim, timeout_ns);
+#endif
 }
 
 int rtg_bh_effective_rt_prio(int tid)

@@ -40,6 +40,10 @@ char rtg_bh_task_state(int tid);
 /* Look (every 20 us, at most timeout_ns) until the thread is blocked in the
  * system call of prim (scenario.h: rtg_thread_blocked_on); true when it is. */
 bool rtg_bh_wait_blocked(int tid, rtg_prim prim, int64_t timeout_ns);
+/* The same for a waiter at real-time priority prio: false when tid <= 0; in the
+ * POSIX-only build (no /proc) checked by priorities instead (rtg_blocked_above:
+ * one CPU, the caller at or above prio), the primitive not named. */
+bool rtg_bh_wait_blocked_at(int tid, int prio, rtg_prim prim, int64_t timeout_ns);
 /* Effective real-time priority of a thread (what it runs at now, boosts
  * included, from /proc/self/task/TID/stat), 0 for a non-RT thread, -1 unknown. */
 int rtg_bh_effective_rt_prio(int tid);

@@ -1,4 +1,5 @@
 /* bench_util: see bench_util.h. */
+#include "portable.h"
 #include "bench_util.h"
 
 #include <errno.h>
@@ -105,7 +106,7 @@ int rtg_bench_join(rtg_bench *b, pthread_t *th, int n, void (*unblock)(void *), 
             }
             int64_t until = now + WATCH_SLICE_NS < limit ? now + WATCH_SLICE_NS : limit;
             struct timespec ts = rtg_ns_timespec(until);
-            int rc = pthread_clockjoin_np(th[i], NULL, CLOCK_MONOTONIC, &ts);
+            int rc = rtg_join_until(th[i], NULL, &ts);
             if (rc == 0)
                 break;
             if (aborted && unblock)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "test.h"
+#include "portable.h"
 
 static const struct {
     rtg_kind kind;
@@ -118,7 +119,7 @@ static rtg_json *test_json(const rtg_test *t)
     rtg_j_set(j, "kind", rtg_j_str(rtg_kind_name(t->kind)));
     rtg_j_set(j, "summary", rtg_j_str(t->summary));
     char why[256];
-    const char *no = t->unavailable ? t->unavailable(why, sizeof why) : NULL;
+    const char *no = rtg_test_unavailable(t, why, sizeof why);
     rtg_json *a = rtg_j_set(j, "availability", rtg_j_obj());
     rtg_j_set(a, "available", rtg_j_bool(no == NULL));
     rtg_j_set(a, "reason", no ? rtg_j_str(no) : rtg_j_null());

@@ -44,6 +44,10 @@ static bool cpuid_invariant_tsc(void)
  * constant and non-stop (it reads it from its own sources): trust its flags too. */
 static bool cpuinfo_has_flags(const char *f1, const char *f2)
 {
+#ifdef RTG_POSIX_ONLY
+    (void)f1, (void)f2;
+    return false;   /* no /proc in the POSIX-only build: CPUID alone decides */
+#endif
     FILE *fp = fopen("/proc/cpuinfo", "r");
     if (!fp)
         return false;

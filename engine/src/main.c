@@ -12,6 +12,7 @@
 #include "rt.h"
 #include "stop.h"
 #include "test.h"
+#include "portable.h"
 
 #define RTG_ENGINE_VERSION "0.1.0"
 
@@ -115,7 +116,7 @@ static void print_list(void)
 {
     for (int i = 0; tests[i]; i++) {
         char why[256];
-        const char *no = tests[i]->unavailable ? tests[i]->unavailable(why, sizeof why) : NULL;
+        const char *no = rtg_test_unavailable(tests[i], why, sizeof why);
         printf("%-15s %-18s %s%s%s%s\n", tests[i]->name, rtg_kind_name(tests[i]->kind),
                tests[i]->summary, no ? " (" : "", no ? no : "", no ? ")" : "");
     }
@@ -268,7 +269,7 @@ int main(int argc, char **argv)
     }
     bool dry_run = take_dry_run(&argc, argv);
     char why[256];
-    const char *no = t->unavailable ? t->unavailable(why, sizeof why) : NULL;
+    const char *no = rtg_test_unavailable(t, why, sizeof why);
     if (no) {
         snprintf(msg, sizeof msg, "the %s test is %s; run rtgauge-engine --list to see the tests available here.",
                  t->name, no);

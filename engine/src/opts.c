@@ -147,6 +147,12 @@ static int bad(char *err, size_t errlen, const char *fmt, ...)
 int rtg_cpu_list_parse(const char *text, const char *what, int *cpus, int max,
                        char *err, size_t errlen)
 {
+#ifdef RTG_POSIX_ONLY
+    (void)text, (void)cpus, (void)max;
+    snprintf(err, errlen, "%s is unavailable in this build: the POSIX-only engine cannot pin threads to CPUs "
+             "(affinity is not POSIX); leave it out, or confine the process with the system's own tool.", what);
+    return -1;
+#endif
     static int allowed[RTG_MAX_CPUS];
     int nallowed = rtg_allowed_cpus(allowed, RTG_MAX_CPUS);
     long nconf = sysconf(_SC_NPROCESSORS_CONF);

@@ -6,6 +6,7 @@
  * and, when the run must stop, interrupts their waits (RTG_WAKE_SIGNAL).
  * A SCHED_OTHER collector drains the rings every 50 ms into the statistics and
  * the optional raw samples file. */
+#include "portable.h"
 #include "periodic.h"
 
 #include <errno.h>
@@ -17,7 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#ifndef RTG_POSIX_ONLY
 #include <sys/syscall.h>
+#else
+#include <sys/select.h>
+#endif
 #include <unistd.h>
 
 #define COLLECT_PERIOD_NS 50000000LL     /* drain rings every 50 ms */
@@ -166,7 +171,15 @@ static int wait_serving(worker *w, int64_t d)
         if (left <= 0)
             return 0;
         struct timespec ts = rtg_ns_timespec(left);
+#ifdef RTG_POSIX_ONLY
+        (void)p;   /* pselect: ppoll is not in POSIX.1-2008 */
+        fd_set in;
+        FD_ZERO(&in);
+        FD_SET(w->tr->fd, &in);
+        if (pselect(w->tr->fd + 1, &in, NULL, NULL, &ts, NULL) > 0)
+#else
         if (ppoll(&p, 1, &ts, NULL) > 0)
+#endif
             w->tr->service(w->tr->arg);
     }
 }
@@ -234,12 +247,16 @@ static void measure_timer(worker *w)
 static bool rx_timestamp(struct msghdr *m, int64_t *rx_real)
 {
     for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
+#ifdef SCM_TIMESTAMPNS
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
             struct timespec ts;
             memcpy(&ts, CMSG_DATA(c), sizeof ts);
             *rx_real = rtg_timespec_ns(&ts);
             return true;
         }
+#else
+        (void)c, (void)rx_real;   /* no kernel receive stamp in POSIX */
+#endif
     return false;
 }
 
@@ -309,7 +326,7 @@ static void measure_events(worker *w)
         if (should_stop(w->sh))
             break;
         struct timespec ts = rtg_ns_timespec(rtg_mono_ns() + poll);
-        int rc = sem_clockwait(&tr->event->sem, CLOCK_MONOTONIC, &ts);
+        int rc = rtg_sem_clockwait_mono(&tr->event->sem, &ts);
         int64_t t1 = rtg_clock_now(&clk);
         if (rc != 0) {
             if (idle_ends(w, t1))
@@ -390,11 +407,13 @@ static void *worker_main(void *p)
     pthread_mutex_unlock(&sh->lock);
     if (!atomic_load(&w->failed) && !atomic_load(&sh->abort_setup))
         measure(w);
+#ifdef RUSAGE_THREAD   /* Linux: per thread; the POSIX-only build leaves the counts 0 */
     struct rusage ru;
     if (getrusage(RUSAGE_THREAD, &ru) == 0) {
         w->out->nvcsw = (uint64_t)ru.ru_nvcsw;
         w->out->nivcsw = (uint64_t)ru.ru_nivcsw;
     }
+#endif
     atomic_store_explicit(&w->done, true, memory_order_release);
     rtg_stop_notify();
     return NULL;
@@ -500,6 +519,9 @@ static void *collector_main(void *p)
 /* Keep the collector off the measured CPUs when another CPU is allowed. */
 static void place_collector(pthread_attr_t *a, const rtg_periodic_cfg *cfg)
 {
+#ifdef RTG_POSIX_ONLY
+    (void)a, (void)cfg;   /* no affinity in POSIX */
+#else
     int allowed[RTG_MAX_CPUS];
     int n = rtg_allowed_cpus(allowed, RTG_MAX_CPUS);
     cpu_set_t set;
@@ -516,6 +538,7 @@ static void place_collector(pthread_attr_t *a, const rtg_periodic_cfg *cfg)
     }
     if (count > 0)
         pthread_attr_setaffinity_np(a, sizeof set, &set);
+#endif
 }
 
 /* Threads start as SCHED_OTHER (explicit, not inherited from an RT main thread);
@@ -777,8 +800,13 @@ rtg_json *rtg_periodic_put_thread(rtg_json *threads, const rtg_periodic_thread *
     rtg_j_set(j, "policy", rtg_j_str(rtg_policy_name(t->sched.policy)));
     rtg_j_set(j, "priority", rtg_j_int(t->sched.priority));
     rtg_j_set(j, "fallback", rtg_j_bool(t->sched.fallback));
+#ifdef RTG_POSIX_ONLY   /* per-thread counts (RUSAGE_THREAD) are Linux-only: unknown */
+    rtg_j_set(j, "nvcsw", rtg_j_null());
+    rtg_j_set(j, "nivcsw", rtg_j_null());
+#else
     rtg_j_set(j, "nvcsw", rtg_j_int((int64_t)t->nvcsw));
     rtg_j_set(j, "nivcsw", rtg_j_int((int64_t)t->nivcsw));
+#endif
     return j;
 }
 

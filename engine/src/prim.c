@@ -1,5 +1,6 @@
 /* prim: the blocking primitives (see prim.h). POSIX only; the Linux futex is
  * in prim_futex.c. */
+#include "portable.h"
 #include "prim.h"
 
 #include <errno.h>
@@ -84,7 +85,7 @@ int rtg_sem_wait(sem_t *s)
 int rtg_sem_wait_until(sem_t *s, int64_t deadline_ns)
 {
     struct timespec dl = rtg_ns_timespec(deadline_ns);
-    while (sem_clockwait(s, CLOCK_MONOTONIC, &dl) != 0)
+    while (rtg_sem_clockwait_mono(s, &dl) != 0)
         if (errno != EINTR)
             return errno;
     return 0;

@@ -2,8 +2,11 @@
  * /dev/cpu_dma_latency and the system facts of the env block. See rt.h. */
 #include <signal.h>
 #include "rt.h"
+#include "portable.h"
 
+#ifndef RTG_POSIX_ONLY
 #include <alloca.h>
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -104,6 +107,32 @@ int rtg_sched_apply(rtg_sched *s, rtg_policy p, int prio, bool allow_fallback,
     return -1;
 }
 
+#ifdef RTG_POSIX_ONLY
+/* No affinity in POSIX: CPU 0 of a system with one CPU online is the only place
+ * a thread can be "pinned" to; -1 means not pinned. */
+static int no_pinning(int cpu, char *err, size_t errlen)
+{
+    if (cpu < 0 || (cpu == 0 && rtg_online_cpus() == 1))
+        return 0;
+    snprintf(err, errlen, "cannot pin a thread to CPU %d: this POSIX-only build has no thread affinity "
+             "(not a POSIX interface); confine the process with the system's own tool instead.", cpu);
+    return -1;
+}
+
+int rtg_pin_cpu(int cpu, char *err, size_t errlen)
+{
+    return no_pinning(cpu, err, errlen);
+}
+
+/* The one CPU of a uniprocessor, else -1: threads go where the system puts them. */
+int rtg_allowed_cpus(int *cpus, int max)
+{
+    if (max < 1)
+        return 0;
+    cpus[0] = rtg_online_cpus() == 1 ? 0 : -1;
+    return 1;
+}
+#else
 int rtg_pin_cpu(int cpu, char *err, size_t errlen)
 {
     cpu_set_t set;
@@ -130,6 +159,7 @@ int rtg_allowed_cpus(int *cpus, int max)
             cpus[n++] = c;
     return n;
 }
+#endif
 
 int rtg_lock_memory(void)
 {
@@ -139,16 +169,27 @@ int rtg_lock_memory(void)
 /* noinline + volatile writes: the compiler must not drop the touch of the stack. */
 __attribute__((noinline)) void rtg_prefault_stack(size_t size)
 {
+#ifdef RTG_POSIX_ONLY
+    volatile unsigned char buf[size ? size : 1];   /* a VLA: alloca is not POSIX */
+#else
     volatile unsigned char *buf = alloca(size);
+#endif
     long page = sysconf(_SC_PAGESIZE);
     if (page <= 0)
         page = 4096;
     for (size_t i = 0; i < size; i += (size_t)page)
         buf[i] = 0;
+#ifdef RTG_POSIX_ONLY
+    (void)buf[0];   /* the VLA is used (GCC would call it set but unused) */
+#endif
 }
 
 int rtg_dma_latency_hold(char *why, size_t whylen)
 {
+#ifdef RTG_POSIX_ONLY
+    snprintf(why, whylen, "unavailable in this build: /dev/cpu_dma_latency is Linux-only");
+    return -1;
+#endif
     int fd = open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC);
     if (fd < 0) {
         snprintf(why, whylen, "unavailable: cannot open /dev/cpu_dma_latency (%s)", strerror(errno));
@@ -173,6 +214,10 @@ void rtg_dma_latency_release(int fd)
 /* First line of a small file, without the newline; false when unreadable. */
 static bool read_line(const char *path, char *buf, size_t len)
 {
+#ifdef RTG_POSIX_ONLY
+    (void)path, (void)buf, (void)len;
+    return false;   /* the POSIX-only build reads no /proc or /sys: those facts are null */
+#endif
     FILE *f = fopen(path, "r");
     if (!f)
         return false;
@@ -315,12 +360,19 @@ int rtg_spawn_thread(pthread_t *th, rtg_policy policy, int priority, int cpu, si
     struct sched_param prm = {.sched_priority = pol == SCHED_OTHER ? 0 : priority};
     pthread_attr_setschedpolicy(&a, pol);
     pthread_attr_setschedparam(&a, &prm);
+#ifdef RTG_POSIX_ONLY
+    if (no_pinning(cpu, err, errlen) != 0) {
+        pthread_attr_destroy(&a);
+        return EINVAL;
+    }
+#else
     if (cpu >= 0) {
         cpu_set_t set;
         CPU_ZERO(&set);
         CPU_SET(cpu, &set);
         pthread_attr_setaffinity_np(&a, sizeof set, &set);
     }
+#endif
     sigset_t s, old;
     sigemptyset(&s);
     sigaddset(&s, SIGINT);

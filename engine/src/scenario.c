@@ -2,15 +2,19 @@
 #include "scenario.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifndef RTG_POSIX_ONLY
 #include <sys/syscall.h>
+#endif
 
 #include "clock.h"
+#include "portable.h"
 
 /* Between two looks at a thread's place: short against the 2 s bound, long
  * enough not to keep the watchdog's CPU busy. What ends the wait is the check. */
@@ -23,6 +27,9 @@ static _Thread_local rtg_scn_thread *self_record;
 static bool proc_tasks(void)
 {
     static int ok = -1;
+#ifdef RTG_POSIX_ONLY
+    ok = 0;   /* the POSIX-only build reads no /proc */
+#endif
     if (ok < 0)
         ok = access("/proc/self/task", R_OK) == 0;
     return ok;
@@ -65,6 +72,7 @@ bool rtg_thread_place_of(int tid, rtg_thread_place *p)
 
 static bool call_waits_on(long nr, rtg_prim prim)
 {
+    (void)nr;   /* unused where no SYS_* number is known (the POSIX-only build) */
     switch (prim) {
     case RTG_PRIM_SEM: case RTG_PRIM_MUTEX: case RTG_PRIM_PI_MUTEX: case RTG_PRIM_PROTECT_MUTEX:
     case RTG_PRIM_CONDVAR: case RTG_PRIM_FUTEX:
@@ -88,7 +96,11 @@ static bool call_waits_on(long nr, rtg_prim prim)
 #endif
         return false;
     case RTG_PRIM_PIPE:
+#ifdef SYS_read
         return nr == SYS_read;
+#else
+        return false;
+#endif
     case RTG_PRIM_SLEEP:
 #ifdef SYS_clock_nanosleep
         if (nr == SYS_clock_nanosleep)
@@ -149,7 +161,7 @@ int rtg_scn_init(rtg_scenario *s, const rtg_opts *o, rtg_result *res, bool needs
 
 static int thread_id(void)
 {
-    return (int)syscall(SYS_gettid);
+    return rtg_thread_tid();
 }
 
 static void *trampoline(void *p)
@@ -158,7 +170,9 @@ static void *trampoline(void *p)
     self_record = t;
     atomic_store(&t->tid, thread_id());
     sem_post(&t->arrived);
-    return t->role.fn(t->role.arg);
+    void *r = t->role.fn(t->role.arg);
+    atomic_store(&t->ended, 1);
+    return r;
 }
 
 void rtg_scn_here(void)
@@ -212,6 +226,47 @@ static bool wait_arrival(rtg_scenario *s, rtg_scn_thread *t, const char *what)
     return false;
 }
 
+#ifdef RTG_POSIX_ONLY
+/* No /proc: on one CPU under SCHED_FIFO/RR a thread that outranks the running
+ * one and is not blocked runs first. So this thread steps just below the new
+ * thread's priority (lowered, it goes to the head of its new level, POSIX
+ * pthread_setschedprio, so no thread of that level runs in between) and back:
+ * when it runs again, the new thread is blocked -- in its primitive, or in some
+ * other wait on its way there (what the state alone says on Linux too when the
+ * kernel does not show the system call). */
+int rtg_blocked_above(int prio)
+{
+    int pol;
+    struct sched_param mine;
+    if (rtg_online_cpus() != 1 || pthread_getschedparam(pthread_self(), &pol, &mine) != 0 ||
+        (pol != SCHED_FIFO && pol != SCHED_RR))
+        return -1;
+    if (mine.sched_priority < prio)
+        return 0;   /* running below it on its CPU: it is blocked already */
+    if (prio - 1 < sched_get_priority_min(pol))
+        return -1;
+    int rc = pthread_setschedprio(pthread_self(), prio - 1);
+    if (rc == 0)
+        rc = pthread_setschedprio(pthread_self(), mine.sched_priority);
+    return rc == 0 ? 0 : -1;
+}
+
+static bool wait_blocked(rtg_scenario *s, rtg_scn_thread *t)
+{
+    const char *what = rtg_prim_name(t->role.blocks_on);
+    if (s->b.policy == RTG_POL_OTHER || rtg_blocked_above(s->b.priority + t->role.prio) != 0) {
+        snprintf(s->err, sizeof s->err, "cannot check that the %s thread blocked on its %s: without /proc this "
+                 "build checks it by priorities, which needs one CPU online and --policy fifo or rr above "
+                 "priority 1.", t->role.name, what);
+        return false;
+    }
+    if (atomic_load(&t->ended)) {
+        snprintf(s->err, sizeof s->err, "the %s thread ended before it blocked on its %s.", t->role.name, what);
+        return false;
+    }
+    return true;
+}
+#else
 static bool wait_blocked(rtg_scenario *s, rtg_scn_thread *t)
 {
     int tid = atomic_load(&t->tid);
@@ -242,6 +297,7 @@ static bool wait_blocked(rtg_scenario *s, rtg_scn_thread *t)
     }
     return false;
 }
+#endif
 
 int rtg_scn_add(rtg_scenario *s, const rtg_role *role)
 {
@@ -256,6 +312,7 @@ int rtg_scn_add(rtg_scenario *s, const rtg_role *role)
     t->role = *role;
     atomic_store(&t->tid, 0);
     atomic_store(&t->here, 0);
+    atomic_store(&t->ended, 0);
     sem_init(&t->arrived, 0, 0);
     int cpu = role->cpu == RTG_SCN_CPU ? s->b.cpu : role->cpu;
     if (rtg_spawn_thread(&s->th[s->n], s->b.policy, s->b.priority + role->prio, cpu,

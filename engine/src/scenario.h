@@ -6,7 +6,10 @@
  * go on until it has *checked* that the thread is there: blocked in the system
  * call of its primitive (on Linux: /proc/self/task/TID/stat says 'S' or 'D' and
  * /proc/self/task/TID/syscall names the call, e.g. futex for a semaphore), or
- * at an explicit handshake the thread reaches (rtg_scn_here). Never a fixed
+ * at an explicit handshake the thread reaches (rtg_scn_here). Without /proc
+ * (the POSIX-only build) "blocked" is checked on one CPU under fifo/rr by the
+ * priorities: the placing thread steps just below the new thread's priority,
+ * and when it runs again the new thread is blocked (portable.h). Never a fixed
  * sleep. A check is bounded in time: a thread that does not get there within
  * s->place_ns (10 s, and never past the watchdog's deadline) ends the run with
  * a sentence naming the thread and what it was doing.
@@ -59,6 +62,7 @@ typedef struct {
     rtg_role role;
     _Atomic int tid;           /* kernel thread id, once it ran */
     _Atomic int here;          /* rtg_scn_here was called */
+    _Atomic int ended;         /* its function returned */
     sem_t arrived;             /* posted by the thread when it starts and at rtg_scn_here */
 } rtg_scn_thread;
 
@@ -100,6 +104,12 @@ void rtg_scn_abort(rtg_scenario *s, const char *fmt, ...) __attribute__((format(
 int rtg_scn_join(rtg_scenario *s, rtg_result *res, const char *what);
 /* Threads are left running (not joined): the test must not free what they use. */
 static inline bool rtg_scn_leaked(const rtg_scenario *s) { return s->left > 0; }
+
+/* POSIX-only build: on one CPU under fifo/rr, step the calling thread just below
+ * prio and back (no step when it runs below prio already); when it returns 0
+ * every thread at prio or above was blocked (or gone) at that moment. -1 when it
+ * cannot tell (several CPUs online, not fifo/rr, prio at the policy's minimum). */
+int rtg_blocked_above(int prio);
 
 /* ---- where a thread is (Linux: /proc; elsewhere: unknown) ---- */
 typedef struct {

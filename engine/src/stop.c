@@ -1,4 +1,5 @@
 /* stop: see stop.h. */
+#include "portable.h"
 #include "stop.h"
 
 #include <errno.h>
@@ -6,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef __linux__
+#if defined(__linux__) && !defined(RTG_POSIX_ONLY)
 #include <sys/prctl.h>
 #endif
 
@@ -38,7 +39,7 @@ bool rtg_stop_wait(int64_t timeout_ns)
     pthread_once(&stop_once, init_sem);
     if (!rtg_stop) {
         struct timespec ts = rtg_ns_timespec(rtg_mono_ns() + timeout_ns);
-        while (sem_clockwait(&stop_sem, CLOCK_MONOTONIC, &ts) != 0 && errno == EINTR && !rtg_stop)
+        while (rtg_sem_clockwait_mono(&stop_sem, &ts) != 0 && errno == EINTR && !rtg_stop)
             ;
     }
     return rtg_stop != 0;
@@ -79,7 +80,7 @@ void rtg_wake_thread(pthread_t th)
 /* SIGTERM when the parent dies; a parent gone already counts as a stop. */
 static void stop_with_parent(void)
 {
-#ifdef __linux__
+#if defined(__linux__) && !defined(RTG_POSIX_ONLY)
     pid_t parent = getppid();
     if (prctl(PR_SET_PDEATHSIG, SIGTERM) == 0 && getppid() != parent)
         rtg_stop_request();

@@ -98,6 +98,12 @@ typedef enum {
 #define RTG_METRIC_PER_THREAD 1u
 /* Emitted only under some options or on some systems; help says when. */
 #define RTG_METRIC_CONDITIONAL 2u
+/* Always emitted, except in the POSIX-only build, which cannot measure it. */
+#ifdef RTG_POSIX_ONLY
+#define RTG_METRIC_LINUX RTG_METRIC_CONDITIONAL
+#else
+#define RTG_METRIC_LINUX 0u
+#endif
 
 typedef struct {
     const char *name;          /* key under "metrics" */

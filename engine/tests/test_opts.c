@@ -1,6 +1,7 @@
 /* Unit tests of opts.c: generic parsing from a descriptor, defaults, ranges,
  * error sentences, CPU lists and the params block. */
 #include <stdarg.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,8 +56,13 @@ static void test_values(void)
 {
     char err[512] = "";
     rtg_opts *o = rtg_opts_new(&demo);
+#ifdef RTG_POSIX_ONLY   /* no CPU lists there: test_cpu_list checks the refusal */
+    int rc = parse(o, err, sizeof err, "--interval-us", "250", "--duration-s=0.5", "--cycles", "1e6",
+                   "--clock", "tsc", "--break", "--samples", "x.csv", (char *)NULL);
+#else
     int rc = parse(o, err, sizeof err, "--interval-us", "250", "--duration-s=0.5", "--cycles", "1e6",
                    "--clock", "tsc", "--break", "--samples", "x.csv", "--cpus", "0", (char *)NULL);
+#endif
     CHECK_EQ_I(rc, 0);
     CHECK_EQ_I(rtg_opt_int(o, "interval-us"), 250);
     CHECK(rtg_opt_user(o, "interval-us"), "user-given");
@@ -64,14 +70,18 @@ static void test_values(void)
     CHECK_EQ_I(rtg_opt_int(o, "cycles"), 1000000);
     CHECK(strcmp(rtg_opt_str(o, "clock"), "tsc") == 0, "enum");
     CHECK(rtg_opt_flag(o, "break"), "flag");
+#ifndef RTG_POSIX_ONLY
     int cpus[4];
     CHECK_EQ_I(rtg_opt_cpus(o, "cpus", cpus, 4), 1);
     CHECK_EQ_I(cpus[0], 0);
+#endif
     rtg_json *p = rtg_opts_params(o);
     CHECK(rtg_j_type(rtg_j_get(p, "interval_us")) == RTG_J_INT, "ints are ints in params");
     CHECK(rtg_j_type(rtg_j_get(p, "duration_s")) == RTG_J_NUM, "nums are numbers");
     CHECK(rtg_j_type(rtg_j_get(p, "break")) == RTG_J_BOOL, "flags are bools");
+#ifndef RTG_POSIX_ONLY
     CHECK(rtg_j_type(rtg_j_get(p, "cpus")) == RTG_J_ARR, "cpu list is an array");
+#endif
     CHECK(rtg_j_get(p, "no_mlock") != NULL, "common options are in params");
     rtg_j_free(p);
     rtg_opts_free(o);
@@ -105,13 +115,29 @@ static void test_errors(void)
     expect_usage("not a whole number", "--interval-us", "100.5", (char *)NULL);
     expect_usage("not a number", "--duration-s", "abc", (char *)NULL);
     expect_usage("one of monotonic|tsc", "--clock", "hpet", (char *)NULL);
+#ifndef RTG_POSIX_ONLY
     expect_usage("does not exist", "--cpus", "4000", (char *)NULL);
     expect_usage("not a CPU list", "--cpus", "1-", (char *)NULL);
+#endif
     expect_usage("takes no value", "--break=1", (char *)NULL);
     expect_usage("unexpected argument", "stray", (char *)NULL);
     expect_usage("out of range 1..99", "--priority", "0", (char *)NULL);
 }
 
+#ifdef RTG_POSIX_ONLY
+/* No affinity: any --cpus is refused with the reason; the engine's one "CPU" is
+ * 0 on a uniprocessor, else -1 (not pinned). */
+static void test_cpu_list(void)
+{
+    expect_usage("--cpus is unavailable in this build", "--cpus", "0", (char *)NULL);
+    int allowed[RTG_MAX_CPUS];
+    CHECK_EQ_I(rtg_allowed_cpus(allowed, RTG_MAX_CPUS), 1);
+    CHECK_EQ_I(allowed[0], sysconf(_SC_NPROCESSORS_ONLN) == 1 ? 0 : -1);
+    char err[256] = "";
+    CHECK(rtg_pin_cpu(-1, err, sizeof err) == 0, "not pinning always works");
+    CHECK(rtg_pin_cpu(1, err, sizeof err) != 0 && strstr(err, "no thread affinity"), "pinning is refused: %s", err);
+}
+#else
 static void test_cpu_list(void)
 {
     int allowed[RTG_MAX_CPUS], cpus[RTG_MAX_CPUS];
@@ -128,6 +154,7 @@ static void test_cpu_list(void)
     snprintf(text, sizeof text, "%d,%d,%d", allowed[0], allowed[0], allowed[0]);
     CHECK_EQ_I(rtg_cpu_list_parse(text, "--cpus", cpus, RTG_MAX_CPUS, err, sizeof err), 1);
 }
+#endif
 
 static void test_bounds_text(void)
 {

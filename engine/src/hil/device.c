@@ -6,6 +6,9 @@
  * ring into the round_trip distribution. Nothing grows with the run's length. */
 #include <errno.h>
 #include <poll.h>
+#ifdef RTG_POSIX_ONLY
+#include <sys/select.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +118,15 @@ static void linger(hil_device *d, const rtg_cycle_ctx *c)
         if (left <= 0)
             return;
         struct timespec ts = rtg_ns_timespec(left);
+#ifdef RTG_POSIX_ONLY
+        (void)p;   /* pselect: ppoll is not in POSIX.1-2008 */
+        fd_set in;
+        FD_ZERO(&in);
+        FD_SET(d->cfg.fd, &in);
+        if (pselect(d->cfg.fd + 1, &in, NULL, NULL, &ts, NULL) > 0)
+#else
         if (ppoll(&p, 1, &ts, NULL) > 0)
+#endif
             hil_device_service(d);
     }
 }

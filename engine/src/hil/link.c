@@ -46,11 +46,15 @@ int hil_bind(const struct sockaddr_in *sa, bool rx_timestamps, bool *got_ts, cha
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
     if (got_ts)
         *got_ts = false;
+#if defined(SO_TIMESTAMPNS) && !defined(RTG_POSIX_ONLY)   /* the kernel's receive stamp is Linux-only */
     if (rx_timestamps) {
         int on = 1;
         if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0 && got_ts)
             *got_ts = true;
     }
+#else
+    (void)rx_timestamps;
+#endif
     if (bind(fd, (const struct sockaddr *)sa, sizeof *sa) != 0) {
         char a[INET_ADDRSTRLEN] = "?";
         inet_ntop(AF_INET, &sa->sin_addr, a, sizeof a);

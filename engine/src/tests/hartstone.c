@@ -145,6 +145,9 @@ static void rm_priorities(const taskset *ts, int lowest, int *prio)
 static double rt_limit(void)
 {
     long long rt = -1, per = 0;
+#ifdef RTG_POSIX_ONLY
+    return 1.0;   /* no /proc in the POSIX-only build: no Linux RT throttling is known of */
+#endif
     FILE *f = fopen("/proc/sys/kernel/sched_rt_runtime_us", "r");
     if (f) {
         if (fscanf(f, "%lld", &rt) != 1)

@@ -254,8 +254,10 @@ static void report_sim(const hil_sim *o, const rtg_periodic_thread *t, rtg_resul
     rtg_j_set(m, "reordered", rtg_j_scalar_int((int64_t)o->reordered, "count"));
     rtg_j_set(m, "bad_frames", rtg_j_scalar_int((int64_t)o->bad, "count"));
     rtg_j_set(m, "sim_overruns", rtg_j_scalar_int((int64_t)t->misses, "count"));
+#ifndef RTG_POSIX_ONLY   /* per-thread counts (RUSAGE_THREAD) are Linux-only */
     rtg_j_set(m, "sim_nvcsw", rtg_j_scalar_int((int64_t)t->nvcsw, "count"));
     rtg_j_set(m, "sim_nivcsw", rtg_j_scalar_int((int64_t)t->nivcsw, "count"));
+#endif
     put_dist(res, "ti", &t->ti);
     put_dist(res, "ts", &t->ts);
     put_dist(res, "tw", &t->tw);

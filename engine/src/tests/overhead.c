@@ -31,7 +31,11 @@ static int pin_for_stability(const rtg_opts *o, rtg_result *res)
     if (rtg_opt_given(o, "cpus") && rtg_opt_cpus(o, "cpus", cpus, RTG_MAX_CPUS) > 0)
         cpu = cpus[0];
     else
+#ifdef RTG_POSIX_ONLY
+        cpu = rtg_allowed_cpus(cpus, RTG_MAX_CPUS) > 0 ? cpus[0] : -1;   /* -1: not pinned (no affinity in POSIX) */
+#else
         cpu = sched_getcpu();
+#endif
     char err[256];
     if (cpu >= 0 && rtg_pin_cpu(cpu, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);

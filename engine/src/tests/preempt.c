@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "portable.h"
 #include "periodic.h"
 #include "scenario.h"
 #include "test.h"
@@ -90,6 +91,9 @@ static void high_timer_cycle(void *arg, rtg_cycle_ctx *c)
 /* The CPU this thread is pinned to (-1: more than one). */
 static int own_cpu(void)
 {
+#ifdef RTG_POSIX_ONLY
+    return rtg_online_cpus() == 1 ? 0 : -1;   /* no affinity in POSIX: only a uniprocessor's one CPU is known */
+#else
     cpu_set_t set;
     if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) != 0 || CPU_COUNT(&set) != 1)
         return -1;
@@ -97,6 +101,7 @@ static int own_cpu(void)
         if (CPU_ISSET(i, &set))
             return i;
     return -1;
+#endif
 }
 
 static void *high_timer(pair *p)

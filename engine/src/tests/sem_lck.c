@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "portable.h"
 #include "behav_util.h"
 #include "clock.h"
 #include "test.h"
@@ -82,7 +83,7 @@ static int cs_wait_until(csem *x, int64_t deadline_ns)
 {
     struct timespec dl = rtg_ns_timespec(deadline_ns);
     if (!x->binary) {
-        while (sem_clockwait(&x->s, CLOCK_MONOTONIC, &dl) != 0)
+        while (rtg_sem_clockwait_mono(&x->s, &dl) != 0)
             if (errno != EINTR)
                 return errno;
         return 0;
@@ -158,7 +159,7 @@ static int check_wait_blocks(csem *x, int cpu, int prio, rtg_result *res, char *
         return -1;
     int tid = atomic_load(&w.tid);
     rtg_prim on = x->binary ? RTG_PRIM_CONDVAR : RTG_PRIM_SEM;
-    bool blocked = atomic_load(&w.got) == 0 && tid > 0 && rtg_bh_wait_blocked(tid, on, 500000000LL) &&
+    bool blocked = atomic_load(&w.got) == 0 && rtg_bh_wait_blocked_at(tid, prio + 1, on, 500000000LL) &&
                    atomic_load(&w.got) == 0;
     cs_post(x);
     int got_at_post = atomic_load(&w.got);       /* the waiter outranks us: already done */

@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "portable.h"
 #include "behav_util.h"
 #include "clock.h"
 #include "test.h"
@@ -77,7 +78,7 @@ static int rs_wait_until(rsem *x, int64_t deadline_ns)
 {
     struct timespec dl = rtg_ns_timespec(deadline_ns);
     if (!x->fifo) {
-        while (sem_clockwait(&x->s, CLOCK_MONOTONIC, &dl) != 0)
+        while (rtg_sem_clockwait_mono(&x->s, &dl) != 0)
             if (errno != EINTR)
                 return errno;
         return 0;
@@ -176,8 +177,8 @@ static int sem_rel_run(const rtg_opts *o, rtg_result *res)
         /* the waiter is below us: block until it says it started, then look until it
          * sleeps in the wait (the looks block too, so it can get there) */
         bool up = rtg_sem_wait_until(&started_sem, rtg_mono_ns() + 1000000000LL) == 0;
-        if (!up || !rtg_bh_wait_blocked(atomic_load(&w[i].tid), fifo ? RTG_PRIM_CONDVAR : RTG_PRIM_SEM,
-                                        1000000000LL)) {
+        if (!up || !rtg_bh_wait_blocked_at(atomic_load(&w[i].tid), base + i, fifo ? RTG_PRIM_CONDVAR : RTG_PRIM_SEM,
+                                           1000000000LL)) {
             status = rtg_fail(res, RTG_EXIT_FAIL, "waiter %d did not block on the empty semaphore within 1 s.", i);
             break;
         }

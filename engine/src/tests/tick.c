@@ -82,6 +82,11 @@ static long config_hz(char *src, size_t len)
     struct utsname u;
     char cmd[256], line[256];
     long hz = 0;
+#ifdef RTG_POSIX_ONLY
+    (void)u, (void)cmd, (void)line, (void)hz;
+    snprintf(src, len, "unknown: the POSIX-only build reads no kernel configuration");
+    return 0;
+#endif
     if (uname(&u) != 0)
         return 0;
     snprintf(cmd, sizeof cmd, "/boot/config-%s", u.release);

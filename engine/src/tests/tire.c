@@ -76,7 +76,11 @@ typedef struct {
 static void thread_switches(uint64_t *nv, uint64_t *niv, int sign)
 {
     struct rusage ru;
+#ifndef RUSAGE_THREAD   /* the POSIX-only build: per-thread counts are Linux-only, they stay 0 */
+    if (0) {
+#else
     if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+#endif
         *nv += (uint64_t)(sign * ru.ru_nvcsw);
         *niv += (uint64_t)(sign * ru.ru_nivcsw);
     }
@@ -251,8 +255,10 @@ static void put_metrics(const tire_run *r, rtg_result *res)
     /* Wall time of a step per mass: the cost the sweep and the fit read. */
     rtg_j_set(mt, "ns_per_mass_step", rtg_j_scalar_num(r->ts_avg / (double)n, "ns"));
     rtg_j_set(mt, "lock_ops_per_step", rtg_j_scalar_int(tire_solver_lock_ops(r->solver), "count"));
+#ifndef RTG_POSIX_ONLY   /* per-thread counts (RUSAGE_THREAD) are Linux-only */
     rtg_j_set(mt, "nvcsw", rtg_j_scalar_int((int64_t)r->nvcsw, "count"));
     rtg_j_set(mt, "nivcsw", rtg_j_scalar_int((int64_t)r->nivcsw, "count"));
+#endif
     if (r->realtime)
         rtg_j_set(mt, "late_steps", rtg_j_scalar_int((int64_t)r->late, "count"));
 }
@@ -405,8 +411,8 @@ static const rtg_metric tire_metrics[] = {
     {"wall_s", RTG_METRIC_SCALAR, "s", 0, "wall time of the computed steps"},
     {"ns_per_mass_step", RTG_METRIC_SCALAR, "ns", 0, "mean step time divided by the masses"},
     {"lock_ops_per_step", RTG_METRIC_SCALAR, "count", 0, "lock operations of one step (locked solver)"},
-    {"nvcsw", RTG_METRIC_SCALAR, "count", 0, "voluntary context switches of the solver threads over the steps"},
-    {"nivcsw", RTG_METRIC_SCALAR, "count", 0, "involuntary context switches of the solver threads over the steps"},
+    {"nvcsw", RTG_METRIC_SCALAR, "count", RTG_METRIC_LINUX, "voluntary context switches of the solver threads over the steps"},
+    {"nivcsw", RTG_METRIC_SCALAR, "count", RTG_METRIC_LINUX, "involuntary context switches of the solver threads over the steps"},
     {"late_steps", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "steps the payload saw finish late (realtime and pretest)"},
     {0},
 };
