@@ -215,7 +215,11 @@ static int preempt_run(const rtg_opts *o, rtg_result *res)
     p.start_ns = rtg_mono_ns() + 50000000;
     /* H first: it must be blocked in its wait (semaphore, or the sleep to the
      * first deadline) before L runs */
-    rtg_role high = {"high", high_main, &p, 1, RTG_SCN_CPU, RTG_AT_BLOCKED, p.timer ? RTG_PRIM_SLEEP : RTG_PRIM_SEM, 0};
+    /* The semaphore case: H must be blocked on the semaphore before L posts it. The timer
+     * case needs no placement: H's cycles run on the cycle driver (its own thread; H itself
+     * only waits for the driver) and both H and L act at absolute instants from start_ns. */
+    rtg_role high = {"high", high_main, &p, 1, RTG_SCN_CPU, p.timer ? RTG_AT_STARTED : RTG_AT_BLOCKED,
+                     RTG_PRIM_SEM, 0};
     rtg_role low = {"low", low_main, &p, 0, RTG_SCN_CPU, RTG_AT_STARTED, RTG_PRIM_SEM, 0};
     if (rtg_scn_add(&s, &high) == 0)
         rtg_scn_add(&s, &low);
