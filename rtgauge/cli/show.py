@@ -68,6 +68,8 @@ def show(args: argparse.Namespace) -> int:
                 return say_no_runs(store.url, args.json, wanted)
             raise UserError(f"no run {run_id} in {store.url}; `rtgauge show` lists the runs.")
         if args.json:
+            from rtgauge.analysis.tire import tire_summary
+            run.setdefault("analysis", {})["tire"] = tire_summary(run)   # maps, limits, curves
             print_json(run)
         else:
             print_run(run)
