@@ -11,7 +11,7 @@ Per policy and thread count:
    one and that late size, bisection with --stop-on-miss probes (hold or not);
 3. the real-fast curve: at every grid size, `realfast_steps` steps as fast as
    possible, the wall time;
-4. the pretest map: the grid again at `pretest_period_ms` (0.5 ms) with
+4. the pretest map: the grid again in the engine's pretest mode (0.5 ms) with
    `pretest_steps` steps, run to the end.
 
 Every probe is an engine run stored as its own `tire` measurement, so the maps
@@ -34,6 +34,7 @@ from rtgauge.catalogue import catalogue, within
 from rtgauge.errors import UserError
 
 STUDY_STEPS = 6000          # the study's probes: 60 s of simulated time at 10 ms
+PRETEST_PERIOD_MS = 0.5     # the engine's --mode pretest (docs/engine.md)
 
 
 def published_thread_counts() -> list[int]:
@@ -78,7 +79,6 @@ class SweepSpec:
     realfast: bool = True            # the real-fast curves
     realfast_steps: int = STUDY_STEPS
     pretest: bool = True             # the pretest map
-    pretest_period_ms: float = 0.5
     pretest_steps: int = STUDY_STEPS
     pretest_masses_min: int = 100
     time_limit_s: float = 600.0      # per probe: a size far too big for the period stops here
@@ -149,13 +149,15 @@ def grid_sizes(lo: int, hi: int, ratio: float) -> list[int]:
 
 def probe_args(spec: SweepSpec, masses: int, threads: int, policy: str, mode: str = "realtime",
                stop_on_miss: bool = False) -> list[str]:
-    period = spec.pretest_period_ms if mode == "pretest" else spec.period_ms
+    period = PRETEST_PERIOD_MS if mode == "pretest" else spec.period_ms
     steps = {"realtime": spec.steps, "pretest": spec.pretest_steps, "realfast": spec.realfast_steps}[mode]
     limit = spec.time_limit_s if mode == "realfast" else min(spec.time_limit_s,
                                                               max(10.0, 3 * steps * period / 1000))
     args = ["tire", "--mode", mode, "--masses", str(masses), "--threads", str(threads),
             "--policy", policy, "--solver", spec.solver, "--lock", spec.lock,
-            "--period-ms", f"{period:g}", "--steps", str(steps), "--time-limit-s", f"{limit:g}"]
+            "--steps", str(steps), "--time-limit-s", f"{limit:g}"]
+    if mode != "pretest":        # the engine's pretest has its own period
+        args += ["--period-ms", f"{period:g}"]
     if stop_on_miss:
         args.append("--stop-on-miss")
     if spec.cpus:
@@ -301,7 +303,7 @@ _SPEC_KEYS = {"masses_min": int, "masses_max": int, "grid_ratio": (int, float), 
               "threads": (list, str), "policies": list, "solver": str, "lock": str,
               "period_ms": (int, float), "steps": int, "cpus": str, "retries": int,
               "soft_until": (int, float), "realfast": bool, "realfast_steps": int, "pretest": bool,
-              "pretest_period_ms": (int, float), "pretest_steps": int, "pretest_masses_min": int,
+              "pretest_steps": int, "pretest_masses_min": int,
               "time_limit_s": (int, float)}
 
 
@@ -341,7 +343,6 @@ def spec_from_table(table: object, where: str) -> SweepSpec:
         (within(period, spec.period_ms), f"period_ms must be from {period.min:g} to {period.max:g}"),
         (all(within(steps, x) for x in (spec.steps, spec.realfast_steps, spec.pretest_steps)),
          f"steps, realfast_steps and pretest_steps must be from {steps.min} to {steps.max}"),
-        (within(period, spec.pretest_period_ms), f"pretest_period_ms must be from {period.min:g} to {period.max:g}"),
         (masses.min <= spec.pretest_masses_min <= spec.masses_max,
          f"pretest_masses_min must be from {masses.min} to masses_max"),
         (0 < spec.soft_until <= 1, "soft_until must be above 0 and at most 1"),
