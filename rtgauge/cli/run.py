@@ -146,6 +146,8 @@ def cmd_run(args) -> int:
                       "the cross-check is skipped.[/]")
         jobs = [j for j in jobs if j.tool != "cyclictest"]
     check_tools(jobs)
+    from rtgauge.plan.optional import resolve_optional
+    resolve_optional(jobs, lambda text: console.print(f"[yellow]{text}[/]"))
     validate_engine_jobs(jobs)
     facts = collect_facts()
     checks = run_doctor(facts)

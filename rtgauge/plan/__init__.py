@@ -22,6 +22,8 @@ class Job:
     cpus: list[int] = field(default_factory=list)
     reference: bool = False   # a cross-check by another tool
     expected_s: float = 5.0   # for the progress bar
+    if_available: list[str] = field(default_factory=list)   # flags wanted where the engine can (plan/optional.py)
+    notes: list[str] = field(default_factory=list)          # stored with the measurement (env.notes)
 
     def engine_args(self) -> list[str]:
         """The engine's command-line options for this job (after the test name)."""
@@ -67,7 +69,7 @@ def build_plan(profile: Profile) -> list[Job]:
         for condition in spec.conditions:
             base = f"{spec.name}@{condition}"
             jobs.append(Job(base, "engine", spec.test, condition, dict(spec.options), cpus,
-                            False, seconds))
+                            False, seconds, list(spec.if_available)))
             for tool in spec.cross_check:
                 jobs.append(Job(f"{base}/{tool}", tool, spec.test, condition, dict(spec.options),
                                 cpus, True, seconds))

@@ -9,6 +9,8 @@
     test = "latency"                     # an engine test (rtgauge engine --list)
     conditions = ["idle", "cpu"]         # load conditions (rtgauge.loads)
     cross_check = ["cyclictest"]         # also run the field's tool on the same settings
+    if_available = ["split"]             # flags used where the engine can, else left out
+                                         # with a note (rtgauge.plan.optional)
     [jobs.options]                       # engine options, as on its command line
     interval-us = 1000
 """
@@ -22,10 +24,11 @@ from pathlib import Path
 
 from rtgauge.errors import UserError
 
-BUILTIN = ("quick", "standard", "micro", "hil")
+STUDIES = ("tire-study", "interrupt-study", "rtos-evaluation", "cyclictest-study")   # docs/studies.md
+BUILTIN = ("quick", "standard", "micro", "hil", *STUDIES, *(f"{s}-quick" for s in STUDIES))
 CROSS_CHECKS = ("cyclictest",)
 _TOP_KEYS = {"name", "description", "settings", "jobs", "tire", "hil_sustained"}
-_JOB_KEYS = {"name", "test", "conditions", "cross_check", "options"}
+_JOB_KEYS = {"name", "test", "conditions", "cross_check", "options", "if_available"}
 _SETTING_KEYS = {"warmup_s"}
 
 
@@ -36,6 +39,7 @@ class JobSpec:
     conditions: list[str]
     cross_check: list[str] = field(default_factory=list)
     options: dict[str, object] = field(default_factory=dict)
+    if_available: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -113,7 +117,16 @@ def parse_profile(text: str, origin: str) -> Profile:
             _expect(isinstance(v, (str, int, float, bool)),
                     f"{where} ({name}): option {k} must be a string, number or boolean.")
         check_options(info, options, f"{where} ({name})")
-        jobs.append(JobSpec(name, test, list(conditions), list(cross), dict(options)))
+        wanted = raw.get("if_available", [])
+        from rtgauge.plan.optional import optional_kinds
+        _expect(isinstance(wanted, list) and all(isinstance(w, str) for w in wanted),
+                f"{where} ({name}): if_available must be a list of flag names.")
+        for w in wanted:
+            opt = info.options.get(w)
+            _expect(opt is not None and opt.type == "flag" and info.kind in optional_kinds() and w not in options,
+                    f"{where} ({name}): if_available may name only flags of a "
+                    f"{' or '.join(optional_kinds())} test not also set in options; {w!r} is not one.")
+        jobs.append(JobSpec(name, test, list(conditions), list(cross), dict(options), list(wanted)))
     name = data.get("name", Path(origin).stem)
     tire = None
     if "tire" in data:
