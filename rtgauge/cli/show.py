@@ -69,7 +69,9 @@ def show(args: argparse.Namespace) -> int:
             raise UserError(f"no run {run_id} in {store.url}; `rtgauge show` lists the runs.")
         if args.json:
             from rtgauge.analysis.tire import tire_summary
-            run.setdefault("analysis", {})["tire"] = tire_summary(run)   # maps, limits, curves
+            tire = tire_summary(run)      # what the report draws of the tire model: maps, limits, curves
+            if any(tire.values()):
+                run.setdefault("analysis", {})["tire"] = tire
             print_json(run)
         else:
             print_run(run)
