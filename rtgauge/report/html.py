@@ -541,11 +541,6 @@ def tire_maps(points, mode: str, period: float, facts: dict) -> list[str]:
     return out
 
 
-def steps_of(points, solver, policy) -> str:
-    steps = sorted({p.steps for p in points if p.solver == solver and p.policy == policy and p.steps})
-    return ", ".join(f"{s:,}" for s in steps) or "?"
-
-
 def fmt_value(v) -> str:
     return f"{v:,.4g}" if isinstance(v, float) else str(v)
 
