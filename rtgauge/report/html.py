@@ -521,7 +521,8 @@ def tire_maps(points, mode: str, period: float, facts: dict) -> list[str]:
         cols = [f"{n:,}" for n in masses]
         grid = {(i, j): cells.get((t, n)) for i, t in enumerate(threads) for j, n in enumerate(masses)}
         soft_cells = soft.get((solver, policy), {})
-        soft_grid = {(i, j): soft_cells.get((t, n)) for i, t in enumerate(threads) for j, n in enumerate(masses)}
+        soft_masses = sorted({n for _, n in soft_cells}) or masses      # the sizes run to the end
+        soft_grid = {(i, j): soft_cells.get((t, n)) for i, t in enumerate(threads) for j, n in enumerate(soft_masses)}
         mine = [p for p in points if p.mode == mode and same_period(p.period_ms, period)
                 and p.solver == solver and p.policy == policy]
         fb = any(p.fallback for p in mine)
@@ -533,10 +534,12 @@ def tire_maps(points, mode: str, period: float, facts: dict) -> list[str]:
                           e(f"Green 0: every step met its deadline; dark hatched 'miss': at least one missed. "
                             f"A point run more than once shows its best run (the sweep repeats a late probe). "
                             f"{how}.") + (flag("fallback: not real-time") if fb else "")))
-        out.append(figure(heatmap(f"{name}, soft, at {at}: missed steps ({solver}, {policy})", rows, cols,
-                                  soft_grid, "threads", "masses n"),
-                          e(f"Missed deadlines per point (darker = more); '·': no run to the end at that point "
-                            f"(the sweep's bisection probes stop at the first miss). {how}.")))
+        out.append(figure(heatmap(f"{name}, soft, at {at}: missed steps ({solver}, {policy})", rows,
+                                  [f"{n:,}" for n in soft_masses], soft_grid, "threads", "masses n"),
+                          e(f"Missed deadlines per point (darker = more), from the runs that ran every step; "
+                            f"'·': no such run at that point (one cut by its time limit, or none made). "
+                            f"The bisection's probes, which stop at the first miss, are in the hard map only. "
+                            f"{how}.")))
         out.append("</div>")
     return out
 
