@@ -38,7 +38,7 @@ PRETEST_PERIOD_MS = 0.5     # the engine's --mode pretest (docs/engine.md)
 
 
 def published_thread_counts() -> list[int]:
-    """1, one per physical core, one per logical CPU, two per logical CPU (SPEC.md)."""
+    """1, one per physical core, one per logical CPU, two per logical CPU (docs/method.md)."""
     logical = len(os.sched_getaffinity(0))
     cores = physical_cores() or logical
     return sorted({1, min(cores, logical), logical, 2 * logical})
@@ -166,7 +166,8 @@ def probe_args(spec: SweepSpec, masses: int, threads: int, policy: str, mode: st
 
 
 def run_probe(engine: str, args: list[str]) -> dict:
-    p = subprocess.run([engine, *args], capture_output=True, text=True, timeout=86400)
+    from rtgauge.loads.supervise import die_with_parent   # the probe dies with rtgauge, even by SIGKILL
+    p = subprocess.run([engine, *args], capture_output=True, text=True, timeout=86400, preexec_fn=die_with_parent())
     try:
         doc = json.loads(p.stdout)
     except json.JSONDecodeError:
