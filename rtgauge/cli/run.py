@@ -164,7 +164,7 @@ def prepare_jobs(console: Console, profile, args, conditions) -> list[Job]:
         jobs = [j for j in jobs if j.tool != "cyclictest"]
     check_tools(jobs)
     from rtgauge.plan.optional import resolve_optional
-    resolve_optional(jobs, lambda text: console.print(f"[yellow]{text}[/]"))
+    resolve_optional(jobs, lambda text: console.print(f"[yellow]{markup(text)}[/]"))
     validate_engine_jobs(jobs)
     return jobs
 
