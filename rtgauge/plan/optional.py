@@ -18,12 +18,9 @@ from rtgauge.catalogue import LATENCY, catalogue
 from rtgauge.enginebin import engine_path
 from rtgauge.plan import Job
 
-# The short run that tries a flag, per kind of test that may take one.
-TRIAL_ARGS = {LATENCY: ["--duration-s", "0.05", "--allow-fallback"]}   # the flag decides, not the policy
-
-
-def optional_kinds() -> tuple[str, ...]:
-    return tuple(TRIAL_ARGS)
+# The short run that tries a flag, per kind of test that may take one (the flag decides, not the policy).
+TRIAL_ARGS = {LATENCY: ["--duration-s", "0.05", "--allow-fallback"]}
+# (IF_AVAILABLE_KINDS, which profiles accept, names the same kinds)
 
 
 def try_flag(test: str, flag: str, cpus: list[int]) -> str | None:
@@ -32,7 +29,8 @@ def try_flag(test: str, flag: str, cpus: list[int]) -> str | None:
     if cpus:
         args += ["--cpus", ",".join(map(str, cpus[:1]))]
     try:
-        p = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        from rtgauge.loads.supervise import die_with_parent   # the trial dies with rtgauge
+        p = subprocess.run(args, capture_output=True, text=True, timeout=30, preexec_fn=die_with_parent())
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"the engine could not be tried with --{flag} ({e})"
     try:

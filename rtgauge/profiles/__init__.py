@@ -29,6 +29,7 @@ from rtgauge.errors import UserError
 
 STUDIES = ("tire-study", "interrupt-study", "rtos-evaluation", "cyclictest-study")   # docs/studies.md
 BUILTIN = ("quick", "standard", "micro", "hil", *STUDIES, *(f"{s}-quick" for s in STUDIES))
+IF_AVAILABLE_KINDS = ("latency",)    # kinds whose flags a job may want only where available (plan/optional.py)
 CROSS_CHECKS = ("cyclictest",)
 _TOP_KEYS = {"name", "description", "settings", "jobs", "tire", "hil_sustained"}
 _JOB_KEYS = {"name", "test", "conditions", "cross_check", "options", "rounds", "if_available"}
@@ -131,14 +132,13 @@ def parse_profile(text: str, origin: str) -> Profile:
                     f"{where} ({name}): option {k} must be a string, number or boolean.")
         check_options(info, options, f"{where} ({name})")
         wanted = raw.get("if_available", [])
-        from rtgauge.plan.optional import optional_kinds
         _expect(isinstance(wanted, list) and all(isinstance(w, str) for w in wanted),
                 f"{where} ({name}): if_available must be a list of flag names.")
         for w in wanted:
             opt = info.options.get(w)
-            _expect(opt is not None and opt.type == "flag" and info.kind in optional_kinds() and w not in options,
+            _expect(opt is not None and opt.type == "flag" and info.kind in IF_AVAILABLE_KINDS and w not in options,
                     f"{where} ({name}): if_available may name only flags of a "
-                    f"{' or '.join(optional_kinds())} test not also set in options; {w!r} is not one.")
+                    f"{' or '.join(IF_AVAILABLE_KINDS)} test not also set in options; {w!r} is not one.")
         job_rounds = raw.get("rounds")
         _expect(job_rounds is None or valid_rounds(job_rounds),
                 f"{where} ({name}): rounds must be a whole number from 1 to {MAX_ROUNDS}.")
