@@ -99,7 +99,7 @@ def test_report_has_every_section_and_figure(tmp_path):
     assert "CPU 0" in html and "CPU 1" in html
     assert "max latency per 1 s window" in html
     assert "T = Ti + Ts + Tw" in html
-    assert "Hard real-time at 100 Hz: locked, fifo" in html and "Soft real-time at 100 Hz" in html
+    assert "Real time, hard, at 10 ms (100 Hz): locked, fifo" in html and "Real time, soft, at 10 ms (100 Hz)" in html
     assert "Real-fast: wall time" in html and "t_spring" in html
     assert "★★★★★" in html and "★★☆☆☆" not in html  # second: 5 misses of 6000 → soft, untuned → 3 stars
     assert "★★★☆☆" in html

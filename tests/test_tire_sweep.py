@@ -78,9 +78,9 @@ def test_point_from_engine_document(run_engine):
 def test_small_sweep_against_the_engine(engine_bin):
     """A real sweep on a narrow range: the answer holds when re-run and the
     next grid point up is much bigger than a probe that failed."""
-    spec = sweep.SweepSpec(masses_min=400, masses_max=4_000_000, grid_ratio=4.0, precision=0.25,
+    spec = sweep.SweepSpec(masses_min=400, masses_max=1_000_000, grid_ratio=4.0, precision=0.25,
                            threads=[1], policies=["fifo"], solver="locked", period_ms=2.0, steps=50,
-                           cpus="1", retries=2)
+                           cpus="1", retries=2, realfast=False, pretest=False, time_limit_s=10)
     result = sweep.run_sweep(engine_bin, spec)
     row = result["results"][0]
     assert row["largest_masses"] is not None

@@ -1,6 +1,13 @@
-"""The tire sweep of a run: which (masses, threads, policy) points held 100 Hz,
-the headline "largest n with zero misses" per thread count and policy, the
-real-fast wall times, and the fitted cost-equation terms."""
+"""The tire model of a run (docs/tire.md): the real-time maps (hard: did every step
+meet its deadline; soft: how many missed), one per mode and period (the 10 ms map,
+the 0.5 ms pretest map, any other period a job asked for), the headline "largest n
+with zero misses" per thread count and policy at the period it was measured, the
+real-fast curves (wall time against masses) and the fitted cost-equation terms.
+
+A run's tire measurements are the plan's `tire` jobs and the sweep's probes (each
+stored as its own `tire` measurement) alike. A job without an explicit --period-ms
+ran at its mode's default (10 ms, pretest 0.5 ms); it is placed at that period, as
+the engine's physics.period_ms also says."""
 
 from __future__ import annotations
 
@@ -9,6 +16,8 @@ from dataclasses import dataclass
 from rtgauge.analysis import is_fallback, scalar
 
 HEADLINE_PERIOD_MS = 10.0     # 100 Hz, the published rate
+DEFAULT_PERIOD_MS = {"realtime": 10.0, "pretest": 0.5}    # the engine's defaults (docs/engine.md)
+STUDY_STEPS = 6000            # the study's 60 s of simulated time at 10 ms
 COST_TERMS = ("tswitch", "tipc", "tspring", "tmass", "nswitch", "nipc", "residual", "residualrms")
 
 
@@ -27,6 +36,25 @@ class TirePoint:
     ts_max_ns: float | None
     fallback: bool
     measurement: dict
+    steps_asked: int | None = None
+    stopped_on_miss: bool = False
+
+    @property
+    def complete(self) -> bool:
+        """Ran every step it was asked for, so its miss count is whole (not stopped
+        at the first miss, not cut by the time limit)."""
+        return not self.stopped_on_miss and (self.steps_asked is None or self.steps == self.steps_asked)
+
+
+def effective_period_ms(params: dict, mode: str, physics: dict | None = None) -> float | None:
+    """The period a tire run stepped at: --period-ms, else the engine's own record,
+    else the mode's default; None for real-fast (no period)."""
+    if mode == "realfast":
+        return None
+    for v in (params.get("period_ms"), (physics or {}).get("period_ms")):
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+            return float(v)
+    return DEFAULT_PERIOD_MS.get(mode)
 
 
 def tire_points(run: dict) -> list[TirePoint]:
@@ -38,40 +66,65 @@ def tire_points(run: dict) -> list[TirePoint]:
         if p.get("masses") is None or p.get("threads") is None:
             continue
         ts = (m.get("metrics") or {}).get("ts") or {}
+        mode = str(p.get("mode") or "realtime")
+        physics = (m.get("document") or {}).get("physics")
         out.append(TirePoint(
             int(p["masses"]), int(p["threads"]), str(p.get("policy") or (m.get("env") or {}).get("policy") or "?"),
-            str(p.get("solver") or "locked"), str(p.get("mode") or "realtime"),
-            None if p.get("period_ms") is None else float(p["period_ms"]),
+            str(p.get("solver") or "locked"), mode, effective_period_ms(p, mode, physics),
             scalar(m, "misses"), scalar(m, "steps"), scalar(m, "wall_s"),
-            ts.get("avg"), ts.get("max"), is_fallback(m), m))
+            ts.get("avg"), ts.get("max"), is_fallback(m), m,
+            None if p.get("steps") is None else int(p["steps"]), bool(p.get("stop_on_miss"))))
     return out
 
 
-def realtime_grid(points: list[TirePoint], period_ms: float = HEADLINE_PERIOD_MS) -> dict:
-    """{(solver, policy): {(threads, masses): misses}} for the real-time runs at period_ms
-    (several runs of one point: the worst)."""
+def same_period(a: float | None, b: float | None) -> bool:
+    return a is not None and b is not None and abs(a - b) <= 1e-9 * max(1.0, abs(b))
+
+
+def map_keys(points: list[TirePoint]) -> list[tuple[str, float]]:
+    """(mode, period) of every real-time map the points make, the 10 ms one first."""
+    keys = {(p.mode, p.period_ms) for p in points if p.mode != "realfast" and p.period_ms and p.misses is not None}
+    return sorted(keys, key=lambda k: (k[0] != "realtime", not same_period(k[1], HEADLINE_PERIOD_MS), -k[1]))
+
+
+def map_cells(points: list[TirePoint], period_ms: float = HEADLINE_PERIOD_MS, mode: str | None = None,
+              soft: bool = False) -> dict:
+    """{(solver, policy): {(threads, masses): misses}} for the runs at period_ms (of
+    MODE, or of realtime and pretest alike). A point run more than once shows its
+    best run: the sweep repeats a late probe so that one host stall does not decide
+    (docs/tire.md). soft: only runs whose miss count is whole (run to the end)."""
     grid: dict = {}
     for p in points:
-        if p.mode != "realtime" or p.period_ms is None or abs(p.period_ms - period_ms) > 1e-9 or p.misses is None:
+        if p.mode == "realfast" or (mode and p.mode != mode) or not same_period(p.period_ms, period_ms) \
+                or p.misses is None or (soft and not p.complete):
             continue
         cell = grid.setdefault((p.solver, p.policy), {})
         key = (p.threads, p.masses)
-        cell[key] = max(cell.get(key, 0), p.misses)
+        cell[key] = min(cell.get(key, p.misses), p.misses)
     return grid
 
 
-def hard_rt_limits(points: list[TirePoint], period_ms: float = HEADLINE_PERIOD_MS) -> list[dict]:
-    """Per solver, policy and thread count: the largest n with zero misses, and the
-    smallest n above it that missed (where hard real-time was lost)."""
+def realtime_grid(points: list[TirePoint], period_ms: float = HEADLINE_PERIOD_MS) -> dict:
+    """The hard map's cells at period_ms (map_cells of every run at that period)."""
+    return map_cells(points, period_ms)
+
+
+def hard_rt_limits(points: list[TirePoint], period_ms: float | None = None) -> list[dict]:
+    """Per period, solver, policy and thread count of the real-time runs: the largest n
+    with zero misses, the smallest n above it that missed (where hard real-time was
+    lost) and whether every size tried held. period_ms None: every period measured."""
     out = []
-    for (solver, policy), cells in sorted(realtime_grid(points, period_ms).items()):
-        for threads in sorted({t for t, _ in cells}):
-            row = sorted((n, misses) for (t, n), misses in cells.items() if t == threads)
-            held = [n for n, misses in row if misses == 0]
-            best = max(held) if held else None
-            lost = min((n for n, misses in row if misses > 0 and (best is None or n > best)), default=None)
-            out.append({"solver": solver, "policy": policy, "threads": threads, "max_masses": best,
-                        "lost_at": lost, "points": len(row)})
+    periods = [period_ms] if period_ms is not None else [k[1] for k in map_keys(points) if k[0] == "realtime"]
+    for period in periods:
+        for (solver, policy), cells in sorted(map_cells(points, period, "realtime").items()):
+            for threads in sorted({t for t, _ in cells}):
+                row = sorted((n, misses) for (t, n), misses in cells.items() if t == threads)
+                held = [n for n, misses in row if misses == 0]
+                best = max(held) if held else None
+                lost = min((n for n, misses in row if misses > 0 and (best is None or n > best)), default=None)
+                out.append({"solver": solver, "policy": policy, "threads": threads, "period_ms": period,
+                            "max_masses": best, "lost_at": lost, "points": len(row),
+                            "all_held": all(misses == 0 for _, misses in row)})
     return out
 
 
@@ -82,8 +135,11 @@ def sweep_limits(run: dict) -> list[dict]:
     for m in run.get("measurements", []):
         if m.get("test") != "tire-sweep":
             continue
-        solver = str((m.get("params") or {}).get("solver") or "locked")
-        for name, metric in (m.get("metrics") or {}).items():
+        params = m.get("params") or {}
+        solver = str(params.get("solver") or "locked")
+        period = float(params.get("period_ms") or HEADLINE_PERIOD_MS)
+        metrics = m.get("metrics") or {}
+        for name, metric in metrics.items():
             if not name.startswith("largest_masses#"):
                 continue
             fields = dict(kv.split("=", 1) for kv in name.split("#", 1)[1].split(",") if "=" in kv)
@@ -92,20 +148,49 @@ def sweep_limits(run: dict) -> list[dict]:
             except ValueError:
                 continue
             value = metric.get("value")
+            lost = (metrics.get("lost_at_masses#" + name.split("#", 1)[1]) or {}).get("value")
             out.append({"solver": solver, "policy": fields.get("policy", "?"), "threads": threads,
-                        "max_masses": value or None, "lost_at": None, "points": None, "source": "sweep"})
+                        "period_ms": period, "max_masses": value or None, "lost_at": lost or None,
+                        "points": None, "source": "sweep",
+                        # a sweep that stored no lost size predates lost_at_masses: unknown, not "all held"
+                        "all_held": False})
     return out
 
 
 def headline_limits(run: dict) -> list[dict]:
-    """The sweep's bisection results where the run has them, else the grid's."""
-    found = {(x["solver"], x["policy"], x["threads"]): x for x in hard_rt_limits(tire_points(run))}
+    """The sweep's bisection results where the run has them, else the grid's; per
+    period (the 10 ms ones first), solver, policy and thread count. Each says the
+    period it was measured at (period_ms)."""
+    def key(x: dict) -> tuple:
+        return (not same_period(x["period_ms"], HEADLINE_PERIOD_MS), x["period_ms"], x["solver"], x["policy"],
+                x["threads"])
+    found = {key(x): x for x in hard_rt_limits(tire_points(run))}
     for x in sweep_limits(run):
-        key = (x["solver"], x["policy"], x["threads"])
-        if key in found:
-            x["lost_at"] = found[key]["lost_at"] if (found[key]["lost_at"] or 0) > (x["max_masses"] or 0) else None
-        found[key] = x
+        k = key(x)
+        if k in found and not x["lost_at"]:
+            grid_lost = found[k]["lost_at"]
+            x["lost_at"] = grid_lost if (grid_lost or 0) > (x["max_masses"] or 0) else None
+        if not x["lost_at"] and x["max_masses"] is None:
+            x["all_held"] = False
+        found[k] = x
     return [found[k] for k in sorted(found)]
+
+
+def period_text(period_ms: float | None) -> str:
+    """'10 ms (100 Hz)', '0.5 ms (2 kHz)'."""
+    if not period_ms:
+        return "no period"
+    hz = 1000.0 / period_ms
+    return f"{period_ms:g} ms ({hz / 1000:g} kHz)" if hz >= 1000 else f"{period_ms:g} ms ({hz:g} Hz)"
+
+
+def held_text(lim: dict) -> str:
+    """What the headline adds after the size: where it was lost, or that nothing lost it."""
+    if lim.get("lost_at"):
+        return f"lost at {lim['lost_at']:,}"
+    if lim.get("all_held") and lim.get("max_masses"):
+        return "held at every size tried"
+    return ""
 
 
 def thread_label(threads: int, facts: dict) -> str:
@@ -124,12 +209,18 @@ def thread_label(threads: int, facts: dict) -> str:
 
 
 def realfast_curves(points: list[TirePoint]) -> dict:
-    """{(solver, policy): {threads: [(masses, wall_s)]}} for real-fast runs."""
+    """{(solver, policy): {threads: [(masses, wall_s)]}} for real-fast runs that
+    computed every step (a run cut by its time limit has no whole wall time); several
+    runs of one size: the fastest."""
     out: dict = {}
+    best: dict = {}
     for p in points:
-        if p.mode != "realfast" or p.wall_s is None:
+        if p.mode != "realfast" or p.wall_s is None or not p.complete:
             continue
-        out.setdefault((p.solver, p.policy), {}).setdefault(p.threads, []).append((p.masses, p.wall_s))
+        k = (p.solver, p.policy, p.threads, p.masses)
+        best[k] = min(best.get(k, p.wall_s), p.wall_s)
+    for (solver, policy, threads, masses), wall in best.items():
+        out.setdefault((solver, policy), {}).setdefault(threads, []).append((masses, wall))
     for curves in out.values():
         for k in curves:
             curves[k].sort()
@@ -151,3 +242,35 @@ def cost_fits(run: dict) -> list[dict]:
         if terms:
             out.append({"measurement": m, "terms": terms})
     return out
+
+
+def steps_label(steps: set) -> str:
+    """'6,000 steps' or, shorter than the study's, '300 steps (short variant; the study: 6,000)'."""
+    steps = sorted(s for s in steps if s)
+    if not steps:
+        return "? steps"
+    text = ", ".join(f"{s:,}" for s in steps) + " steps"
+    return text + (f" (short variant; the study: {STUDY_STEPS:,})" if min(steps) < STUDY_STEPS else "")
+
+
+def tire_summary(run: dict) -> dict:
+    """What the report shows of the tire model, as data (for `show --json`): the
+    maps per mode and period (hard and soft cells), the headline limits, the
+    real-fast curves."""
+    points = tire_points(run)
+    maps = []
+    for mode, period in map_keys(points):
+        hard, soft = map_cells(points, period, mode), map_cells(points, period, mode, soft=True)
+        for solver, policy in sorted(hard):
+            pts = [p for p in points if p.mode == mode and same_period(p.period_ms, period)
+                   and p.solver == solver and p.policy == policy]
+            maps.append({"mode": mode, "period_ms": period, "solver": solver, "policy": policy,
+                         "steps": sorted({p.steps_asked or p.steps for p in pts if p.steps_asked or p.steps}),
+                         "cells": [{"threads": t, "masses": n, "misses": v,
+                                    "hard_realtime": v == 0,
+                                    "soft_misses": soft.get((solver, policy), {}).get((t, n))}
+                                   for (t, n), v in sorted(hard[(solver, policy)].items())]})
+    curves = [{"solver": solver, "policy": policy, "threads": t,
+               "points": [{"masses": n, "wall_s": w} for n, w in pts]}
+              for (solver, policy), per in sorted(realfast_curves(points).items()) for t, pts in sorted(per.items())]
+    return {"maps": maps, "limits": headline_limits(run), "realfast": curves}

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from rtgauge import __version__
 from rtgauge.analysis import latency_measurements, latency_row, system_label
 from rtgauge.analysis.micro import micro_rows, verdict_rows
+from rtgauge.analysis.tire import held_text, period_text
 from rtgauge.analysis.verdict import headline
 from rtgauge.cli.report import add_db_argument, load_runs
 from rtgauge.errors import UserError
@@ -96,8 +97,9 @@ def export_md(run: dict) -> str:
              f"{md_cell(_f(h['worst_idle_us']))} µs, loaded {md_cell(_f(h['worst_loaded_us']))} µs; "
              f"{md_cell(h['misses'])} missed deadlines.", ""]
     for t in h["tire"]:
-        lines.append(f"- tire at 100 Hz, {t['policy']}, {t['threads_label']} threads, {t['solver']}: largest n "
-                     f"with zero misses {t['max_masses'] or 'none'}")
+        lines.append(f"- tire at {period_text(t['period_ms'])}, {t['policy']}, {t['threads_label']} threads, "
+                     f"{t['solver']}: largest n with zero misses {t['max_masses'] or 'none'}"
+                     + (f" ({held_text(t)})" if held_text(t) else ""))
     lines.append("")
     rows = []
     for m in latency_measurements(run):

@@ -22,7 +22,9 @@ from rtgauge.report.safe import SafeConsole as Console, markup
 def register(sub) -> None:
     p = sub.add_parser("run", help="measure this system with a profile and store the results")
     p.add_argument("--profile", default="quick",
-                   help="quick (about 3 min), standard (about 25 min) or a TOML file (default: quick)")
+                   help="quick (about 3 min), standard (about 25 min), micro, hil, a published study "
+                   "(tire-study, interrupt-study, rtos-evaluation, cyclictest-study, each also NAME-quick; "
+                   "docs/studies.md) or a TOML file (default: quick)")
     p.add_argument("--db", default=None, help="database URL or SQLite file (default: the user's data dir)")
     p.add_argument("--report", default=None, metavar="FILE",
                    help="HTML report to write at the end (default: rtgauge-run-N.html here)")
@@ -161,6 +163,8 @@ def prepare_jobs(console: Console, profile, args, conditions) -> list[Job]:
                       "the cross-check is skipped.[/]")
         jobs = [j for j in jobs if j.tool != "cyclictest"]
     check_tools(jobs)
+    from rtgauge.plan.optional import resolve_optional
+    resolve_optional(jobs, lambda text: console.print(f"[yellow]{markup(text)}[/]"))
     validate_engine_jobs(jobs)
     return jobs
 

@@ -69,6 +69,10 @@ def show(args: argparse.Namespace) -> int:
                 return say_no_runs(store.url, args.json, wanted)
             raise UserError(f"no run {run_id} in {store.url}; `rtgauge show` lists the runs.")
         if args.json:
+            from rtgauge.analysis.tire import tire_summary
+            tire = tire_summary(run)      # what the report draws of the tire model: maps, limits, curves
+            if any(tire.values()):
+                run.setdefault("analysis", {})["tire"] = tire
             print_json(with_pwcet(run))
         else:
             print_run(run)

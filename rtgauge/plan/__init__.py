@@ -30,6 +30,8 @@ class Job:
     expected_s: float = 5.0   # for the progress bar
     round: int | None = None  # 1..rounds when the job runs in several rounds
     rounds: int = 1
+    if_available: list[str] = field(default_factory=list)   # flags wanted where the engine can (plan/optional.py)
+    notes: list[str] = field(default_factory=list)          # stored with the measurement (env.notes)
 
     def engine_args(self) -> list[str]:
         """The engine's command-line options for this job (after the test name)."""
@@ -92,7 +94,8 @@ def build_plan(profile: Profile, rounds: int | None = None) -> list[Job]:
             for condition in spec.conditions:
                 base = f"{spec.name}@{condition}{tag}"
                 jobs.append(Job(base, "engine", spec.test, condition, dict(spec.options), cpus,
-                                False, seconds, r if n > 1 else None, n))
+                                False, seconds, r if n > 1 else None, n,
+                                list(spec.if_available)))
                 for tool in spec.cross_check:
                     jobs.append(Job(f"{base}/{tool}", tool, spec.test, condition, dict(spec.options),
                                     cpus, True, seconds, r if n > 1 else None, n))

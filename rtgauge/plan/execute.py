@@ -245,6 +245,8 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
             doc = read_document(job, out_path, proc.returncode, interrupted, err_path.read_text())
             env = doc.setdefault("env", {})
             env["counters"] = counters(before, after, job.cpus, doc)
+            if job.notes:
+                env["notes"] = list(job.notes)       # e.g. an if_available flag left out
             if tracer:
                 env["trace"] = tracer.finish(doc)
             elif is_engine_latency(job) and s.trace_threshold_us:

@@ -11,6 +11,8 @@
     conditions = ["idle", "cpu"]         # load conditions (rtgauge.loads)
     cross_check = ["cyclictest"]         # also run the field's tool on the same settings
     rounds = 3                           # this job's rounds (default: settings.rounds)
+    if_available = ["split"]             # flags used where the engine can, else left out
+                                         # with a note (rtgauge.plan.optional)
     [jobs.options]                       # engine options, as on its command line
     interval-us = 1000
 """
@@ -25,11 +27,13 @@ from pathlib import Path
 from rtgauge.bounds import NAME_MAX, PROFILE_NAME_MAX, TEXT_MAX
 from rtgauge.errors import UserError
 
-BUILTIN = ("quick", "standard", "micro", "hil")
+STUDIES = ("tire-study", "interrupt-study", "rtos-evaluation", "cyclictest-study")   # docs/studies.md
+BUILTIN = ("quick", "standard", "micro", "hil", *STUDIES, *(f"{s}-quick" for s in STUDIES))
+IF_AVAILABLE_KINDS = ("latency",)    # kinds whose flags a job may want only where available (plan/optional.py)
 CROSS_CHECKS = ("cyclictest",)
 _TOP_KEYS = {"name", "description", "settings", "jobs", "tire", "hil_sustained"}
-_JOB_KEYS = {"name", "test", "conditions", "cross_check", "options", "rounds"}
-_SETTING_KEYS = {"warmup_s", "rounds"}
+_JOB_KEYS = {"name", "test", "conditions", "cross_check", "options", "rounds", "if_available"}
+_SETTING_KEYS = {"warmup_s", "rounds", "if_available"}
 MAX_ROUNDS = 100
 
 
@@ -41,6 +45,7 @@ class JobSpec:
     cross_check: list[str] = field(default_factory=list)
     options: dict[str, object] = field(default_factory=dict)
     rounds: int | None = None     # None: the profile's settings.rounds
+    if_available: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -126,10 +131,19 @@ def parse_profile(text: str, origin: str) -> Profile:
             _expect(isinstance(v, (str, int, float, bool)),
                     f"{where} ({name}): option {k} must be a string, number or boolean.")
         check_options(info, options, f"{where} ({name})")
+        wanted = raw.get("if_available", [])
+        _expect(isinstance(wanted, list) and all(isinstance(w, str) for w in wanted),
+                f"{where} ({name}): if_available must be a list of flag names.")
+        for w in wanted:
+            opt = info.options.get(w)
+            _expect(opt is not None and opt.type == "flag" and info.kind in IF_AVAILABLE_KINDS and w not in options,
+                    f"{where} ({name}): if_available may name only flags of a "
+                    f"{' or '.join(IF_AVAILABLE_KINDS)} test not also set in options; {w!r} is not one.")
         job_rounds = raw.get("rounds")
         _expect(job_rounds is None or valid_rounds(job_rounds),
                 f"{where} ({name}): rounds must be a whole number from 1 to {MAX_ROUNDS}.")
-        jobs.append(JobSpec(name, test, list(conditions), list(cross), dict(options), job_rounds))
+        jobs.append(JobSpec(name, test, list(conditions), list(cross), dict(options), job_rounds,
+                            list(wanted)))
     name = data.get("name", Path(origin).stem)
     _expect(isinstance(name, str) and 0 < len(name) <= PROFILE_NAME_MAX and name.isprintable(),
             f"profile {origin}: name must be printable text of 1 to {PROFILE_NAME_MAX} characters.")

@@ -24,10 +24,14 @@ from rtgauge.analysis.histograms import (
 from rtgauge.analysis.micro import micro_rows, micro_scalars, rhealstone, verdict_rows
 from rtgauge.analysis.systems import doctor_rows, fact_rows
 from rtgauge.analysis.tire import (
-    HEADLINE_PERIOD_MS,
     cost_fits,
+    held_text,
+    map_cells,
+    map_keys,
+    period_text,
     realfast_curves,
-    realtime_grid,
+    same_period,
+    steps_label,
     thread_label,
     tire_points,
 )
@@ -124,7 +128,7 @@ def render_summary(runs: list[dict], heads: list[dict], budget_us: float) -> str
         return "<p>No runs.</p>"
     out = ["<div class='wide'><table><tr><th class='l'>system</th><th class='l'>rating</th>"
            "<th>worst wake-up latency idle (µs)</th><th>worst loaded (µs)</th><th>missed deadlines</th>"
-           "<th class='l'>tire: largest n holding 100 Hz with zero misses</th><th class='l'>flags</th></tr>"]
+           "<th class='l'>tire: largest n with zero misses, at its period</th><th class='l'>flags</th></tr>"]
     for run, h in zip(runs, heads):
         r = h["rating"]
         flags = []
@@ -135,9 +139,9 @@ def render_summary(runs: list[dict], heads: list[dict], budget_us: float) -> str
         if any(not m.get("ok") for m in run.get("measurements", [])):
             flags.append(flag(f"{sum(not m.get('ok') for m in run['measurements'])} job(s) failed"))
         tire = "<br>".join(
-            f"{e(t['policy'])}, {e(t['threads_label'])} thread(s), {e(t['solver'])}: "
+            f"{e(period_text(t['period_ms']))}, {e(t['policy'])}, {e(t['threads_label'])} thread(s), {e(t['solver'])}: "
             f"<b>{num(t['max_masses'], 0) if t['max_masses'] else 'none'}</b>"
-            + (f" <small>(lost at {num(t['lost_at'], 0)})</small>" if t["lost_at"] else " <small>(held at every size tried)</small>")
+            + (f" <small>({e(held_text(t))})</small>" if held_text(t) else "")
             for t in h["tire"]) or "<small>not measured</small>"
         loaded = num(h["worst_loaded_us"]) + (f" <small>({e(h['loaded_condition'])})</small>" if h["loaded_condition"] else "")
         out.append(f"<tr><td class='l'>{e(system_label(run))}</td><td class='l'><span class='stars' "
@@ -155,7 +159,7 @@ def render_summary(runs: list[dict], heads: list[dict], budget_us: float) -> str
                f"(one 100 Hz period); ★★ soft after tuning; ★ real-time scheduling works but not even soft real time; "
                f"no star: measured without real-time scheduling. Worst cases are our engine's (cyclictest is the "
                f"cross-check); the tire column is the published headline: the largest model (masses) whose every "
-               f"10 ms step met its deadline.</p>")
+               f"step met its deadline, at the period named (the study's is 10 ms, 100 Hz).</p>")
     return "".join(out)
 
 
@@ -476,32 +480,16 @@ def render_tire(runs: list[dict]) -> str:
             continue
         facts = run.get("system") or {}
         out.append(f"<h3>{e(system_label(run))}</h3>")
-        for (solver, policy), cells in sorted(realtime_grid(points).items()):
-            threads = sorted({t for t, _ in cells})
-            masses = sorted({n for _, n in cells})
-            grid = {(i, j): cells.get((t, n)) for i, t in enumerate(threads) for j, n in enumerate(masses)}
-            rows = [thread_label(t, facts) for t in threads]
-            cols = [f"{n:,}" for n in masses]
-            fb = any(p.fallback for p in points if p.solver == solver and p.policy == policy)
-            how = (f"solver {solver}, policy {policy}, {HEADLINE_PERIOD_MS:g} ms period (100 Hz), "
-                   f"{steps_of(points, solver, policy)} steps per point")
-            out.append("<div class='figs'>")
-            out.append(figure(heatmap(f"Hard real-time at 100 Hz: {solver}, {policy}", rows, cols, grid,
-                                      "threads", "masses n", binary=True),
-                              e(f"Green 0: every step met its deadline; dark hatched 'miss': at least one missed. {how}.")
-                              + (flag("fallback: not real-time") if fb else "")))
-            out.append(figure(heatmap(f"Soft real-time at 100 Hz: missed steps ({solver}, {policy})", rows, cols,
-                                      grid, "threads", "masses n"),
-                              e(f"Missed deadlines per point (darker = more). {how}.")))
-            out.append("</div>")
+        for mode, period in map_keys(points):
+            out += tire_maps(points, mode, period, facts)
         for (solver, policy), curves in sorted(realfast_curves(points).items()):
             series = [Series(f"{thread_label(t, facts)} thr", pts, markers=True) for t, pts in sorted(curves.items())]
-            steps = {p.steps for p in points if p.mode == "realfast" and p.solver == solver}
+            steps = {p.steps for p in points if p.mode == "realfast" and p.solver == solver and p.policy == policy}
             plot = Plot(f"Real-fast: wall time ({solver}, {policy})", Axis("masses n (log)", log=True),
                         Axis("wall time (s, log)", log=True), series)
-            out.append(figure(plot.render(), e(f"Wall time of {', '.join(str(s) for s in steps if s)} steps "
-                                               f"(10 ms of simulated time each) as fast as possible, per thread count; "
-                                               "lower is faster.")))
+            out.append(figure(plot.render(), e(f"Wall time of {steps_label(steps)} (10 ms of simulated time "
+                                               f"each) as fast as possible, one curve per thread count; policy "
+                                               f"{policy}, solver {solver}; lower is faster.")))
         for fit in fits:
             m = fit["measurement"]
             out.append(f"<h4>Cost equation fit ({e(m['name'])})</h4><p class='note'>Ts = Nswitch·Tswitch + "
@@ -522,9 +510,40 @@ def render_tire(runs: list[dict]) -> str:
     return "".join(out) or "<p>No tire model runs in these runs.</p>"
 
 
-def steps_of(points, solver, policy) -> str:
-    steps = sorted({p.steps for p in points if p.solver == solver and p.policy == policy and p.steps})
-    return ", ".join(f"{s:,}" for s in steps) or "?"
+def tire_maps(points, mode: str, period: float, facts: dict) -> list[str]:
+    """The hard and the soft real-time map of one mode and period, per solver and policy."""
+    out = []
+    hard, soft = map_cells(points, period, mode), map_cells(points, period, mode, soft=True)
+    name = "Pretest" if mode == "pretest" else "Real time"
+    at = period_text(period)
+    for (solver, policy), cells in sorted(hard.items()):
+        threads = sorted({t for t, _ in cells})
+        masses = sorted({n for _, n in cells})
+        rows = [thread_label(t, facts) for t in threads]
+        cols = [f"{n:,}" for n in masses]
+        grid = {(i, j): cells.get((t, n)) for i, t in enumerate(threads) for j, n in enumerate(masses)}
+        soft_cells = soft.get((solver, policy), {})
+        soft_masses = sorted({n for _, n in soft_cells}) or masses      # the sizes run to the end
+        soft_grid = {(i, j): soft_cells.get((t, n)) for i, t in enumerate(threads) for j, n in enumerate(soft_masses)}
+        mine = [p for p in points if p.mode == mode and same_period(p.period_ms, period)
+                and p.solver == solver and p.policy == policy]
+        fb = any(p.fallback for p in mine)
+        how = (f"{name.lower()} mode, period {at}, solver {solver}, policy {policy}, "
+               f"{steps_label({p.steps_asked or p.steps for p in mine})} per point")
+        out.append("<div class='figs'>")
+        out.append(figure(heatmap(f"{name}, hard, at {at}: {solver}, {policy}", rows, cols, grid,
+                                  "threads", "masses n", binary=True),
+                          e(f"Green 0: every step met its deadline; dark hatched 'miss': at least one missed. "
+                            f"A point run more than once shows its best run (the sweep repeats a late probe). "
+                            f"{how}.") + (flag("fallback: not real-time") if fb else "")))
+        out.append(figure(heatmap(f"{name}, soft, at {at}: missed steps ({solver}, {policy})", rows,
+                                  [f"{n:,}" for n in soft_masses], soft_grid, "threads", "masses n"),
+                          e(f"Missed deadlines per point (darker = more), from the runs that ran every step; "
+                            f"'·': no such run at that point (one cut by its time limit, or none made). "
+                            f"The bisection's probes, which stop at the first miss, are in the hard map only. "
+                            f"{how}.")))
+        out.append("</div>")
+    return out
 
 
 def fmt_value(v) -> str:

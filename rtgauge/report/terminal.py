@@ -11,6 +11,7 @@ from rich.table import Table
 
 from rtgauge.analysis import cross_checks, latency_measurements, latency_row, scalar, system_label
 from rtgauge.analysis.micro import micro_rows, rhealstone, verdict_rows
+from rtgauge.analysis.tire import held_text, period_text
 from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, headline
 
 
@@ -56,9 +57,9 @@ def print_headline(console: Console, run: dict, h: dict) -> None:
                       f"{_f(h['worst_loaded_us'])} µs" + (f" ({escape(h['loaded_condition'])})" if h["loaded_condition"] else ""))
     for t in h["tire"]:
         best = f"{t['max_masses']:,}" if t["max_masses"] else "none"
-        console.print(f"  tire at 100 Hz, {escape(t['policy'])}, {escape(t['threads_label'])} thread(s), "
-                      f"{escape(t['solver'])}: largest n with zero misses {best}"
-                      + (f" (lost at {t['lost_at']:,})" if t["lost_at"] else ""))
+        console.print(f"  tire at {escape(period_text(t['period_ms']))}, {escape(t['policy'])}, "
+                      f"{escape(t['threads_label'])} thread(s), {escape(t['solver'])}: largest n with zero misses "
+                      f"{best}" + (f" ({held_text(t)})" if held_text(t) else ""))
     if h["fallback"]:
         console.print(f"[red]  not real-time: {escape(', '.join(h['fallback']))} ran without real-time scheduling[/]")
 

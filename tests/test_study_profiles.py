@@ -1,0 +1,163 @@
+"""The shipped study profiles (docs/studies.md): each validates against the engine,
+follows its study's method, has a shorter -quick variant with the same jobs; flags a
+profile wants only where available (latency --split) degrade with a note; the
+cheapest quick profile runs end to end into a store."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from conftest import needs_root
+from rtgauge.cli.run import validate_engine_jobs
+from rtgauge.errors import UserError
+from rtgauge.plan import Job, build_plan, plan_seconds
+from rtgauge.plan.optional import resolve_optional
+from rtgauge.profiles import STUDIES, load_profile, parse_profile
+
+ALL = [s + v for s in STUDIES for v in ("", "-quick")]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_profile_validates_with_the_engine(name, engine_bin, monkeypatch):
+    monkeypatch.setenv("RTGAUGE_ENGINE", engine_bin)
+    p = load_profile(name)
+    assert p.name == name and p.description
+    jobs = build_plan(p)
+    validate_engine_jobs(jobs)        # the engine's --dry-run accepts every job's options
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_quick_variant_has_the_same_jobs_and_is_shorter(study):
+    full, quick = load_profile(study), load_profile(study + "-quick")
+    shape = lambda p: [(j.name, j.test, j.conditions, j.cross_check, j.if_available) for j in p.jobs]
+    assert shape(full) == shape(quick)
+    fs, qs = plan_seconds(build_plan(full), full.warmup_s), plan_seconds(build_plan(quick), quick.warmup_s)
+    assert qs < fs or study == "tire-study"
+    if full.tire:
+        assert not full.tire.short and quick.tire.short
+        assert quick.tire.threads == full.tire.threads and quick.tire.policies == full.tire.policies
+
+
+def job(p, name):
+    return next(j for j in p.jobs if j.name == name)
+
+
+def test_interrupt_study_method():
+    lat = job(load_profile("interrupt-study"), "interrupt-latency")
+    o = lat.options
+    assert (o["interval-us"], o["cycles"], o["priority"], o["policy"]) == (250, 2_000_000, 99, "fifo")
+    assert lat.conditions == ["idle", "ping-tcp"] and lat.if_available == ["split"]
+    assert plan_seconds(build_plan(load_profile("interrupt-study")), 5.0) >= 2 * 500
+
+
+def test_cyclictest_study_method():
+    lat = job(load_profile("cyclictest-study"), "latency")
+    o = lat.options
+    assert o["duration-s"] * 1e6 / o["interval-us"] == 1_000_000 and o["priority"] == 99
+    assert lat.conditions == ["idle", "cpu"] and lat.cross_check == ["cyclictest"]
+
+
+def test_rtos_evaluation_method():
+    p = load_profile("rtos-evaluation")
+    switches = sorted(j.options["threads"] for j in p.jobs if j.test == "switch")
+    assert switches == [2, 10, 128, 1000]
+    assert all(j.options["policy"] == "fifo" for j in p.jobs if j.test == "switch")
+    assert job(p, "sem-p").options["waiters"] == 128
+    assert {j.test for j in p.jobs} >= {"tick", "switch", "thread", "thr-new", "thr-rr", "sem", "sem-lck",
+                                         "sem-rel", "mutex", "mut-arc", "latency"}
+
+
+def test_tire_study_method():
+    t = load_profile("tire-study").tire
+    assert t.steps == t.realfast_steps == t.pretest_steps == 6000 and t.period_ms == 10.0
+    assert t.policies == ["other", "fifo"] and t.realfast and t.pretest
+    cpus = len(os.sched_getaffinity(0))
+    assert t.threads[0] == 1 and t.threads[-1] == 2 * cpus and cpus in t.threads
+
+
+BASE = '''
+name = "t"
+[[jobs]]
+name = "j"
+test = "{test}"
+if_available = {wanted}
+'''
+
+
+@pytest.mark.parametrize("test, wanted, words", [
+    ("switch", '["split"]', "only flags of a latency test"),
+    ("latency", '["histogram"]', "only flags of a latency test"),
+    ("latency", '"split"', "must be a list"),
+])
+def test_bad_if_available(test, wanted, words):
+    with pytest.raises(UserError, match=words):
+        parse_profile(BASE.format(test=test, wanted=wanted), "t.toml")
+
+
+@needs_root
+def test_split_is_used_where_the_engine_can(engine_bin, monkeypatch):
+    monkeypatch.setenv("RTGAUGE_ENGINE", engine_bin)
+    [j] = build_plan(parse_profile(BASE.format(test="latency", wanted='["split"]'), "t.toml"))
+    said = []
+    resolve_optional([j], said.append)
+    assert j.options.get("split") is True and not j.notes and not said
+
+
+@needs_root
+def test_split_left_out_with_a_note_where_the_engine_cannot(engine_bin, tmp_path, monkeypatch):
+    """The same engine run as an unprivileged user cannot read the trace events."""
+    wrapper = tmp_path / "engine-as-nobody"
+    wrapper.write_text(f"#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups {engine_bin} \"$@\"\n")
+    wrapper.chmod(0o755)
+    tmp_path.chmod(0o755)
+    monkeypatch.setenv("RTGAUGE_ENGINE", str(wrapper))
+    jobs = build_plan(parse_profile(BASE.format(test="latency", wanted='["split"]'), "t.toml"))
+    said = []
+    resolve_optional(jobs, said.append)
+    assert "split" not in jobs[0].options and "--split" not in jobs[0].engine_args()
+    assert jobs[0].notes and "root" in jobs[0].notes[0] and len(said) == 1
+
+
+def test_notes_are_stored_with_the_measurement(engine_bin, tmp_path, monkeypatch):
+    from rtgauge.plan.execute import RunSettings, execute
+    from rtgauge.store import open_store
+    monkeypatch.setenv("RTGAUGE_ENGINE", engine_bin)
+    j = Job("cost@idle", "engine", "overhead", "idle", {"iterations": 1000, "rounds": 1, "allow-fallback": True},
+            [0], notes=["--split left out (unavailable here): because"])
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    from test_report_builders import SYSTEM
+    with open_store(url) as store:
+        run_id = store.begin_run(SYSTEM, [], "t", "", ["pytest"])
+        status, outcomes = execute(store, run_id, [j], 0.0, settings=RunSettings(warmup_s=0.0, say=lambda s: None))
+        [m] = store.get_run(run_id)["measurements"]
+    assert status == "complete" and m["env"]["notes"] == ["--split left out (unavailable here): because"]
+
+
+@needs_root
+def test_interrupt_study_quick_runs_end_to_end(engine_bin, tmp_path):
+    """The cheapest study (2 s per latency job): idle and ping-tcp at 4 kHz, priority
+    99, split into ti_irq/ti_sched, into a store; `show --json` reads it back."""
+    db = tmp_path / "r.db"
+    env = dict(os.environ, RTGAUGE_ENGINE=engine_bin)
+    p = subprocess.run([sys.executable, "-m", "rtgauge", "run", "--profile", "interrupt-study-quick",
+                        "--duration", "2s", "--allow-netns", "--db", str(db), "--no-report"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    shown = subprocess.run([sys.executable, "-m", "rtgauge", "show", "latest", "--json", "--db", str(db)],
+                           capture_output=True, text=True, env=env, check=True)
+    run = json.loads(shown.stdout)
+    assert run["profile"] == "interrupt-study-quick" and run["status"] == "complete"
+    lat = {m["condition"]: m for m in run["measurements"] if m["test"] == "latency"}
+    assert set(lat) == {"idle", "ping-tcp"}
+    for m in lat.values():
+        assert m["ok"] and m["params"]["interval_us"] == 250 and m["params"]["priority"] == 99
+        assert m["metrics"]["ti_irq"]["count"] > 0 and m["metrics"]["ti_sched"]["count"] > 0
+    assert lat["ping-tcp"]["load"]["condition"] == "ping-tcp"
+    with sqlite3.connect(db) as c:
+        assert c.execute("select count(*) from measurements").fetchone()[0] == 3

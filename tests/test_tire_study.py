@@ -1,0 +1,197 @@
+"""The tire study complete (docs/tire.md "Sweep and maps"): the soft map goes on past
+the first miss, the hard limit is bisected, real-fast curves and the pretest map
+come from the sweep, every probe is stored, the maps are placed at the period the
+runs really used and the report and `show --json` say which."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import needs_root
+from rtgauge.analysis.tire import headline_limits, map_cells, tire_points, tire_summary
+from rtgauge.report.html import render
+from rtgauge.store import open_store
+from rtgauge.tire import sweep
+from test_report_builders import SYSTEM, job, store_run, tire_document
+
+
+def fake_engine(cost_ns_per_mass: float, monkeypatch) -> list[list[str]]:
+    """Synthetic probes for the map logic: a step costs cost·n; misses grow with the
+    overload (catch-up: once the step is longer than the period every step is late)."""
+    calls: list[list[str]] = []
+
+    def run_probe(engine, args):
+        calls.append(args)
+        a = dict(zip(args[1::2], args[2::2]))
+        n, steps, mode = int(a["--masses"]), int(a["--steps"]), a["--mode"]
+        period_ns = (0.5 if mode == "pretest" else float(a["--period-ms"])) * 1e6
+        over = cost_ns_per_mass * n / period_ns
+        misses = 0 if over < 0.5 else min(steps, int(steps * (over - 0.5) / 2) + 1)
+        if "--stop-on-miss" in args and misses:
+            misses, done = 1, 1
+        else:
+            done = steps
+        return {"ok": True, "params": {"masses": n, "threads": int(a["--threads"]), "policy": a["--policy"],
+                                       "mode": mode, "steps": steps, "stop_on_miss": "--stop-on-miss" in args},
+                "metrics": {"misses": {"value": misses}, "steps": {"value": done},
+                            "wall_s": {"value": cost_ns_per_mass * n * steps / 1e9}},
+                "verdicts": {"hard_realtime": {"pass": misses == 0}, "completed": {"pass": done == steps}}}
+    monkeypatch.setattr(sweep, "run_probe", run_probe)
+    return calls
+
+
+def test_soft_map_goes_on_past_the_first_miss(monkeypatch):
+    calls = fake_engine(100.0, monkeypatch)     # 10 ms period: over = n / 100,000
+    spec = sweep.SweepSpec(masses_min=4000, masses_max=4_000_000, grid_ratio=2.0, precision=0.05, threads=[1],
+                           policies=["fifo"], steps=6000, retries=0, realfast=True, pretest=True,
+                           realfast_steps=6000, pretest_steps=6000)
+    row = sweep.run_sweep("engine", spec)["results"][0]
+    soft = row["soft"]
+    misses = [c["misses"] for c in soft]
+    first = next(i for i, m in enumerate(misses) if m)
+    # after the first late size the grid keeps going, counting misses, until nearly all are late
+    assert len(soft) > first + 1 and misses[first] < misses[-1]
+    assert misses[-1] >= 0.99 * 6000 and all(m < 0.99 * 6000 for m in misses[:-1])
+    assert misses == sorted(misses)
+    # the hard limit is bisected between the last held grid size and the first late one
+    assert soft[first - 1]["masses"] <= row["largest_masses"] < row["lost_at"] <= soft[first]["masses"]
+    # the synthetic truth: held below 50,000 masses, late from 50,000 on
+    assert 50000 / 1.05 <= row["largest_masses"] < 50000 <= row["lost_at"]
+    assert row["lost_at"] / row["largest_masses"] - 1 <= 0.05
+    # bisection probes stop at the first miss, grid probes never do
+    grid_calls = [c for c in calls if "--stop-on-miss" not in c and c[2] == "realtime"]
+    assert len(grid_calls) == len(soft)
+    # a real-fast point per grid size, and a pretest row that also runs to nearly every step late
+    assert [p["masses"] for p in row["realfast"]] == [c["masses"] for c in soft]
+    assert row["pretest"][-1]["misses"] >= 0.99 * 6000 and row["pretest"][0]["masses"] == 100
+    assert all("--period-ms" not in c for c in calls if c[2] == "pretest")
+
+
+def test_a_late_probe_is_repeated_and_counts_its_best_attempt(monkeypatch):
+    calls = fake_engine(100.0, monkeypatch)
+    spec = sweep.SweepSpec(masses_min=4000, masses_max=1_000_000, grid_ratio=4.0, threads=[2], policies=["other"],
+                           steps=100, retries=2, realfast=False, pretest=False)
+    row = sweep.run_sweep("engine", spec)["results"][0]
+    late = [c for c in row["soft"] if not c["holds"]]
+
+    def runs_of(n):
+        return sum(1 for c in calls if c[c.index("--masses") + 1] == str(n) and "--stop-on-miss" not in c)
+    # partly late: repeated twice more; late at nearly every step: not repeated (no stall explains it)
+    partly = [c for c in late if c["misses"] < 0.99 * c["steps"]]
+    wholly = [c for c in late if c["misses"] >= 0.99 * c["steps"]]
+    assert partly and wholly
+    assert all(runs_of(c["masses"]) == 3 for c in partly) and all(runs_of(c["masses"]) == 1 for c in wholly)
+
+
+def test_short_probes_are_labelled(monkeypatch):
+    assert not sweep.SweepSpec().short and sweep.SweepSpec(steps=300).short
+    assert sweep.SweepSpec(pretest_steps=600).short
+
+
+def test_jobs_without_a_period_are_in_the_maps_and_the_headline(tmp_path):
+    """The bug: realtime jobs with no --period-ms were left out ("tire: not measured")."""
+    docs = []
+    for masses in (4000, 64000):
+        d = tire_document(masses, 1, "fifo")
+        d["params"]["period_ms"] = None          # the engine's default, 10 ms
+        docs.append((job(f"tire-{masses}", "tire"), d))
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    with open_store(url) as s:
+        run = s.get_run(store_run(url, docs))
+    [lim] = headline_limits(run)
+    assert lim["period_ms"] == 10.0 and lim["max_masses"] == 4000 and lim["lost_at"] == 64000
+    html = render([run])
+    assert "10 ms (100 Hz), fifo" in html and "not measured" not in html
+    assert "held at every size tried" not in html
+
+
+def test_each_period_is_its_own_map_and_named(tmp_path):
+    docs = [(job(f"t-{p}-{n}", "tire"), tire_document(n, 1, "fifo", period_ms=p, steps=6000))
+            for p in (10.0, 2.0) for n in (4000, 16000, 256000)]
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    with open_store(url) as s:
+        run = s.get_run(store_run(url, docs))
+    pts = tire_points(run)
+    assert set(map_cells(pts, 2.0)[("locked", "fifo")]) == {(1, 4000), (1, 16000), (1, 256000)}
+    html = render([run])
+    assert "Real time, hard, at 10 ms (100 Hz)" in html and "Real time, hard, at 2 ms (500 Hz)" in html
+    assert "short variant" not in html
+    limits = {lim["period_ms"]: lim for lim in headline_limits(run)}
+    assert set(limits) == {10.0, 2.0} and limits[2.0]["max_masses"] < limits[10.0]["max_masses"]
+    # the 10 ms map's caption carries only the 10 ms runs' step count
+    assert "6,000 steps per point" in html
+
+
+def test_every_size_held_is_said_only_when_none_failed(tmp_path):
+    docs = [(job(f"t-{n}", "tire"), tire_document(n, 4, "fifo")) for n in (400, 4000)]
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    with open_store(url) as s:
+        run = s.get_run(store_run(url, docs))
+    assert "(held at every size tried)" in render([run])
+
+
+def test_pretest_steps_do_not_leak_into_the_10ms_caption(tmp_path):
+    docs = [(job(f"t-{n}", "tire"), tire_document(n, 1, "fifo", steps=6000)) for n in (4000, 16000)]
+    pre = tire_document(4000, 1, "fifo", mode="pretest", steps=300)
+    pre["params"]["period_ms"] = None
+    docs.append((job("pre", "tire"), pre))
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    with open_store(url) as s:
+        run = s.get_run(store_run(url, docs))
+    html = render([run])
+    ten = html[html.index("Real time, hard, at 10 ms"):html.index("Pretest, hard, at 0.5 ms")]
+    assert "300" not in ten.split("</svg>")[-1] and "6,000 steps per point" in ten
+    assert "300 steps (short variant; the study: 6,000) per point" in html
+
+
+@needs_root
+def test_sweep_runs_the_engine_into_a_store(engine_bin, tmp_path, monkeypatch):
+    """A real, tiny sweep (1 ms period, 30-step probes) stored, read back, reported and
+    shown as JSON: hard and soft maps at 1 ms, the pretest map at 0.5 ms, a real-fast
+    curve, the headline with where it was lost."""
+    monkeypatch.setenv("RTGAUGE_ENGINE", engine_bin)
+    spec = sweep.SweepSpec(masses_min=400, masses_max=409600, grid_ratio=4.0, precision=0.25, threads=[1],
+                           policies=["fifo"], period_ms=1.0, steps=30, cpus="1", retries=1,
+                           realfast_steps=30, pretest_steps=30, pretest_masses_min=40, time_limit_s=20)
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    with open_store(url) as store:
+        run_id = store.begin_run(SYSTEM, [], "tire-study-quick", "", ["pytest"])
+        doc = sweep.sweep_and_store(store, run_id, spec, lambda s: None)
+        store.finish_run(run_id, "complete", "")
+        run = store.get_run(run_id)
+    [row] = doc["sweep"]
+    assert row["largest_masses"] and row["lost_at"] > row["largest_masses"]
+    probes = [m for m in run["measurements"] if m["test"] == "tire"]
+    assert {m["params"]["mode"] for m in probes} == {"realtime", "realfast", "pretest"}
+    summary = tire_summary(run)
+    keys = {(m["mode"], m["period_ms"]) for m in summary["maps"]}
+    assert keys == {("realtime", 1.0), ("pretest", 0.5)}
+    rt = next(m for m in summary["maps"] if m["mode"] == "realtime")
+    assert any(c["misses"] > 0 and c["soft_misses"] for c in rt["cells"])
+    [curve] = summary["realfast"]
+    walls = [p["wall_s"] for p in curve["points"]]
+    assert len(walls) >= 2 and walls[-1] > walls[0]
+    [lim] = [x for x in summary["limits"] if x.get("source") == "sweep"]
+    assert lim["period_ms"] == 1.0 and lim["lost_at"] == row["lost_at"]
+    html = render([run])
+    assert "Real time, hard, at 1 ms (1 kHz)" in html and "Pretest, soft, at 0.5 ms (2 kHz)" in html
+    assert "30 steps (short variant; the study: 6,000)" in html and "Real-fast: wall time" in html
+    assert "held at every size tried" not in html and "100 Hz: " not in html
+    shown = subprocess.run([sys.executable, "-m", "rtgauge", "show", str(run_id), "--json", "--db", url],
+                           capture_output=True, text=True, check=True)
+    assert json.loads(shown.stdout)["analysis"]["tire"]["maps"]
+
+
+@pytest.mark.parametrize("table, words", [
+    ({"soft_until": 0}, "soft_until"),
+    ({"pretest_steps": 0}, "pretest_steps"),
+    ({"realfast": "yes"}, "wrong type"),
+])
+def test_bad_study_keys(table, words):
+    from rtgauge.errors import UserError
+    with pytest.raises(UserError, match=words):
+        sweep.spec_from_table(table, "profile x")
