@@ -7,8 +7,11 @@ The engine's locked solver times its phases on sampled steps, which gives per
 run Tspring (one spring force), Tmass (one mass integration) and Tipc (one lock
 operation with the copy it guards; the lock term counts the 6e + 4 operations
 the solver really makes per thread and step, the published 4·e·Nipc); each
-solver thread's context switches per step give Nswitch; Tswitch comes from the
-switch microbenchmark (THR-P-SLS). Constants measured on some configurations
+solver thread's context switches per step give Nswitch; Tswitch is the
+step time not spent in the timed phases, per switch, measured within the runs
+(the switch microbenchmark's same-CPU yield is shown beside it; the solver's
+switches are wake-ups of a blocked thread on another CPU, dearer). Constants
+measured on some configurations
 predict the step time of the others:
 
     Ts_pred = r·(ops·Tipc + (2e+1)·Tspring + e·Tmass) + Nswitch·Tswitch
@@ -108,22 +111,38 @@ def predict(pt: CostPoint, const: dict, tswitch_ns: float | None) -> float:
     return r * share + pt.nswitch * (tswitch_ns or 0.0)
 
 
-def evaluate(train: list[CostPoint], held_out: list[CostPoint], tswitch_ns: float | None) -> dict:
-    """Constants from train, predictions for held_out with their relative
-    errors |pred - measured| / measured, and the median error."""
-    if not train:
-        return {"constants": None, "predictions": [], "median_error": None, "tswitch_ns": tswitch_ns}
+def tswitch_of(points: list[CostPoint]) -> float | None:
+    """Tswitch measured within the runs: the median of tswitch_in_run over the
+    runs that switch (more than 0.1 per step and CPU), or None."""
+    vals = [v for v in (tswitch_in_run(p) for p in points if p.nswitch > 0.1) if v is not None]
+    return float(np.median(vals)) if vals else None
+
+
+def evaluate(train: list[CostPoint], held_out: list[CostPoint], tswitch_micro_ns: float | None = None) -> dict:
+    """Constants (and Tswitch) from train, predictions for held_out with their
+    relative errors |pred - measured| / measured and the median error. With
+    tswitch_micro_ns (the switch microbenchmark), the error the equation makes
+    with that Tswitch instead is given beside it."""
+    if not train or not held_out:
+        return {"constants": None, "predictions": [], "median_error": None}
     const = constants(train)
+    tsw = tswitch_of(train)
     rows = []
     for p in held_out:
-        pred = predict(p, const, tswitch_ns)
-        rows.append({"masses": p.masses, "threads": p.threads, "policy": p.policy, "e": p.e,
-                     "nswitch": p.nswitch, "measured_ns": p.ts_median_ns, "mean_ns": p.ts_mean_ns,
-                     "predicted_ns": pred, "error": abs(pred - p.ts_median_ns) / p.ts_median_ns})
-    errors = [r["error"] for r in rows]
-    return {"constants": const, "tswitch_ns": tswitch_ns, "predictions": rows,
-            "median_error": float(np.median(errors)) if errors else None,
-            "train": [p.label for p in train]}
+        pred = predict(p, const, tsw)
+        row = {"masses": p.masses, "threads": p.threads, "policy": p.policy, "e": p.e,
+               "nswitch": p.nswitch, "measured_ns": p.ts_median_ns, "mean_ns": p.ts_mean_ns,
+               "predicted_ns": pred, "error": abs(pred - p.ts_median_ns) / p.ts_median_ns}
+        if tswitch_micro_ns is not None:
+            row["predicted_micro_ns"] = predict(p, const, tswitch_micro_ns)
+        rows.append(row)
+    out = {"constants": const, "tswitch_ns": tsw, "tswitch_micro_ns": tswitch_micro_ns,
+           "predictions": rows, "median_error": float(np.median([r["error"] for r in rows])),
+           "train": [p.label for p in train]}
+    if tswitch_micro_ns is not None:
+        out["median_error_micro"] = float(np.median([abs(r["predicted_micro_ns"] - r["measured_ns"])
+                                                     / r["measured_ns"] for r in rows]))
+    return out
 
 
 def tswitch_from(measurements: list[dict]) -> float | None:
@@ -139,31 +158,29 @@ def tswitch_from(measurements: list[dict]) -> float | None:
     return float(np.median(vals)) if vals else None
 
 
-def leave_one_out(points: list[CostPoint], tswitch_ns: float | None) -> dict:
-    """Each configuration predicted from the constants of all the others (per
-    policy), for a run or report that has no separate training set."""
-    rows, consts = [], {}
+def leave_one_out(points: list[CostPoint], tswitch_micro_ns: float | None = None) -> dict:
+    """Per policy, each configuration predicted from the constants measured in
+    all the others (a run or report has no separate training set)."""
+    out = {}
     for policy in sorted({p.policy for p in points}):
         same = [p for p in points if p.policy == policy]
         if len(same) < 2:
             continue
-        consts[policy] = constants(same)
+        rows = []
         for i, p in enumerate(same):
-            ev = evaluate(same[:i] + same[i + 1:], [p], tswitch_ns)
+            ev = evaluate(same[:i] + same[i + 1:], [p], tswitch_micro_ns)
             rows.extend(ev["predictions"])
-    by_policy = {}
-    for policy in consts:
-        errs = [r["error"] for r in rows if r["policy"] == policy]
-        by_policy[policy] = float(np.median(errs)) if errs else None
-    return {"constants": consts, "tswitch_ns": tswitch_ns, "predictions": rows,
-            "median_error": by_policy}
+        errors = [r["error"] for r in rows]
+        out[policy] = {"constants": constants(same), "tswitch_ns": tswitch_of(same),
+                       "tswitch_micro_ns": tswitch_micro_ns, "predictions": rows,
+                       "median_error": float(np.median(errors))}
+    return out
 
 
 def run_cost_model(run: dict) -> dict | None:
-    """The cost model of one stored run (its `measurements`): leave-one-out
-    predictions of its tire runs with timed phases; None when it has none."""
+    """The cost model of one stored run (its `measurements`): per policy,
+    leave-one-out predictions of its tire runs with timed phases; None when it
+    has fewer than two."""
     ms = run.get("measurements", [])
     pts = [p for p in (cost_point(m) for m in ms) if p]
-    if not pts:
-        return None
-    return leave_one_out(pts, tswitch_from(ms))
+    return leave_one_out(pts, tswitch_from(ms)) or None
