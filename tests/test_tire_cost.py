@@ -33,7 +33,8 @@ def test_phases_counted_and_timed(run_engine):
     assert all(t["samples"] == 10 for t in th)
     for t in th:
         assert t["spring_ns"] > 0 and t["mass_ns"] > 0 and t["read_ns"] > 0 and t["write_ns"] > 0
-        assert t["t_spring_ns"] == pytest.approx(t["spring_ns"] / 10 / 4001)
+        assert t["t_spring_ns"] == pytest.approx(t["spring_ns_median"] / 4001)
+        assert t["spring_ns_median"] <= t["spring_ns"]     # a median of 10 samples below their sum
     for k in ("t_spring", "t_mass", "t_ipc", "nswitch_per_step"):
         assert d["metrics"][k]["value"] > 0
     fast = run_engine("tire", "--mode", "realfast", "--masses", "4000", "--steps", "10", "--solver", "fast",
@@ -59,10 +60,13 @@ def test_single_thread_phases_account_for_the_step(run_engine):
 def test_fifo_locked_prediction_within_20_percent(run_engine):
     """Constants (Tspring, Tmass, Tipc, Tswitch) measured at 3200 masses with 1,
     2 and 4 threads predict the step time of 800 and 12800 masses at every
-    thread count: median error at most 20% (docs/tire.md)."""
-    pts = {(n, k): tirecost.cost_point(tire_doc(run_engine, n, k, "fifo")) for n in SIZES for k in THREADS}
-    train = [pts[(TRAIN_SIZE, k)] for k in THREADS]
-    held = [p for (n, _), p in pts.items() if n != TRAIN_SIZE]
+    thread count: median error at most 20% (docs/tire.md). A timing test on a
+    shared machine: rerun it when a co-runner was busy, do not loosen it."""
+    # Two interleaved rounds: a co-runner on the other CPU (or its SMT sibling)
+    # slows every phase for a while; interleaving spreads it over both sets.
+    pts = [tirecost.cost_point(tire_doc(run_engine, n, k, "fifo")) for _ in range(2) for n in SIZES for k in THREADS]
+    train = [p for p in pts if p.masses == TRAIN_SIZE]
+    held = [p for p in pts if p.masses != TRAIN_SIZE]
     ev = tirecost.evaluate(train, held)
     report = "; ".join(f"{r['masses']}/{r['threads']}: {r['measured_ns'] / 1e3:.0f} vs "
                        f"{r['predicted_ns'] / 1e3:.0f} us" for r in ev["predictions"])

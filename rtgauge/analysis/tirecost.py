@@ -48,7 +48,7 @@ class CostPoint:
     t_spring: float
     t_mass: float
     t_ipc: float
-    share_ns: float          # the slowest share's timed phases per sampled step
+    share_ns: float          # the slowest share's timed phases (medians over the sampled steps)
 
     @property
     def label(self) -> str:
@@ -72,7 +72,7 @@ def cost_point(doc: dict) -> CostPoint | None:
         # switch is outside Ts and is not counted.
         slept = steps if str(p.get("mode") or "realtime") != "realfast" else 0
         nsw = max(0, sum(t["nvcsw"] + t["nivcsw"] for t in threads) - slept) / steps / cpus
-        share = max((t["read_ns"] + t["spring_ns"] + t["mass_ns"] + t["write_ns"]) / t["samples"]
+        share = max(t["read_ns_median"] + t["spring_ns_median"] + t["mass_ns_median"] + t["write_ns_median"]
                     for t in threads if t["samples"])
         return CostPoint(int(p["masses"]), int(p["threads"]), str(p.get("policy") or "?"),
                          str(p.get("mode") or "realtime"),

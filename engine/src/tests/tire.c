@@ -250,7 +250,21 @@ static void put_physics(const tire_run *r, double dt, double period_ms, double e
  * each phase counts (2e + 1 springs, e masses, 6e + 4 lock operations, the lock
  * phases including the copies they guard), and the thread's context switches
  * per step. Metrics: the mean over the threads. */
-static void put_cost(const tire_run *r, int every, rtg_result *res)
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of the kept samples of one phase (sorted in place: read after the run). */
+static double kept_median(int64_t *v, uint64_t samples)
+{
+    size_t m = samples < TIRE_PHASE_KEEP ? (size_t)samples : TIRE_PHASE_KEEP;
+    qsort(v, m, sizeof *v, cmp_i64);
+    return m % 2 ? (double)v[m / 2] : 0.5 * ((double)v[m / 2 - 1] + (double)v[m / 2]);
+}
+
+static void put_cost(tire_run *r, int every, rtg_result *res)
 {
     if (!tire_solver_phase_times(r->solver, 0) || r->st.step == 0)
         return;
@@ -260,7 +274,7 @@ static void put_cost(const tire_run *r, int every, rtg_result *res)
     double sum_spring = 0, sum_mass = 0, sum_ipc = 0, sum_nsw = 0;
     int timed = 0;
     for (int t = 0; t < r->nthreads; t++) {
-        const tire_phase_times *pt = tire_solver_phase_times(r->solver, t);
+        tire_phase_times *pt = tire_solver_phase_times(r->solver, t);
         int64_t lo, hi;
         tire_range(r->st.p.n, r->nthreads, t, &lo, &hi);
         int64_t e = hi - lo, ops = e > 0 ? 6 * e + 4 : 0;
@@ -281,10 +295,18 @@ static void put_cost(const tire_run *r, int every, rtg_result *res)
         sum_nsw += nsw;
         if (pt->samples == 0 || e == 0)
             continue;
-        double k = (double)pt->samples;
-        double ts = (double)pt->spring_ns / k / (double)(2 * e + 1);
-        double tm = (double)pt->mass_ns / k / (double)e;
-        double ti = (double)(pt->read_ns + pt->write_ns) / k / (double)ops;
+        /* Medians over the sampled steps: one step preempted in a phase (a
+         * host stall, an interrupt) must not move the constant. */
+        static const char *const names[4] = {"read_ns_median", "spring_ns_median", "mass_ns_median",
+                                             "write_ns_median"};
+        double med[4];
+        for (int ph = 0; ph < 4; ph++) {
+            med[ph] = kept_median(pt->kept[ph], pt->samples);
+            rtg_j_set(j, names[ph], rtg_j_num(med[ph]));
+        }
+        double ts = med[1] / (double)(2 * e + 1);
+        double tm = med[2] / (double)e;
+        double ti = (med[0] + med[3]) / (double)ops;
         rtg_j_set(j, "t_spring_ns", rtg_j_num(ts));
         rtg_j_set(j, "t_mass_ns", rtg_j_num(tm));
         rtg_j_set(j, "t_ipc_ns", rtg_j_num(ti));

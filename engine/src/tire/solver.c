@@ -38,6 +38,10 @@ tire_solver *tire_solver_new(tire_state *st, tire_solver_kind kind, tire_lock_ki
     if (!s->out || !s->a || !s->b || !s->phase)
         goto oom;
     memset(s->phase, 0, sizeof(tire_phase_times) * (size_t)nthreads);
+    for (int t = 0; kind == TIRE_SOLVER_LOCKED && t < nthreads; t++)
+        for (int c = 0; c < 4; c++)
+            if (!(s->phase[t].kept[c] = calloc(TIRE_PHASE_KEEP, sizeof(int64_t))))
+                goto oom;
     for (int t = 0; t < nthreads; t++) {
         tire_range(st->p.n, nthreads, t, &s->a[t], &s->b[t]);
         s->out[t].contact = 0;
@@ -61,6 +65,9 @@ void tire_solver_free(tire_solver *s)
     free(s->out);
     free(s->a);
     free(s->b);
+    for (int t = 0; s->phase && t < s->nthreads; t++)
+        for (int c = 0; c < 4; c++)
+            free(s->phase[t].kept[c]);
     free(s->phase);
     free(s);
 }
@@ -82,7 +89,7 @@ tire_state *tire_solver_state(tire_solver *s) { return s->st; }
 
 void tire_solver_set_cost_every(tire_solver *s, int every) { s->cost_every = every; }
 
-const tire_phase_times *tire_solver_phase_times(const tire_solver *s, int t)
+tire_phase_times *tire_solver_phase_times(tire_solver *s, int t)
 {
     return s->kind == TIRE_SOLVER_LOCKED ? &s->phase[t] : NULL;
 }

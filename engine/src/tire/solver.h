@@ -35,9 +35,11 @@ typedef struct tire_solver tire_solver;
  * nodes in under their locks, spring = the 2e + 1 spring forces, mass = the e
  * integrations with the floor, write = writing the nodes back under their locks.
  * Written only by the thread that owns the share. */
+#define TIRE_PHASE_KEEP 1024   /* sampled steps whose phase times are kept one by one */
 typedef struct {
     _Alignas(64) uint64_t samples;
     int64_t read_ns, spring_ns, mass_ns, write_ns;
+    int64_t *kept[4];          /* read, spring, mass, write of the first TIRE_PHASE_KEEP samples */
 } tire_phase_times;
 
 /* Nodes [*a, *b) of thread t of k. */
@@ -55,8 +57,9 @@ int64_t tire_solver_lock_ops(const tire_solver *s);
 tire_state *tire_solver_state(tire_solver *s);
 /* Time the phases of every `every`-th step (step % every == 0; 0: never). */
 void tire_solver_set_cost_every(tire_solver *s, int every);
-/* Thread t's phase times, or NULL for the fast solver (no phases timed). */
-const tire_phase_times *tire_solver_phase_times(const tire_solver *s, int t);
+/* Thread t's phase times, or NULL for the fast solver (no phases timed);
+ * the kept samples may be sorted by the reader after the run. */
+tire_phase_times *tire_solver_phase_times(tire_solver *s, int t);
 
 /* fast share (solver_fast.c) */
 int tire_fast_part(tire_state *st, int64_t a, int64_t b, bool centroid, double *ysum);

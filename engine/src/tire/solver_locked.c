@@ -253,6 +253,12 @@ int tire_locked_part(tire_locked *l, int t, int64_t a, int64_t b, bool centroid,
         write_node(l, nx, a + j, lb->out, j);
     if (pt) {
         int64_t t4 = rtg_mono_ns();
+        if (pt->samples < TIRE_PHASE_KEEP) {
+            pt->kept[0][pt->samples] = t1 - t0;
+            pt->kept[1][pt->samples] = t2 - t1;
+            pt->kept[2][pt->samples] = t3 - t2;
+            pt->kept[3][pt->samples] = t4 - t3;
+        }
         pt->samples++;
         pt->read_ns += t1 - t0;
         pt->spring_ns += t2 - t1;
