@@ -100,3 +100,43 @@ def test_leave_one_out_on_known_costs():
     assert out["tswitch_ns"] == pytest.approx(12000.0)
     assert out["median_error"] < 1e-9
     assert all(r["predicted_micro_ns"] < r["measured_ns"] or r["threads"] == 1 for r in out["predictions"])
+
+
+def test_show_and_report_carry_the_cost_model(run_engine, tmp_path):
+    """Real tire runs and a switch run stored as one run: `show --json` carries
+    the constants and every configuration's prediction, `show` prints them and
+    the report has its own section with the table."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from rtgauge.report.html import render
+    from rtgauge.store import open_store
+    from tests.test_report_builders import job, store_run
+
+    docs = []
+    for n in (800, 3200):
+        for k in (1, 2):
+            d = run_engine("tire", "--mode", "realfast", "--masses", str(n), "--steps", "60", "--threads", str(k),
+                           "--policy", "other", "--no-mlock").doc
+            docs.append((job(f"tire-{n}-{k}", "tire"), d))
+    docs.append((job("switch", "switch"), run_engine("switch", "--iterations", "2000", "--policy", "other",
+                                                     "--no-mlock").doc))
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    run_id = store_run(url, docs)
+    env = dict(os.environ)
+    out = subprocess.run([sys.executable, "-m", "rtgauge", "show", str(run_id), "--json", "--db", url],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    model = json.loads(out.stdout)["tire_cost"]["other"]
+    assert len(model["predictions"]) == 4
+    assert model["tswitch_micro_ns"] > 0 and all(r["predicted_ns"] > 0 for r in model["predictions"])
+    assert model["constants"]["Tspring"]["runs"] == 4
+    text = subprocess.run([sys.executable, "-m", "rtgauge", "show", str(run_id), "--db", url],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert "Tire cost equation (other)" in text.stdout and "predicted" in text.stdout
+    with open_store(url) as store:
+        html = render([store.get_run(run_id)])
+    assert "id='tirecost'" in html or 'id="tirecost"' in html
+    assert "median prediction error" in html.lower() and html.count("<td>3,200</td>") == 2

@@ -61,7 +61,9 @@ def cost_point(doc: dict) -> CostPoint | None:
     try:
         if doc.get("test") != "tire" or not doc.get("ok", True):
             return None
-        p, m, cost = doc["params"], doc["metrics"], doc["cost"]
+        # an engine document, or a stored measurement (its document kept whole)
+        p, m = doc["params"], doc["metrics"]
+        cost = doc.get("cost") or (doc.get("document") or {})["cost"]
         threads = cost["threads"]
         ts = m["ts"]
         steps = int(m["steps"]["value"])

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from rtgauge.analysis.tirecost import run_cost_model
 from rtgauge.errors import UserError
 from rtgauge.store import open_store
 from rtgauge.store.urls import display_url, normalise_url, sqlite_file
@@ -68,9 +69,11 @@ def show(args: argparse.Namespace) -> int:
                 return say_no_runs(store.url, args.json, wanted)
             raise UserError(f"no run {run_id} in {store.url}; `rtgauge show` lists the runs.")
         if args.json:
-            print_json(run)
+            cost = run_cost_model(run)
+            print_json(dict(run, tire_cost=cost) if cost else run)
         else:
             print_run(run)
+            print_tire_cost(run)
         return 0
 
 
@@ -202,3 +205,28 @@ def print_run(run: dict) -> None:
     for m in run["measurements"]:
         if m["error"]:
             out.print(f"{m['name']}: {m['error']}", markup=False)
+
+
+def print_tire_cost(run: dict) -> None:
+    """The tire cost equation of the run: constants measured by the solver, and
+    each configuration's step time predicted from the others' (docs/tire.md)."""
+    model = run_cost_model(run)
+    if not model:
+        return
+    out = console()
+    for policy, m in model.items():
+        c = m["constants"]
+        tsw = m["tswitch_ns"]
+        micro = m["tswitch_micro_ns"]
+        out.print(f"Tire cost equation ({policy}): Tspring {c['Tspring']['median']:.2f} ns, "
+                  f"Tmass {c['Tmass']['median']:.2f} ns, Tipc {c['Tipc']['median']:.2f} ns, "
+                  f"Tswitch {'–' if tsw is None else f'{tsw / 1e3:.1f} µs'} in the runs"
+                  + (f" ({micro / 1e3:.2f} µs switch microbenchmark)" if micro is not None else "")
+                  + f"; median prediction error {m['median_error']:.0%}", markup=False)
+        table = Table(title=f"Ts predicted from the other configurations ({policy})", title_justify="left")
+        for col in ("masses", "threads", "Nswitch", "measured µs", "predicted µs", "error"):
+            table.add_column(col, justify="right")
+        for r in m["predictions"]:
+            table.add_row(f"{r['masses']:,}", str(r["threads"]), f"{r['nswitch']:.2f}",
+                          f"{r['measured_ns'] / 1e3:.1f}", f"{r['predicted_ns'] / 1e3:.1f}", f"{r['error']:.0%}")
+        out.print(table)
