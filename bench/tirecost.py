@@ -30,7 +30,7 @@ def engine_doc(engine: str, *args: str) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--engine", default=os.environ.get("RTGAUGE_ENGINE", "build/engine/src/rtgauge-engine"))
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     sw = engine_doc(args.engine, "switch", "--iterations", "20000", "--policy", "fifo")["metrics"]["switch"]["p50"]
     pts = {"fifo": [], "other": []}
