@@ -98,7 +98,14 @@ def test_leave_one_out_on_known_costs():
             ts = math.ceil(k / 2) * share + nsw * 12000.0
             pts.append(tirecost.CostPoint(n, k, "fifo", "realtime", 10.0, min(k, 2), e, ops, nsw, ts, ts,
                                           share_ns=share, **truth))
-    out = tirecost.leave_one_out(pts, 1400.0)["fifo"]
+    other = [tirecost.CostPoint(p.masses, p.threads, "other", p.mode, p.period_ms, p.cpus, p.e, p.lock_ops,
+                                p.nswitch, p.ts_median_ns * 1.1, p.ts_mean_ns, p.t_spring, p.t_mass, p.t_ipc,
+                                p.share_ns) for p in pts]
+    models = tirecost.leave_one_out(pts + other, 1400.0)
+    cross = models["other from fifo constants"]
+    assert len(cross["predictions"]) == len(other)
+    assert all(r["error"] == pytest.approx(0.1 / 1.1) for r in cross["predictions"])
+    out = models["fifo"]
     assert out["tswitch_ns"] == pytest.approx(12000.0)
     assert out["median_error"] < 1e-9
     assert all(r["predicted_micro_ns"] < r["measured_ns"] or r["threads"] == 1 for r in out["predictions"])

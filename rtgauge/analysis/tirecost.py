@@ -162,7 +162,8 @@ def tswitch_from(measurements: list[dict]) -> float | None:
 
 def leave_one_out(points: list[CostPoint], tswitch_micro_ns: float | None = None) -> dict:
     """Per policy, each configuration predicted from the constants measured in
-    all the others (a run or report has no separate training set)."""
+    all the others (a run or report has no separate training set); and, keyed
+    "B from A constants", every run of policy B predicted from policy A's."""
     out = {}
     for policy in sorted({p.policy for p in points}):
         same = [p for p in points if p.policy == policy]
@@ -176,6 +177,13 @@ def leave_one_out(points: list[CostPoint], tswitch_micro_ns: float | None = None
         out[policy] = {"constants": constants(same), "tswitch_ns": tswitch_of(same),
                        "tswitch_micro_ns": tswitch_micro_ns, "predictions": rows,
                        "median_error": float(np.median(errors))}
+    # across policies: one policy's constants predict every run of another
+    for src in list(out):
+        for dst in list(out):
+            if src != dst:
+                ev = evaluate([p for p in points if p.policy == src], [p for p in points if p.policy == dst],
+                              tswitch_micro_ns)
+                out[f"{dst} from {src} constants"] = ev
     return out
 
 

@@ -223,7 +223,7 @@ def print_tire_cost(run: dict) -> None:
                   f"Tswitch {'–' if tsw is None else f'{tsw / 1e3:.1f} µs'} in the runs"
                   + (f" ({micro / 1e3:.2f} µs switch microbenchmark)" if micro is not None else "")
                   + f"; median prediction error {m['median_error']:.0%}", markup=False)
-        table = Table(title=f"Ts predicted from the other configurations ({policy})", title_justify="left")
+        table = Table(title=f"Ts predicted against measured ({policy})", title_justify="left")
         for col in ("masses", "threads", "Nswitch", "measured µs", "predicted µs", "error"):
             table.add_column(col, justify="right")
         for r in m["predictions"]:
