@@ -102,6 +102,7 @@ def test_leave_one_out_on_known_costs():
                                 p.nswitch, p.ts_median_ns * 1.1, p.ts_mean_ns, p.t_spring, p.t_mass, p.t_ipc,
                                 p.share_ns) for p in pts]
     models = tirecost.leave_one_out(pts + other, 1400.0)
+    assert set(models) == {"fifo", "other", "other from fifo constants", "fifo from other constants"}
     cross = models["other from fifo constants"]
     assert len(cross["predictions"]) == len(other)
     assert all(r["error"] == pytest.approx(0.1 / 1.1) for r in cross["predictions"])
@@ -145,7 +146,13 @@ def test_show_and_report_carry_the_cost_model(run_engine, tmp_path):
     text = subprocess.run([sys.executable, "-m", "rtgauge", "show", str(run_id), "--db", url],
                           capture_output=True, text=True, env=env, timeout=60)
     assert "Tire cost equation (other)" in text.stdout and "predicted" in text.stdout
+    # the report reads runs without their engine documents: the metrics suffice
     with open_store(url) as store:
-        html = render([store.get_run(run_id)])
-    assert "id='tirecost'" in html or 'id="tirecost"' in html
-    assert "median prediction error" in html.lower() and html.count("<td>3,200</td>") == 2
+        assert render([store.get_run(run_id, documents=False)]) is not None
+    page = tmp_path / "r.html"
+    rep = subprocess.run([sys.executable, "-m", "rtgauge", "report", str(run_id), "--db", url, "-o", str(page)],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert rep.returncode == 0, rep.stderr
+    html = page.read_text()
+    section = html[html.index("id='tirecost'"):html.index("id='hil'")]
+    assert "median prediction error" in section.lower() and section.count("<td>3,200</td>") == 2

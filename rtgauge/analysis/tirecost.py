@@ -56,31 +56,28 @@ class CostPoint:
 
 
 def cost_point(doc: dict) -> CostPoint | None:
-    """A point from an engine `tire` document (or a stored measurement) of the
-    locked solver with timed phases; None when it has none."""
+    """A point from an engine `tire` document or a stored measurement (its
+    params, env and metrics suffice) of the locked solver with timed phases;
+    None when it has none."""
     try:
         if doc.get("test") != "tire" or not doc.get("ok", True):
             return None
-        # an engine document, or a stored measurement (its document kept whole)
         p, m = doc["params"], doc["metrics"]
-        cost = doc.get("cost") or (doc.get("document") or {})["cost"]
-        threads = cost["threads"]
+        n, k = int(p["masses"]), int(p["threads"])
         ts = m["ts"]
         steps = int(m["steps"]["value"])
-        vals = [float(m[k]["value"]) for k in ("t_spring", "t_mass", "t_ipc")]
+        vals = [float(m[name]["value"]) for name in ("t_spring", "t_mass", "t_ipc", "t_share")]
         cpus = len({t.get("cpu") for t in (doc.get("env") or {}).get("solver_threads") or []}) or 1
-        big = max(threads, key=lambda t: t["e"])
+        e = -(-n // k)                      # the largest share (tire_range)
+        mode = str(p.get("mode") or "realtime")
         # The paced driver sleeps once per step until the next period: that
         # switch is outside Ts and is not counted.
-        slept = steps if str(p.get("mode") or "realtime") != "realfast" else 0
-        nsw = max(0, sum(t["nvcsw"] + t["nivcsw"] for t in threads) - slept) / steps / cpus
-        share = max(t["read_ns_median"] + t["spring_ns_median"] + t["mass_ns_median"] + t["write_ns_median"]
-                    for t in threads if t["samples"])
-        return CostPoint(int(p["masses"]), int(p["threads"]), str(p.get("policy") or "?"),
-                         str(p.get("mode") or "realtime"),
+        slept = steps if mode != "realfast" else 0
+        switches = int(m["nvcsw"]["value"]) + int(m["nivcsw"]["value"])
+        nsw = max(0, switches - slept) / steps / cpus
+        return CostPoint(n, k, str(p.get("policy") or "?"), mode,
                          None if p.get("period_ms") is None else float(p["period_ms"]),
-                         cpus, int(big["e"]), int(big["lock_ops"]), nsw,
-                         float(ts.get("p50", ts["avg"])), float(ts["avg"]), *vals, share)
+                         cpus, e, 6 * e + 4, nsw, float(ts.get("p50", ts["avg"])), float(ts["avg"]), *vals)
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         return None
 
@@ -178,8 +175,9 @@ def leave_one_out(points: list[CostPoint], tswitch_micro_ns: float | None = None
                        "tswitch_micro_ns": tswitch_micro_ns, "predictions": rows,
                        "median_error": float(np.median(errors))}
     # across policies: one policy's constants predict every run of another
-    for src in list(out):
-        for dst in list(out):
+    measured = list(out)
+    for src in measured:
+        for dst in measured:
             if src != dst:
                 ev = evaluate([p for p in points if p.policy == src], [p for p in points if p.policy == dst],
                               tswitch_micro_ns)

@@ -271,7 +271,7 @@ static void put_cost(tire_run *r, int every, rtg_result *res)
     rtg_json *c = rtg_j_set(res->extra, "cost", rtg_j_obj());
     rtg_j_set(c, "every", rtg_j_int(every));
     rtg_json *a = rtg_j_set(c, "threads", rtg_j_arr());
-    double sum_spring = 0, sum_mass = 0, sum_ipc = 0, sum_nsw = 0;
+    double sum_spring = 0, sum_mass = 0, sum_ipc = 0, sum_nsw = 0, share = 0;
     int timed = 0;
     for (int t = 0; t < r->nthreads; t++) {
         tire_phase_times *pt = tire_solver_phase_times(r->solver, t);
@@ -304,6 +304,8 @@ static void put_cost(tire_run *r, int every, rtg_result *res)
             med[ph] = kept_median(pt->kept[ph], pt->samples);
             rtg_j_set(j, names[ph], rtg_j_num(med[ph]));
         }
+        if (med[0] + med[1] + med[2] + med[3] > share)
+            share = med[0] + med[1] + med[2] + med[3];
         double ts = med[1] / (double)(2 * e + 1);
         double tm = med[2] / (double)e;
         double ti = (med[0] + med[3]) / (double)ops;
@@ -319,6 +321,7 @@ static void put_cost(tire_run *r, int every, rtg_result *res)
         rtg_j_set(mt, "t_spring", rtg_j_scalar_num(sum_spring / timed, "ns"));
         rtg_j_set(mt, "t_mass", rtg_j_scalar_num(sum_mass / timed, "ns"));
         rtg_j_set(mt, "t_ipc", rtg_j_scalar_num(sum_ipc / timed, "ns"));
+        rtg_j_set(mt, "t_share", rtg_j_scalar_num(share, "ns"));
     }
 }
 
@@ -501,6 +504,7 @@ static const rtg_metric tire_metrics[] = {
     {"t_spring", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "cost equation: time of one spring force, per thread (locked solver, sampled steps)"},
     {"t_mass", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "cost equation: time of one mass integration, per thread (locked solver, sampled steps)"},
     {"t_ipc", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "cost equation: time of one lock operation with the copy it guards, per thread (locked solver, sampled steps)"},
+    {"t_share", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "cost equation: the slowest thread's four phases in one timed step (sum of its medians; locked solver)"},
     {"nswitch_per_step", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "cost equation: context switches (voluntary + involuntary) per solver thread and step (locked solver)"},
     {"late_steps", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "steps the payload saw finish late (realtime and pretest)"},
     {0},
