@@ -68,7 +68,8 @@ def test_shows_one_run(populated, capsys):
     expected_us = [f"{ti[k] / 1000:.1f}" for k in ("min", "avg", "p99", "max")]
     assert rows["latency-cpu"][1:8] == ["engine", "cpu", "ok", *expected_us]
     assert rows["latency-cpu"][8] == "3" and rows["latency-idle"][8] == "0"
-    assert "max_latency FAIL" in rows["latency-cpu"][9]
+    assert rows["latency-cpu"][9] == "-"        # steal: not recorded by this hand-made run
+    assert "max_latency FAIL" in rows["latency-cpu"][10]
     assert rows["cyclictest-cpu"][1] == "cyclictest (ref)"
     assert rows["latency-io"][3] == "failed"
     assert "latency-io: the measuring thread on cpu 1 could not be started" in out
@@ -88,7 +89,13 @@ def test_json_matches_the_store(populated, capsys):
     assert status == 0 and json.loads(out) == runs
     status, out, _ = cli(capsys, str(first), "--db", db, "--json")
     shown = json.loads(out)
+    # show adds the probable worst case (docs/pwcet.md) to each latency measurement with
+    # per-window maxima; everything else is the store's
+    pwcet = {m["name"]: m.pop("pwcet", None) for m in shown["measurements"]}
     assert status == 0 and shown == json.loads(json.dumps(run))
+    assert pwcet["latency-idle"][0]["label"] == "all threads"
+    assert "only 2 block maxima" in pwcet["latency-idle"][0]["reason"]   # [9100, None, 251000]
+    assert pwcet["latency-io"] is None   # a failed job
     assert shown["measurements"][1]["metrics"]["misses"]["value"] == 3
     assert shown["measurements"][1]["document"] == realistic_document(misses=3)
 

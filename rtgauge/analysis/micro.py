@@ -56,10 +56,25 @@ def micro_rows(runs: list[dict]) -> list[MicroRow]:
                 if row is None:
                     row = rows[key] = MicroRow(key, m["test"], name, variant, m.get("condition") or "", params,
                                                published=published_for(m["test"], name, params, m.get("condition") or "idle"))
-                row.cells[run.get("id")] = {"avg": metric.get("avg"), "max": metric.get("max"),
-                                            "p99": metric.get("p99"), "count": metric.get("count"),
-                                            "unit": metric.get("unit", "ns")}
+                cell = {"avg": metric.get("avg"), "max": metric.get("max"), "p99": metric.get("p99"),
+                        "count": metric.get("count"), "unit": metric.get("unit", "ns"), "rounds": 1}
+                row.cells[run.get("id")] = pool_rounds(row.cells.get(run.get("id")), cell)
     return sorted(rows.values(), key=lambda r: r.key)
+
+
+def pool_rounds(old: dict | None, new: dict) -> dict:
+    """The rounds of one figure (a job with rounds = N) as one cell: the average over all
+    samples, the true maximum, the mean of the rounds' p99."""
+    if old is None:
+        return new
+    try:
+        n = old["count"] + new["count"]
+        k = old["rounds"] + 1
+        return {"avg": (old["avg"] * old["count"] + new["avg"] * new["count"]) / n,
+                "max": max(old["max"], new["max"]), "p99": (old["p99"] * old["rounds"] + new["p99"]) / k,
+                "count": n, "unit": old["unit"], "rounds": k}
+    except (TypeError, ZeroDivisionError):
+        return new
 
 
 def micro_scalars(run: dict) -> list[tuple[str, str, object, str]]:

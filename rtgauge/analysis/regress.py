@@ -1,63 +1,170 @@
 """Regressions between runs: every comparable figure of a baseline run and a
-candidate, and whether the candidate is worse beyond noise.
+candidate, each with its uncertainty, and whether it is significantly better or worse.
 
-Noise thresholds (docs/report.md explains them):
-- averages (latency avg, microbenchmark avg, timestamp cost): worse when the
-  candidate is more than 10 % higher AND the difference exceeds 3 combined standard
-  errors (stddev/√count of each side) — a shift a repeated run would not produce;
-- p99: more than 20 % higher; worst cases (max): more than 25 % higher, because a
-  single worst sample of a short run varies a lot between runs;
-- latency figures also need an absolute change above a floor (avg 1 µs, p99 5 µs,
-  max 10 µs), below which timer and clock granularity dominate;
-- missed deadlines: any increase from zero, or more than double;
-- tire: a smaller largest-hard-real-time n is worse (grid values: any step down);
-  a real-fast wall time more than 5 % longer is worse;
-- verdicts: pass -> fail is worse.
+A figure is gathered over the rounds of its job (`rounds = N`: independent engine
+invocations, stored as separate measurements tagged load.round); the statistics are in
+rtgauge/analysis/noise.py and docs/compare.md. Verdicts:
+
+- worse / better: the difference is significant after the Benjamini-Hochberg adjustment
+  over all tested figures of the comparison (false discovery rate alpha, default 5 %);
+- no significant difference: it is not, or the figure has no interval (a single value
+  without within-run uncertainty, e.g. one wall time);
+- new / gone: only in one run; invalid: a job failed or a value is not a number.
+
+The one exception to "only when significant": the tire's largest hard-real-time n is the
+outcome of a sweep over a fixed grid (not an estimate), and a step down is reported as
+worse (method says so).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from rtgauge.analysis import latency_row, latency_measurements, scalar
-from rtgauge.analysis.micro import micro_rows, verdict_rows
+from rtgauge.analysis import is_latency_measurement, scalar
+from rtgauge.catalogue import MICRO_KINDS, catalogue
+from rtgauge.analysis import noise
+from rtgauge.analysis.micro import is_micro, variant_of
 from rtgauge.analysis.tire import headline_limits, tire_points
 
-AVG_REL, AVG_SE = 0.10, 3.0
-P99_REL, MAX_REL = 0.20, 0.25
-FLOOR_NS = {"avg": 1000.0, "p99": 5000.0, "max": 10000.0}
-WALL_REL = 0.05
+ALPHA = 0.05
 UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, "": 1.0, "%": 1.0}
+
+WORSE, BETTER, SAME = "worse", "better", "no significant difference"
+NEW, GONE, INVALID = "new", "gone", "invalid"
 
 
 @dataclass
 class Figure:
     key: str          # stable id across runs
-    family: str       # avg_latency, p99_latency, max_latency, misses, micro_avg, micro_max,
-                      # tire_max_masses, wall_time, timestamp_cost, failed_verdicts
+    family: str       # avg_latency, p99_latency, max_latency, misses, micro_avg, micro_p99, micro_max,
+                      # tire_max_masses, wall_time, timestamp_cost, verdict, failed_verdicts
     label: str
-    value: float | None
+    value: float | None           # the run's figure: avg over all samples, mean round p99, true max, ...
     unit: str
     higher_is_worse: bool = True
-    stddev: float | None = None
-    count: int | None = None
+    rounds: list[float] = field(default_factory=list)   # the compared value of each round
+    within: noise.Within | None = None                 # a single round's own uncertainty
+    events: tuple[float, float] | None = None          # (events, exposure) for rates
+    failed: list[str] = field(default_factory=list)    # why rounds of its job failed
+    exact: bool = False                                # compared without statistics (tire grid)
+    steal_ms: list = field(default_factory=list)       # hypervisor steal on the measured CPUs, per round
+
+    @property
+    def estimate(self) -> float | None:
+        """What is compared: the mean over rounds (the value itself for one round)."""
+        if self.rounds:
+            return sum(self.rounds) / len(self.rounds)
+        return None
+
+    @property
+    def invalid(self) -> str | None:
+        if not self.rounds and self.events is None:
+            return "; ".join(self.failed) if self.failed else "no valid value (missing or not a number)"
+        return None
 
 
 @dataclass
 class Change:
-    figure: Figure
-    base: float | None
-    value: float | None
-    verdict: str      # "worse", "better", "same", "new", "gone"
+    figure: Figure                 # the candidate's figure (the baseline's when gone)
+    base: float | None             # compared estimate of the baseline
+    value: float | None            # compared estimate of the candidate
+    verdict: str
     why: str
+    result: noise.Result | None = None
+    q_value: float | None = None
+    base_figure: Figure | None = None
 
     @property
     def relative(self) -> float | None:
         if self.base in (None, 0) or self.value is None:
             return None
         return (self.value - self.base) / abs(self.base)
+
+    @property
+    def significant(self) -> bool:
+        return self.verdict in (WORSE, BETTER)
+
+
+# ---- gathering figures over rounds ------------------------------------------------
+
+def round_index(m: dict) -> int | None:
+    r = (m.get("load") or {}).get("round")
+    if isinstance(r, dict) and isinstance(r.get("index"), int):
+        return r["index"]
+    return None
+
+
+def base_name(m: dict) -> str:
+    """The job's name without its round tag (`switch-2@idle#r2` -> `switch-2@idle`)."""
+    name = str(m.get("name") or "")
+    r = round_index(m)
+    if r is not None:
+        name = name.replace(f"#r{r}", "", 1)
+    return name
+
+
+def _dist_values(metric: dict | None, key: str) -> float | None:
+    if not isinstance(metric, dict):
+        return None
+    v = metric.get(key)
+    return float(v) if noise.is_valid(v) else None
+
+
+def _within(metric: dict, q: float | None = None) -> noise.Within:
+    hist = metric.get("histogram") if isinstance(metric.get("histogram"), dict) else None
+    bins = hist.get("bins") if hist else None
+    if not bins:
+        linear = metric.get("linear")
+        bins = linear.get("bins") if isinstance(linear, dict) else None
+    count, sd = metric.get("count"), metric.get("stddev")
+    return noise.Within(int(count) if noise.is_valid(count) else None,
+                        float(sd) if noise.is_valid(sd) else None,
+                        bins if isinstance(bins, list) and bins else None, q)
+
+
+def _dist_figures(add, prefix: str, tag: str, label: str, families: tuple[str, str, str],
+                  metrics: list[dict], failed: list[str]) -> None:
+    """avg, p99 and max of one distribution over its rounds."""
+    avg_f, p99_f, max_f = families
+    avgs = [v for v in (_dist_values(m, "avg") for m in metrics) if v is not None]
+    p99s = [v for v in (_dist_values(m, "p99") for m in metrics) if v is not None]
+    maxs = [v for v in (_dist_values(m, "max") for m in metrics) if v is not None]
+    counts = [m.get("count") or 0 for m in metrics if _dist_values(m, "avg") is not None]
+    unit = next((m.get("unit") for m in metrics if m.get("unit")), "ns")
+    pooled = (sum(a * c for a, c in zip(avgs, counts)) / sum(counts)) if avgs and sum(counts) else \
+        (sum(avgs) / len(avgs) if avgs else None)
+    single = metrics[0] if len(metrics) == 1 else None
+    add(Figure(f"{prefix}:{tag}:avg", avg_f, f"{label} avg", pooled, unit, rounds=avgs,
+               within=_within(single) if single else None, failed=list(failed)))
+    add(Figure(f"{prefix}:{tag}:p99", p99_f, f"{label} p99", sum(p99s) / len(p99s) if p99s else None, unit,
+               rounds=p99s, within=_within(single, 0.99) if single else None, failed=list(failed)))
+    add(Figure(f"{prefix}:{tag}:max", max_f, f"{label} max", max(maxs) if maxs else None, unit, rounds=maxs,
+               within=_within(single) if single else None, failed=list(failed)))
+
+
+def _grouped(measurements: list[dict], key) -> dict:
+    groups: dict = {}
+    for m in measurements:
+        groups.setdefault(key(m), []).append(m)
+    for ms in groups.values():
+        ms.sort(key=lambda m: round_index(m) or 0)
+    return groups
+
+
+def steal_ms(m: dict) -> float | None:
+    steal = ((m.get("env") or {}).get("counters") or {}).get("steal")
+    v = steal.get("total_ms") if isinstance(steal, dict) else None
+    return float(v) if noise.is_valid(v) else None
+
+
+def failure_reason(m: dict) -> str:
+    r = round_index(m)
+    where = f"round {r} of job {base_name(m)}" if r else f"job {base_name(m)}"
+    if m.get("ok") is not True:
+        return f"{where} failed ({m.get('error') or 'no result'})"
+    return f"{where} has no valid figure"
 
 
 def figures(run: dict) -> dict[str, Figure]:
@@ -66,112 +173,210 @@ def figures(run: dict) -> dict[str, Figure]:
     def add(f: Figure):
         out[f.key] = f
 
-    for m in latency_measurements(run):
-        row = latency_row(m)
-        ti = m["metrics"]["ti"]
-        tag = f"{m['name']}"
-        add(Figure(f"lat:{tag}:avg", "avg_latency", f"{tag} avg latency", ti.get("avg"), "ns",
-                   stddev=ti.get("stddev"), count=ti.get("count")))
-        add(Figure(f"lat:{tag}:p99", "p99_latency", f"{tag} p99 latency", ti.get("p99"), "ns"))
-        add(Figure(f"lat:{tag}:max", "max_latency", f"{tag} max latency", ti.get("max"), "ns"))
-        if row["misses"] is not None:
-            add(Figure(f"lat:{tag}:misses", "misses", f"{tag} missed deadlines", row["misses"], "count"))
-    for r in micro_rows([run]):
-        cell = r.cells.get(run.get("id"))
-        if not cell:
+    ms = run.get("measurements", [])
+    # latency jobs (ours and the cyclictest cross-check), failed rounds included
+    lat = [m for m in ms if is_latency_measurement(m)]
+    for name, group in _grouped(lat, base_name).items():
+        good = [m for m in group if m.get("ok") is True and _dist_values((m.get("metrics") or {}).get("ti"), "count")]
+        failed = [failure_reason(m) for m in group if m not in good]
+        tis = [m["metrics"]["ti"] for m in good]
+        _dist_figures(add, "lat", name, f"{name}", ("avg_latency", "p99_latency", "max_latency"), tis, failed)
+        for suffix, fam in (("avg", "avg_latency"), ("p99", "p99_latency"), ("max", "max_latency")):
+            f = out[f"lat:{name}:{suffix}"]
+            f.label = f"{name} {suffix} latency"
+            f.steal_ms = [steal_ms(m) for m in good]
+        misses = [scalar(m, "misses") for m in good]
+        cycles = [scalar(m, "cycles") for m in good]
+        if good and all(noise.is_valid(v) for v in misses):
+            exposure = sum(c for c in cycles if noise.is_valid(c)) if all(noise.is_valid(c) for c in cycles) \
+                else sum(m["metrics"]["ti"].get("count") or 0 for m in good)
+            add(Figure(f"lat:{name}:misses", "misses", f"{name} missed deadlines", float(sum(misses)), "count",
+                       rounds=[float(v) for v in misses], events=(float(sum(misses)), float(exposure or 1)),
+                       failed=failed))
+    # microbenchmarks: one figure set per (test, metric, variant, condition)
+    micro_ms = [m for m in ms if str(m.get("tool", "engine")) == "engine"
+                and catalogue().kind_of(str(m.get("test") or "")) in MICRO_KINDS]
+    dists: dict[tuple, list[dict]] = {}
+    micro_failed: dict[tuple, list[str]] = {}
+    steals: dict[tuple, list] = {}
+    for m in sorted(micro_ms, key=lambda m: round_index(m) or 0):
+        if not is_micro(m):
+            micro_failed.setdefault((m.get("test"), variant_of(m.get("params") or {}), m.get("condition") or ""),
+                                    []).append(failure_reason(m))
             continue
-        tag = f"{r.label} ({r.condition})"
-        dist = next((m["metrics"][r.metric] for m in run["measurements"] if m.get("test") == r.test
-                     and r.metric in (m.get("metrics") or {})), {})
-        add(Figure(f"micro:{tag}:avg", "micro_avg", f"{tag} avg", cell["avg"], cell["unit"],
-                   stddev=dist.get("stddev"), count=cell["count"]))
-        add(Figure(f"micro:{tag}:max", "micro_max", f"{tag} max", cell["max"], cell["unit"]))
+        variant = variant_of(m.get("params") or {})
+        for mname, metric in (m.get("metrics") or {}).items():
+            if "#" in mname or not isinstance(metric, dict) or metric.get("kind", "distribution") != "distribution" \
+                    or not metric.get("count"):
+                continue
+            dists.setdefault((m["test"], mname, variant, m.get("condition") or ""), []).append(metric)
+            steals.setdefault((m["test"], mname, variant, m.get("condition") or ""), []).append(steal_ms(m))
+    for (test, mname, variant, condition), metrics in sorted(dists.items()):
+        name = test if mname in (test, "") else f"{test} {mname}"
+        label = (f"{name} [{variant}]" if variant else name) + f" ({condition})"
+        _dist_figures(add, "micro", label, label, ("micro_avg", "micro_p99", "micro_max"), metrics,
+                      micro_failed.get((test, variant, condition), []))
+        for suffix in ("avg", "p99", "max"):
+            out[f"micro:{label}:{suffix}"].steal_ms = steals.get((test, mname, variant, condition), [])
     for lim in headline_limits(run):
         tag = f"tire {lim['solver']} {lim['policy']} threads={lim['threads']}"
         add(Figure(f"tire:{tag}", "tire_max_masses", f"{tag}: largest n at 100 Hz, zero misses",
-                   lim["max_masses"] or 0, "masses", higher_is_worse=False))
+                   lim["max_masses"] or 0, "masses", higher_is_worse=False, rounds=[float(lim["max_masses"] or 0)],
+                   exact=True))
     for p in tire_points(run):
         if p.mode == "realfast" and p.wall_s is not None:
             tag = f"tire real-fast {p.solver} {p.policy} threads={p.threads} n={p.masses}"
-            add(Figure(f"wall:{tag}", "wall_time", f"{tag} wall time", p.wall_s, "s"))
-    for m in run.get("measurements", []):
-        v = scalar(m, "timestamp_monotonic")
-        if v is not None:
-            add(Figure("timestamp:monotonic", "timestamp_cost", "timestamp cost (CLOCK_MONOTONIC)", v, "ns"))
-    failed = sum(1 for row in verdict_rows([run]) for c in row["cells"].values() if not c["pass"])
-    for row in verdict_rows([run]):
-        c = row["cells"].get(run.get("id"))
-        tag = f"{row['test']} {row['verdict']}" + (f" [{row['variant']}]" if row["variant"] else "")
-        add(Figure(f"verdict:{tag}:{row['condition']}", "verdict", f"verdict {tag} ({row['condition']})",
-                   0.0 if c["pass"] else 1.0, "fail"))
-    add(Figure("verdicts:failed", "failed_verdicts", "failed verdicts", failed, "count"))
+            add(Figure(f"wall:{tag}", "wall_time", f"{tag} wall time", p.wall_s, "s", rounds=[float(p.wall_s)]))
+    stamps = [v for v in (scalar(m, "timestamp_monotonic") for m in ms) if v is not None]
+    if stamps:
+        valid = [float(v) for v in stamps if noise.is_valid(v)]
+        add(Figure("timestamp:monotonic", "timestamp_cost", "timestamp cost (CLOCK_MONOTONIC)",
+                   sum(valid) / len(valid) if valid else None, "ns", rounds=valid))
+    # behaviour verdicts: failing rounds of each verdict
+    verdicts: dict[tuple, list[bool]] = {}
+    for m in ms:
+        for vname, v in (m.get("verdicts") or {}).items():
+            key = (m.get("test") or base_name(m), vname, variant_of(m.get("params") or {}), m.get("condition") or "")
+            verdicts.setdefault(key, []).append(bool((v or {}).get("pass")) if isinstance(v, dict) else bool(v))
+    failed_rows, failed_cells, cells = 0, 0, 0
+    for (test, vname, variant, condition), passes in sorted(verdicts.items()):
+        tag = f"{test} {vname}" + (f" [{variant}]" if variant else "")
+        fails = sum(1 for p in passes if not p)
+        failed_rows += fails > 0
+        failed_cells += fails
+        cells += len(passes)
+        add(Figure(f"verdict:{tag}:{condition}", "verdict", f"verdict {tag} ({condition})",
+                   float(fails > 0), "fail", rounds=[0.0 if p else 1.0 for p in passes],
+                   events=(float(fails), float(len(passes)))))
+    add(Figure("verdicts:failed", "failed_verdicts", "failed verdicts", float(failed_rows), "count",
+               rounds=[float(failed_rows)], events=(float(failed_cells), float(max(cells, 1)))))
     return out
 
 
-def judge(f: Figure, base: Figure) -> tuple[str, str]:
-    a, b = base.value, f.value
-    if a is None or b is None:
-        return "same", "not measured on both"
-    sign = 1 if f.higher_is_worse else -1
+# ---- comparing ---------------------------------------------------------------------
+
+def test_figure(fb: Figure, fa: Figure) -> noise.Result:
+    """The statistics of one figure present in both runs."""
+    a, b = fa.rounds, fb.rounds
+    if fb.family in ("verdict", "failed_verdicts"):
+        return noise.compare_proportions(int(fa.events[0]), int(fa.events[1]), int(fb.events[0]), int(fb.events[1]))
+    if fb.family == "misses" and fa.events and fb.events:
+        return noise.compare_rates(fa.events[0], fa.events[1], fb.events[0], fb.events[1])
+    if len(a) >= 2 or len(b) >= 2:
+        return noise.compare_rounds(a, b)
+    wa, wb = fa.within, fb.within
+    va, vb = a[0], b[0]
+    if wa and wb:
+        if fb.family in ("avg_latency", "micro_avg") and wa.count and wb.count and wa.stddev is not None \
+                and wb.stddev is not None:
+            return noise.compare_means_within(va, wa.stddev, wa.count, vb, wb.stddev, wb.count)
+        if fb.family in ("p99_latency", "micro_p99") and wa.bins and wb.bins:
+            return noise.compare_quantile_within(wa, wb, va, vb)
+        if fb.family in ("max_latency", "micro_max") and wa.bins and wb.bins:
+            return noise.compare_max_within(wa, wb, va, vb)
+    return noise.Result("no interval: one value per run without its own uncertainty; run rounds "
+                        "(rounds = N) to compare it", None, vb - va, note="no interval")
+
+
+def exact_verdict(fb: Figure, fa: Figure) -> tuple[str, str]:
+    a, b = fa.estimate, fb.estimate
+    sign = 1 if fb.higher_is_worse else -1
     d = (b - a) * sign
-    rel = d / abs(a) if a else (math.inf if d > 0 else 0.0)
-    fam = f.family
-    if fam == "verdict":
-        return ("worse", "passed before, fails now") if b > a else (("better", "failed before, passes now") if b < a else ("same", ""))
-    if fam in ("misses", "failed_verdicts"):
-        if b > a and (a == 0 or b > 2 * a):
-            return "worse", f"{a:g} → {b:g}"
-        return ("better", f"{a:g} → {b:g}") if b < a else ("same", "")
-    if fam == "tire_max_masses":
-        return ("worse", f"{a:,.0f} → {b:,.0f} masses") if b < a else (("better", "") if b > a else ("same", ""))
-    if fam == "wall_time":
-        limit = WALL_REL
-        return classify(rel, limit, f"±{limit:.0%}")
-    if fam in ("avg_latency", "micro_avg", "timestamp_cost"):
-        se = None
-        if f.stddev is not None and base.stddev is not None and f.count and base.count:
-            se = math.sqrt(f.stddev ** 2 / f.count + base.stddev ** 2 / base.count)
-        floor = FLOOR_NS["avg"] if fam == "avg_latency" else 0.0
-        noise = max(AVG_SE * se if se else 0.0, floor)
-        if abs(d) <= noise:
-            return "same", f"within noise ({noise:,.0f} ns)"
-        return classify(rel, AVG_REL, f"±{AVG_REL:.0%} and > {AVG_SE:g} s.e.")
-    if fam in ("p99_latency", "max_latency", "micro_max"):
-        limit = P99_REL if fam == "p99_latency" else MAX_REL
-        floor = FLOOR_NS["p99" if fam == "p99_latency" else "max"] if fam != "micro_max" else 0.0
-        if abs(d) <= floor:
-            return "same", f"within {floor / 1000:g} µs"
-        return classify(rel, limit, f"±{limit:.0%}")
-    return classify(rel, 0.10, "±10%")
+    text = f"{a:,.0f} → {b:,.0f}"
+    return (WORSE, text) if d > 0 else ((BETTER, text) if d < 0 else (SAME, "unchanged"))
 
 
-def classify(rel: float, limit: float, text: str) -> tuple[str, str]:
-    if rel > limit:
-        return "worse", f"{rel:+.0%} (threshold {text})"
-    if rel < -limit:
-        return "better", f"{rel:+.0%}"
-    return "same", f"{rel:+.0%} (threshold {text})"
-
-
-def compare_runs(base: dict, cand: dict) -> list[Change]:
+def compare_runs(base: dict, cand: dict, alpha: float = ALPHA) -> list[Change]:
     fa, fb = figures(base), figures(cand)
-    out = []
+    out: list[Change] = []
+    tested: list[Change] = []
     for key, f in fb.items():
         if key not in fa:
-            out.append(Change(f, None, f.value, "new", "only in the candidate"))
+            out.append(Change(f, None, f.estimate, NEW, "only in the candidate"))
             continue
-        verdict, why = judge(f, fa[key])
-        out.append(Change(f, fa[key].value, f.value, verdict, why))
+        g = fa[key]
+        if f.invalid or g.invalid:
+            side = "candidate" if f.invalid else "baseline"
+            out.append(Change(f, g.estimate, f.estimate, INVALID, f"{side}: {f.invalid or g.invalid}",
+                              base_figure=g))
+            continue
+        if f.exact:
+            verdict, why = exact_verdict(f, g)
+            out.append(Change(f, g.estimate, f.estimate, verdict,
+                              f"{why} (not a statistical test: a step on a fixed grid)",
+                              noise.Result("exact: outcome of a sweep over a fixed grid"), base_figure=g))
+            continue
+        result = test_figure(f, g)
+        c = Change(f, g.estimate, f.estimate, SAME, result.note or "", result, base_figure=g)
+        if f.family == "misses":
+            c.base, c.value = g.events[0], f.events[0]
+        out.append(c)
+        if result.p_value is not None and math.isfinite(result.p_value):
+            tested.append(c)
+    for c, q in zip(tested, noise.adjust([c.result.p_value for c in tested])):
+        c.q_value = q
+        d = c.result.difference or 0.0
+        if q < alpha and d != 0:
+            worse = (d > 0) == c.figure.higher_is_worse
+            c.verdict = WORSE if worse else BETTER
+            c.why = f"q = {q:.2g} < {alpha:g}" + (f"; {c.result.note}" if c.result.note else "")
+        else:
+            c.why = f"q = {q:.2g}" + (f"; {c.result.note}" if c.result.note else "")
     for key, f in fa.items():
         if key not in fb:
-            out.append(Change(f, f.value, None, "gone", "only in the baseline"))
+            out.append(Change(f, f.estimate, None, GONE, "only in the baseline", base_figure=f))
     return out
+
+
+def change_json(c: Change) -> dict:
+    """One compared figure for `compare --json`."""
+    def num(v):
+        return v if noise.is_valid(v) else None
+
+    def pair(iv):
+        return None if iv is None else [num(iv[0]), num(iv[1])]
+    r = c.result
+    base_f = c.base_figure
+    rel = c.relative
+    rel_iv = None
+    if r and r.interval and c.base not in (None, 0):
+        rel_iv = [num(r.interval[0] / abs(c.base)), num(r.interval[1] / abs(c.base))]
+    return {
+        "key": c.figure.key, "family": c.figure.family, "label": c.figure.label, "unit": c.figure.unit,
+        "higher_is_worse": c.figure.higher_is_worse, "verdict": c.verdict,
+        "baseline": None if base_f is None else {
+            "value": num(base_f.value), "estimate": num(c.base), "rounds": [num(v) for v in base_f.rounds],
+            "interval": pair(r.base_interval) if r else None, "failed": base_f.failed,
+            "steal_ms": base_f.steal_ms},
+        "candidate": None if c.verdict == GONE else {
+            "value": num(c.figure.value), "estimate": num(c.value), "rounds": [num(v) for v in c.figure.rounds],
+            "interval": pair(r.cand_interval) if r else None, "failed": c.figure.failed,
+            "steal_ms": c.figure.steal_ms},
+        "difference": None if r is None else num(r.difference),
+        "interval": None if r is None else pair(r.interval),
+        "relative": num(rel), "relative_interval": rel_iv,
+        "noise_floor": None if r is None else num(r.noise_floor),
+        "p_value": None if r is None else num(r.p_value), "q_value": num(c.q_value),
+        "method": None if r is None else r.method, "why": c.why,
+        **({"detail": clean(r.extra)} if r and r.extra else {}),
+    }
+
+
+def clean(value):
+    """JSON-safe: a number that is not finite becomes null."""
+    if isinstance(value, dict):
+        return {k: clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 # ---- --fail-on rules -------------------------------------------------------
 
-FAMILIES = ("avg_latency", "p99_latency", "max_latency", "misses", "micro_avg", "micro_max",
-            "tire_max_masses", "wall_time", "timestamp_cost", "failed_verdicts")
+FAMILIES = ("avg_latency", "p99_latency", "max_latency", "misses", "micro_avg", "micro_p99", "micro_max",
+            "tire_max_masses", "wall_time", "timestamp_cost", "failed_verdicts", "verdict")
 RULE = re.compile(r"^\s*([a-z_0-9]+)\s*([<>])\s*([+-]?)(\d+(?:\.\d+)?)\s*(%|ns|us|µs|ms|s)?\s*$")
 
 
@@ -185,13 +390,15 @@ class Rule:
     unit: str
 
     def trips(self, c: Change) -> str | None:
+        """A sentence when the rule trips on this figure. A change rule trips only on a
+        significant change beyond its amount; an absolute rule on the candidate's value."""
         if c.figure.family != self.family or c.value is None:
             return None
         if not self.signed:
             v = c.value / (UNITS.get(self.unit, 1.0) if c.figure.unit == "ns" else 1.0)
             hit = v > self.amount if self.op == ">" else v < self.amount
             return f"{c.figure.label} = {c.value:g} {c.figure.unit}" if hit else None
-        if c.base is None:
+        if c.base is None or not c.significant:
             return None
         if self.unit == "%":
             if c.base == 0:
@@ -203,7 +410,32 @@ class Rule:
             change = (c.value - c.base) / scale
         hit = change > self.amount if self.op == ">" else change < self.amount
         return (f"{c.figure.label}: {c.base:g} → {c.value:g} {c.figure.unit} ({change:+.1f}"
-                f"{self.unit or ''})") if hit else None
+                f"{self.unit or ''}, significant: q = {c.q_value:.2g})" if c.q_value is not None else
+                f"{c.figure.label}: {c.base:g} → {c.value:g} {c.figure.unit} ({change:+.1f}{self.unit or ''})") \
+            if hit else None
+
+    def fails_closed(self, changes: list[Change], cand: dict) -> list[str]:
+        """Sentences for what this rule cannot check: a gate fails closed."""
+        mine = [c for c in changes if c.figure.family == self.family]
+        out = []
+        for c in mine:
+            if c.verdict == INVALID:
+                out.append(f"{self.text}: {c.figure.label} cannot be checked in run {cand.get('id')} "
+                           f"({c.why}); a gate fails when it has nothing valid to check.")
+            elif c.verdict == GONE:
+                out.append(f"{self.text}: {c.figure.label} is missing from run {cand.get('id')} "
+                           "(its job failed or did not run); a gate fails when it has nothing valid to check.")
+            elif c.figure.failed:
+                out.append(f"{self.text}: {c.figure.label} in run {cand.get('id')} lost rounds "
+                           f"({'; '.join(c.figure.failed)}); a gate fails when part of its figure failed.")
+        if not mine:
+            out.append(f"{self.text}: run {cand.get('id')} has no {self.family} figure to check "
+                       "(a job failed, was not run, or the baseline lacks it); a gate fails when it has "
+                       "nothing to check.")
+        elif self.signed and not any(c.base is not None and c.value is not None for c in mine):
+            out.append(f"{self.text}: no {self.family} figure is in both runs to compare; a gate fails when it "
+                       "has nothing to check.")
+        return out
 
 
 def parse_rule(text: str) -> Rule:

@@ -1,10 +1,13 @@
 """`rtgauge compare RUN_A RUN_B ...`: systems side by side in the terminal, and a
-regression view of each later run against the first (the baseline): what got worse
-beyond noise (thresholds in rtgauge/analysis/regress.py and docs/report.md).
---fail-on rules make the exit status 3 when they trip, for CI."""
+regression view of each later run against the first (the baseline): every figure
+better, worse or with no significant difference, with the size of the change and its
+interval (statistics in rtgauge/analysis/noise.py, docs/compare.md). --json prints
+every compared figure for CI. --fail-on rules make the exit status 3 when they trip
+on a significant change, and when they have nothing valid to check (fail closed)."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 from rich.console import Console
@@ -12,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rtgauge.analysis import latency_measurements, latency_row, system_label
-from rtgauge.analysis.regress import compare_runs, parse_rule
+from rtgauge.analysis.regress import ALPHA, BETTER, SAME, WORSE, change_json, compare_runs, parse_rule
 from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, headline
 from rtgauge.cli.report import add_db_argument, budget_options, load_runs, write_html
 from rtgauge.errors import UserError
@@ -28,51 +31,148 @@ def register(sub) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN", help="two or more run ids (the first is the baseline), or ranges")
     add_db_argument(p)
     p.add_argument("--fail-on", action="append", default=[], metavar="RULE",
-                   help="e.g. 'max_latency>+20%%', 'avg_latency>+5us', 'misses>0', 'tire_max_masses<-10%%' "
-                   "(repeatable); exit status 3 when one trips")
+                   help="e.g. 'max_latency>+20%%', 'micro_avg>+10%%', 'avg_latency>+5us', 'misses>0', "
+                   "'tire_max_masses<-10%%' (repeatable); a change trips only when significant; exit status 3 "
+                   "when one trips or has nothing valid to check")
     p.add_argument("-o", "--output", metavar="FILE", default=None, help="also write an HTML report with the regressions")
     p.add_argument("--all", action="store_true", help="list every compared figure, not only the changed ones")
+    p.add_argument("--json", action="store_true",
+                   help="print every compared figure (verdict, size, interval, p and q values) as JSON, no tables")
+    p.add_argument("--alpha", type=float, default=ALPHA, metavar="Q",
+                   help="false discovery rate of the better/worse verdicts over all figures of a comparison "
+                   "(Benjamini-Hochberg; default 0.05)")
+    p.add_argument("--pwcet", action="store_true",
+                   help="also put the probable worst cases (docs/pwcet.md) of each latency measurement side by "
+                   "side, with their 95%% intervals and whether B's is significantly worse (seconds per pair)")
+    p.add_argument("--exceedance", type=float, default=None, metavar="P",
+                   help="with --pwcet: per-cycle probability of the probable worst case (default 1e-9)")
     p.add_argument("--budget-us", type=float, default=None, metavar="US",
                    help="worst-case latency allowed for a hard real-time rating (default 100)")
     p.set_defaults(func=cmd_compare)
 
 
 def console() -> Console:
-    return Console(width=None if sys.stdout.isatty() else 160, highlight=False)
+    from rtgauge.report.safe import SafeConsole
+    return SafeConsole(width=None if sys.stdout.isatty() else 160, highlight=False)
 
 
 def cmd_compare(args) -> int:
     rules = [parse_rule(r) for r in args.fail_on]
+    if not 0 < args.alpha < 1:
+        raise UserError(f"--alpha {args.alpha:g} is not a rate; give a number between 0 and 1, e.g. 0.05.")
     options = budget_options(args)
     runs = load_runs(args.db, args.runs, default_latest=False)
     if len(runs) < 2:
         raise UserError("compare needs two or more different runs (the first is the baseline); "
                         "`rtgauge show` lists the runs.")
     out = console()
-    print_side_by_side(out, runs, options.get("budget_us", DEFAULT_BUDGET_US))
+    if not args.json:
+        print_side_by_side(out, runs, options.get("budget_us", DEFAULT_BUDGET_US))
     base = runs[0]
     tripped: list[str] = []
+    closed: list[str] = []
     comparisons = []
+    exceedance = pwcet_exceedance(args)
+    worst_cases: dict[int, list[dict]] = {}
     for cand in runs[1:]:
-        changes = compare_runs(base, cand)
+        changes = compare_runs(base, cand, args.alpha)
         comparisons.append((cand, changes))
-        print_regressions(out, base, cand, changes, args.all)
+        if not args.json:
+            print_regressions(out, base, cand, changes, args.all, args.alpha)
+        if args.pwcet:
+            worst_cases[cand["id"]] = compare_worst_cases(base, cand, exceedance)
+            if not args.json:
+                print_worst_cases(out, base, cand, worst_cases[cand["id"]], exceedance)
         for rule in rules:
+            closed += rule.fails_closed(changes, cand)
             for c in changes:
                 hit = rule.trips(c)
                 if hit:
                     tripped.append(f"{rule.text} (run {cand['id']}): {hit}")
+    if args.json:
+        doc = {"baseline": base["id"], "alpha": args.alpha, "correction": "benjamini-hochberg",
+               "comparisons": [{"candidate": cand["id"],
+                                "worse": sum(c.verdict == WORSE for c in changes),
+                                "better": sum(c.verdict == BETTER for c in changes),
+                                "figures": [change_json(c) for c in changes],
+                                **({"pwcet": worst_cases[cand["id"]]} if args.pwcet else {})}
+                               for cand, changes in comparisons],
+               "rules": [r.text for r in rules], "tripped": tripped, "failed_closed": closed,
+               "gate": None if not rules else ("fail" if tripped or closed else "pass")}
+        sys.stdout.write(json.dumps(doc, indent=1, allow_nan=False) + "\n")
     if args.output:
-        write_html(args.output, runs, comparisons=comparisons, tripped=tripped, **options)
-        out.print(f"Report written to {escape(args.output)}")
-    if tripped:
-        out.print(f"[red bold]--fail-on tripped ({len(tripped)}):[/]")
-        for t in tripped:
-            out.print(f"  [red]{escape(t)}[/]")
+        write_html(args.output, runs, comparisons=comparisons, tripped=tripped + closed, **options)
+        if not args.json:
+            out.print(f"Report written to {escape(args.output)}")
+    if tripped or closed:
+        if not args.json:
+            if tripped:
+                out.print(f"[red bold]--fail-on tripped ({len(tripped)}):[/]")
+                for t in tripped:
+                    out.print(f"  [red]{escape(t)}[/]")
+            for t in closed:
+                out.print(f"[red bold]--fail-on failed closed:[/] [red]{escape(t)}[/]")
+        else:
+            for t in tripped + closed:
+                print(f"rtgauge: --fail-on: {t}", file=sys.stderr)
         return EXIT_RULE_TRIPPED
-    if rules:
+    if rules and not args.json:
         out.print(f"[green]--fail-on: no rule tripped ({len(rules)} rule{'s' if len(rules) != 1 else ''}).[/]")
     return 0
+
+
+def pwcet_exceedance(args) -> float:
+    from rtgauge.analysis.pwcet import DEFAULT_EXCEEDANCE
+    if args.exceedance is None:
+        return DEFAULT_EXCEEDANCE
+    if not args.pwcet:
+        raise UserError("--exceedance goes with --pwcet; add --pwcet or leave --exceedance out.")
+    if not 0 < args.exceedance < 1:
+        raise UserError(f"--exceedance {args.exceedance:g} is not a probability; give one between 0 and 1, "
+                        "e.g. 1e-9.")
+    return args.exceedance
+
+
+def compare_worst_cases(base: dict, cand: dict, exceedance: float) -> list[dict]:
+    """The probable worst case of each latency measurement (ours, not the cyclictest
+    cross-check) present in both runs under the same name, A against B."""
+    from rtgauge.analysis.pwcet import compare_pwcet
+    ours = {m["name"]: m for m in latency_measurements(base) if m.get("tool", "engine") == "engine"}
+    out = []
+    for m in latency_measurements(cand):
+        if m.get("tool", "engine") != "engine" or m["name"] not in ours:
+            continue
+        result = compare_pwcet(ours[m["name"]], m, exceedance=exceedance)
+        out.append({"name": m["name"], "condition": m.get("condition"), **result})
+    return out
+
+
+def _level(side: dict) -> str:
+    if not side.get("applicable"):
+        return "n/a"
+    lo, hi = side.get("ci_low_ns"), side.get("ci_high_ns")
+    interval = f" [{_us(lo)}, {_us(hi)}]" if lo is not None and hi is not None else ""
+    return f"{_us(side.get('level_ns'))}{interval}"
+
+
+def _us(ns) -> str:
+    return "-" if ns is None else f"{ns / 1000:,.1f}"
+
+
+def print_worst_cases(out: Console, base: dict, cand: dict, rows: list[dict], exceedance: float) -> None:
+    t = Table(title=f"Probable worst case, exceeded with probability {exceedance:g} per cycle (µs, 95% interval): "
+              f"run {cand['id']} against run {base['id']}", title_justify="left")
+    for col in ("measurement", f"run {base['id']}", f"run {cand['id']}", "B - A", "verdict"):
+        t.add_column(col)
+    for r in rows:
+        diff = "-" if r.get("difference_ns") is None else \
+            f"{_us(r['difference_ns'])} [{_us(r['ci_low_ns'])}, {_us(r['ci_high_ns'])}]"
+        verdict = r["verdict"] + (f" ({r['reason']})" if r.get("reason") else "")
+        t.add_row(escape(str(r["name"])), _level(r["a"]), _level(r["b"]), diff, escape(verdict))
+    if not rows:
+        out.print("Probable worst case: no latency measurement is in both runs.")
+        return
+    out.print(t)
 
 
 def _f(v, digits=1) -> str:
@@ -133,28 +233,51 @@ def fmt(v, unit) -> str:
     if v is None:
         return "-"
     if unit == "ns":
-        return f"{v / 1000:,.2f} µs"
+        return f"{v:,.3g} ns" if abs(v) < 1000 else f"{v / 1000:,.2f} µs"
     if float(v).is_integer() and abs(v) < 1e15:
         return f"{v:,.0f} {unit}"
     return f"{v:,.4g} {unit}"
 
 
-def print_regressions(out: Console, base: dict, cand: dict, changes, show_all: bool) -> None:
-    worse = [c for c in changes if c.verdict == "worse"]
-    better = [c for c in changes if c.verdict == "better"]
+def interval_text(iv, unit) -> str:
+    if iv is None:
+        return "no interval"
+    return f"[{fmt(iv[0], unit)}, {fmt(iv[1], unit)}]"
+
+
+def print_regressions(out: Console, base: dict, cand: dict, changes, show_all: bool, alpha: float = ALPHA) -> None:
+    worse = [c for c in changes if c.verdict == WORSE]
+    better = [c for c in changes if c.verdict == BETTER]
+    others = [c for c in changes if c.verdict not in (WORSE, BETTER, SAME)]
     table = Table(title=f"Run {cand['id']} against baseline run {base['id']}: {len(worse)} worse, "
-                  f"{len(better)} better beyond noise, {len(changes)} figures", title_justify="left")
-    for col in ("figure", "baseline", "candidate", "change", "verdict", "why"):
-        table.add_column(col, justify="right" if col in ("baseline", "candidate", "change") else "left")
-    shown = changes if show_all else worse + better
-    order = {"worse": 0, "better": 1, "new": 2, "gone": 3, "same": 4}
-    for c in sorted(shown, key=lambda c: order[c.verdict]):
+                  f"{len(better)} better, {len(changes) - len(worse) - len(better) - len(others)} without a "
+                  f"significant difference, {len(changes)} figures (false discovery rate {alpha:g})",
+                  title_justify="left")
+    for col in ("figure", "baseline", "candidate", "change [95% interval]", "verdict", "why"):
+        table.add_column(col, justify="right" if col in ("baseline", "candidate") else "left")
+    shown = changes if show_all else worse + better + others
+    order = {WORSE: 0, BETTER: 1, "invalid": 2, "new": 3, "gone": 4, SAME: 5}
+    for c in sorted(shown, key=lambda c: order.get(c.verdict, 9)):
+        unit = c.figure.unit
+        r = c.result
         rel = c.relative
-        style = {"worse": "red", "better": "green"}.get(c.verdict, "white")
-        table.add_row(escape(c.figure.label), fmt(c.base, c.figure.unit), fmt(c.value, c.figure.unit),
-                      "-" if rel is None else f"{rel:+.1%}", f"[{style}]{c.verdict}[/]", escape(c.why))
+        if r is not None and r.difference is not None and c.base is not None:
+            size = fmt_signed(r.difference, unit) + (f" ({rel:+.1%})" if rel is not None else "")
+            size += " " + interval_text(r.interval, unit)
+        else:
+            size = "-"
+        style = {WORSE: "red", BETTER: "green", "invalid": "red"}.get(c.verdict, "white")
+        rounds = len(c.figure.rounds)
+        cand_text = fmt(c.value, unit) + (f" ({rounds} rounds)" if rounds > 1 else "")
+        table.add_row(escape(c.figure.label), fmt(c.base, unit), cand_text, escape(size),
+                      f"[{style}]{escape(c.verdict)}[/]", escape(c.why))
     if table.row_count:
         out.print(table)
     else:
-        out.print(f"Run {cand['id']} against baseline run {base['id']}: nothing changed beyond noise "
-                  f"({len(changes)} figures compared).")
+        out.print(f"Run {cand['id']} against baseline run {base['id']}: no significant difference "
+                  f"({len(changes)} figures compared, false discovery rate {alpha:g}).")
+
+
+def fmt_signed(v, unit) -> str:
+    text = fmt(abs(v), unit)
+    return ("+" if v >= 0 else "-") + text

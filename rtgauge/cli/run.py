@@ -3,10 +3,10 @@ and write the report."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from rtgauge.enginebin import engine_path
@@ -14,7 +14,9 @@ from rtgauge.errors import UserError
 from rtgauge.plan import Job, build_plan, plan_seconds
 from rtgauge.plan.execute import apply_overrides, execute
 from rtgauge.cli.tune import conditions_settings
-from rtgauge.profiles import load_profile
+from rtgauge.profiles import MAX_ROUNDS, load_profile, valid_rounds
+from rtgauge.store.spool import Spool
+from rtgauge.report.safe import SafeConsole as Console, markup
 
 
 def register(sub) -> None:
@@ -25,6 +27,12 @@ def register(sub) -> None:
     p.add_argument("--report", default=None, metavar="FILE",
                    help="HTML report to write at the end (default: rtgauge-run-N.html here)")
     p.add_argument("--no-report", action="store_true", help="do not write an HTML report")
+    p.add_argument("--rounds", type=int, default=None, metavar="N",
+                   help="run every job N times, each round a separate engine run, so that `rtgauge compare` "
+                   "knows each figure's noise (default: the profile's rounds, usually 1)")
+    p.add_argument("--interleave", metavar="PROFILE", default=None,
+                   help="also measure this profile (it may be the same one), stored as a second run, its rounds "
+                   "interleaved with the first's: the fair way to compare two settings on one machine")
     add_conditions_options(p)
     p.set_defaults(func=cmd_run)
 
@@ -78,7 +86,7 @@ class ProgressView:
 
     def start_job(self, job: Job) -> None:
         self.current = job
-        self.progress.update(self.task, description=f"{job.name:<32}", completed=self.done)
+        self.progress.update(self.task, description=f"{markup(job.name, 64):<32}", completed=self.done)
 
     def tick(self, elapsed: float) -> None:
         self.progress.update(self.task, completed=self.done + min(elapsed, self.current.expected_s))
@@ -91,7 +99,7 @@ class ProgressView:
     def end_job(self, job: Job, doc: dict) -> None:
         self.done += job.expected_s
         state = "ok" if doc.get("ok") else f"failed: {doc.get('error')}"
-        self.progress.console.print(f"  {job.name}: {state}")
+        self.progress.console.print(f"  {job.name}: {state}", markup=False)
         self.progress.update(self.task, completed=self.done)
 
 
@@ -126,18 +134,25 @@ def check_tools(jobs: list[Job]) -> None:
         make_load(job.condition).check()   # raises the missing-package sentence
 
 
-def cmd_run(args) -> int:
-    from rtgauge.report.html import write_report
-    from rtgauge.report.terminal import print_summary
-    from rtgauge.store import open_store
-    from rtgauge.sysinfo import collect_facts, run_doctor
+def check_report_path(args) -> None:
+    """The report is written after measuring: a path it cannot go to is refused before."""
+    if args.no_report or not args.report:
+        return
+    from pathlib import Path
+    path = Path(args.report)
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK) \
+            or (path.exists() and not os.access(path, os.W_OK)) or len(path.name.encode(errors="replace")) > 255:
+        raise UserError(f"--report {args.report[:80]} is not a file rtgauge can write (a directory, or its "
+                        "directory is missing or read-only); give a writable file path or --no-report.")
 
-    console = Console()
-    if not console.is_terminal:      # a log file or pipe: do not squeeze the tables to 80 columns
-        console = Console(width=120)
-    profile = load_profile(args.profile)
-    jobs = build_plan(profile)
-    conditions = conditions_settings(args, profile.warmup_s)
+
+def _sigterm_as_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def prepare_jobs(console: Console, profile, args, conditions) -> list[Job]:
+    jobs = build_plan(profile, args.rounds)
     apply_overrides(jobs, conditions.duration_s, conditions.partition.rt_cpus if conditions.partition else None)
     # cross-checks need their tool; drop them with a note when it is missing
     from rtgauge.tools import cyclictest
@@ -147,17 +162,85 @@ def cmd_run(args) -> int:
         jobs = [j for j in jobs if j.tool != "cyclictest"]
     check_tools(jobs)
     validate_engine_jobs(jobs)
+    return jobs
+
+
+def execute_interleaved(store, run_ids: list[int], plans: list[list[Job]], warmup_s: float, view, settings):
+    """Round 1 of every run, then round 2, ...: a change of the machine during the
+    measurement falls on every run alike. Returns (status, outcomes per run)."""
+    outcomes: list[list] = [[] for _ in run_ids]
+    last = max((j.round or 1 for jobs in plans for j in jobs), default=1)
+    for r in range(1, last + 1):
+        for i, (run_id, jobs) in enumerate(zip(run_ids, plans)):
+            batch = [j for j in jobs if (j.round or 1) == r]
+            if not batch:
+                continue
+            status, done = execute(store, run_id, batch, warmup_s, view, settings)
+            outcomes[i] += done
+            if status != "complete":
+                return status, outcomes
+    return "complete", outcomes
+
+
+def cmd_run(args) -> int:
+    from rtgauge.report.terminal import print_summary
+    from rtgauge.store import open_store
+    from rtgauge.sysinfo import collect_facts, run_doctor
+
+    console = Console()
+    if not console.is_terminal:      # a log file or pipe: do not squeeze the tables to 80 columns
+        console = Console(width=120)
+    import signal
+    # SIGTERM before the measurement's own handling starts ends the command as Ctrl-C does
+    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    check_report_path(args)
+    from rtgauge.loads.supervise import remove_stale_workdirs
+    remove_stale_workdirs()
+    if args.rounds is not None and not valid_rounds(args.rounds):
+        raise UserError(f"--rounds {args.rounds} is out of range; give a whole number from 1 to {MAX_ROUNDS}.")
+    profiles = [load_profile(args.profile)]
+    if args.interleave:
+        profiles.append(load_profile(args.interleave))
+        for p in profiles:
+            if p.tire is not None or p.hil_sustained is not None:
+                raise UserError(f"--interleave measures profiles of [[jobs]] only; profile {p.origin} has a "
+                                "[tire] or [hil_sustained] table, run it alone.")
+    profile = profiles[0]
+    conditions = conditions_settings(args, profile.warmup_s)
+    plans = [prepare_jobs(console, p, args, conditions) for p in profiles]
+    jobs = [j for plan in plans for j in plan]
     facts = collect_facts()
     checks = run_doctor(facts)
     store = open_store(args.db)
+    run_ids: list[int] = []
     try:
-        run_id = store.begin_run(facts, checks, profile.name, profile.source, sys.argv)
-        console.print(f"Run {run_id}: profile {profile.name}, {len(jobs)} jobs, about "
-                      f"{plan_seconds(jobs, profile.warmup_s) / 60:.1f} min; results go to {store.url}")
+        from rtgauge.cli.show import tell_abandoned
+        tell_abandoned(store)
+        for p in profiles:
+            run_ids.append(store.begin_run(facts, checks, p.name, p.source, sys.argv))
+        run_id = run_ids[0]
+        for other in store.running_elsewhere(run_id):
+            if other["id"] in run_ids:
+                continue
+            console.print(f"[yellow]Warning: run {other['id']} (pid {other['pid']}) is measuring on this machine "
+                          "into the same database now; the two runs load each other and neither measures "
+                          "this machine alone.[/]")
+        for p, rid, plan in zip(profiles, run_ids, plans):
+            console.print(f"Run {rid}: profile {p.name}, {len(plan)} jobs, about "
+                          f"{plan_seconds(plan, p.warmup_s) / 60:.1f} min; results go to {store.url}", markup=False)
+        if len(run_ids) > 1:
+            console.print(f"Runs {' and '.join(map(str, run_ids))} are measured round by round, interleaved.")
+        else:
+            # what is measured survives the store: a store failure sends the run to a spool file
+            store = Spool(store, run_id, facts, checks, profile.name, profile.source, sys.argv)
         try:
             with ProgressView(console, jobs, profile.warmup_s) as view, \
                     conditions.applied(console, args, store, jobs, profile.warmup_s, view) as settings:
-                status, outcomes = execute(store, run_id, jobs, profile.warmup_s, view, settings)
+                if len(run_ids) == 1:
+                    status, outcomes = execute(store, run_id, jobs, profile.warmup_s, view, settings)
+                    per_run = [outcomes]
+                else:
+                    status, per_run = execute_interleaved(store, run_ids, plans, profile.warmup_s, view, settings)
             if profile.tire is not None and status == "complete":
                 from rtgauge.tire.sweep import sweep_and_store
                 sweep_and_store(store, run_id, profile.tire, console.print)
@@ -165,20 +248,37 @@ def cmd_run(args) -> int:
                 from rtgauge.hil.sustained import sustained_and_store
                 sustained_and_store(store, run_id, profile.hil_sustained, console.print)
         except BaseException as e:
-            store.finish_run(run_id, "failed", f"{type(e).__name__}: {e}")
+            try:
+                for rid in run_ids:
+                    store.finish_run(rid, "failed", f"{type(e).__name__}: {e}")
+            finally:
+                if getattr(store, "spooled", False):
+                    console.print(f"[red]rtgauge: {markup(store.message())}[/]")
             raise
-        failed = sum(1 for o in outcomes if not o.doc.get("ok"))
-        note = f"{len(outcomes)} of {len(jobs)} jobs measured" + (f", {failed} failed" if failed else "")
-        store.finish_run(run_id, status, note)
-        run = store.get_run(run_id)
-        print_summary(console, run)
+        if getattr(store, "spooled", False):
+            store.finish_run(run_id, status, f"{len(per_run[0])} of {len(jobs)} jobs measured")
+            console.print(f"[red]rtgauge: {markup(store.message())}[/]")
+            return 1
+        failed_any = False
+        runs = []
+        for rid, plan, outcomes in zip(run_ids, plans, per_run):
+            stored = store.get_run(rid, documents=False)    # a measurement whose load died is failed there
+            failed = sum(1 for m in stored["measurements"] if not m["ok"]) if stored else \
+                sum(1 for o in outcomes if not o.doc.get("ok"))
+            failed_any = failed_any or bool(failed)
+            note = f"{len(outcomes)} of {len(plan)} jobs measured" + (f", {failed} failed" if failed else "")
+            store.finish_run(rid, status, note)
+            run = store.get_run(rid)
+            runs.append(run)
+            print_summary(console, run)
         if not args.no_report:
             path = args.report or f"rtgauge-run-{run_id}.html"
-            write_report([run], path)
-            console.print(f"Report: {path}")
+            from rtgauge.cli.report import write_html
+            write_html(path, runs)
+            console.print(f"Report: {path}", markup=False)
         if status == "interrupted":
-            console.print(f"Interrupted: {note}; kept in the store as run {run_id}.")
+            console.print(f"Interrupted: {note}; kept in the store as run {', '.join(map(str, run_ids))}.")
             return 130
-        return 1 if failed else 0
+        return 1 if failed_any else 0
     finally:
         store.close()

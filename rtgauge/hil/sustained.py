@@ -51,7 +51,9 @@ def probe_args(spec: SustainedSpec, size: int, period_us: int) -> list[str]:
 
 def run_probe(engine: str, args: list[str], timeout: float) -> dict:
     try:
-        p = subprocess.run([engine, *args], capture_output=True, text=True, timeout=timeout)
+        from rtgauge.loads.supervise import die_with_parent   # dies with rtgauge, even by SIGKILL
+        p = subprocess.run([engine, *args], capture_output=True, text=True, timeout=timeout,
+                           preexec_fn=die_with_parent())
     except subprocess.TimeoutExpired:
         raise UserError(f"a hil probe ran past {timeout:.0f} s: {' '.join(args)}")
     try:
@@ -174,7 +176,7 @@ def sustained_document(result: dict) -> dict:
 
 
 def check_spec(spec: SustainedSpec, where: str) -> SustainedSpec:
-    """SPEC within what the engine's hil test takes (its catalogue); UserError otherwise."""
+    """The sweep spec within what the engine's hil test takes (its catalogue); UserError otherwise."""
     hil = catalogue().test("hil", where)
     period, frames, payloads, policies = (hil.option(n) for n in ("period-us", "frames", "payload", "policy"))
     size_opt = {"work": hil.option("work-us"), "tire": hil.option("masses")}.get(spec.payload)

@@ -2,13 +2,19 @@
 
 Each profile job becomes one engine job per condition and, when it asks for a
 cross-check, a cyclictest job on the same settings right after it (same condition,
-same CPUs), stored as a reference measurement."""
+same CPUs), stored as a reference measurement.
+
+A job with rounds = N > 1 runs N times, each round a separate engine invocation stored
+as its own measurement named `NAME#rK` (K = 1..N) and tagged load.round = {index, of}.
+The rounds are interleaved (round 1 of every job, then round 2, ...), so a slow change
+of the machine spreads over all rounds instead of shifting one job's."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 
+from rtgauge.bounds import check_cpu_list
 from rtgauge.profiles import Profile
 
 
@@ -22,6 +28,8 @@ class Job:
     cpus: list[int] = field(default_factory=list)
     reference: bool = False   # a cross-check by another tool
     expected_s: float = 5.0   # for the progress bar
+    round: int | None = None  # 1..rounds when the job runs in several rounds
+    rounds: int = 1
 
     def engine_args(self) -> list[str]:
         """The engine's command-line options for this job (after the test name)."""
@@ -52,25 +60,42 @@ def parse_cpu_list(text: str) -> list[int]:
 
 
 def expected_seconds(test: str, options: dict) -> float:
-    if "cycles" in options and "interval-us" in options:
-        return float(options["cycles"]) * float(options["interval-us"]) / 1e6
-    if "duration-s" in options:
-        return float(options["duration-s"])
-    return 5.0
+    """For the progress bar only; an option of the wrong type is the engine's to refuse
+    (validate_engine_jobs asks it before anything runs)."""
+    try:
+        if "cycles" in options and "interval-us" in options:
+            seconds = float(options["cycles"]) * float(options["interval-us"]) / 1e6
+        elif "duration-s" in options:
+            seconds = float(options["duration-s"])
+        else:
+            return 5.0
+    except (TypeError, ValueError, OverflowError):
+        return 5.0
+    return seconds if 0 <= seconds < 10**9 else 5.0
 
 
-def build_plan(profile: Profile) -> list[Job]:
+def build_plan(profile: Profile, rounds: int | None = None) -> list[Job]:
+    """The jobs in order; rounds (run --rounds) overrides every job's rounds."""
+    def rounds_of(spec) -> int:
+        return rounds or spec.rounds or getattr(profile, "rounds", 1) or 1
+
     jobs: list[Job] = []
-    for spec in profile.jobs:
-        cpus = parse_cpu_list(spec.options["cpus"]) if "cpus" in spec.options else allowed_cpus()
-        seconds = expected_seconds(spec.test, spec.options)
-        for condition in spec.conditions:
-            base = f"{spec.name}@{condition}"
-            jobs.append(Job(base, "engine", spec.test, condition, dict(spec.options), cpus,
-                            False, seconds))
-            for tool in spec.cross_check:
-                jobs.append(Job(f"{base}/{tool}", tool, spec.test, condition, dict(spec.options),
-                                cpus, True, seconds))
+    for r in range(1, max((rounds_of(spec) for spec in profile.jobs), default=1) + 1):
+        for spec in profile.jobs:
+            n = rounds_of(spec)
+            if r > n:
+                continue
+            tag = f"#r{r}" if n > 1 else ""
+            cpus = (parse_cpu_list(check_cpu_list(f"job {spec.name}: cpus", str(spec.options["cpus"])))
+                    if "cpus" in spec.options else allowed_cpus())
+            seconds = expected_seconds(spec.test, spec.options)
+            for condition in spec.conditions:
+                base = f"{spec.name}@{condition}{tag}"
+                jobs.append(Job(base, "engine", spec.test, condition, dict(spec.options), cpus,
+                                False, seconds, r if n > 1 else None, n))
+                for tool in spec.cross_check:
+                    jobs.append(Job(f"{base}/{tool}", tool, spec.test, condition, dict(spec.options),
+                                    cpus, True, seconds, r if n > 1 else None, n))
     return jobs
 
 

@@ -4,11 +4,13 @@
     description = "..."
     [settings]
     warmup_s = 1.0                       # let a load settle before measuring
+    rounds = 1                           # independent engine runs of every job (docs/compare.md)
     [[jobs]]
     name = "latency"                     # unique within the profile
     test = "latency"                     # an engine test (rtgauge engine --list)
     conditions = ["idle", "cpu"]         # load conditions (rtgauge.loads)
     cross_check = ["cyclictest"]         # also run the field's tool on the same settings
+    rounds = 3                           # this job's rounds (default: settings.rounds)
     [jobs.options]                       # engine options, as on its command line
     interval-us = 1000
 """
@@ -20,13 +22,15 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from rtgauge.bounds import NAME_MAX, PROFILE_NAME_MAX, TEXT_MAX
 from rtgauge.errors import UserError
 
 BUILTIN = ("quick", "standard", "micro", "hil")
 CROSS_CHECKS = ("cyclictest",)
 _TOP_KEYS = {"name", "description", "settings", "jobs", "tire", "hil_sustained"}
-_JOB_KEYS = {"name", "test", "conditions", "cross_check", "options"}
-_SETTING_KEYS = {"warmup_s"}
+_JOB_KEYS = {"name", "test", "conditions", "cross_check", "options", "rounds"}
+_SETTING_KEYS = {"warmup_s", "rounds"}
+MAX_ROUNDS = 100
 
 
 @dataclass
@@ -36,6 +40,7 @@ class JobSpec:
     conditions: list[str]
     cross_check: list[str] = field(default_factory=list)
     options: dict[str, object] = field(default_factory=dict)
+    rounds: int | None = None     # None: the profile's settings.rounds
 
 
 @dataclass
@@ -48,6 +53,7 @@ class Profile:
     jobs: list[JobSpec]
     tire: object = None    # rtgauge.tire.sweep.SweepSpec from a [tire] table, or None
     hil_sustained: object = None   # rtgauge.hil.sustained.SustainedSpec from [hil_sustained], or None
+    rounds: int = 1        # settings.rounds: independent engine runs of each job
 
 
 def load_profile(name_or_path: str) -> Profile:
@@ -60,9 +66,11 @@ def load_profile(name_or_path: str) -> Profile:
         raise UserError(f"profile {name_or_path!r} is neither a built-in profile "
                         f"({', '.join(BUILTIN)}) nor a readable TOML file; give one of those.")
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise UserError(f"cannot read profile {path}: {e.strerror}; check the path and permissions.")
+    except UnicodeDecodeError as e:
+        raise UserError(f"profile {path} is not UTF-8 text (byte {e.start}); save it as UTF-8.") from None
     return parse_profile(text, str(path))
 
 
@@ -81,6 +89,8 @@ def parse_profile(text: str, origin: str) -> Profile:
     warmup = settings.get("warmup_s", 1.0)
     _expect(isinstance(warmup, (int, float)) and 0 <= warmup <= 600,
             f"profile {origin}: settings.warmup_s must be a number of seconds from 0 to 600.")
+    rounds = settings.get("rounds", 1)
+    _expect(valid_rounds(rounds), f"profile {origin}: settings.rounds must be a whole number from 1 to {MAX_ROUNDS}.")
     jobs_raw = data.get("jobs")
     _expect(isinstance(jobs_raw, list) and jobs_raw,
             f"profile {origin} has no [[jobs]]; add at least one job with a test and conditions.")
@@ -91,6 +101,9 @@ def parse_profile(text: str, origin: str) -> Profile:
         _reject_unknown(raw, _JOB_KEYS, where)
         name, test = raw.get("name"), raw.get("test")
         _expect(isinstance(name, str) and name, f"{where} needs a name.")
+        _expect(len(name) <= NAME_MAX and name.isprintable(),
+                f"{where}: the job name is longer than {NAME_MAX} characters or holds control characters; "
+                "give a short printable name.")
         _expect(name not in seen, f"{where}: job name {name!r} is used twice; names must be unique.")
         seen.add(name)
         _expect(isinstance(test, str) and test, f"{where} ({name}) needs a test (see `rtgauge engine --list`).")
@@ -113,8 +126,15 @@ def parse_profile(text: str, origin: str) -> Profile:
             _expect(isinstance(v, (str, int, float, bool)),
                     f"{where} ({name}): option {k} must be a string, number or boolean.")
         check_options(info, options, f"{where} ({name})")
-        jobs.append(JobSpec(name, test, list(conditions), list(cross), dict(options)))
+        job_rounds = raw.get("rounds")
+        _expect(job_rounds is None or valid_rounds(job_rounds),
+                f"{where} ({name}): rounds must be a whole number from 1 to {MAX_ROUNDS}.")
+        jobs.append(JobSpec(name, test, list(conditions), list(cross), dict(options), job_rounds))
     name = data.get("name", Path(origin).stem)
+    _expect(isinstance(name, str) and 0 < len(name) <= PROFILE_NAME_MAX and name.isprintable(),
+            f"profile {origin}: name must be printable text of 1 to {PROFILE_NAME_MAX} characters.")
+    _expect(isinstance(data.get("description", ""), str) and len(data.get("description", "")) <= TEXT_MAX,
+            f"profile {origin}: description must be text of at most {TEXT_MAX} characters.")
     tire = None
     if "tire" in data:
         from rtgauge.tire.sweep import spec_from_table
@@ -124,7 +144,11 @@ def parse_profile(text: str, origin: str) -> Profile:
         from rtgauge.hil.sustained import spec_from_table as sustained_spec
         hil_sustained = sustained_spec(data["hil_sustained"], f"profile {origin}")
     return Profile(str(name), str(data.get("description", "")), text, origin, float(warmup), jobs, tire,
-                   hil_sustained)
+                   hil_sustained, int(rounds))
+
+
+def valid_rounds(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_ROUNDS
 
 
 def _reject_unknown(table: dict, known: set[str], where: str) -> None:

@@ -1,7 +1,9 @@
 """What else happened on each measured CPU during a job: interrupts per source
 (/proc/interrupts deltas), softirqs (/proc/softirqs), SMIs (MSR 0x34, where
-/dev/cpu/N/msr is readable) and the measuring threads' context switches (from the
-engine document's env.threads). Stored in the document's env under "counters"."""
+/dev/cpu/N/msr is readable), the hypervisor's steal time (/proc/stat: time the
+virtual CPU wanted to run while the host ran something else) and the measuring
+threads' context switches (from the engine document's env.threads). Stored in the
+document's env under "counters"."""
 
 from __future__ import annotations
 
@@ -78,11 +80,44 @@ class Snapshot:
     softirqs: str
     smi: dict[int, int] | None
     smi_note: str
+    stat: str = ""
 
 
 def take_snapshot(cpus: list[int]) -> Snapshot:
     smi, note = read_smi_counts(cpus)
-    return Snapshot(read_file("/proc/interrupts"), read_file("/proc/softirqs"), smi, note)
+    return Snapshot(read_file("/proc/interrupts"), read_file("/proc/softirqs"), smi, note, read_file("/proc/stat"))
+
+
+def cpu_times(stat: str) -> dict[int, list[int]]:
+    """/proc/stat: {cpu: [user, nice, system, idle, iowait, irq, softirq, steal, ...]} in clock ticks."""
+    out = {}
+    for line in stat.splitlines():
+        head, _, rest = line.partition(" ")
+        if head.startswith("cpu") and head[3:].isdigit():
+            try:
+                out[int(head[3:])] = [int(x) for x in rest.split()]
+            except ValueError:
+                continue
+    return out
+
+
+def steal_between(before: str, after: str, cpus: list[int]) -> dict:
+    """Steal time on each measured CPU during the job (ms, at the clock tick's resolution)
+    and its share of the CPU's time; a bare machine reports 0."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    b, a = cpu_times(before), cpu_times(after)
+    per_cpu, share = {}, {}
+    for cpu in cpus:
+        if cpu not in a or cpu not in b or len(a[cpu]) < 8 or len(b[cpu]) < 8:
+            continue
+        steal = a[cpu][7] - b[cpu][7]
+        total = sum(a[cpu][:8]) - sum(b[cpu][:8])
+        per_cpu[str(cpu)] = round(steal * 1000 / tick, 1)
+        share[str(cpu)] = round(steal / total, 4) if total > 0 else 0.0
+    if not per_cpu:
+        return {"unavailable": "/proc/stat has no per-CPU steal column"}
+    return {"ms": per_cpu, "share": share, "total_ms": round(sum(per_cpu.values()), 1),
+            "max_share": max(share.values()), "resolution_ms": round(1000 / tick, 1)}
 
 
 def per_cpu_deltas(before: str, after: str, cpus: list[int]) -> dict[str, dict[str, int]]:
@@ -121,6 +156,7 @@ def counters(before: Snapshot, after: Snapshot, cpus: list[int], doc: dict) -> d
         "interrupts_total": {cpu: sum(v.values()) for cpu, v in irqs.items()},
         "softirqs": per_cpu_deltas(before.softirqs, after.softirqs, cpus),
         "context_switches": context_switches(doc),
+        "steal": steal_between(before.stat, after.stat, cpus),
     }
     if before.smi is not None and after.smi is not None:
         result["smi"] = {str(c): after.smi[c] - before.smi[c] for c in cpus if c in after.smi}

@@ -1,0 +1,273 @@
+"""The statistics of a comparison: how sure we are that a figure changed.
+
+A figure of a run is measured once per round (an independent engine invocation).
+Two runs are compared figure by figure:
+
+- rounds on both sides (>= 2 on one side): a two-sample t-test on the round values
+  (Welch's when both sides have >= 2 rounds, Student's pooled-variance test when one side
+  has a single round, so that side borrows the other's round-to-round variance). The
+  difference of the means and its 95 % interval come from the same test. The noise floor
+  is the smallest difference that pair of runs could call (the half-width of that
+  interval). Round values are floored at a quantisation spread (1/128 of the value, the
+  resolution of the engine's log-linear histogram, and at least 1 unit), so identical
+  quantised values do not make a zero variance.
+- a single round on both sides: only the uncertainty inside each run is known, which
+  understates the noise between runs (every result says so): averages by their standard
+  errors (stddev/sqrt(count), a z-test); percentiles by a two-by-two test of how many
+  samples of each run lie above the pooled percentile (Fisher's exact test), with
+  order-statistic intervals; maxima by an exceedance test (how many samples of one run
+  lie above the other's maximum: under no change the top K samples of the pooled data
+  come from one run with probability C(n, K) / C(N, K)), without an interval.
+- counts of events over exposures (missed deadlines per cycle): the conditional binomial
+  test of two Poisson rates, with the interval of the rate ratio.
+
+The per-run interval of a figure: the Student-t interval over rounds (2..7 rounds) or
+the bias-corrected bootstrap over rounds (8 rounds or more; with fewer, the bootstrap
+interval is known to be too narrow); with one round, the within-run interval above.
+
+The p-values of one comparison are adjusted together by Benjamini-Hochberg
+(scipy.stats.false_discovery_control); a figure is called better or worse when its
+adjusted value is below alpha (0.05 by default). docs/compare.md explains the choice.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+# numpy and scipy are imported when a comparison is computed, not when the command line
+# is built: importing scipy.stats takes seconds on a busy machine.
+
+LEVEL = 0.95
+BOOTSTRAP_MIN_ROUNDS = 8
+RESOLUTION = 1.0 / 128
+
+
+def _libs():
+    import numpy
+    from scipy import stats
+    return numpy, stats
+
+
+def finite(values) -> list[float]:
+    out = []
+    for v in values or []:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            continue
+        if math.isfinite(v):
+            out.append(float(v))
+    return out
+
+
+def is_valid(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+@dataclass
+class Within:
+    """What one round says about its own uncertainty (single-round fallback)."""
+    count: int | None = None
+    stddev: float | None = None
+    bins: list | None = None          # [[lo, hi, count], ...] of the round's histogram
+    quantile: float | None = None     # 0.99 for p99
+
+
+@dataclass
+class Result:
+    """A compared figure's statistics. Everything in the figure's unit."""
+    method: str
+    p_value: float | None = None
+    difference: float | None = None
+    interval: tuple[float, float] | None = None
+    noise_floor: float | None = None
+    base_interval: tuple[float, float] | None = None
+    cand_interval: tuple[float, float] | None = None
+    note: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def quantisation_sd(values: np.ndarray) -> float:
+    """The spread a quantised figure has even when every round reads the same."""
+    np, stats = _libs()
+    level = float(np.mean(np.abs(values))) if len(values) else 0.0
+    return max(level * RESOLUTION, 1.0) / math.sqrt(12)
+
+
+def floored_sd(values: np.ndarray) -> float:
+    np, stats = _libs()
+    sd = float(np.std(values, ddof=1)) if len(values) >= 2 else 0.0
+    return max(sd, quantisation_sd(values))
+
+
+def run_interval(values: list[float]) -> tuple[float, float] | None:
+    """95 % interval of the mean of one run's round values."""
+    np, stats = _libs()
+    x = np.asarray(values, float)
+    if len(x) < 2:
+        return None
+    if len(x) >= BOOTSTRAP_MIN_ROUNDS and np.ptp(x) > 0:
+        res = stats.bootstrap((x,), np.mean, confidence_level=LEVEL, method="BCa", n_resamples=2000,
+                              random_state=np.random.default_rng(12))
+        lo, hi = res.confidence_interval
+        if math.isfinite(lo) and math.isfinite(hi):
+            return float(lo), float(hi)
+    sd = floored_sd(x)
+    lo, hi = stats.t.interval(LEVEL, len(x) - 1, loc=float(np.mean(x)), scale=sd / math.sqrt(len(x)))
+    return float(lo), float(hi)
+
+
+def compare_rounds(a: list[float], b: list[float]) -> Result:
+    """Round values of the baseline (a) and the candidate (b); at least one side has 2+."""
+    np, stats = _libs()
+    x, y = np.asarray(a, float), np.asarray(b, float)
+    sx, sy = floored_sd(x), floored_sd(y)
+    nx, ny = len(x), len(y)
+    diff = float(np.mean(y) - np.mean(x))
+    if nx >= 2 and ny >= 2:
+        se = math.sqrt(sx ** 2 / nx + sy ** 2 / ny)
+        # Welch-Satterthwaite degrees of freedom
+        df = se ** 4 / ((sx ** 2 / nx) ** 2 / (nx - 1) + (sy ** 2 / ny) ** 2 / (ny - 1))
+        method = f"Welch t-test over rounds ({nx} and {ny})"
+    else:
+        pooled = (((nx - 1) * sx ** 2 if nx > 1 else 0.0) + ((ny - 1) * sy ** 2 if ny > 1 else 0.0)) / (nx + ny - 2)
+        pooled = max(pooled, quantisation_sd(np.concatenate([x, y])) ** 2)
+        se = math.sqrt(pooled * (1 / nx + 1 / ny))
+        df = nx + ny - 2
+        method = (f"Student t-test over rounds ({nx} and {ny}; the single-round side borrows "
+                  "the other's round-to-round variance)")
+    t = diff / se
+    p = float(2 * stats.t.sf(abs(t), df))
+    half = float(stats.t.ppf(0.5 + LEVEL / 2, df) * se)
+    return Result(method, p, diff, (diff - half, diff + half), half, run_interval(a), run_interval(b),
+                  extra={"df": round(df, 2), "rounds": [nx, ny]})
+
+
+def compare_means_within(a: float, sa: float, na: int, b: float, sb: float, nb: int) -> Result:
+    """Single rounds: z-test of two means from their standard errors."""
+    np, stats = _libs()
+    se = math.sqrt(sa ** 2 / na + sb ** 2 / nb)
+    diff = b - a
+    z = stats.norm.ppf(0.5 + LEVEL / 2)
+    if se <= 0:
+        p = 1.0 if diff == 0 else 0.0
+    else:
+        p = float(2 * stats.norm.sf(abs(diff) / se))
+    ia = (a - z * sa / math.sqrt(na), a + z * sa / math.sqrt(na))
+    ib = (b - z * sb / math.sqrt(nb), b + z * sb / math.sqrt(nb))
+    return Result("z-test of the means from each run's standard error (single round: within-run "
+                  "uncertainty only, which understates the noise between runs)", p, diff,
+                  (diff - z * se, diff + z * se), z * se, ia, ib, note="single round: within-run uncertainty only")
+
+
+def expand_bins(bins) -> tuple[np.ndarray, np.ndarray]:
+    """Histogram bins [[lo, hi, count], ...] as (representative values, counts), sorted."""
+    np, stats = _libs()
+    rows = sorted((float(lo), float(hi), int(c)) for lo, hi, c in bins if c)
+    return np.array([(lo + hi) / 2 for lo, hi, _ in rows]), np.array([c for *_, c in rows])
+
+
+def value_at_rank(values: np.ndarray, counts: np.ndarray, rank: int) -> float:
+    """The rank-th smallest sample (1-based) of a histogram."""
+    np, stats = _libs()
+    cum = np.cumsum(counts)
+    idx = int(np.searchsorted(cum, max(1, rank)))
+    return float(values[min(idx, len(values) - 1)])
+
+
+def quantile_interval(bins, q: float) -> tuple[float, float] | None:
+    """Distribution-free interval of the q-quantile: the order statistics whose ranks bound
+    the binomial(n, q) count below the quantile (the classic order-statistic interval)."""
+    np, stats = _libs()
+    values, counts = expand_bins(bins)
+    n = int(counts.sum())
+    if n < 2:
+        return None
+    lo_rank = int(stats.binom.ppf((1 - LEVEL) / 2, n, q))
+    hi_rank = int(stats.binom.ppf(0.5 + LEVEL / 2, n, q)) + 1
+    return value_at_rank(values, counts, lo_rank), value_at_rank(values, counts, min(hi_rank, n))
+
+
+def compare_quantile_within(a: Within, b: Within, va: float, vb: float) -> Result:
+    """Single rounds: are the two runs' q-quantiles the same? Counts of samples above the
+    pooled q-quantile in each run, Fisher's exact test on the 2x2 table."""
+    np, stats = _libs()
+    q = a.quantile
+    xa, ca = expand_bins(a.bins)
+    xb, cb = expand_bins(b.bins)
+    allv = np.concatenate([xa, xb])
+    allc = np.concatenate([ca, cb])
+    order = np.argsort(allv, kind="stable")
+    allv, allc = allv[order], allc[order]
+    n = int(allc.sum())
+    threshold = value_at_rank(allv, allc, int(math.ceil(q * n)))
+    above_a, above_b = int(ca[xa > threshold].sum()), int(cb[xb > threshold].sum())
+    na, nb = int(ca.sum()), int(cb.sum())
+    _, p = stats.fisher_exact([[above_a, na - above_a], [above_b, nb - above_b]])
+    return Result(f"Fisher's exact test of the samples above the pooled p{q * 100:g} "
+                  f"({above_a} of {na} against {above_b} of {nb}; single round: within-run "
+                  "uncertainty only, which understates the noise between runs)", float(p), vb - va, None, None,
+                  quantile_interval(a.bins, q), quantile_interval(b.bins, q),
+                  note="single round: within-run uncertainty only")
+
+
+def compare_max_within(a: Within, b: Within, va: float, vb: float) -> Result:
+    """Single rounds: the exceedance test of the maxima. K samples of the candidate above
+    the baseline's maximum: under no change, the K largest of the pooled samples all come
+    from the candidate with probability C(nb, K) / C(na + nb, K) (hypergeometric); and the
+    same the other way. Two-sided: twice the smaller tail. No interval: one maximum."""
+    np, stats = _libs()
+    xa, ca = expand_bins(a.bins)
+    xb, cb = expand_bins(b.bins)
+    na, nb = int(ca.sum()), int(cb.sum())
+    k_b = int(cb[xb > va].sum())       # candidate samples above the baseline's max
+    k_a = int(ca[xa > vb].sum())
+    n = na + nb
+
+    def tail(k, nk):
+        return float(stats.hypergeom.pmf(k, n, nk, k)) if k > 0 else 1.0
+    p = min(1.0, 2 * min(tail(k_b, nb), tail(k_a, na)))
+    return Result(f"exceedance test of the maxima ({k_b} candidate samples above the baseline's "
+                  f"maximum, {k_a} baseline samples above the candidate's; single round: within-run "
+                  "uncertainty only; no interval for one maximum)", p, vb - va, None, None, None, None,
+                  note="single round: no interval for a maximum",
+                  extra={"candidate_above_baseline_max": k_b, "baseline_above_candidate_max": k_a})
+
+
+def compare_rates(ka: float, na: float, kb: float, nb: float) -> Result:
+    """Events ka in exposure na against kb in nb (missed deadlines per cycle): the
+    conditional binomial test of two Poisson rates and the interval of their ratio."""
+    np, stats = _libs()
+    ka, kb = int(round(ka)), int(round(kb))
+    k = ka + kb
+    share = nb / (na + nb)
+    ra, rb = ka / na, kb / nb     # the difference: candidate count minus the baseline rate times its exposure
+    if k == 0:
+        return Result("binomial test of the event rates (no events in either run)", 1.0, 0.0, None, None,
+                      note="no events", extra={"ratio": None})
+    test = stats.binomtest(kb, k, share)
+    ci = test.proportion_ci(LEVEL, method="exact")
+
+    def ratio(p):
+        return math.inf if p >= 1 else (p / (1 - p)) * (na / nb)
+    return Result(f"binomial test of the event rates ({ka} in {na:,.0f} against {kb} in {nb:,.0f})",
+                  float(test.pvalue), float(kb - ka * nb / na), None, None, None, None,
+                  extra={"rates": [ra, rb], "rate_ratio": None if ka == 0 else (rb / ra),
+                         "rate_ratio_interval": [ratio(ci.low), ratio(ci.high)]})
+
+
+def compare_proportions(fa: int, na: int, fb: int, nb: int) -> Result:
+    """Failing rounds of a yes/no verdict: Fisher's exact test."""
+    np, stats = _libs()
+    _, p = stats.fisher_exact([[fa, na - fa], [fb, nb - fb]])
+    return Result(f"Fisher's exact test of failing rounds ({fa} of {na} against {fb} of {nb})", float(p),
+                  fb / nb - fa / na, None, None, None, None,
+                  note="" if (na > 1 or nb > 1) else "single round: a flip cannot be significant; run rounds")
+
+
+def adjust(p_values: list[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (q-values) of one comparison."""
+    np, stats = _libs()
+    if not p_values:
+        return []
+    return [float(q) for q in stats.false_discovery_control(np.clip(np.asarray(p_values, float), 0, 1),
+                                                             method="bh")]
