@@ -37,6 +37,7 @@ from rtgauge.analysis.tire import (
 )
 from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, SOFT_MISS_RATIO, SOFT_WORST_US, headline
 from rtgauge.catalogue import LOOP, catalogue
+from rtgauge.analysis.tirecost import run_cost_model
 from rtgauge.reference import tire_published
 from rtgauge.report.svg import Axis, Plot, Series, budget_bar, heatmap
 
@@ -97,7 +98,8 @@ def render(runs: list[dict], budget_us: float = DEFAULT_BUDGET_US, title: str | 
              f"for real time; every figure says how it was measured.</p>",
              "<nav><a href='#summary'>Summary</a><a href='#systems'>Systems</a><a href='#latency'>Latency</a>"
              "<a href='#pwcet'>Probable worst case</a>"
-             "<a href='#micro'>Microbenchmarks</a><a href='#tire'>Tire model</a><a href='#hil'>HIL loop</a>"
+             "<a href='#micro'>Microbenchmarks</a><a href='#tire'>Tire model</a><a href='#tirecost'>Tire cost</a>"
+             "<a href='#hil'>HIL loop</a>"
              "<a href='#method'>Method</a></nav>",
              section("summary", "Summary: the verdict per system", render_summary(runs, heads, budget_us)),
              (section("regressions", "Regressions against the baseline", render_regressions(runs, comparisons, tripped))
@@ -107,6 +109,8 @@ def render(runs: list[dict], budget_us: float = DEFAULT_BUDGET_US, title: str | 
              section("pwcet", "Probable worst case (extreme value theory)", render_pwcet(runs)),
              section("micro", "Microbenchmarks", render_micro(runs)),
              section("tire", "Tire model: real-time vs real-fast", render_tire(runs)),
+             section("tirecost", "Tire model: the cost equation, predicted against measured",
+                     render_tire_cost(runs)),
              section("hil", "Hardware-in-the-loop loop", render_hil(runs)),
              section("method", "How it was measured", render_method(runs)),
              "</body></html>"]
@@ -544,6 +548,36 @@ def tire_maps(points, mode: str, period: float, facts: dict) -> list[str]:
                             f"{how}.")))
         out.append("</div>")
     return out
+
+
+def render_tire_cost(runs: list[dict]) -> str:
+    """Per run and policy: the cost-equation constants the locked solver measured
+    and each configuration's step time predicted from the other configurations'
+    constants, beside the measured one (docs/tire.md "Cost equation")."""
+    out = []
+    for run in runs:
+        model = run_cost_model(run)
+        for policy, m in (model or {}).items():
+            c = m["constants"]
+            tsw, micro = m["tswitch_ns"], m["tswitch_micro_ns"]
+            spread = "; ".join(f"{k} {v['median']:.2f} ns ({v['min']:.2f}–{v['max']:.2f} over {v['runs']} runs)"
+                               for k, v in c.items())
+            out.append(f"<h4>Run {e(run.get('id'))}, {e(system_label(run))} · {e(policy)}</h4><p class='note'>Ts = r·(ops·Tipc + "
+                       "(2e+1)·Tspring + e·Tmass) + Nswitch·Tswitch, r = threads per CPU, ops = 6e + 4 lock "
+                       f"operations per share. Measured by the solver: {e(spread)}. Tswitch (step time outside "
+                       f"the timed phases per switch): {e('–' if tsw is None else us(tsw) + ' µs')}"
+                       + (e(f"; the switch microbenchmark gives {us(micro, 2)} µs") if micro is not None else "")
+                       + f". Median prediction error (each configuration from the others): "
+                       f"<b>{m['median_error']:.0%}</b>.</p>")
+            out.append("<table><tr><th>masses</th><th>threads</th><th>Nswitch</th><th>measured Ts (median, µs)"
+                       "</th><th>predicted Ts (µs)</th><th>error</th></tr>")
+            for r in m["predictions"]:
+                out.append(f"<tr><td>{r['masses']:,}</td><td>{r['threads']}</td><td>{r['nswitch']:.2f}</td>"
+                           f"<td>{us(r['measured_ns'])}</td><td>{us(r['predicted_ns'])}</td>"
+                           f"<td>{r['error']:.0%}</td></tr>")
+            out.append("</table>")
+    return "".join(out) or ("<p>No tire runs of the locked solver with timed phases (at least two "
+                            "configurations per policy) in these runs.</p>")
 
 
 def fmt_value(v) -> str:
