@@ -507,7 +507,6 @@ static const rtg_metric tire_metrics[] = {
     {"lock_ops_per_step", RTG_METRIC_SCALAR, "count", 0, "lock operations of one step (locked solver)"},
     {"nvcsw", RTG_METRIC_SCALAR, "count", RTG_METRIC_LINUX, "voluntary context switches of the solver threads over the steps"},
     {"nivcsw", RTG_METRIC_SCALAR, "count", RTG_METRIC_LINUX, "involuntary context switches of the solver threads over the steps"},
-    {"nivcsw", RTG_METRIC_SCALAR, "count", 0, "involuntary context switches of the solver threads over the steps"},
     {"t_spring", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "cost equation: time of one spring force, per thread (locked solver, sampled steps)"},
     {"t_mass", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "cost equation: time of one mass integration, per thread (locked solver, sampled steps)"},
     {"t_ipc", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "cost equation: time of one lock operation with the copy it guards, per thread (locked solver, sampled steps)"},
