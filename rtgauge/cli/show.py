@@ -68,10 +68,19 @@ def show(args: argparse.Namespace) -> int:
                 return say_no_runs(store.url, args.json, wanted)
             raise UserError(f"no run {run_id} in {store.url}; `rtgauge show` lists the runs.")
         if args.json:
-            print_json(run)
+            print_json(dict(run, published=published_json(run)))
         else:
             print_run(run)
         return 0
+
+
+def published_json(run: dict) -> dict:
+    """What the report shows of the published evaluations for this run: each study's
+    rows with the measurement placed beside them (or why not), and the behaviour
+    verdicts beside the published ones (rtgauge/analysis/published.py)."""
+    from rtgauge.analysis.published import published_verdicts, studies_json
+    verdicts = [dict(v, cells={str(k): c for k, c in v["cells"].items()}) for v in published_verdicts([run])]
+    return {"studies": studies_json([run]), "verdicts": verdicts}
 
 
 def say_no_runs(where: str, as_json: bool, wanted) -> int:

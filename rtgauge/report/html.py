@@ -35,7 +35,7 @@ from rtgauge.analysis.tire import (
 from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, SOFT_MISS_RATIO, SOFT_WORST_US, headline
 from rtgauge.catalogue import LOOP, catalogue
 from rtgauge.reference import tire_published
-from rtgauge.report.numbers import fmt_group, us_group
+from rtgauge.report.numbers import fmt_group, latency_figures, us_group
 from rtgauge.report.svg import Axis, Plot, Series, budget_bar, heatmap, overlaid_histograms
 
 CSS = """
@@ -290,9 +290,10 @@ def latency_table(run: dict, ms: list[dict]) -> str:
         r = latency_row(m)
         flags = (flag("fallback: not real-time") if r["fallback"] else "") + (flag("interrupted") if r["interrupted"] else "")
         out.append(f"<tr><td class='l'>{e(r['name'])}{flags}</td><td class='l'>{e(r['tool'])}</td>"
-                   f"<td class='l'>{e(r['condition'])}</td><td>{r['samples']:,}</td><td>{num(r['min_us'])}</td>"
-                   f"<td>{num(r['avg_us'])}</td><td>{num(r['p99_us'])}</td><td>{num(r['p9999_us'])}</td>"
-                   f"<td><b>{num(r['max_us'])}</b></td><td>{'–' if r['misses'] is None else r['misses']}</td></tr>")
+                   f"<td class='l'>{e(r['condition'])}</td><td>{r['samples']:,}</td>"
+                   + "".join(f"<td>{v}</td>" for v in latency_figures(r)[:4])
+                   + f"<td><b>{latency_figures(r)[4]}</b></td>"
+                   f"<td>{'–' if r['misses'] is None else r['misses']}</td></tr>")
     out.append("</table></div>")
     for pair in cross_checks(run.get("measurements", [])):
         bits = []

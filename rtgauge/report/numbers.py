@@ -53,3 +53,9 @@ def us_group(values_ns, dash: str = DASH) -> list[str]:
 def avg_max_us(avg_ns, max_ns, dash: str = DASH) -> tuple[str, str]:
     a, m = us_group([avg_ns, max_ns], dash)
     return a, m
+
+
+def latency_figures(row: dict, dash: str = DASH) -> list[str]:
+    """min, avg, p99, p99.99, max (µs) of a latency row (rtgauge.analysis.latency_row)
+    with one number of decimals."""
+    return fmt_group([row.get(k) for k in ("min_us", "avg_us", "p99_us", "p9999_us", "max_us")], dash=dash)
