@@ -553,11 +553,13 @@ def render_published(runs: list[dict]) -> str:
         out.append("<h3>Wake-up latency of the systems in one figure</h3><div class='figs'>")
         for cond, curves in overlays.items():
             svg = overlaid_histograms(f"Wake-up latency, {cond}: every system",
-                                      [(system_label(r), (ti.get("histogram") or {}).get("bins") or [], ti.get("max"))
+                                      [(f"run {r.get('id')}: {(r.get('system') or {}).get('hostname') or r.get('hostname') or '?'}",
+                                        (ti.get("histogram") or {}).get("bins") or [], ti.get("max"))
                                        for r, ti in curves])
             out.append(figure(svg, e(f"Histogram of every wake-up (Ti) of each run's first latency job under "
-                                     f"condition {cond}, one curve per system, as the cyclictest study draws its "
-                                     "systems; the marks at the top are each curve's maximum.")))
+                                     f"condition {cond}, one curve per system (run id and host: "
+                                     "the systems table names each), as the cyclictest study draws its systems; the "
+                                     "dashed lines are each curve's maximum.")))
         out.append("</div>")
     return "".join(out)
 
