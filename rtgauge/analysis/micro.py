@@ -10,7 +10,7 @@ from rtgauge.catalogue import MICRO_KINDS, catalogue
 from rtgauge.reference import Published, published_for
 
 # Options that make two runs of one test measure different things: they name the row.
-VARIANT_PARAMS = ("threads", "primitive", "transport", "scenario", "waiters", "lock", "mode", "contention")
+VARIANT_PARAMS = ("threads", "primitive", "transport", "scenario", "waiters", "lock", "mode", "contention", "event")
 
 
 @dataclass
