@@ -89,6 +89,9 @@ def test_json_matches_the_store(populated, capsys):
     assert status == 0 and json.loads(out) == runs
     status, out, _ = cli(capsys, str(first), "--db", db, "--json")
     shown = json.loads(out)
+    # besides the stored run: what the report shows of the published evaluations
+    published = shown.pop("published")
+    assert set(published) == {"studies", "verdicts"}
     assert status == 0 and shown == json.loads(json.dumps(run))
     assert shown["measurements"][1]["metrics"]["misses"]["value"] == 3
     assert shown["measurements"][1]["document"] == realistic_document(misses=3)

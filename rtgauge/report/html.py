@@ -35,7 +35,7 @@ from rtgauge.analysis.tire import (
 from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, SOFT_MISS_RATIO, SOFT_WORST_US, headline
 from rtgauge.catalogue import LOOP, catalogue
 from rtgauge.reference import tire_published
-from rtgauge.report.numbers import fmt_group, latency_figures, us_group
+from rtgauge.report.numbers import avg_sigma, fmt_group, latency_figures, us_group
 from rtgauge.report.svg import Axis, Plot, Series, budget_bar, heatmap, overlaid_histograms
 
 CSS = """
@@ -284,14 +284,14 @@ def figure(svg: str, caption: str) -> str:
 
 def latency_table(run: dict, ms: list[dict]) -> str:
     out = ["<div class='wide'><table><tr><th class='l'>job</th><th class='l'>tool</th><th class='l'>condition</th>"
-           "<th>samples</th><th>min µs</th><th>avg µs</th><th>p99 µs</th><th>p99.99 µs</th><th>max µs</th>"
+           "<th>samples</th><th>min µs</th><th>avg ± σ µs</th><th>p99 µs</th><th>p99.99 µs</th><th>max µs</th>"
            "<th>misses</th></tr>"]
     for m in ms:
         r = latency_row(m)
         flags = (flag("fallback: not real-time") if r["fallback"] else "") + (flag("interrupted") if r["interrupted"] else "")
         out.append(f"<tr><td class='l'>{e(r['name'])}{flags}</td><td class='l'>{e(r['tool'])}</td>"
                    f"<td class='l'>{e(r['condition'])}</td><td>{r['samples']:,}</td>"
-                   + "".join(f"<td>{v}</td>" for v in latency_figures(r)[:4])
+                   + "".join(f"<td>{avg_sigma(r) if i == 1 else v}</td>" for i, v in enumerate(latency_figures(r)[:4]))
                    + f"<td><b>{latency_figures(r)[4]}</b></td>"
                    f"<td>{'–' if r['misses'] is None else r['misses']}</td></tr>")
     out.append("</table></div>")

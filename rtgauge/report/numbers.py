@@ -58,4 +58,12 @@ def avg_max_us(avg_ns, max_ns, dash: str = DASH) -> tuple[str, str]:
 def latency_figures(row: dict, dash: str = DASH) -> list[str]:
     """min, avg, p99, p99.99, max (µs) of a latency row (rtgauge.analysis.latency_row)
     with one number of decimals."""
-    return fmt_group([row.get(k) for k in ("min_us", "avg_us", "p99_us", "p9999_us", "max_us")], dash=dash)
+    return fmt_group([row.get(k) for k in ("min_us", "avg_us", "p99_us", "p9999_us", "max_us", "stddev_us")],
+                     dash=dash)[:5]
+
+
+def avg_sigma(row: dict, dash: str = DASH) -> str:
+    """'avg ± σ' (µs) of a latency row, as the interrupt study reports it, with the
+    decimals of the row's other figures."""
+    figs = fmt_group([row.get(k) for k in ("min_us", "avg_us", "p99_us", "p9999_us", "max_us", "stddev_us")], dash=dash)
+    return figs[1] if row.get("stddev_us") is None else f"{figs[1]} ± {figs[5]}"

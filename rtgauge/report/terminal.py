@@ -12,7 +12,7 @@ from rtgauge.analysis import cross_checks, latency_measurements, latency_row, sc
 from rtgauge.analysis.micro import micro_rows, rhealstone, verdict_rows
 from rtgauge.analysis.published import published_verdicts, studies, systems_of
 from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, headline
-from rtgauge.report.numbers import fmt_group, latency_figures, us_group
+from rtgauge.report.numbers import avg_sigma, fmt_group, latency_figures, us_group
 
 
 def _f(v, digits=1) -> str:
@@ -66,14 +66,15 @@ def print_headline(console: Console, run: dict, h: dict) -> None:
 
 def print_latency(console: Console, run: dict) -> None:
     table = Table(title="Wake-up latency (µs)", title_justify="left")
-    for col in ("job", "tool", "condition", "samples", "min", "avg", "p99", "p99.99", "max", "misses"):
+    for col in ("job", "tool", "condition", "samples", "min", "avg ± σ", "p99", "p99.99", "max", "misses"):
         table.add_column(col, justify="right" if col not in ("job", "tool", "condition") else "left", no_wrap=True)
     for m in latency_measurements(run):
         row = latency_row(m)
         flag = " (fallback: not real-time)" if row["fallback"] else ""
         flag += " (interrupted)" if row["interrupted"] else ""
         table.add_row(escape(m["name"].split("/")[0] + flag), escape(row["tool"]), escape(str(row["condition"])),
-                      f"{row['samples']:,}", *latency_figures(row, "-")[:4], f"[bold]{latency_figures(row, '-')[4]}[/]",
+                      f"{row['samples']:,}", latency_figures(row, "-")[0], avg_sigma(row, "-"),
+                      *latency_figures(row, "-")[2:4], f"[bold]{latency_figures(row, '-')[4]}[/]",
                       "-" if row["misses"] is None else str(row["misses"]))
     if table.row_count:
         console.print(table)
