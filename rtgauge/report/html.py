@@ -470,6 +470,10 @@ def published_cell(study, stats: dict) -> str:
     for stat in study.stats:
         v, bound = pv(stat)
         text[stat] = "–" if v is None else f"{bound}{v:,g}"   # as published: its own digits
+    if "value" in stats and not any(s in stats for s in study.stats):   # a single figure (IRQ-S-SUS)
+        v, bound = pv("value")
+        return e(f"{bound}{v:,g}" if v is not None else stats["value"].text) + (
+            f" <small>({e(stats['value'].note)})</small>" if stats["value"].note else "")
     return layout_text(study, text)
 
 

@@ -108,6 +108,9 @@ def _published_cell(study, stats: dict) -> str:
     for stat in study.stats:
         p = stats.get(stat)
         text[stat] = "-" if p is None or p.ns is None else f"{p.bound}{p.ns / 1000:,g}"
+    if "value" in stats and not any(s in stats for s in study.stats):   # a single figure (IRQ-S-SUS)
+        p = stats["value"]
+        return p.text if p.ns is None else f"{p.bound}{p.ns / 1000:,g}"
     return _layout(study, text)
 
 
