@@ -17,7 +17,7 @@ def engine_path() -> str:
     else rtgauge-engine on PATH."""
     override = os.environ.get(ENV_VAR)
     if override:
-        if not os.access(override, os.X_OK):
+        if not (os.path.isfile(override) and os.access(override, os.X_OK)):
             raise UserError(f"{ENV_VAR}={override} is not an executable file; unset it or point it at rtgauge-engine.")
         return override
     packaged = Path(__file__).resolve().parent / "bin" / "rtgauge-engine"

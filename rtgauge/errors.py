@@ -1,8 +1,10 @@
 """Errors the user can act on. The CLI prints their message as one sentence and
 exits with their status; anything else is a bug and keeps its traceback.
-Below every other module of rtgauge: it imports none of them."""
+Below every other module of rtgauge but rtgauge.printable, which imports nothing."""
 
 import sys
+
+from rtgauge.printable import printable
 
 
 class UserError(Exception):
@@ -23,7 +25,7 @@ def run_reporting_errors(command) -> int:
     try:
         return int(command() or 0)
     except UserError as e:
-        print(f"rtgauge: {e}", file=sys.stderr)
+        print(f"rtgauge: {printable(e)}", file=sys.stderr)   # no raw control character
         return e.exit_status
     except KeyboardInterrupt:
         print("rtgauge: interrupted", file=sys.stderr)

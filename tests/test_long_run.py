@@ -75,7 +75,8 @@ def test_segments_are_stored_and_survive_kill_9(tmp_path):
     assert wait_until(lambda: not load_processes(p.pid), 10), "the load outlived rtgauge"
     with open_store(str(db)) as store:
         run = store.get_run(store.latest_run_id())
-    assert run["status"] == "running"          # it died: nobody finished the run
+    # it died: nobody finished the run, and the next opening of the store found it abandoned
+    assert run["status"] == "abandoned" and "pid" in run["note"]
     segs = sorted(run["measurements"], key=lambda m: m["load"]["segment"]["index"])
     assert len(segs) >= 3
     for i, m in enumerate(segs, 1):

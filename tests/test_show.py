@@ -92,7 +92,13 @@ def test_json_matches_the_store(populated, capsys):
     # besides the stored run: what the report shows of the published evaluations
     published = shown.pop("published")
     assert set(published) == {"studies", "verdicts"}
+    # show adds the probable worst case (docs/pwcet.md) to each latency measurement with
+    # per-window maxima; everything else is the store's
+    pwcet = {m["name"]: m.pop("pwcet", None) for m in shown["measurements"]}
     assert status == 0 and shown == json.loads(json.dumps(run))
+    assert pwcet["latency-idle"][0]["label"] == "all threads"
+    assert "only 2 block maxima" in pwcet["latency-idle"][0]["reason"]   # [9100, None, 251000]
+    assert pwcet["latency-io"] is None   # a failed job
     assert shown["measurements"][1]["metrics"]["misses"]["value"] == 3
     assert shown["measurements"][1]["document"] == realistic_document(misses=3)
 

@@ -122,7 +122,8 @@ duration-s = {seconds}
 @needs_root
 @needs_two
 @pytest.mark.parametrize("ending", ["complete", "failed", "SIGTERM"])
-def test_run_tuned_reverts_after_the_run(ending, tmp_path):
+def test_run_tuned_reverts_after_the_run(ending, tmp_path, monkeypatch):
+    monkeypatch.setenv("RTGAUGE_STATE_DIR", str(tmp_path / "state"))
     prof = tmp_path / "p.toml"
     # a failing job: an interval the engine refuses only at run time is hard to make, so the
     # failure is a load that dies at once (a clear error mid-run, after tuning was applied)
@@ -132,7 +133,7 @@ def test_run_tuned_reverts_after_the_run(ending, tmp_path):
     db = tmp_path / "r.db"
     before = snapshot()
     p = rtgauge_popen("run", "--profile", str(prof), "--db", str(db), "--no-report", "--tuned")
-    state_path = tmp_path / "tune-state.json"
+    state_path = tmp_path / "state" / "tune-state.json"
     if ending == "SIGTERM":
         assert wait_until(lambda: state_path.exists(), 60)
         assert snapshot() != before

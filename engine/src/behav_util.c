@@ -45,6 +45,12 @@ int rtg_bh_self(int cpu, rtg_policy pol, int prio, char *err, size_t errlen)
 {
     if (rtg_pin_cpu(cpu, err, errlen) != 0)
         return -1;
+    char emu[200];
+    if (pol != RTG_POL_OTHER && rtg_emulation(emu, sizeof emu) == 1) {
+        snprintf(err, errlen, "%s is not real time here: %s; run the engine on a machine of its "
+                 "architecture.", rtg_policy_name(pol), emu);
+        return -1;
+    }
     struct sched_param sp = {.sched_priority = pol == RTG_POL_OTHER ? 0 : prio};
     int rc = pthread_setschedparam(pthread_self(), os_policy(pol), &sp);
     if (rc != 0) {

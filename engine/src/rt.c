@@ -61,6 +61,20 @@ int rtg_sched_apply(rtg_sched *s, rtg_policy p, int prio, bool allow_fallback,
         set_other(s);
         return 0;
     }
+    char emu[200];
+    if (rtg_emulation(emu, sizeof emu) == 1) {
+        /* the emulator's host threads would get the policy: not the target's real time */
+        snprintf(s->why, sizeof s->why, "SCHED_%s is not real time here: %s",
+                 p == RTG_POL_FIFO ? "FIFO" : "RR", emu);
+        if (allow_fallback) {
+            set_other(s);
+            s->fallback = true;
+            return 0;
+        }
+        snprintf(err, errlen, "%s; run the engine on a machine of its architecture, or pass "
+                 "--allow-fallback to measure as other.", s->why);
+        return -1;
+    }
     struct sched_param sp = {.sched_priority = prio};
     int rc = pthread_setschedparam(pthread_self(), os_policy(p), &sp);
     if (rc == 0) {
@@ -205,6 +219,62 @@ static void set_preempt(rtg_json *env, const struct utsname *u)
     }
 }
 
+/* The machine the engine was compiled for, named as uname -m names it, and
+ * whether a kernel of machine k runs that code natively (a 64-bit kernel also
+ * runs the 32-bit code of its family). Under qemu-user, uname() answers with the
+ * emulated machine, but /proc/sys/kernel/arch is the kernel's own. */
+#if defined(__x86_64__)
+#define BUILD_MACHINE "x86_64"
+static bool native_on(const char *k) { return strcmp(k, "x86_64") == 0; }
+#elif defined(__i386__)
+#define BUILD_MACHINE "i386"
+static bool native_on(const char *k) { return strcmp(k, "x86_64") == 0 || (k[0] == 'i' && strstr(k, "86")); }
+#elif defined(__aarch64__)
+#define BUILD_MACHINE "aarch64"
+static bool native_on(const char *k) { return strncmp(k, "aarch64", 7) == 0; }
+#elif defined(__arm__)
+#define BUILD_MACHINE "arm"
+static bool native_on(const char *k) { return strncmp(k, "arm", 3) == 0 || strncmp(k, "aarch64", 7) == 0; }
+#elif defined(__riscv) && __riscv_xlen == 64
+#define BUILD_MACHINE "riscv64"
+static bool native_on(const char *k) { return strcmp(k, "riscv64") == 0; }
+#elif defined(__riscv)
+#define BUILD_MACHINE "riscv32"
+static bool native_on(const char *k) { return strncmp(k, "riscv", 5) == 0; }
+#elif defined(__powerpc64__)
+#define BUILD_MACHINE "ppc64"
+static bool native_on(const char *k) { return strncmp(k, "ppc64", 5) == 0; }
+#elif defined(__powerpc__)
+#define BUILD_MACHINE "ppc"
+static bool native_on(const char *k) { return strncmp(k, "ppc", 3) == 0; }
+#else
+#define BUILD_MACHINE NULL
+static bool native_on(const char *k) { (void)k; return true; }
+#endif
+
+int rtg_emulation(char *why, size_t whylen)
+{
+    char k[65];
+    if (BUILD_MACHINE == NULL || !read_line("/proc/sys/kernel/arch", k, sizeof k))
+        return -1;
+    if (native_on(k))
+        return 0;
+    snprintf(why, whylen, "the engine is built for %s but the kernel is %s, so it runs under a "
+             "user-mode emulator (qemu-user) and its timing is the emulator's on this %s host",
+             BUILD_MACHINE, k, k);
+    return 1;
+}
+
+static void set_emulation(rtg_json *env)
+{
+    char k[65], why[200];
+    rtg_j_set(env, "engine_machine", BUILD_MACHINE ? rtg_j_str(BUILD_MACHINE) : rtg_j_null());
+    rtg_j_set(env, "kernel_machine",
+              read_line("/proc/sys/kernel/arch", k, sizeof k) ? rtg_j_str(k) : rtg_j_null());
+    int e = rtg_emulation(why, sizeof why);
+    rtg_j_set(env, "emulated", e < 0 ? rtg_j_null() : rtg_j_bool(e == 1));
+}
+
 void rtg_env_system(rtg_json *env)
 {
     struct utsname u;
@@ -228,6 +298,7 @@ void rtg_env_system(rtg_json *env)
     rtg_j_set(env, "configured_cpus", rtg_j_int(sysconf(_SC_NPROCESSORS_CONF)));
     rtg_j_set(env, "uid", rtg_j_int((int64_t)geteuid()));
     rtg_j_set(env, "page_size", rtg_j_int(sysconf(_SC_PAGESIZE)));
+    set_emulation(env);
 }
 
 /* Threads are created with their policy, priority and CPU already set (explicit

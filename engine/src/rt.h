@@ -46,9 +46,16 @@ void rtg_prefault_stack(size_t size);
 int rtg_dma_latency_hold(char *why, size_t whylen);
 void rtg_dma_latency_release(int fd);
 
+/* 1 when the engine runs under a user-mode emulator (its build machine is not one
+ * the kernel runs natively: qemu-user), with the sentence in why; 0 when native;
+ * -1 when unknown (no /proc/sys/kernel/arch, or an unlisted build machine).
+ * Under emulation rtg_sched_apply treats fifo/rr as unavailable. */
+int rtg_emulation(char *why, size_t whylen);
+
 /* Fill env with facts of the machine and the process: kernel (uname), preempt
  * model as far as user space can read it, RT throttling (sched_rt_runtime_us /
- * period), clocksource, cpu count, uid, page size. */
+ * period), clocksource, cpu count, uid, page size, and engine_machine,
+ * kernel_machine, emulated (see rtg_emulation). */
 void rtg_env_system(rtg_json *env);
 
 #endif

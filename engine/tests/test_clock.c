@@ -64,7 +64,9 @@ static void check_cost(const rtg_clock *c, const char *name)
     double cost = rtg_clock_cost_rounds_ns(c, 1000000, 5, rounds);
     printf("timestamp cost %s: %.2f ns (rounds %.2f %.2f %.2f %.2f %.2f)\n", name, cost,
            rounds[0], rounds[1], rounds[2], rounds[3], rounds[4]);
-    CHECK(cost > 0.0 && cost < 1000.0, "%s cost %.2f ns outside (0, 1000)", name, cost);
+    /* a read through a system call (a clocksource the vDSO cannot read, as on a
+     * BeagleBone's timer, or qemu-user) costs microseconds: bound 20 us */
+    CHECK(cost > 0.0 && cost < 20000.0, "%s cost %.2f ns outside (0, 20000)", name, cost);
     double lo = rounds[0], hi = rounds[0];
     for (int i = 1; i < 5; i++) {
         lo = rounds[i] < lo ? rounds[i] : lo;

@@ -42,13 +42,19 @@ def register(sub) -> None:
     p.add_argument("--alpha", type=float, default=ALPHA, metavar="Q",
                    help="false discovery rate of the better/worse verdicts over all figures of a comparison "
                    "(Benjamini-Hochberg; default 0.05)")
+    p.add_argument("--pwcet", action="store_true",
+                   help="also put the probable worst cases (docs/pwcet.md) of each latency measurement side by "
+                   "side, with their 95%% intervals and whether B's is significantly worse (seconds per pair)")
+    p.add_argument("--exceedance", type=float, default=None, metavar="P",
+                   help="with --pwcet: per-cycle probability of the probable worst case (default 1e-9)")
     p.add_argument("--budget-us", type=float, default=None, metavar="US",
                    help="worst-case latency allowed for a hard real-time rating (default 100)")
     p.set_defaults(func=cmd_compare)
 
 
 def console() -> Console:
-    return Console(width=None if sys.stdout.isatty() else 160, highlight=False)
+    from rtgauge.report.safe import SafeConsole
+    return SafeConsole(width=None if sys.stdout.isatty() else 160, highlight=False)
 
 
 def cmd_compare(args) -> int:
@@ -67,11 +73,17 @@ def cmd_compare(args) -> int:
     tripped: list[str] = []
     closed: list[str] = []
     comparisons = []
+    exceedance = pwcet_exceedance(args)
+    worst_cases: dict[int, list[dict]] = {}
     for cand in runs[1:]:
         changes = compare_runs(base, cand, args.alpha)
         comparisons.append((cand, changes))
         if not args.json:
             print_regressions(out, base, cand, changes, args.all, args.alpha)
+        if args.pwcet:
+            worst_cases[cand["id"]] = compare_worst_cases(base, cand, exceedance)
+            if not args.json:
+                print_worst_cases(out, base, cand, worst_cases[cand["id"]], exceedance)
         for rule in rules:
             closed += rule.fails_closed(changes, cand)
             for c in changes:
@@ -83,7 +95,9 @@ def cmd_compare(args) -> int:
                "comparisons": [{"candidate": cand["id"],
                                 "worse": sum(c.verdict == WORSE for c in changes),
                                 "better": sum(c.verdict == BETTER for c in changes),
-                                "figures": [change_json(c) for c in changes]} for cand, changes in comparisons],
+                                "figures": [change_json(c) for c in changes],
+                                **({"pwcet": worst_cases[cand["id"]]} if args.pwcet else {})}
+                               for cand, changes in comparisons],
                "rules": [r.text for r in rules], "tripped": tripped, "failed_closed": closed,
                "gate": None if not rules else ("fail" if tripped or closed else "pass")}
         sys.stdout.write(json.dumps(doc, indent=1, allow_nan=False) + "\n")
@@ -106,6 +120,60 @@ def cmd_compare(args) -> int:
     if rules and not args.json:
         out.print(f"[green]--fail-on: no rule tripped ({len(rules)} rule{'s' if len(rules) != 1 else ''}).[/]")
     return 0
+
+
+def pwcet_exceedance(args) -> float:
+    from rtgauge.analysis.pwcet import DEFAULT_EXCEEDANCE
+    if args.exceedance is None:
+        return DEFAULT_EXCEEDANCE
+    if not args.pwcet:
+        raise UserError("--exceedance goes with --pwcet; add --pwcet or leave --exceedance out.")
+    if not 0 < args.exceedance < 1:
+        raise UserError(f"--exceedance {args.exceedance:g} is not a probability; give one between 0 and 1, "
+                        "e.g. 1e-9.")
+    return args.exceedance
+
+
+def compare_worst_cases(base: dict, cand: dict, exceedance: float) -> list[dict]:
+    """The probable worst case of each latency measurement (ours, not the cyclictest
+    cross-check) present in both runs under the same name, A against B."""
+    from rtgauge.analysis.pwcet import compare_pwcet
+    ours = {m["name"]: m for m in latency_measurements(base) if m.get("tool", "engine") == "engine"}
+    out = []
+    for m in latency_measurements(cand):
+        if m.get("tool", "engine") != "engine" or m["name"] not in ours:
+            continue
+        result = compare_pwcet(ours[m["name"]], m, exceedance=exceedance)
+        out.append({"name": m["name"], "condition": m.get("condition"), **result})
+    return out
+
+
+def _level(side: dict) -> str:
+    if not side.get("applicable"):
+        return "n/a"
+    lo, hi = side.get("ci_low_ns"), side.get("ci_high_ns")
+    interval = f" [{_us(lo)}, {_us(hi)}]" if lo is not None and hi is not None else ""
+    return f"{_us(side.get('level_ns'))}{interval}"
+
+
+def _us(ns) -> str:
+    return "-" if ns is None else f"{ns / 1000:,.1f}"
+
+
+def print_worst_cases(out: Console, base: dict, cand: dict, rows: list[dict], exceedance: float) -> None:
+    t = Table(title=f"Probable worst case, exceeded with probability {exceedance:g} per cycle (µs, 95% interval): "
+              f"run {cand['id']} against run {base['id']}", title_justify="left")
+    for col in ("measurement", f"run {base['id']}", f"run {cand['id']}", "B - A", "verdict"):
+        t.add_column(col)
+    for r in rows:
+        diff = "-" if r.get("difference_ns") is None else \
+            f"{_us(r['difference_ns'])} [{_us(r['ci_low_ns'])}, {_us(r['ci_high_ns'])}]"
+        verdict = r["verdict"] + (f" ({r['reason']})" if r.get("reason") else "")
+        t.add_row(escape(str(r["name"])), _level(r["a"]), _level(r["b"]), diff, escape(verdict))
+    if not rows:
+        out.print("Probable worst case: no latency measurement is in both runs.")
+        return
+    out.print(t)
 
 
 def _f(v, digits=1) -> str:

@@ -36,6 +36,11 @@ def doctor(args: argparse.Namespace) -> int:
         raise UserError(f"--root {args.root} has no proc directory; give the root of a system tree (default /).")
     facts = collect_facts(args.root)
     checks = run_doctor(facts)
+    if os.path.realpath(args.root) == "/":
+        from rtgauge.cli.tune import stale_tuning_check
+        tuning = stale_tuning_check()
+        if tuning:
+            checks.append(tuning)
     if args.json:
         print(json.dumps({"facts": facts, "checks": checks}, indent=2, ensure_ascii=False))
     else:
@@ -44,7 +49,7 @@ def doctor(args: argparse.Namespace) -> int:
 
 
 def print_table(facts: dict, checks: list[dict]) -> None:
-    from rich.console import Console
+    from rtgauge.report.safe import SafeConsole as Console
     from rich.table import Table
 
     from rtgauge.sysinfo.checks import count_verdicts
@@ -74,6 +79,6 @@ def print_table(facts: dict, checks: list[dict]) -> None:
 
 
 def escape(text: str) -> str:
-    from rich.markup import escape as rich_escape
+    from rtgauge.report.safe import markup
 
-    return rich_escape(text)
+    return markup(text)

@@ -33,6 +33,11 @@ def register(sub) -> None:
 
 
 def export_json(run: dict) -> str:
+    from rtgauge.owner import hash_machine_id
+    run = dict(run)
+    if isinstance(run.get("system"), dict):   # runs stored before facts hashed it hold the raw id
+        run["system"] = dict(run["system"], machine_id=hash_machine_id(run["system"].get("machine_id")))
+    run.pop("owner", None)                    # a pid and boot id of this machine: nothing to take along
     return json.dumps({"rtgauge_export": EXPORT_FORMAT, "rtgauge_version": __version__,
                        "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "run": run},
                       indent=1, default=str) + "\n"

@@ -10,13 +10,17 @@ Everything is read and checked before anything is stored."""
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
+import tempfile
 from pathlib import Path
 
 from rtgauge.errors import UserError
+from rtgauge.report.safe import say
 from rtgauge.store import open_store
+from rtgauge.store import validate
 
-FINAL = ("complete", "interrupted", "failed")
+FINAL = ("complete", "interrupted", "failed", "abandoned")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
@@ -36,16 +40,20 @@ def job_of(m: dict) -> dict:
                                   "duration_s", "exit_status", "command", "error")}
 
 
-def check_export_run(run, where: str) -> dict:
-    if not isinstance(run, dict) or not isinstance(run.get("measurements"), list) \
-            or not isinstance(run.get("system"), dict):
-        raise UserError(f"{where} is not an rtgauge export (no run with system and measurements); "
-                        "make it with `rtgauge export RUN --format json`.")
-    for i, m in enumerate(run["measurements"]):
-        if not isinstance(m, dict) or not m.get("name") or not isinstance(m.get("document"), dict):
-            raise UserError(f"{where}: measurement {i + 1} has no name or document; export the run again "
-                            "with `rtgauge export RUN --format json`.")
+def check_export_run(data, where: str) -> dict:
+    """The export's run, checked by the schema and read as show/report will read it."""
+    run = validate.check_export(data, where)
+    dry_read(run, where)
     return run
+
+
+def discard(store, run_id: int) -> None:
+    """An import that failed half-way leaves nothing: its run goes (best effort: the
+    database may be what failed; then a dead importer's run is marked abandoned later)."""
+    try:
+        store.delete_run(run_id)
+    except Exception:
+        pass
 
 
 def store_run(store, run: dict, source: str) -> int:
@@ -58,21 +66,15 @@ def store_run(store, run: dict, source: str) -> int:
     try:
         for m in run["measurements"]:
             store.add_measurement(run_id, job_of(m), m["document"])
-    except BaseException as e:
-        store.finish_run(run_id, "failed", f"import from {source} failed: {e}")
+    except BaseException:
+        discard(store, run_id)
         raise
     store.finish_run(run_id, status, note)
     return run_id
 
 
 def read_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"cannot read {path} ({getattr(e, 'strerror', None) or e}); check the path.") from None
-    except json.JSONDecodeError as e:
-        raise UserError(f"{path} is not valid JSON (line {e.lineno}: {e.msg}); give an rtgauge export, "
-                        "a database or engine documents.") from None
+    return validate.read_json_file(path)
 
 
 def is_engine_document(doc) -> bool:
@@ -100,6 +102,7 @@ def engine_documents(paths: list[Path], condition: str) -> tuple[dict, list[tupl
         if not is_engine_document(doc):
             raise UserError(f"{path} is not an engine JSON document (it has no 'schema' and 'test'); "
                             "remove it from the directory or give the file alone.")
+        validate.check_engine_document(doc, str(path))
         name = path.stem
         cond = name.split("@", 1)[1] if "@" in name else condition
         tool = str(doc.get("tool") or "engine")
@@ -119,7 +122,10 @@ def engine_documents(paths: list[Path], condition: str) -> tuple[dict, list[tupl
         raise UserError(f"the documents come from {len(identities)} systems ({systems}); import each system's "
                         "documents from its own directory.")
     env = next((d.get("env") for _, d in docs if d.get("env")), {}) or {}
-    return facts_from_env(env), docs
+    facts = facts_from_env(env)
+    dry_read({"system": facts, "measurements": [dict(job, document=doc) for job, doc in docs]},
+                      str(paths[0].parent if len(paths) > 1 else paths[0]))
+    return facts, docs
 
 
 def rtgauge_database_runs(path: Path) -> list[int]:
@@ -147,6 +153,9 @@ def cmd_import(args) -> int:
         if not paths:
             raise UserError(f"{source} holds no .json engine documents; copy the engine's --out files there.")
         return import_documents(args, paths, str(source))
+    if not source.is_file():
+        raise UserError(f"{source} is not a regular file (a device, pipe or socket); give an export file, a "
+                        "database or a directory of engine documents.")
     with open(source, "rb") as f:
         magic = f.read(len(SQLITE_MAGIC))
     if magic == SQLITE_MAGIC:
@@ -154,13 +163,13 @@ def cmd_import(args) -> int:
     data = read_json(source)
     if isinstance(data, dict) and "rtgauge_export" in data:
         if data["rtgauge_export"] != 1:
-            raise UserError(f"{source} is export format {data['rtgauge_export']}, which this rtgauge does not "
-                            "read; upgrade rtgauge.")
-        run = check_export_run(data.get("run"), str(source))
+            raise UserError(f"{source} is export format {str(data['rtgauge_export'])[:40]}, which this rtgauge "
+                            "does not read; upgrade rtgauge.")
+        run = check_export_run(data, str(source))
         with open_store(args.db) as store:
             run_id = store_run(store, run, source.name)
-            print(f"Imported run {run.get('id')} of {run['system'].get('hostname')} from {source} as run {run_id} "
-                  f"in {store.url}.")
+            say(f"Imported run {run.get('id')} of {run['system'].get('hostname')} from {source} as run {run_id} "
+                f"in {store.url}.")
         return 0
     if is_engine_document(data):
         return import_documents(args, [source], str(source))
@@ -176,27 +185,76 @@ def import_documents(args, paths: list[Path], where: str) -> int:
         try:
             for job, doc in docs:
                 store.add_measurement(run_id, job, doc)
-        except BaseException as e:
-            store.finish_run(run_id, "failed", f"import from {where} failed: {e}")
+        except BaseException:
+            discard(store, run_id)
             raise
         failed = sum(1 for _, d in docs if d.get("ok") is not True)
         store.finish_run(run_id, "complete", f"imported {len(docs)} engine documents from {where}"
                          + (f", {failed} not ok" if failed else ""))
-        print(f"Imported {len(docs)} engine document{'s' if len(docs) != 1 else ''} of "
+        say(f"Imported {len(docs)} engine document{'s' if len(docs) != 1 else ''} of "
               f"{facts.get('hostname') or '?'} as run {run_id} in {store.url}.")
     return 0
+
+
+def exportable(run: dict) -> dict:
+    """A run read from a database in the shape of an export's run."""
+    return {k: v for k, v in run.items() if k not in ("hostname", "kernel_release", "system_id",
+                                                         "rtgauge_version")}
 
 
 def import_database(args, path: Path) -> int:
     ids = rtgauge_database_runs(path)
     if not ids:
         raise UserError(f"{path} holds no runs; nothing to import.")
-    with open_store(f"sqlite:///{path.resolve()}") as other:
-        runs = [other.get_run(i) for i in ids]
+    # read a copy: opening a database may upgrade its schema or mark its runs abandoned,
+    # and the file being imported is not ours to change
+    with tempfile.TemporaryDirectory(prefix="rtgauge-import-") as tmp:
+        copy = Path(tmp) / "source.db"
+        for suffix in ("", "-wal", "-shm"):
+            if Path(f"{path}{suffix}").exists():
+                shutil.copyfile(f"{path}{suffix}", f"{copy}{suffix}")
+        with open_store(f"sqlite:///{copy}") as other:
+            try:
+                runs = [other.get_run(i, documents=True) for i in ids]
+            except (ValueError, TypeError, RecursionError) as e:
+                raise UserError(f"{path} holds a run rtgauge cannot read ({type(e).__name__}); the database "
+                                "is damaged or not written by rtgauge.") from None
+    for run in runs:
+        where = f"{path} run {run.get('id')}"
+        check_export_run({"rtgauge_export": 1, "run": exportable(run)}, where)
     with open_store(args.db) as store:
         if store.url.endswith(str(path.resolve())):
             raise UserError(f"{path} is the database being imported into; give another --db.")
         new = [store_run(store, run, path.name) for run in runs]
-        print(f"Imported {len(new)} run{'s' if len(new) != 1 else ''} from {path} as runs "
+        say(f"Imported {len(new)} run{'s' if len(new) != 1 else ''} from {path} as runs "
               f"{', '.join(map(str, new))} in {store.url}.")
     return 0
+
+
+def dry_read(run: dict, where: str) -> None:
+    """Read the run the way show, report, compare and export will; a reader that fails
+    on it means the data is not what rtgauge writes."""
+    import io
+
+    from rtgauge.cli.export import export_csv, export_md
+    from rtgauge.cli.show import print_run
+    from rtgauge.report.html import render
+    from rtgauge.report.safe import SafeConsole
+    from rtgauge.report.terminal import print_summary
+
+    stored = validate.as_stored(run)
+    try:
+        console = SafeConsole(file=io.StringIO(), width=120)
+        print_summary(console, stored)
+        import contextlib
+        with contextlib.redirect_stdout(io.StringIO()):
+            print_run(stored)
+        export_csv(stored)
+        export_md(stored)
+        render([stored])
+    except UserError:
+        raise
+    except Exception as e:  # the point: whatever our readers trip on is refused here
+        raise UserError(f"{where} has the right shape but rtgauge cannot read its contents "
+                        f"({type(e).__name__}: {str(e)[:120]}); export it again with `rtgauge export "
+                        "RUN --format json`.") from None

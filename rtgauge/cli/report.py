@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from rtgauge.bounds import run_range
 from rtgauge.errors import UserError
 from rtgauge.store import open_store
 from rtgauge.store.urls import display_url, normalise_url, sqlite_file
@@ -40,13 +41,12 @@ def parse_run_ids(texts: list[str]) -> list[int | str]:
             else:
                 lo, dash, hi = part.partition("-")
                 try:
-                    ids = list(range(int(lo), int(hi) + 1)) if dash else [int(lo)]
+                    lo_id, hi_id = int(lo), int(hi) if dash else int(lo)
                 except ValueError:
-                    ids = []
-                if not ids or min(ids) <= 0:
-                    raise UserError(f"'{part}' is not a run; give run ids such as 3, ranges such as 3-7, or "
-                                    "'latest'; `rtgauge show` lists the runs.")
-            out += [i for i in ids if i not in out]
+                    lo_id = hi_id = 0
+                ids = list(run_range(part, lo_id, hi_id))
+            seen = set(out)
+            out += [i for i in ids if i not in seen]
     return out
 
 
@@ -62,6 +62,8 @@ def load_runs(db: str | None, texts: list[str], default_latest: bool = True,
                         "or give the database with --db.")
     runs = []
     with open_store(db) as store:
+        from rtgauge.cli.show import tell_abandoned
+        tell_abandoned(store)
         for w in wanted:
             run_id = store.latest_run_id() if w == "latest" else w
             run = None if run_id is None else store.get_run(run_id, documents=documents)

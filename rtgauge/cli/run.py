@@ -3,10 +3,10 @@ and write the report."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from rtgauge.enginebin import engine_path
@@ -15,6 +15,8 @@ from rtgauge.plan import Job, build_plan, plan_seconds
 from rtgauge.plan.execute import apply_overrides, execute
 from rtgauge.cli.tune import conditions_settings
 from rtgauge.profiles import MAX_ROUNDS, load_profile, valid_rounds
+from rtgauge.store.spool import Spool
+from rtgauge.report.safe import SafeConsole as Console, markup
 
 
 def register(sub) -> None:
@@ -84,7 +86,7 @@ class ProgressView:
 
     def start_job(self, job: Job) -> None:
         self.current = job
-        self.progress.update(self.task, description=f"{job.name:<32}", completed=self.done)
+        self.progress.update(self.task, description=f"{markup(job.name, 64):<32}", completed=self.done)
 
     def tick(self, elapsed: float) -> None:
         self.progress.update(self.task, completed=self.done + min(elapsed, self.current.expected_s))
@@ -97,7 +99,7 @@ class ProgressView:
     def end_job(self, job: Job, doc: dict) -> None:
         self.done += job.expected_s
         state = "ok" if doc.get("ok") else f"failed: {doc.get('error')}"
-        self.progress.console.print(f"  {job.name}: {state}")
+        self.progress.console.print(f"  {job.name}: {state}", markup=False)
         self.progress.update(self.task, completed=self.done)
 
 
@@ -132,6 +134,23 @@ def check_tools(jobs: list[Job]) -> None:
         make_load(job.condition).check()   # raises the missing-package sentence
 
 
+def check_report_path(args) -> None:
+    """The report is written after measuring: a path it cannot go to is refused before."""
+    if args.no_report or not args.report:
+        return
+    from pathlib import Path
+    path = Path(args.report)
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK) \
+            or (path.exists() and not os.access(path, os.W_OK)) or len(path.name.encode(errors="replace")) > 255:
+        raise UserError(f"--report {args.report[:80]} is not a file rtgauge can write (a directory, or its "
+                        "directory is missing or read-only); give a writable file path or --no-report.")
+
+
+def _sigterm_as_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def prepare_jobs(console: Console, profile, args, conditions) -> list[Job]:
     jobs = build_plan(profile, args.rounds)
     apply_overrides(jobs, conditions.duration_s, conditions.partition.rt_cpus if conditions.partition else None)
@@ -164,7 +183,6 @@ def execute_interleaved(store, run_ids: list[int], plans: list[list[Job]], warmu
 
 
 def cmd_run(args) -> int:
-    from rtgauge.report.html import write_report
     from rtgauge.report.terminal import print_summary
     from rtgauge.store import open_store
     from rtgauge.sysinfo import collect_facts, run_doctor
@@ -172,6 +190,12 @@ def cmd_run(args) -> int:
     console = Console()
     if not console.is_terminal:      # a log file or pipe: do not squeeze the tables to 80 columns
         console = Console(width=120)
+    import signal
+    # SIGTERM before the measurement's own handling starts ends the command as Ctrl-C does
+    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    check_report_path(args)
+    from rtgauge.loads.supervise import remove_stale_workdirs
+    remove_stale_workdirs()
     if args.rounds is not None and not valid_rounds(args.rounds):
         raise UserError(f"--rounds {args.rounds} is out of range; give a whole number from 1 to {MAX_ROUNDS}.")
     profiles = [load_profile(args.profile)]
@@ -190,14 +214,25 @@ def cmd_run(args) -> int:
     store = open_store(args.db)
     run_ids: list[int] = []
     try:
+        from rtgauge.cli.show import tell_abandoned
+        tell_abandoned(store)
         for p in profiles:
             run_ids.append(store.begin_run(facts, checks, p.name, p.source, sys.argv))
         run_id = run_ids[0]
+        for other in store.running_elsewhere(run_id):
+            if other["id"] in run_ids:
+                continue
+            console.print(f"[yellow]Warning: run {other['id']} (pid {other['pid']}) is measuring on this machine "
+                          "into the same database now; the two runs load each other and neither measures "
+                          "this machine alone.[/]")
         for p, rid, plan in zip(profiles, run_ids, plans):
             console.print(f"Run {rid}: profile {p.name}, {len(plan)} jobs, about "
-                          f"{plan_seconds(plan, p.warmup_s) / 60:.1f} min; results go to {store.url}")
+                          f"{plan_seconds(plan, p.warmup_s) / 60:.1f} min; results go to {store.url}", markup=False)
         if len(run_ids) > 1:
             console.print(f"Runs {' and '.join(map(str, run_ids))} are measured round by round, interleaved.")
+        else:
+            # what is measured survives the store: a store failure sends the run to a spool file
+            store = Spool(store, run_id, facts, checks, profile.name, profile.source, sys.argv)
         try:
             with ProgressView(console, jobs, profile.warmup_s) as view, \
                     conditions.applied(console, args, store, jobs, profile.warmup_s, view) as settings:
@@ -213,13 +248,23 @@ def cmd_run(args) -> int:
                 from rtgauge.hil.sustained import sustained_and_store
                 sustained_and_store(store, run_id, profile.hil_sustained, console.print)
         except BaseException as e:
-            for rid in run_ids:
-                store.finish_run(rid, "failed", f"{type(e).__name__}: {e}")
+            try:
+                for rid in run_ids:
+                    store.finish_run(rid, "failed", f"{type(e).__name__}: {e}")
+            finally:
+                if getattr(store, "spooled", False):
+                    console.print(f"[red]rtgauge: {markup(store.message())}[/]")
             raise
+        if getattr(store, "spooled", False):
+            store.finish_run(run_id, status, f"{len(per_run[0])} of {len(jobs)} jobs measured")
+            console.print(f"[red]rtgauge: {markup(store.message())}[/]")
+            return 1
         failed_any = False
         runs = []
         for rid, plan, outcomes in zip(run_ids, plans, per_run):
-            failed = sum(1 for o in outcomes if not o.doc.get("ok"))
+            stored = store.get_run(rid, documents=False)    # a measurement whose load died is failed there
+            failed = sum(1 for m in stored["measurements"] if not m["ok"]) if stored else \
+                sum(1 for o in outcomes if not o.doc.get("ok"))
             failed_any = failed_any or bool(failed)
             note = f"{len(outcomes)} of {len(plan)} jobs measured" + (f", {failed} failed" if failed else "")
             store.finish_run(rid, status, note)
@@ -228,8 +273,9 @@ def cmd_run(args) -> int:
             print_summary(console, run)
         if not args.no_report:
             path = args.report or f"rtgauge-run-{run_id}.html"
-            write_report(runs, path)
-            console.print(f"Report: {path}")
+            from rtgauge.cli.report import write_html
+            write_html(path, runs)
+            console.print(f"Report: {path}", markup=False)
         if status == "interrupted":
             console.print(f"Interrupted: {note}; kept in the store as run {', '.join(map(str, run_ids))}.")
             return 130

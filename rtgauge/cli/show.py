@@ -7,11 +7,10 @@ import json
 import sys
 from datetime import datetime
 
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from rtgauge.errors import UserError
+from rtgauge.report.safe import SafeConsole, markup as escape, printable, say
 from rtgauge.store import open_store
 from rtgauge.store.urls import display_url, normalise_url, sqlite_file
 
@@ -34,12 +33,13 @@ def register(subparsers) -> None:
 def parse_run_argument(text: str | None) -> int | str | None:
     if text is None or text == "latest":
         return text
+    from rtgauge.bounds import RUN_ID_MAX
     try:
-        run_id = int(text)
+        run_id = int(text) if len(text) < 30 else 0
     except ValueError:
         run_id = 0
-    if run_id <= 0:
-        raise UserError(f"'{text}' is not a run; give a run id such as 3, or 'latest'; "
+    if not 0 < run_id <= RUN_ID_MAX:
+        raise UserError(f"'{text[:40]}' is not a run; give a run id such as 3, or 'latest'; "
                         "`rtgauge show` lists the runs.")
     return run_id
 
@@ -52,6 +52,7 @@ def show(args: argparse.Namespace) -> int:
     if path is not None and not path.exists():
         return say_no_runs(display_url(url), args.json, wanted)
     with open_store(args.db) as store:
+        tell_abandoned(store)
         if wanted is None:
             runs = store.list_runs()
             if not runs:
@@ -68,9 +69,10 @@ def show(args: argparse.Namespace) -> int:
                 return say_no_runs(store.url, args.json, wanted)
             raise UserError(f"no run {run_id} in {store.url}; `rtgauge show` lists the runs.")
         if args.json:
-            print_json(dict(run, published=published_json(run)))
+            print_json(dict(with_pwcet(run), published=published_json(run)))
         else:
             print_run(run)
+            print_pwcet(run)
         return 0
 
 
@@ -83,13 +85,19 @@ def published_json(run: dict) -> dict:
     return {"studies": studies_json([run]), "verdicts": verdicts}
 
 
+def tell_abandoned(store) -> None:
+    for run_id in store.abandoned:
+        print(f"rtgauge: run {run_id} was left running by an rtgauge that ended without finishing it; "
+              "marked abandoned (its stored measurements are kept).", file=sys.stderr)
+
+
 def say_no_runs(where: str, as_json: bool, wanted) -> int:
     if wanted not in (None, "latest"):
         raise UserError(f"no run {wanted} in {where}; it has no runs yet, `rtgauge run` makes one.")
     if as_json:
         print_json([] if wanted is None else None)
     else:
-        print(f"There are no runs in {where} yet; `rtgauge run` measures this machine and stores one.")
+        say(f"There are no runs in {where} yet; `rtgauge run` measures this machine and stores one.")
     return 0
 
 
@@ -98,9 +106,9 @@ def print_json(data) -> None:
     sys.stdout.write("\n")
 
 
-def console() -> Console:
+def console() -> SafeConsole:
     # Wide enough for the measurement table when piped (no terminal to ask).
-    return Console(width=None if sys.stdout.isatty() else 140, highlight=False)
+    return SafeConsole(width=None if sys.stdout.isatty() else 140, highlight=False)
 
 
 def when(iso: str | None) -> str:
@@ -122,11 +130,12 @@ def elapsed(start: str | None, end: str | None) -> str:
     return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
 
 
-STATUS_STYLE = {"complete": "green", "running": "yellow", "interrupted": "yellow", "failed": "red"}
+STATUS_STYLE = {"complete": "green", "running": "yellow", "interrupted": "yellow", "failed": "red",
+                "abandoned": "red"}
 
 
 def styled_status(status: str) -> str:
-    return f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]"
+    return f"[{STATUS_STYLE.get(status, 'white')}]{escape(status)}[/]"
 
 
 def print_run_list(runs: list[dict], where: str) -> None:
@@ -194,7 +203,7 @@ def print_run(run: dict) -> None:
     out.print(f"[bold]Run {run['id']}[/] · {styled_status(run['status'])} · profile {escape(run['profile'])} · "
               f"started {when(run['started_at'])}" + (f" · took {duration}" if duration else ""))
     if run.get("note"):
-        out.print(f"  note: {run['note']}", markup=False)
+        out.print(f"  note: {printable(run['note'])}", markup=False)
     out.print(f"System: {system_line(run['system'] or {'hostname': run['hostname']})}", markup=False)
     warnings = [d for d in run["doctor"] if d.get("status") != "ok"]
     if warnings:
@@ -223,4 +232,40 @@ def print_run(run: dict) -> None:
     out.print(table)
     for m in run["measurements"]:
         if m["error"]:
-            out.print(f"{m['name']}: {m['error']}", markup=False)
+            out.print(f"{printable(m['name'], 200)}: {printable(m['error'])}", markup=False)
+
+
+# ---- probable worst case (pWCET) -----------------------------------------------
+
+def pwcet_results(run: dict) -> list[tuple[dict, list]]:
+    """(measurement, [Pwcet of the whole run]) per latency measurement that stored
+    per-window maxima."""
+    from rtgauge.analysis import is_latency_measurement
+    from rtgauge.analysis.pwcet import measurement_pwcet
+
+    out = []
+    for m in run.get("measurements", []):
+        if is_latency_measurement(m) and m.get("ok", True):
+            results = measurement_pwcet(m)
+            if results:
+                out.append((m, results))
+    return out
+
+
+def with_pwcet(run: dict) -> dict:
+    """The run with a "pwcet" list (whole-run result, docs/pwcet.md) in each latency
+    measurement that stored per-window maxima; `rtgauge pwcet RUN` adds each thread."""
+    for m, results in pwcet_results(run):
+        m["pwcet"] = [r.to_json() for r in results]
+    return run
+
+
+def print_pwcet(run: dict) -> None:
+    results = pwcet_results(run)
+    if not results:
+        return
+    out = console()
+    out.print("Probable worst case (extreme value theory, docs/pwcet.md; `rtgauge pwcet` gives each thread):")
+    for m, rs in results:
+        for r in rs:
+            out.print(f"  {m['name']}: {r.summary()}", markup=False)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import argparse
 import os
 import signal
 from contextlib import contextmanager
@@ -20,8 +20,8 @@ def register(sub) -> None:
     p.add_argument("--rt-cpus", default=None, metavar="CPUS",
                    help="the CPUs that will measure; interrupts move off them (default: all but the first)")
     p.add_argument("--state", default=None, metavar="FILE",
-                   help="state file (default: tune-state.json in the data directory)")
-    p.add_argument("--db", default=None, help="database whose directory holds the state file")
+                   help="state file, in a directory only you can write (default: /run/rtgauge/tune-state.json)")
+    p.add_argument("--db", default=None, help=argparse.SUPPRESS)   # no longer decides where the state is
     p.add_argument("--rt-throttling-off", type=float, default=None, metavar="SECONDS",
                    help="also switch RT throttling off, for at most SECONDS: a detached watchdog "
                         "switches it back on then, even if rtgauge dies (off by default: throttling "
@@ -42,15 +42,16 @@ def measured_and_housekeeping(rt_cpus: str | None) -> tuple[list[int], list[int]
 
 
 def print_state(state: dict, verb: str) -> None:
+    from rtgauge.report.safe import say
     for c in state.get("changes", []):
-        print(f"{verb} {c['path']}: {c['before'].strip()!r} -> {c['new'] if verb == 'set' else c['restore']!r}")
+        say(f"{verb} {c['path']}: {c['before'].strip()!r} -> {c['new'] if verb == 'set' else c['restore']!r}")
     for s in state.get("skipped", []):
-        print(f"left {s['path']}: the kernel refused ({s['why']})")
+        say(f"left {s.get('path')}: the kernel refused ({s.get('why')})")
     for n in state.get("notes", []):
-        print(f"note: {n}")
+        say(f"note: {n}")
     if state.get("watchdog"):
         w = state["watchdog"]
-        print(f"watchdog pid {w['pid']} restores {w['restores']} = {w['value']} at the latest by its deadline")
+        say(f"watchdog pid {w['pid']} restores {w['restores']} = {w['value']} at the latest by its deadline")
 
 
 def cmd_tune(args) -> int:
@@ -58,13 +59,19 @@ def cmd_tune(args) -> int:
 
     state_path = Path(args.state) if args.state else tune.default_state_path(args.db)
     if args.status:
-        if not state_path.exists():
+        try:
+            state = tune.read_state(state_path)
+        except FileNotFoundError:
             print(f"nothing applied (no {state_path})")
             return 0
-        print_state(json.loads(state_path.read_text()), "set")
+        print_state(state, "set")
+        who = tune.stale_owner(state)
+        if who:
+            print(f"stale: applied by `rtgauge run --tuned` (pid {who.get('pid')}), which ended without "
+                  "reverting it; `rtgauge tune --revert` restores the settings.")
         return 0
     if args.revert:
-        state = tune.revert(state_path)
+        state = tune.revert(state_path, root="/")
         print_state(state, "restored")
         print(f"reverted {len(state['changes'])} setting(s); every file reads back as before.")
         return 0
@@ -115,10 +122,10 @@ class RunConditions:
         """Where the io load writes: --load-dir, else the SQLite database's directory."""
         if self.load_dir:
             return self.load_dir
-        url = str(getattr(store, "url", ""))
-        if url.startswith("sqlite:///"):
-            return str(Path(url[len("sqlite:///"):]).resolve().parent)
-        return None
+        from rtgauge.store.urls import sqlite_file
+        url = getattr(store, "_url", None)      # the real path, not the percent-encoded display URL
+        path = sqlite_file(url) if url is not None else None
+        return str(path.resolve().parent) if path is not None else None
 
     @contextmanager
     def applied(self, console, args, store, jobs, warmup_s, view):
@@ -137,7 +144,7 @@ class RunConditions:
         settings = RunSettings(warmup_s=warmup_s, partition=self.partition, segment_s=self.segment_s,
                                trace_threshold_us=self.trace_threshold_us, say=say,
                                load_ctx=LoadContext(data_dir=self.data_dir(store), allow_netns=self.allow_netns))
-        state_path, tuned_here = tune.default_state_path(getattr(args, "db", None)), False
+        state_path, tuned_here = tune.default_state_path(), False
         # until execute() takes SIGTERM over, it must unwind through the finally below
         old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
@@ -146,7 +153,8 @@ class RunConditions:
                 if not settings.tracefs.path:
                     say(f"[yellow]{settings.tracefs.note}[/]")
             if self.tuned:
-                if state_path.exists():
+                recover_stale_tuning(state_path, say)
+                if os.path.lexists(state_path):
                     say(f"already tuned (state in {state_path}); leaving the settings as they are")
                     settings.record["tuned"] = {"state": str(state_path), "applied_by": "tune --apply"}
                 else:
@@ -154,7 +162,8 @@ class RunConditions:
                     hk = (self.partition.housekeeping_cpus if self.partition and self.partition.housekeeping_cpus
                           else tune.housekeeping_for(measured, tune.online_cpus()))
                     watchdog = plan_seconds(jobs, warmup_s) * 1.2 + 120 if self.rt_throttling_off else None
-                    state = tune.apply(state_path, measured, hk, rt_unthrottled_for_s=watchdog)
+                    state = tune.apply(state_path, measured, hk, rt_unthrottled_for_s=watchdog,
+                                       applied_by="run --tuned")
                     tuned_here = True
                     settings.record["tuned"] = {"changed": [[c["path"], c["before"].strip(), c["new"]]
                                                             for c in state["changes"]],
@@ -166,12 +175,51 @@ class RunConditions:
         finally:
             try:
                 if tuned_here:
-                    tune.revert(state_path)
+                    tune.revert(state_path, root="/")
                     say("tuning reverted")
             finally:
                 if settings.tracefs:
                     settings.tracefs.close()
                 signal.signal(signal.SIGTERM, old_term)
+
+
+def recover_stale_tuning(state_path, say) -> None:
+    """A tuning left by a `run --tuned` that was killed before it could revert: revert it
+    now, so this run starts from the machine's own settings and owns its tuning."""
+    from rtgauge import tune
+    try:
+        state = tune.read_state(state_path)
+    except FileNotFoundError:
+        return
+    who = tune.stale_owner(state)
+    if who:
+        tune.revert(state_path, root="/")
+        say(f"reverted the tuning left by rtgauge pid {who.get('pid')}, which ended without reverting it")
+
+
+def stale_tuning_check() -> dict | None:
+    """For doctor: a tuning in place that no running rtgauge owns."""
+    from rtgauge import tune
+    path = tune.default_state_path()
+    try:
+        state = tune.read_state(path)
+    except FileNotFoundError:
+        return None
+    except UserError as e:
+        return {"name": "tuning", "status": "bad", "value": f"unreadable state {path}",
+                "advice": str(e)}
+    who = tune.stale_owner(state)
+    n = len(state.get("changes", []))
+    if who:
+        return {"name": "tuning", "status": "bad",
+                "value": f"{n} setting(s) tuned by `rtgauge run --tuned` (pid {who.get('pid')}), which ended "
+                         "without reverting them; no running rtgauge owns this tuning",
+                "advice": f"revert it with `rtgauge tune --revert` (state {path})"}
+    if state.get("applied_by", "tune --apply") == "tune --apply":
+        return {"name": "tuning", "status": "info", "value": f"{n} setting(s) tuned by `rtgauge tune --apply`",
+                "advice": "`rtgauge tune --revert` restores them"}
+    return {"name": "tuning", "status": "info", "value": f"{n} setting(s) tuned by a running `rtgauge run --tuned`",
+            "advice": "reverted when that run ends"}
 
 
 def _raise_interrupt(signum, frame):

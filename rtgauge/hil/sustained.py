@@ -51,7 +51,9 @@ def probe_args(spec: SustainedSpec, size: int, period_us: int) -> list[str]:
 
 def run_probe(engine: str, args: list[str], timeout: float) -> dict:
     try:
-        p = subprocess.run([engine, *args], capture_output=True, text=True, timeout=timeout)
+        from rtgauge.loads.supervise import die_with_parent   # dies with rtgauge, even by SIGKILL
+        p = subprocess.run([engine, *args], capture_output=True, text=True, timeout=timeout,
+                           preexec_fn=die_with_parent())
     except subprocess.TimeoutExpired:
         raise UserError(f"a hil probe ran past {timeout:.0f} s: {' '.join(args)}")
     try:

@@ -149,7 +149,8 @@ class ProcessLoad(Load):
 
     def start(self) -> None:
         self.check()
-        self._tmp = tempfile.TemporaryDirectory(prefix="rtgauge-load-")
+        from rtgauge.loads.supervise import workdir_prefix
+        self._tmp = tempfile.TemporaryDirectory(prefix=workdir_prefix("load"))
         self.workdir = Path(self._tmp.name)
         cmd = [sys.executable, str(SUPERVISOR), "--", *self.argv()]
         log = self.workdir / "log.txt"
@@ -235,17 +236,37 @@ class StressNg(ProcessLoad):
     def temp_path(self) -> str:
         return str(self.workdir)
 
+    sockets = False          # runs socket stressors: kept off the network (own_network_namespace)
+
     def argv(self) -> list[str]:
         exe = shutil.which("stress-ng") or "stress-ng"
         # not --quiet: it also drops the metrics from the YAML file
-        return [exe, *self.stressors(self.ctx.worker_count()), "--timeout", "0", "--metrics",
-                "--yaml", str((self.workdir or Path("/tmp")) / "metrics.yaml"),
-                "--temp-path", self.temp_path()]
+        cmd = [exe, *self.stressors(self.ctx.worker_count()), "--timeout", "0", "--metrics",
+               "--yaml", str((self.workdir or Path("/tmp")) / "metrics.yaml"),
+               "--temp-path", self.temp_path()]
+        return own_network_namespace(cmd) if self.sockets else cmd
+
+    def check(self) -> None:
+        super().check()
+        if self.sockets:
+            need_tool(self.name, "unshare")
+            need_tool(self.name, "ip")
 
     def details(self) -> dict:
         out = read_stress_ng_metrics(self.workdir / "metrics.yaml")
         out["workers"] = self.ctx.worker_count()
         return out
+
+
+def own_network_namespace(cmd: list[str]) -> list[str]:
+    """cmd in a new network namespace holding only its loopback interface. stress-ng's
+    socket stressors bind to every interface (0.0.0.0, TCP 5000 and UDP 7000 and up),
+    also with --sock-if lo; in a namespace of their own they reach no network, while the
+    traffic still runs through this kernel's network stack and softirqs on the load's
+    CPUs. Without root a user namespace provides the right to create it."""
+    ip = shutil.which("ip") or "ip"
+    userns = [] if os.geteuid() == 0 else ["--map-root-user"]
+    return ["unshare", *userns, "--net", "--", "sh", "-c", f'{ip} link set lo up && exec "$@"', "sh", *cmd]
 
 
 class StressCpu(StressNg):
@@ -293,19 +314,23 @@ class StressNetLoopback(StressNg):
     description = ("loopback traffic (stress-ng --sock, --udp); with --allow-netns, UDP "
                    "through a veth pair between two network namespaces")
 
+    sockets = True
+
     def stressors(self, n):
         k = str(max(1, n // 2))
         return ["--sock", k, "--udp", k]
 
     def details(self) -> dict:
         out = super().details()
-        out["path"] = "loopback"
+        out["path"] = "loopback of its own network namespace"
         return out
 
 
 class StressIrqHeavy(StressNg):
     name = "irq-heavy"
     description = "stress-ng --timer at 50 kHz and --udp: timer and network interrupts"
+
+    sockets = True
 
     def stressors(self, n):
         k = str(max(1, n // 2))
@@ -315,6 +340,8 @@ class StressIrqHeavy(StressNg):
 class StressMixed(StressNg):
     name = "mixed"
     description = "OSADL-style blend: moderate UDP traffic, file I/O and memory allocation"
+
+    sockets = True
 
     def stressors(self, n):
         return ["--udp", "1", "--iomix", "1", "--iomix-bytes", "32M", "--vm", "1", "--vm-bytes", "64M"]
@@ -536,6 +563,35 @@ CONDITIONS: dict[str, type[Load]] = _Conditions({
     "net": StressNetLoopback, "sched": Hackbench, "irq-heavy": StressIrqHeavy, "mixed": StressMixed,
     "ping-tcp": PingTcp,
 })
+
+
+def judge_delivery(condition: str, delivered: dict) -> dict:
+    """Mark what a load delivered during a measurement: "ok" false and a "problem"
+    sentence when its processes were gone before the measurement ended (killed, crashed,
+    or a command that exited), so the measurement is not taken for a loaded one. The
+    store marks such a measurement failed (load_ok false)."""
+    if condition != "idle" and delivered.get("alive_until_stop") is False:
+        delivered["ok"] = False
+        delivered["problem"] = (f"the {condition} load was no longer running when the measurement ended; "
+                                "the measurement is not one under that load")
+        return delivered
+    cpu_s, wall_s, workers = delivered.get("cpu_s"), delivered.get("wall_s"), delivered.get("workers")
+    if condition in CPU_BOUND and all(isinstance(x, (int, float)) for x in (cpu_s, wall_s, workers)) \
+            and wall_s >= 1 and cpu_s < MIN_DELIVERED * workers * wall_s:
+        delivered["ok"] = False
+        delivered["problem"] = (f"the {condition} load delivered {cpu_s:.2f} CPU-seconds of the "
+                                f"{workers * wall_s:.1f} intended (stopped or starved); the measurement is not "
+                                "one under that load")
+    elif condition != "idle":
+        delivered.setdefault("ok", True)
+    return delivered
+
+
+# Conditions whose workers are CPU-bound: they must deliver at least MIN_DELIVERED of
+# workers x wall time (a fraction low enough for a machine shared with other work; a
+# stopped or frozen load delivers nothing).
+CPU_BOUND = ("cpu", "memory")
+MIN_DELIVERED = 0.02
 
 
 def make_load(condition: str, ctx: LoadContext | None = None) -> Load:

@@ -47,9 +47,8 @@ class Partition:
 def parse_cpus_option(option: str, text: str | None, allowed: list[int]) -> list[int] | None:
     if text is None:
         return None
-    if not re.fullmatch(r"\s*\d+(-\d+)?(\s*,\s*\d+(-\d+)?)*\s*", text):
-        raise UserError(f"{option} {text!r} is not a CPU list; write it like 1 or 2-3 or 0,2-3.")
-    cpus = parse_cpu_list(text)
+    from rtgauge.bounds import check_cpu_list
+    cpus = parse_cpu_list(check_cpu_list(option, text, allowed))
     outside = sorted(set(cpus) - set(allowed))
     if outside:
         raise UserError(f"{option} {text}: CPU {format_cpu_list(outside)} is not one rtgauge may use "

@@ -6,7 +6,10 @@ rtgauge exits in any way, even by SIGKILL, the kernel sends this process SIGTERM
 (PR_SET_PDEATHSIG) and it kills every process of its session. On SIGINT (rtgauge's
 orderly stop) it gives the load a grace period to write its metrics first.
 
-Self-contained (standard library only) and run by path, so it needs no import path."""
+Self-contained (standard library only) and run by path, so it needs no import path.
+rtgauge also imports it for the measurement's own child (the engine, cyclictest):
+die_with_parent() arms the same death signal for it, and remove_stale_workdirs()
+clears the work directories of an rtgauge that was killed before it could."""
 
 import ctypes
 import os
@@ -22,6 +25,52 @@ GRACE_S = float(os.environ.get("RTGAUGE_LOAD_GRACE_S", "5"))
 def prctl(option: int, value: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(option, value, 0, 0, 0)
+
+
+def die_with_parent(then=None, sig: int = signal.SIGKILL):
+    """A preexec_fn: the child gets `sig` when the process that started it ends, however
+    it ends; if that process is already gone, the child exits at once. `then` (another
+    preexec_fn, e.g. CPU placement) runs after."""
+    parent = os.getpid()
+
+    def preexec():
+        prctl(PR_SET_PDEATHSIG, sig)
+        if os.getppid() != parent:
+            os._exit(1)
+        if then is not None:
+            then()
+    return preexec
+
+
+def workdir_prefix(kind: str) -> str:
+    """'rtgauge-job-PID-': the owner's pid in the name, for remove_stale_workdirs."""
+    return f"rtgauge-{kind}-{os.getpid()}-"
+
+
+def remove_stale_workdirs() -> list[str]:
+    """Work directories (rtgauge-job-PID-*, rtgauge-load-PID-*) whose rtgauge is gone."""
+    import re
+    import shutil
+    import tempfile
+
+    removed = []
+    root = tempfile.gettempdir()
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return removed
+    for name in names:
+        m = re.fullmatch(r"rtgauge-(?:job|load)-(\d+)-\w+", name)
+        if not m or os.path.exists(f"/proc/{m.group(1)}"):
+            continue
+        path = os.path.join(root, name)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path) and os.stat(path).st_uid == os.geteuid():
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+        except OSError:
+            pass
+    return removed
 
 
 def session_members(sid: int) -> list[int]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from rtgauge.bounds import check_cpu_list
 from rtgauge.profiles import Profile
 
 
@@ -59,11 +60,18 @@ def parse_cpu_list(text: str) -> list[int]:
 
 
 def expected_seconds(test: str, options: dict) -> float:
-    if "cycles" in options and "interval-us" in options:
-        return float(options["cycles"]) * float(options["interval-us"]) / 1e6
-    if "duration-s" in options:
-        return float(options["duration-s"])
-    return 5.0
+    """For the progress bar only; an option of the wrong type is the engine's to refuse
+    (validate_engine_jobs asks it before anything runs)."""
+    try:
+        if "cycles" in options and "interval-us" in options:
+            seconds = float(options["cycles"]) * float(options["interval-us"]) / 1e6
+        elif "duration-s" in options:
+            seconds = float(options["duration-s"])
+        else:
+            return 5.0
+    except (TypeError, ValueError, OverflowError):
+        return 5.0
+    return seconds if 0 <= seconds < 10**9 else 5.0
 
 
 def build_plan(profile: Profile, rounds: int | None = None) -> list[Job]:
@@ -78,7 +86,8 @@ def build_plan(profile: Profile, rounds: int | None = None) -> list[Job]:
             if r > n:
                 continue
             tag = f"#r{r}" if n > 1 else ""
-            cpus = parse_cpu_list(spec.options["cpus"]) if "cpus" in spec.options else allowed_cpus()
+            cpus = (parse_cpu_list(check_cpu_list(f"job {spec.name}: cpus", str(spec.options["cpus"])))
+                    if "cpus" in spec.options else allowed_cpus())
             seconds = expected_seconds(spec.test, spec.options)
             for condition in spec.conditions:
                 base = f"{spec.name}@{condition}{tag}"

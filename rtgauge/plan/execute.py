@@ -32,8 +32,9 @@ from typing import Callable, Iterator
 from rtgauge.catalogue import LATENCY, catalogue
 from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
-from rtgauge.loads import Load, LoadContext, make_load
+from rtgauge.loads import Load, LoadContext, judge_delivery, make_load
 from rtgauge.loads.partition import Partition, apply_cpusets, join_placement
+from rtgauge.loads.supervise import die_with_parent, workdir_prefix
 from rtgauge.plan import Job
 from rtgauge.tools import cyclictest
 from rtgauge.trace import ThresholdTrace, Tracefs
@@ -204,7 +205,7 @@ def is_engine_latency(job: Job) -> bool:
 
 def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dict, int, bool, list[str]]:
     """Run the tool once; returns (document, exit status, interrupted, command)."""
-    with tempfile.TemporaryDirectory(prefix="rtgauge-job-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=workdir_prefix("job")) as tmp:
         out_path, err_path = Path(tmp) / "result.json", Path(tmp) / "stderr.txt"
         extra: list[str] = []
         tracer = None
@@ -223,8 +224,8 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
             if tracer:
                 tracer.start()
             with open(err_path, "w") as err:
-                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        stderr=err, preexec_fn=measurement_placement(s.partition))
+                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                        preexec_fn=die_with_parent(measurement_placement(s.partition)))
                 deadline = time.monotonic() + job.expected_s * 1.5 + 60
                 started = time.monotonic()
                 while proc.poll() is None:
@@ -352,6 +353,7 @@ def run_job_segments(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> 
             if s.partition is not None:
                 delivered["partition"] = s.partition.record()
             delivered.update(s.record)
+            judge_delivery(job.condition, delivered)
             yield Segment(sjob, name, doc, status, interrupted, delivered, started_at,
                           time.monotonic() - t0, command)
             if last:

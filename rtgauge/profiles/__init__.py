@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from rtgauge.bounds import NAME_MAX, PROFILE_NAME_MAX, TEXT_MAX
 from rtgauge.errors import UserError
 
 BUILTIN = ("quick", "standard", "micro", "hil")
@@ -65,9 +66,11 @@ def load_profile(name_or_path: str) -> Profile:
         raise UserError(f"profile {name_or_path!r} is neither a built-in profile "
                         f"({', '.join(BUILTIN)}) nor a readable TOML file; give one of those.")
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise UserError(f"cannot read profile {path}: {e.strerror}; check the path and permissions.")
+    except UnicodeDecodeError as e:
+        raise UserError(f"profile {path} is not UTF-8 text (byte {e.start}); save it as UTF-8.") from None
     return parse_profile(text, str(path))
 
 
@@ -98,6 +101,9 @@ def parse_profile(text: str, origin: str) -> Profile:
         _reject_unknown(raw, _JOB_KEYS, where)
         name, test = raw.get("name"), raw.get("test")
         _expect(isinstance(name, str) and name, f"{where} needs a name.")
+        _expect(len(name) <= NAME_MAX and name.isprintable(),
+                f"{where}: the job name is longer than {NAME_MAX} characters or holds control characters; "
+                "give a short printable name.")
         _expect(name not in seen, f"{where}: job name {name!r} is used twice; names must be unique.")
         seen.add(name)
         _expect(isinstance(test, str) and test, f"{where} ({name}) needs a test (see `rtgauge engine --list`).")
@@ -125,6 +131,10 @@ def parse_profile(text: str, origin: str) -> Profile:
                 f"{where} ({name}): rounds must be a whole number from 1 to {MAX_ROUNDS}.")
         jobs.append(JobSpec(name, test, list(conditions), list(cross), dict(options), job_rounds))
     name = data.get("name", Path(origin).stem)
+    _expect(isinstance(name, str) and 0 < len(name) <= PROFILE_NAME_MAX and name.isprintable(),
+            f"profile {origin}: name must be printable text of 1 to {PROFILE_NAME_MAX} characters.")
+    _expect(isinstance(data.get("description", ""), str) and len(data.get("description", "")) <= TEXT_MAX,
+            f"profile {origin}: description must be text of at most {TEXT_MAX} characters.")
     tire = None
     if "tire" in data:
         from rtgauge.tire.sweep import spec_from_table

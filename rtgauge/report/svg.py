@@ -301,3 +301,93 @@ def overlaid_histograms(title: str, curves: list[tuple[str, list, float | None]]
     if not plot.series:
         plot.title += " (no histogram stored)"
     return plot.render()
+
+
+def return_level_plot(title: str, observed: list[tuple[float, float]], curve: list[tuple[float, float]],
+                      band: list[tuple[float, float, float]], mark: tuple[float, float, float, float | None] | None,
+                      x_label: str = "return period (cycles, log)", y_label: str = "latency (µs)",
+                      width: int = 620, height: int = 300) -> str:
+    """A return-level plot: observed block maxima as points at their empirical return
+    periods, the fitted curve, its confidence band (shaded) and the estimated level at the
+    chosen exceedance (a marker with its interval). band: (x, low, high); high may be
+    inf (unbounded), drawn to the top edge. mark: (x, level, low, high or None)."""
+    L, R, T, B = 64, 150, 30, 44
+    W, H = width, height
+    xs = [p[0] for p in observed] + [p[0] for p in curve] + [b[0] for b in band] + ([mark[0]] if mark else [])
+    finite = [v for v in ([p[1] for p in observed] + [p[1] for p in curve] + [b[1] for b in band]
+                          + [b[2] for b in band] + (list(m for m in mark[1:] if m is not None) if mark else []))
+              if v is not None and math.isfinite(v) and v > 0]
+    x_axis = Axis(x_label, log=True)
+    y_log = bool(finite) and max(finite) / max(min(finite), 1e-9) > 20
+    y_axis = Axis(y_label + (" log" if y_log else ""), log=y_log)
+    x0, x1 = x_axis.bounds(xs)
+    y0, y1 = y_axis.bounds(finite)
+
+    def tx(v: float) -> float:
+        v = min(max(v, x0), x1)
+        return L + (math.log10(v) - math.log10(x0)) / (math.log10(x1) - math.log10(x0)) * (W - L - R)
+
+    def ty(v: float) -> float:
+        if not math.isfinite(v):
+            return T
+        v = min(max(v, y0), y1)
+        if y_log:
+            return H - B - (math.log10(v) - math.log10(y0)) / (math.log10(y1) - math.log10(y0)) * (H - B - T)
+        return H - B - (v - y0) / (y1 - y0) * (H - B - T)
+
+    out = [f"<svg class='plot' width='{W}' height='{H}' viewBox='0 0 {W} {H}' role='img' aria-label='{escape(title)}'>",
+           f"<title>{escape(title)}</title>",
+           f"<text x='{(L + W - R) / 2:.0f}' y='18' text-anchor='middle' font-weight='bold' font-size='13'>"
+           f"{escape(title)}</text>"]
+    for v, label, major in x_axis.ticks(x0, x1):
+        X = tx(v)
+        if major:
+            out.append(f"<line x1='{X:.1f}' y1='{T}' x2='{X:.1f}' y2='{H - B}' stroke='#eee'/>")
+        out.append(f"<line x1='{X:.1f}' y1='{H - B}' x2='{X:.1f}' y2='{H - B + (5 if major else 3)}' stroke='#000'/>")
+        if label:
+            out.append(f"<text x='{X:.1f}' y='{H - B + 16}' text-anchor='middle' font-size='11'>{label}</text>")
+    for v, label, major in y_axis.ticks(y0, y1):
+        Y = ty(v)
+        if major:
+            out.append(f"<line x1='{L}' y1='{Y:.1f}' x2='{W - R}' y2='{Y:.1f}' stroke='#eee'/>")
+        out.append(f"<line x1='{L - (5 if major else 3)}' y1='{Y:.1f}' x2='{L}' y2='{Y:.1f}' stroke='#000'/>")
+        if label:
+            out.append(f"<text x='{L - 7}' y='{Y + 4:.1f}' text-anchor='end' font-size='11'>{label}</text>")
+    out.append(f"<line x1='{L}' y1='{H - B}' x2='{W - R}' y2='{H - B}' stroke='#000'/>"
+               f"<line x1='{L}' y1='{T}' x2='{L}' y2='{H - B}' stroke='#000'/>")
+    out.append(f"<text x='{(L + W - R) / 2:.0f}' y='{H - 8}' text-anchor='middle' font-size='12'>{escape(x_label)}</text>")
+    out.append(f"<text x='14' y='{(T + H - B) / 2:.0f}' transform='rotate(-90 14 {(T + H - B) / 2:.0f})' "
+               f"text-anchor='middle' font-size='12'>{escape(y_axis.label)}</text>")
+    fit_colour, obs_colour, mark_colour = COLOURS[1], COLOURS[0], COLOURS[2]
+    if len(band) >= 2:
+        upper = " ".join(f"{tx(x):.1f},{ty(hi):.1f}" for x, _, hi in band)
+        lower = " ".join(f"{tx(x):.1f},{ty(lo):.1f}" for x, lo, _ in reversed(band))
+        out.append(f"<polygon points='{upper} {lower}' fill='{fit_colour}' fill-opacity='0.15' stroke='none'/>")
+    if curve:
+        out.append(f"<polyline fill='none' stroke='{fit_colour}' stroke-width='1.6' points='"
+                   + " ".join(f"{tx(x):.1f},{ty(y):.1f}" for x, y in curve) + "'/>")
+    out += [f"<circle cx='{tx(x):.1f}' cy='{ty(y):.1f}' r='2.2' fill='{obs_colour}'/>" for x, y in observed]
+    legend = [("block maxima", obs_colour, "point"), ("fitted GEV", fit_colour, "line"),
+              ("95% interval", fit_colour, "band")]
+    if mark:
+        x, level, lo, hi = mark
+        X = tx(x)
+        out.append(f"<line x1='{X:.1f}' y1='{ty(lo):.1f}' x2='{X:.1f}' y2='{ty(hi if hi is not None else math.inf):.1f}' "
+                   f"stroke='{mark_colour}' stroke-width='2'/>"
+                   f"<polygon points='{X:.1f},{ty(level) - 5:.1f} {X + 5:.1f},{ty(level):.1f} {X:.1f},{ty(level) + 5:.1f} "
+                   f"{X - 5:.1f},{ty(level):.1f}' fill='{mark_colour}'/>")
+        legend.append(("pWCET at p", mark_colour, "mark"))
+    for i, (label, colour, kind) in enumerate(legend):
+        ly = T + 8 + 16 * i
+        if kind == "point":
+            sym = f"<circle cx='{W - R + 20}' cy='{ly}' r='2.5' fill='{colour}'/>"
+        elif kind == "band":
+            sym = f"<rect x='{W - R + 8}' y='{ly - 5}' width='24' height='10' fill='{colour}' fill-opacity='0.15'/>"
+        elif kind == "mark":
+            sym = (f"<polygon points='{W - R + 20},{ly - 5} {W - R + 25},{ly} {W - R + 20},{ly + 5} "
+                   f"{W - R + 15},{ly}' fill='{colour}'/>")
+        else:
+            sym = f"<line x1='{W - R + 8}' y1='{ly}' x2='{W - R + 32}' y2='{ly}' stroke='{colour}' stroke-width='1.6'/>"
+        out.append(sym + f"<text x='{W - R + 36}' y='{ly + 4}' font-size='11' fill='{colour}'>{escape(label)}</text>")
+    out.append("</svg>")
+    return "".join(out)

@@ -5,7 +5,8 @@ system is escaped so that it cannot inject console markup."""
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
+
+from rtgauge.report.safe import markup as escape
 from rich.table import Table
 
 from rtgauge.analysis import cross_checks, latency_measurements, latency_row, scalar, system_label

@@ -22,7 +22,7 @@ from sqlalchemy import (
 )
 
 # Bump when the tables change, and add a step to MIGRATIONS in store.py.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 metadata = MetaData()
 
@@ -61,7 +61,7 @@ runs = Table(
     Column("system_id", Integer, ForeignKey("systems.id"), nullable=False, index=True),
     Column("started_at", Text, nullable=False),
     Column("finished_at", Text),
-    Column("status", Text, nullable=False),  # running | complete | interrupted | failed
+    Column("status", Text, nullable=False),  # running | complete | interrupted | failed | abandoned
     Column("note", Text, nullable=False, default=""),
     Column("profile", Text, nullable=False),
     Column("profile_source", Text, nullable=False),
@@ -69,6 +69,8 @@ runs = Table(
     Column("system_facts", Text, nullable=False),  # JSON object
     Column("doctor", Text, nullable=False),  # JSON list of {name, status, value, advice}
     Column("rtgauge_version", Text, nullable=False),
+    # JSON {pid, start_ticks, boot_id, machine_id, host} of the process running it (version 2)
+    Column("owner", Text),
 )
 
 measurements = Table(

@@ -5,6 +5,9 @@ keeps every measurement stored before it died."""
 from __future__ import annotations
 
 import fcntl
+import os
+import socket
+import threading
 
 import contextlib
 from datetime import datetime, timezone
@@ -13,8 +16,9 @@ from typing import Callable, Iterator
 from sqlalchemy import create_engine, event, func, insert, inspect, select, text, update
 from sqlalchemy.engine import Connection, Engine, URL
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
+from sqlalchemy.pool import NullPool
 
-from rtgauge import __version__
+from rtgauge import __version__, owner
 from rtgauge.errors import UserError
 from rtgauge.store import codec, schema
 from rtgauge.store.codec import from_json, to_json
@@ -31,10 +35,31 @@ from rtgauge.store.schema import (
 from rtgauge.store.urls import display_url, normalise_url, sqlite_file
 
 SYSTEM_IDENTITY = ("hostname", "machine_id", "kernel_release", "kernel_version", "arch", "cpu_model")
-FINAL_STATUSES = ("complete", "interrupted", "failed")
+FINAL_STATUSES = ("complete", "interrupted", "failed", "abandoned")
+
+
+def add_run_owner(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE runs ADD COLUMN owner TEXT"))
+
 
 # version -> function(conn) bringing a database at that version to version + 1.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: add_run_owner}
+
+# One bound for any database operation, in seconds (RTGAUGE_DB_TIMEOUT_S changes it): the
+# server's statement_timeout, and a client-side cut for a server that stops answering at all
+# (a frozen server still has its kernel acknowledge our packets, so no TCP timeout fires).
+def _db_timeout_s() -> float:
+    try:
+        value = float(os.environ.get("RTGAUGE_DB_TIMEOUT_S") or 60)
+    except ValueError:
+        return 60.0
+    return min(max(value, 1.0), 3600.0) if value == value else 60.0
+
+
+DB_TIMEOUT_S = _db_timeout_s()
+PG_STATEMENT_TIMEOUT_MS = int(DB_TIMEOUT_S * 1000)
+# SQLite waits this long for another writer's lock before the write fails (and is spooled)
+SQLITE_BUSY_TIMEOUT_S = min(30.0, DB_TIMEOUT_S)
 
 # Any constant works; it serialises schema creation between machines that
 # open one PostgreSQL database for the first time together.
@@ -77,6 +102,7 @@ class Store:
         except BaseException:
             self._engine.dispose()
             raise
+        self.abandoned = self.mark_abandoned()
 
     # ---- opening ---------------------------------------------------------
 
@@ -91,10 +117,17 @@ class Store:
         kwargs: dict = {}
         if self._url.get_backend_name() == "sqlite":
             # Wait for a concurrent writer (a run storing while `show` reads).
-            kwargs["connect_args"] = {"timeout": 30}
+            kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_S}
         else:
-            kwargs["connect_args"] = {"connect_timeout": 10}
-            kwargs["pool_pre_ping"] = True
+            # a server that stops answering must not hang a run: bounded connect, statements
+            # and (TCP keepalive, user timeout) a vanished peer
+            kwargs["connect_args"] = {"connect_timeout": 10,
+                                      "options": f"-c statement_timeout={PG_STATEMENT_TIMEOUT_MS}",
+                                      "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
+                                      "keepalives_count": 3, "tcp_user_timeout": 30000}
+            # a connection per transaction (a run writes a few a minute): a pooled one would
+            # need a ping first, and a ping to a frozen server blocks outside _client_timeout
+            kwargs["poolclass"] = NullPool
         try:
             engine = create_engine(self._url, **kwargs)
         except SQLAlchemyError as e:
@@ -167,11 +200,44 @@ class Store:
         """One transaction; a database failure becomes one sentence for the user."""
         try:
             with self._engine.begin() as conn:
-                yield conn
+                with self._client_timeout(conn):
+                    yield conn
         except (DBAPIError, OSError) as e:
             raise StoreError(f"the results database {self.url} failed while {doing}: "
                              f"{short_reason(e, self._url.password)}; check that it is reachable "
                              "and writable.") from e
+
+    @contextlib.contextmanager
+    def _client_timeout(self, conn: Connection):
+        """PostgreSQL: if the transaction is not done after twice DB_TIMEOUT_S (the server
+        should have cancelled it by then), shut the connection's socket down, so a blocked
+        read returns an error instead of waiting forever."""
+        if conn.dialect.name != "postgresql":
+            yield
+            return
+        try:
+            fd = conn.connection.dbapi_connection.pgconn.socket
+        except Exception:
+            yield
+            return
+
+        def cut():
+            try:
+                s = socket.socket(fileno=os.dup(fd))
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                finally:
+                    s.close()
+            except OSError:
+                pass
+
+        timer = threading.Timer(2 * DB_TIMEOUT_S, cut)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
 
     # ---- writing ---------------------------------------------------------
 
@@ -183,7 +249,7 @@ class Store:
                 system_id=system_id, started_at=utc_now(), finished_at=None, status="running",
                 note="", profile=profile, profile_source=profile_source, argv=to_json(list(argv)),
                 system_facts=to_json(system), doctor=to_json(list(doctor)),
-                rtgauge_version=__version__,
+                rtgauge_version=__version__, owner=to_json(owner.me()),
             ))
             return int(result.inserted_primary_key[0])
 
@@ -236,6 +302,49 @@ class Store:
             if result.rowcount == 0:
                 raise ValueError(f"no run {run_id} in {self.url}")
 
+    def mark_abandoned(self) -> list[int]:
+        """Runs left "running" by a process that is gone (killed, crashed, rebooted):
+        marked "abandoned", what they stored kept. Runs of other machines, and of
+        live processes, are left alone. Returns the ids marked; a database that cannot
+        be written (read-only) is left as it is."""
+        marked = []
+        try:
+            with self._transaction("looking for abandoned runs") as conn:
+                rows = conn.execute(select(runs.c.id, runs.c.owner).where(runs.c.status == "running")).all()
+                for run_id, owner_json in rows:
+                    try:
+                        who = from_json(owner_json, None)
+                    except ValueError:
+                        continue
+                    if owner.alive(who) is False:
+                        conn.execute(update(runs).where(runs.c.id == run_id, runs.c.status == "running").values(
+                            status="abandoned", finished_at=utc_now(),
+                            note=f"abandoned: the rtgauge process (pid {who.get('pid')}) that ran it ended "
+                                 "without finishing it; its stored measurements are kept"))
+                        marked.append(int(run_id))
+        except (StoreError, SQLAlchemyError):
+            return []
+        return marked
+
+    def running_elsewhere(self, run_id: int) -> list[dict]:
+        """Other runs measuring now, on this machine, into this database."""
+        out = []
+        with self._transaction("reading runs") as conn:
+            for rid, owner_json in conn.execute(select(runs.c.id, runs.c.owner).where(
+                    runs.c.status == "running", runs.c.id != run_id)):
+                try:
+                    who = from_json(owner_json, None)
+                except ValueError:
+                    continue
+                if owner.alive(who):
+                    out.append({"id": int(rid), "pid": who.get("pid")})
+        return out
+
+    def delete_run(self, run_id: int) -> None:
+        """Remove a run and everything under it (an import that could not finish)."""
+        with self._transaction(f"removing run {run_id}") as conn:
+            conn.execute(runs.delete().where(runs.c.id == run_id))
+
     # ---- reading ---------------------------------------------------------
 
     def latest_run_id(self) -> int | None:
@@ -271,6 +380,7 @@ class Store:
             run["argv"] = from_json(run["argv"], [])
             run["system"] = from_json(run.pop("system_facts"), {})
             run["doctor"] = from_json(run["doctor"], [])
+            run["owner"] = from_json(run.get("owner"), None)
             run["measurements"] = read_measurements(conn, run_id, documents)
             return run
 
@@ -301,6 +411,11 @@ def measurement_row(run_id: int, job: dict, doc: dict) -> dict:
     exit_status = job.get("exit_status")
     # A tool that died before printing its document leaves the reason in the job.
     error = doc.get("error") or job.get("error")
+    load = json_object(job.get("load"))
+    load_ok = load.get("ok") is not False      # loads.judge_delivery: the load died mid-measurement
+    if not load_ok:
+        error = f"{error}; " if error else ""
+        error += str(load.get("problem") or "the load died during the measurement")
     return {
         "run_id": run_id,
         "name": str(job.get("name") or job.get("test") or doc.get("test") or "?"),
@@ -308,7 +423,7 @@ def measurement_row(run_id: int, job: dict, doc: dict) -> dict:
         "test": str(job.get("test") or doc.get("test") or ""),
         "condition": str(job.get("condition") or ""),
         "reference": bool(job.get("reference", False)),
-        "ok": doc.get("ok") is True,
+        "ok": doc.get("ok") is True and load_ok,
         "interrupted": doc.get("interrupted") is True,
         "error": None if error is None else str(error),
         "exit_status": exit_status if codec.is_int(exit_status) else None,
@@ -378,6 +493,7 @@ def read_measurements(conn: Connection, run_id: int, documents: bool = True) -> 
             m[key] = from_json(m[key], {})
         m["command"] = from_json(m["command"], [])
         m["reference"], m["ok"], m["interrupted"] = bool(m["reference"]), bool(m["ok"]), bool(m["interrupted"])
+        m["load_ok"] = m["load"].get("ok") is not False if isinstance(m["load"], dict) else True
         m["metrics"] = metrics_by_measurement[row.id]
         m["verdicts"] = verdicts_by_measurement[row.id]
         if documents:

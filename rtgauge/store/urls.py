@@ -35,8 +35,15 @@ def normalise_url(url: str | None) -> URL:
     url = url.strip()
     if not url:
         raise UserError("the database URL is empty; give a file path, sqlite:///PATH or postgresql://HOST/DB.")
+    check_encodable(url)
     if is_plain_path(url):
-        return URL.create("sqlite", database=str(Path(url).expanduser().resolve()))
+        try:
+            path = Path(url).expanduser().resolve()
+        except (OSError, RuntimeError) as e:
+            raise UserError(f"the database path {url[:80]} cannot be used ({getattr(e, 'strerror', None) or e}); "
+                            "give another --db.") from None
+        check_path_length(str(path))
+        return URL.create("sqlite", database=str(path))
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError):
@@ -51,9 +58,28 @@ def normalise_url(url: str | None) -> URL:
             parsed = parsed.set(drivername="postgresql+psycopg")
         return parsed
     if backend == "sqlite":
+        if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
+            check_path_length(parsed.database)
         return parsed
     raise UserError(f"rtgauge stores results in SQLite or PostgreSQL, not '{parsed.drivername}'; "
                     "give a file path, sqlite:///PATH or postgresql://USER@HOST/DB.")
+
+
+def check_encodable(url: str) -> None:
+    """A --db that is not valid UTF-8 (bytes the shell passed through) cannot be a URL."""
+    try:
+        url.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = url.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+        raise UserError(f"the database path {shown[:80]} is not valid UTF-8; rename the directory or give "
+                        "another --db.") from None
+
+
+def check_path_length(path: str) -> None:
+    name_max = max(len(part.encode()) for part in path.split("/"))
+    if name_max > 255 or len(path.encode()) > 4095:
+        raise UserError(f"the database path {path[:60]}… is longer than the file system allows (255 bytes a "
+                        "name, 4095 in all); give a shorter --db.")
 
 
 def mask_unparsed(url: str) -> str:

@@ -6,6 +6,7 @@ The result is plain JSON (str keys) because `rtgauge run` stores it with the sys
 
 from __future__ import annotations
 
+from rtgauge.owner import hash_machine_id
 import os
 import re
 
@@ -52,7 +53,8 @@ def collect_facts(root: str = "/") -> dict:
     cpuinfo = read_cpuinfo(root)
     facts: dict = {
         "hostname": read_text(root, "/proc/sys/kernel/hostname"),
-        "machine_id": read_text(root, "/etc/machine-id"),
+        # hashed: it identifies the machine in the store without giving the id away
+        "machine_id": hash_machine_id(read_text(root, "/etc/machine-id")),
         "kernel_release": release,
         "kernel_version": read_text(root, "/proc/sys/kernel/version"),
         "arch": read_arch(root),

@@ -112,7 +112,8 @@ def probe_args(spec: SweepSpec, masses: int, threads: int, policy: str) -> list[
 
 
 def run_probe(engine: str, args: list[str]) -> dict:
-    p = subprocess.run([engine, *args], capture_output=True, text=True, timeout=600)
+    from rtgauge.loads.supervise import die_with_parent   # the probe dies with rtgauge, even by SIGKILL
+    p = subprocess.run([engine, *args], capture_output=True, text=True, timeout=600, preexec_fn=die_with_parent())
     try:
         doc = json.loads(p.stdout)
     except json.JSONDecodeError:

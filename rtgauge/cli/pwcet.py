@@ -1,0 +1,151 @@
+"""`rtgauge pwcet (RUN | --samples FILE)`: the probable worst-case wake-up latency of a
+stored run's latency measurements, or of a raw samples file, per thread and overall,
+from extreme value theory (rtgauge/analysis/pwcet.py, docs/pwcet.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+from rich.markup import escape
+from rich.table import Table
+
+from rtgauge.analysis import is_latency_measurement
+from rtgauge.analysis.pwcet import DEFAULT_EXCEEDANCE, Pwcet, duration_text, measurement_pwcet, samples_pwcet
+from rtgauge.cli.show import console, parse_run_argument
+from rtgauge.errors import UserError
+from rtgauge.store import open_store
+from rtgauge.store.urls import display_url, normalise_url, sqlite_file
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "pwcet", help="the probable worst-case latency of a run or samples file (extreme value theory)",
+        description="Fit a GEV distribution to the block maxima of wake-up latency (the per-window maxima a "
+        "run stored, or blocks of a raw samples file) and give the latency exceeded with probability P per "
+        "cycle, with its 95%% confidence interval, after checking that the maxima are independent, identically "
+        "distributed and fitted well; otherwise say why it is not applicable. docs/pwcet.md explains it.")
+    p.add_argument("run", nargs="?", metavar="RUN", help="a run id, or 'latest'")
+    p.add_argument("--samples", metavar="FILE", help="a raw samples file (docs/samples.md) instead of a run")
+    p.add_argument("--exceedance", metavar="P", type=str, default=str(DEFAULT_EXCEEDANCE),
+                   help=f"per-cycle probability of exceeding the level (default {DEFAULT_EXCEEDANCE:g})")
+    p.add_argument("--block-cycles", metavar="N", type=str, default=None,
+                   help="with --samples: cycles per block (default 1000, fewer for short files so there are "
+                   "about 100 blocks)")
+    p.add_argument("--db", metavar="URL", default=None,
+                   help="results database: a file path, sqlite:///PATH or postgresql://USER@HOST/DB "
+                   "(default: $XDG_DATA_HOME/rtgauge/rtgauge.db)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(func=pwcet)
+
+
+def parse_probability(text: str) -> float:
+    try:
+        p = float(text)
+    except ValueError:
+        p = math.nan
+    if not 0 < p < 1:
+        raise UserError(f"--exceedance must be a probability between 0 and 1, such as 1e-9 (got '{text}').")
+    return p
+
+
+def parse_block(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise UserError(f"--block-cycles must be a whole number of cycles, at least 1 (got '{text}').")
+    return n
+
+
+def pwcet(args: argparse.Namespace) -> int:
+    p = parse_probability(args.exceedance)
+    block = parse_block(args.block_cycles)
+    if (args.run is None) == (args.samples is None):
+        raise UserError("give either a stored RUN (an id or 'latest') or --samples FILE, not both or neither.")
+    if block is not None and args.samples is None:
+        raise UserError("--block-cycles applies to --samples only; a stored run's blocks are its windows.")
+    if args.samples is not None:
+        results = samples_pwcet(args.samples, p, block)
+        if args.json:
+            dump({"samples": args.samples, "exceedance": p, "results": [r.to_json() for r in results]})
+        else:
+            out = console()
+            out.print(f"[bold]Probable worst case of {escape(args.samples)}[/]")
+            print_results(out, results)
+        return 0
+    run = load_run(args.run, args.db)
+    groups = []
+    for m in run["measurements"]:
+        if not is_latency_measurement(m) or not m.get("ok", True):
+            continue
+        results = measurement_pwcet(m, p, per_thread=True)
+        if results:
+            groups.append((m, results))
+    if not groups:
+        raise UserError(f"run {run['id']} has no latency measurement with per-window maxima (ti_window_max); "
+                        "run a latency profile (e.g. `rtgauge run --profile quick`).")
+    if args.json:
+        dump({"run": run["id"], "exceedance": p, "measurements": [
+            {"name": m["name"], "tool": m.get("tool"), "condition": m.get("condition"),
+             "results": [r.to_json() for r in rs]} for m, rs in groups]})
+        return 0
+    out = console()
+    out.print(f"[bold]Probable worst-case wake-up latency, run {run['id']}[/] (p = {p:g} per cycle; docs/pwcet.md)")
+    for m, rs in groups:
+        out.print(f"\n[bold]{escape(m['name'])}[/] ({escape(str(m.get('condition')))})")
+        print_results(out, rs)
+    return 0
+
+
+def load_run(text: str, db: str | None) -> dict:
+    wanted = parse_run_argument(text)
+    url = normalise_url(db)
+    path = sqlite_file(url)
+    if path is not None and not path.exists():
+        raise UserError(f"no runs in {display_url(url)} yet; `rtgauge run` makes one.")
+    with open_store(db) as store:
+        run_id = store.latest_run_id() if wanted == "latest" else wanted
+        run = None if run_id is None else store.get_run(run_id)
+        if run is None:
+            where = store.url
+    if run is None:
+        raise UserError(f"no run {'yet' if run_id is None else run_id} in {where}; `rtgauge show` lists the runs.")
+    return run
+
+
+def dump(data) -> None:
+    json.dump(data, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def print_results(out, results: list[Pwcet]) -> None:
+    table = Table(title_justify="left")
+    for col in ("series", "blocks", "observed max µs", "pWCET µs", "95% CI µs", "at this rate", "run to observe it"):
+        table.add_column(col, justify="left" if col in ("series", "at this rate", "run to observe it") else "right",
+                         overflow="fold")
+    notes = []
+    for r in results:
+        blocks = f"{r.blocks} × {r.block_cycles:,}"
+        observed = "-" if r.observed_max_ns is None else f"{r.observed_max_ns / 1000:,.1f}"
+        if r.applicable:
+            high = "unbounded" if r.ci_high_ns is None else f"{r.ci_high_ns / 1000:,.1f}"
+            reach = r.run_to_reach_s
+            table.add_row(escape(r.label), blocks, observed, f"[bold]{r.level_ns / 1000:,.1f}[/]",
+                          f"{r.ci_low_ns / 1000:,.1f}–{high}", escape(r.rate_text()),
+                          "-" if reach is None else escape(duration_text(reach)))
+        else:
+            table.add_row(escape(r.label), blocks, observed, "[yellow]n/a[/]", "-", "-", "-")
+            notes.append(f"{r.label}: not applicable because {r.reason}")
+    out.print(table)
+    for n in notes:
+        out.print(f"  {n}", markup=False)
+    for r in results:
+        checks = "; ".join(f"{c.name} {'ok' if c.passed else ('not tested' if c.passed is None else 'FAIL')}"
+                           + (f" (p={c.p_value:.2g})" if c.p_value is not None else "") for c in r.checks)
+        out.print(f"  {r.label} checks: {checks}", markup=False)

@@ -1,0 +1,38 @@
+"""The one way text reaches the terminal: every string printed from stored, imported or
+user-supplied data loses its terminal control characters here.
+
+A run's strings (host names, job names, errors, notes) may come from another machine
+through `rtgauge import`; an ANSI or OSC escape sequence in them would set the window
+title, clear the screen or forge output. printable() shows every C0 and C1 control
+character (ESC, BEL, CSI, ...), DEL and the Unicode bidirectional overrides as a
+visible \\xNN / \\uNNNN escape and bounds the length. SafeConsole applies it to every
+string rich renders (print arguments and table cells alike), so a rich table cannot
+carry a raw escape either; rich markup in data still needs markup() (rich's escape),
+which also makes it printable."""
+
+from __future__ import annotations
+
+import re
+
+from rich.console import Console
+from rich.markup import escape as rich_escape
+
+from rtgauge.printable import CONTROL as _CONTROL, DEFAULT_LIMIT, printable, visible as _visible  # noqa: F401
+
+
+def markup(text, limit: int | None = DEFAULT_LIMIT) -> str:
+    """printable() text, escaped for rich markup (a name like `x[/]` prints as itself)."""
+    return rich_escape(printable(text, limit))
+
+
+class SafeConsole(Console):
+    """A rich Console that removes control characters from every string it renders
+    (rtgauge's own markup holds none, so only data is affected)."""
+
+    def render_str(self, text: str, *args, **kwargs):
+        return super().render_str(_CONTROL.sub(_visible, text), *args, **kwargs)
+
+
+def say(text="", **kwargs) -> None:
+    """print() for plain (non-rich) output of data."""
+    print(printable(text, None), **kwargs)

@@ -1,0 +1,319 @@
+"""The one gate for data from outside (`rtgauge import`, a spool file): parse strictly,
+check against a JSON schema, then read it the way show, report, compare and export
+will, all before anything is stored.
+
+- parsing: NaN, Infinity and numbers that overflow a float are refused, integers must
+  fit the store's 64-bit columns, nesting deeper than MAX_DEPTH is refused (a 10^5-deep
+  document would otherwise overflow the interpreter's stack);
+- the schema (EXPORT_SCHEMA, ENGINE_DOCUMENT_SCHEMA): the shape of an exported run and
+  of an engine document (docs/engine.md), with every string bounded;
+- the dry read: the run, as the store would give it back, is summarised, rendered as
+  text and as HTML in memory; anything those readers cannot take is refused here
+  rather than breaking `rtgauge show` or `report` later.
+
+Each failure is one UserError sentence naming the file and the place in it."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import jsonschema
+
+from rtgauge.errors import UserError
+
+MAX_DEPTH = 64
+INT_LIMIT = 2**63 - 1
+NAME_MAX = 200          # job, test, condition, tool names; also a profile name
+TEXT_MAX = 10_000       # notes, errors, doctor values and advice
+FILE_MAX = 2 * 1024**3  # bytes of one import file
+
+INT64 = {"type": "integer", "minimum": -INT_LIMIT, "maximum": INT_LIMIT}
+NAME = {"type": "string", "minLength": 1, "maxLength": NAME_MAX}
+SHORT = {"type": ["string", "null"], "maxLength": NAME_MAX}
+TEXT = {"type": ["string", "null"], "maxLength": TEXT_MAX}
+NUMBER_OR_NULL = {"type": ["number", "null"]}
+COUNT = {"type": "integer", "minimum": 0, "maximum": INT_LIMIT}
+
+HISTOGRAM = {
+    "type": "object",
+    "properties": {
+        "scheme": {"type": "string", "maxLength": NAME_MAX},
+        "sub_buckets": {"type": "integer", "minimum": 1, "maximum": 1 << 20},
+        "bins": {"type": "array", "items": {"type": "array", "minItems": 3, "maxItems": 3,
+                                            "prefixItems": [INT64, INT64, COUNT]}},
+    },
+}
+LINEAR = {
+    "type": "object",
+    "properties": {
+        "bucket_ns": {"type": "integer", "minimum": 1, "maximum": INT_LIMIT},
+        "overflow": COUNT,
+        "counts": {"type": "array", "items": COUNT},
+    },
+}
+METRIC = {
+    "type": "object",
+    "properties": {
+        "unit": {"type": ["string", "null"], "maxLength": NAME_MAX},
+        "kind": {"type": "string", "maxLength": NAME_MAX},
+        "value": {"type": ["number", "string", "boolean", "null"]},
+        "count": {"type": ["integer", "null"], "minimum": 0, "maximum": INT_LIMIT},
+        **{k: NUMBER_OR_NULL for k in ("min", "avg", "stddev", "p50", "p90", "p99", "p999", "p9999")},
+        "max": {"type": ["number", "null", "array"], "items": NUMBER_OR_NULL},
+        "histogram": HISTOGRAM,
+        "linear": LINEAR,
+        "window_ns": {"type": ["integer", "null"], "minimum": 0, "maximum": INT_LIMIT},
+        "start_ns": {"type": ["integer", "null"], "minimum": -INT_LIMIT, "maximum": INT_LIMIT},
+    },
+}
+VERDICT = {
+    "type": "object",
+    "required": ["pass"],
+    "properties": {"pass": {"type": "boolean"}, "detail": TEXT},
+}
+ENV = {
+    "type": "object",
+    "properties": {
+        **{k: SHORT for k in ("hostname", "kernel", "kernel_version", "machine", "preempt_model",
+                             "preempt_mode", "clocksource", "policy", "clock", "dma_latency")},
+        "online_cpus": {"type": ["integer", "null"], "minimum": 0, "maximum": 1 << 20},
+        "fallback": {"type": ["boolean", "null"]},
+        "threads": {"type": "array", "items": {"type": "object"}},
+        "run_start_ns": {"type": ["integer", "null"]},
+        "run_end_ns": {"type": ["integer", "null"]},
+    },
+}
+ENGINE_DOCUMENT_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "rtgauge engine document (docs/engine.md)",
+    "type": "object",
+    "required": ["schema", "test"],
+    "properties": {
+        "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+        "test": NAME,
+        "tool": SHORT,
+        "ok": {"type": "boolean"},
+        "interrupted": {"type": "boolean"},
+        "error": TEXT,
+        "params": {"type": "object"},
+        "env": ENV,
+        "metrics": {"type": "object", "propertyNames": {"maxLength": NAME_MAX},
+                    "additionalProperties": METRIC},
+        "verdicts": {"type": "object", "propertyNames": {"maxLength": NAME_MAX},
+                     "additionalProperties": VERDICT},
+    },
+}
+SYSTEM = {
+    "type": "object",
+    "properties": {
+        **{k: SHORT for k in ("hostname", "machine_id", "kernel_release", "kernel_version", "arch",
+                             "cpu_model", "preempt_model", "facts_source")},
+        "cpus": {"type": ["integer", "null"], "minimum": 0, "maximum": 1 << 20},
+    },
+}
+DOCTOR_CHECK = {
+    "type": "object",
+    "properties": {"name": SHORT, "status": SHORT, "value": TEXT, "advice": TEXT},
+}
+MEASUREMENT = {
+    "type": "object",
+    "required": ["name", "document"],
+    "properties": {
+        "name": NAME,
+        "tool": SHORT, "test": SHORT, "condition": {"type": ["string", "null"], "maxLength": TEXT_MAX},
+        "reference": {"type": ["boolean", "null"]},
+        "ok": {"type": ["boolean", "null"]},
+        "interrupted": {"type": ["boolean", "null"]},
+        "error": TEXT,
+        "exit_status": {"type": ["integer", "null"], "minimum": -(2**31), "maximum": 2**31 - 1},
+        "load": {"type": ["object", "null"]},
+        "command": {"type": ["array", "null"], "items": {"type": "string", "maxLength": TEXT_MAX}},
+        "started_at": SHORT,
+        "duration_s": {"type": ["number", "null"], "minimum": 0},
+        "document": ENGINE_DOCUMENT_SCHEMA,
+    },
+}
+RUN = {
+    "type": "object",
+    "required": ["system", "measurements"],
+    "properties": {
+        "id": {"type": ["integer", "null"]},
+        "status": SHORT, "note": TEXT, "profile": SHORT, "profile_source": {"type": ["string", "null"]},
+        "started_at": SHORT, "finished_at": SHORT,
+        "argv": {"type": ["array", "null"], "items": {"type": "string", "maxLength": TEXT_MAX}},
+        "system": SYSTEM,
+        "doctor": {"type": ["array", "null"], "items": DOCTOR_CHECK},
+        "measurements": {"type": "array", "items": MEASUREMENT},
+    },
+}
+EXPORT_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "rtgauge export (rtgauge export RUN --format json)",
+    "type": "object",
+    "required": ["rtgauge_export", "run"],
+    "properties": {"rtgauge_export": {"const": 1}, "run": RUN},
+}
+
+
+# -- parsing -------------------------------------------------------------------------
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large")
+    return value
+
+
+def _int64(text: str) -> int:
+    if len(text.lstrip("-")) > 19 or abs(int(text)) > INT_LIMIT:
+        raise ValueError(f"the integer {text[:40]}{'…' if len(text) > 40 else ''} does not fit 64 bits")
+    return int(text)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number rtgauge stores")
+
+
+def loads_strict(text: str):
+    """json.loads that refuses NaN, Infinity, overflowing floats and integers beyond
+    64 bits (ValueError), and deep nesting (RecursionError)."""
+    return json.loads(text, parse_float=_finite, parse_int=_int64, parse_constant=_no_constant)
+
+
+def depth_exceeds(value, limit: int = MAX_DEPTH) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if d > limit:
+            return True
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+    return False
+
+
+def read_json_file(path: Path):
+    """A file's JSON, strictly parsed; one sentence for whatever is wrong with it."""
+    try:
+        size = path.stat().st_size
+        if size > FILE_MAX:
+            raise UserError(f"{path} is {size / 1024**3:.1f} GiB, more than an import takes "
+                            f"({FILE_MAX // 1024**3} GiB); split it or export fewer runs.")
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path} is not UTF-8 text (byte {e.start}); give an rtgauge export or an engine "
+                        "document.") from None
+    except OSError as e:
+        raise UserError(f"cannot read {path} ({e.strerror}); check the path.") from None
+    try:
+        data = loads_strict(text)
+    except RecursionError:
+        raise UserError(f"{path} nests deeper than rtgauge reads ({MAX_DEPTH} levels); "
+                        "it is not an rtgauge export or engine document.") from None
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path} is not valid JSON (line {e.lineno}: {e.msg}); give an rtgauge export, "
+                        "a database or engine documents.") from None
+    except ValueError as e:
+        raise UserError(f"{path}: {e}; rtgauge stores finite numbers and 64-bit integers only.") from None
+    if depth_exceeds(data):
+        raise UserError(f"{path} nests deeper than rtgauge reads ({MAX_DEPTH} levels); "
+                        "it is not an rtgauge export or engine document.")
+    return data
+
+
+# -- the schema ----------------------------------------------------------------------
+
+def where_in(error: jsonschema.ValidationError) -> str:
+    parts = [str(p) for p in error.absolute_path]
+    return "/".join(parts) if parts else "the top level"
+
+
+JSON_TYPES = {dict: "an object", list: "a list", str: "text", bool: "a boolean", int: "an integer",
+              float: "a number", type(None): "null"}
+
+
+def short(value) -> str:
+    text = json.dumps(value) if not isinstance(value, (dict, list)) else JSON_TYPES[type(value)]
+    return text if len(text) <= 40 else text[:40] + "…"
+
+
+def describe(error: jsonschema.ValidationError) -> str:
+    """The schema error in words, without echoing a huge value."""
+    v, limit, value = error.validator, error.validator_value, error.instance
+    if v == "maxLength":
+        return f"the text is {len(value):,} characters long, more than {limit:,}"
+    if v == "type":
+        wanted = " or ".join(limit) if isinstance(limit, list) else limit
+        return f"{short(value)} is {JSON_TYPES.get(type(value), 'something else')}, expected {wanted}"
+    if v in ("minimum", "maximum"):
+        return f"{short(value)} is out of range ({v} {limit})"
+    if v in ("const", "enum"):
+        return f"{short(value)} is not {'one of ' + ', '.join(map(str, limit)) if v == 'enum' else limit}"
+    message = error.message
+    return message if len(message) <= 160 else message[:160] + "…"
+
+
+def check_schema(data, schema: dict, where: str, what: str, fix: str) -> None:
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if error is not None:
+        raise UserError(f"{where} is not a valid {what}: at {where_in(error)}, {describe(error)}; {fix}")
+
+
+def check_export(data, where: str) -> dict:
+    check_schema(data, EXPORT_SCHEMA, where, "rtgauge export",
+                 "make it with `rtgauge export RUN --format json`.")
+    return data["run"]
+
+
+def check_engine_document(doc, where: str) -> dict:
+    check_schema(doc, ENGINE_DOCUMENT_SCHEMA, where, "engine document",
+                 "give the engine's --out file unchanged.")
+    return doc
+
+
+def check_object(value, where: str, what: str) -> None:
+    """A stored object (system facts, doctor checks) read back from another database."""
+    check_schema(value, RUN, where, what, "the database was not written by rtgauge or is damaged.")
+
+
+# -- the dry read ----------------------------------------------------------------------
+
+def as_stored(run: dict) -> dict:
+    """The run as Store.get_run would return it after storing (same conversions)."""
+    from rtgauge.store import codec
+    from rtgauge.store.store import measurement_row, verdict_rows_of
+
+    measurements = []
+    for i, m in enumerate(run.get("measurements") or []):
+        doc = m["document"]
+        row = measurement_row(0, {k: m.get(k) for k in ("name", "tool", "test", "condition", "reference",
+                                                         "load", "started_at", "duration_s", "exit_status",
+                                                         "command", "error")}, doc)
+        out = {k: v for k, v in row.items() if k != "run_id"}
+        out["id"] = i + 1
+        for key in ("params", "env", "load"):
+            out[key] = json.loads(out[key])
+        out["command"] = json.loads(out["command"])
+        out["document"] = json.loads(out["document"])
+        metrics = {}
+        for name, metric in (doc.get("metrics") or {}).items():
+            if isinstance(metric, dict):
+                mrow, arrays = codec.metric_rows(str(name), metric)
+                back = codec.metric_from_rows(mrow, [{"layout": a.layout, **a.row} for a in arrays])
+                metrics[str(name)] = {"kind": mrow["kind"], **back}
+        out["metrics"] = metrics
+        out["verdicts"] = {v["name"]: {"pass": v["pass"], "detail": v["detail"]}
+                           for v in verdict_rows_of(0, doc.get("verdicts"))}
+        measurements.append(out)
+    system = run.get("system") or {}
+    return {"id": run.get("id") or 0, "status": str(run.get("status") or "complete"),
+            "note": str(run.get("note") or ""), "profile": str(run.get("profile") or "imported"),
+            "profile_source": str(run.get("profile_source") or ""), "started_at": run.get("started_at"),
+            "finished_at": run.get("finished_at"), "argv": list(run.get("argv") or []),
+            "system": system, "doctor": list(run.get("doctor") or []),
+            "hostname": str(system.get("hostname") or ""), "kernel_release": str(system.get("kernel_release") or ""),
+            "measurements": measurements}

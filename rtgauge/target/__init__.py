@@ -1,0 +1,20 @@
+"""Targets: the machine a measurement runs on (this one, or a board over SSH),
+and engines built for its architecture (docs/cross.md).
+
+    async with target("ssh://root@board") as t:      # or target(None) / "local"
+        run = await t.run_engine(["latency", "--duration-s", "10"])
+        run.document, t.machine, t.hostname
+"""
+
+from __future__ import annotations
+
+
+def target(address: str | None):
+    """LocalTarget for None or "local", SshTarget for ssh://[user@]host[:port]."""
+    if address in (None, "", "local"):
+        from rtgauge.target.local import LocalTarget
+
+        return LocalTarget()
+    from rtgauge.target.remote import SshTarget, parse
+
+    return SshTarget(parse(address))

@@ -1,0 +1,228 @@
+"""A target reached over SSH: ssh://[user@]host[:port].
+
+The connection goes through asyncssh with the user's OpenSSH setup: ~/.ssh/config
+(Host aliases, HostName, User, Port, IdentityFile, ProxyCommand...), the agent
+($SSH_AUTH_SOCK), the default keys and ~/.ssh/known_hosts (an unknown host key
+is refused, as ssh does). On the target rtgauge
+
+- checks the login may run real-time threads (root, or an rtprio limit >= 99),
+- reads the machine (uname -m) and puts an engine built for it (engines.build)
+  into a fresh temporary directory (mktemp -d), with guard.sh,
+- runs a test under guard.sh, which stops the engine when rtgauge stops, says
+  "stop" (Ctrl-C), or falls silent (a connection lost without a word): the
+  heartbeat is a line a second, the guard waits SILENCE_S seconds,
+- reads the document back and removes the directory.
+
+Only the commands of a POSIX shell with cat, mktemp, chmod, rm, date, sleep,
+kill and uname are needed there (no Python, no sftp): a BusyBox board will do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncssh
+
+from rtgauge.errors import RunFailed, UserError
+from rtgauge.target import engines
+
+SILENCE_S = 5          # the guard stops the engine after this long without a heartbeat
+CONNECT_TIMEOUT_S = 15
+KEEPALIVE_S = 2        # and asyncssh gives up on a silent connection after 3 of these
+GUARD = Path(__file__).with_name("guard.sh")
+
+
+@dataclass(frozen=True)
+class Address:
+    host: str
+    user: str | None = None
+    port: int | None = None
+
+    def __str__(self) -> str:
+        return "ssh://" + (f"{self.user}@" if self.user else "") + self.host + (f":{self.port}" if self.port else "")
+
+
+_URL = re.compile(r"^ssh://(?:(?P<user>[^@/:\s]+)@)?(?P<host>[^@/:\s]+|\[[0-9A-Fa-f:.]+\])(?::(?P<port>\d+))?/?$")
+
+
+def parse(text: str) -> Address:
+    m = _URL.match(text.strip())
+    if not m or (m["port"] and not 0 < int(m["port"]) < 65536):
+        raise UserError(f"target {text!r} is not an SSH address; write ssh://[user@]host[:port].")
+    return Address(m["host"].strip("[]"), m["user"], int(m["port"]) if m["port"] else None)
+
+
+@dataclass
+class RemoteRun:
+    document: dict | None   # the engine's document (also when stopped: "interrupted": true)
+    status: int             # the engine's exit status
+    stderr: str
+    directory: str          # the temporary directory used on the target (removed)
+
+
+class SshTarget:
+    """async with SshTarget(parse("ssh://root@board")) as t: run = await t.run_engine([...])"""
+
+    def __init__(self, address: Address, silence_s: int = SILENCE_S):
+        self.address = address
+        self.silence_s = silence_s
+        self.conn: asyncssh.SSHClientConnection | None = None
+        self.machine = ""
+        self.hostname = ""
+        self.last_run: RemoteRun | None = None
+
+    async def __aenter__(self) -> SshTarget:
+        a = self.address
+        opts = {"username": a.user} if a.user else {}
+        if a.port:
+            opts["port"] = a.port
+        try:
+            self.conn = await asyncio.wait_for(asyncssh.connect(
+                a.host, keepalive_interval=KEEPALIVE_S, keepalive_count_max=3, **opts), CONNECT_TIMEOUT_S)
+        except asyncssh.HostKeyNotVerifiable as e:
+            raise UserError(f"the host key of {a} is not known or has changed ({e.reason}); check it and add it to "
+                            "~/.ssh/known_hosts (ssh to it once).") from None
+        except asyncssh.PermissionDenied:
+            raise UserError(f"{a} refused the login; give it your public key (ssh-copy-id) or load your key "
+                            "into ssh-agent, and check the user name.") from None
+        except (OSError, asyncio.TimeoutError, asyncssh.Error) as e:
+            why = getattr(e, "reason", None) or str(e) or type(e).__name__
+            raise UserError(f"cannot reach {a} ({why}); check the address, that sshd runs there and the "
+                            "network.") from None
+        try:
+            await self._check()
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.conn.wait_closed(), 5)
+            self.conn = None
+
+    async def _sh(self, command: str, input: bytes | None = None, check: bool = True) -> str:
+        r = await self.conn.run(command, input=input, encoding=None if input is not None else "utf-8",
+                                check=False)
+        out = r.stdout.decode() if isinstance(r.stdout, bytes) else (r.stdout or "")
+        if check and r.exit_status != 0:
+            err = r.stderr.decode() if isinstance(r.stderr, bytes) else (r.stderr or "")
+            raise RunFailed(f"`{command.split()[0]}` failed on {self.address} ({err.strip() or r.exit_status}).")
+        return out
+
+    async def _check(self) -> None:
+        out = await self._sh("uname -m; uname -n; id -u; ulimit -r 2>/dev/null || echo 0", check=False)
+        lines = out.split()
+        if len(lines) < 4:
+            raise UserError(f"{self.address} does not run commands for this login ({out.strip() or 'no output'}); "
+                            "log in with a user that has a POSIX shell.")
+        self.machine, self.hostname, uid, rtprio = lines[:4]
+        if uid != "0" and not (rtprio == "unlimited" or (rtprio.isdigit() and int(rtprio) >= 99)):
+            raise UserError(f"{self.address}: user {self.address.user or '(from ssh config)'} is not root and may "
+                            f"not use real-time priorities (rtprio limit {rtprio}); log in as root, or grant an "
+                            "rtprio limit of 99 (limits.conf) and CAP_SYS_NICE.")
+
+    async def run_engine(self, args: list[str], engine: Path | None = None,
+                         time_limit_s: float | None = None) -> RemoteRun:
+        """Run `rtgauge-engine ARGS` on the target and return its document. On
+        cancellation (Ctrl-C) the engine is stopped, what it measured is kept in
+        self.last_run, the directory removed, and the cancellation goes on."""
+        if engine is None:
+            engine = engines.build(engines.arch_for_machine(self.machine)).binary
+        d = (await self._sh("mktemp -d /tmp/rtgauge.XXXXXX")).strip()
+        if not d.startswith("/tmp/rtgauge."):
+            raise RunFailed(f"mktemp -d gave {d!r} on {self.address}; check that /tmp is writable there.")
+        qd = shlex.quote(d)
+        lost = False
+        try:
+            await self._sh(f"cat > {qd}/rtgauge-engine && chmod 755 {qd}/rtgauge-engine",
+                           input=Path(engine).read_bytes())
+            await self._sh(f"cat > {qd}/guard.sh", input=GUARD.read_bytes())
+            cmd = " ".join(shlex.quote(x) for x in
+                           ["sh", f"{d}/guard.sh", d, str(self.silence_s), f"{d}/rtgauge-engine", *args])
+            return await self._run_guarded(cmd, d, time_limit_s)
+        except (asyncssh.Error, OSError, asyncio.IncompleteReadError) as e:
+            lost = True
+            raise RunFailed(f"lost the connection to {self.address} ({getattr(e, 'reason', e) or type(e).__name__}); "
+                            f"the engine there stops by itself within {self.silence_s} s.") from None
+        finally:
+            # also on Ctrl-C: _run_guarded stopped the engine and kept its document
+            if not lost:
+                await self._remove(qd)
+
+    async def _remove(self, qd: str) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._sh(f"rm -rf {qd}", check=False), 10)
+
+    async def _run_guarded(self, cmd: str, d: str, time_limit_s: float | None) -> RemoteRun:
+        proc = await self.conn.create_process(cmd, encoding=None)
+
+        async def heartbeat() -> None:
+            with contextlib.suppress(Exception):   # a lost connection ends it; proc.wait() says so
+                while True:
+                    proc.stdin.write(b"\n")
+                    await asyncio.sleep(1)
+
+        beat = asyncio.create_task(heartbeat())
+        try:
+            try:
+                await asyncio.wait_for(proc.wait(check=False), time_limit_s)
+            except (asyncio.CancelledError, asyncio.TimeoutError) as stop:
+                beat.cancel()
+                proc.stdin.write(b"stop\n")
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(proc.wait(check=False), 10)
+                self.last_run = await self._collect(proc, d)
+                if isinstance(stop, asyncio.TimeoutError):
+                    raise RunFailed(f"the engine on {self.address} ran past {time_limit_s} s and was stopped.") from None
+                raise
+        finally:
+            beat.cancel()
+        if proc.exit_status is None and proc.exit_signal is None:
+            raise asyncssh.ConnectionLost("the session ended without an exit status")
+        self.last_run = await self._collect(proc, d)
+        return self.last_run
+
+    async def _collect(self, proc, d: str) -> RemoteRun:
+        qd = shlex.quote(d)
+        text = await self._sh(f"cat {qd}/doc.json 2>/dev/null; echo; echo '--rtgauge--'; cat {qd}/err 2>/dev/null",
+                              check=False)
+        doc_text, _, err = text.partition("\n--rtgauge--\n")
+        doc = None
+        if doc_text.strip():
+            try:
+                doc = json.loads(doc_text)
+            except json.JSONDecodeError:
+                doc = None
+        status = proc.exit_status if proc.exit_status is not None else -1
+        return RemoteRun(doc, status, err.strip(), d)
+
+
+def run_engine(target: str, args: list[str], engine: Path | None = None,
+               time_limit_s: float | None = None) -> RemoteRun:
+    """Synchronous form: connect, run one engine test, disconnect. On Ctrl-C the
+    remote engine is stopped and its run returned (status 130, the document
+    "interrupted": true), as the engine itself does locally."""
+    t = SshTarget(parse(target))
+
+    async def go() -> RemoteRun:
+        async with t:
+            return await t.run_engine(args, engine=engine, time_limit_s=time_limit_s)
+
+    try:
+        return asyncio.run(go())
+    except KeyboardInterrupt:
+        if t.last_run is None:
+            raise
+        return t.last_run

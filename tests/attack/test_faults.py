@@ -1,0 +1,416 @@
+"""Faults the table cannot hold: SIGKILL of `rtgauge run` (the engine and the load die
+with it, the run is found abandoned, a --tuned run's tuning is named by doctor and
+reverted by the next --tuned run), a load that dies mid-measurement, a disk that fills
+mid-run (what was measured is spooled and imports), socket loads kept off the network."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import needs_root
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROFILE = """name = "fault"
+[settings]
+warmup_s = 0.2
+[[jobs]]
+name = "lat"
+test = "latency"
+conditions = [{conditions}]
+[jobs.options]
+duration-s = {seconds}
+"""
+
+
+def env(tmp_path: Path) -> dict:
+    return dict(os.environ, PYTHONPATH=str(ROOT), RTGAUGE_STATE_DIR=str(tmp_path / "state"),
+                XDG_DATA_HOME=str(tmp_path / "xdg"))
+
+
+def rtgauge(tmp_path, *args, timeout=180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True,
+                          env=env(tmp_path), cwd=tmp_path, timeout=timeout)
+
+
+def popen(tmp_path, *args) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "rtgauge", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env(tmp_path), cwd=tmp_path)
+
+
+def children_of(pid: int) -> list[int]:
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(name))
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        kids = children_of(todo.pop())
+        out += kids
+        todo += kids
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_until(predicate, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+def engine_pids(pids: list[int]) -> list[int]:
+    out = []
+    for p in pids:
+        try:
+            if b"rtgauge-engine" in Path(f"/proc/{p}/cmdline").read_bytes():
+                out.append(p)
+        except OSError:
+            pass
+    return out
+
+
+def statuses(db: Path) -> list[str]:
+    con = sqlite3.connect(db)
+    try:
+        return [r[0] for r in con.execute("SELECT status FROM runs ORDER BY id")]
+    finally:
+        con.close()
+
+
+@needs_root
+def test_sigkill_of_run_leaves_no_engine_no_load_and_the_run_is_found_abandoned(tmp_path):
+    prof = tmp_path / "p.toml"
+    prof.write_text(PROFILE.format(conditions='"cpu"', seconds=60))
+    db = tmp_path / "r.db"
+    p = popen(tmp_path, "run", "--profile", str(prof), "--db", str(db), "--no-report")
+    assert wait_until(lambda: engine_pids(descendants(p.pid)), 60), p.stderr.read() if p.poll() else ""
+    family = descendants(p.pid)
+    assert len(family) >= 3          # the engine, the load's supervisor and stress-ng
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    assert wait_until(lambda: not any(alive(x) for x in family), 10), [x for x in family if alive(x)]
+    assert statuses(db) == ["running"]
+    shown = rtgauge(tmp_path, "show", "--db", str(db))
+    assert "marked abandoned" in shown.stderr
+    assert statuses(db) == ["abandoned"]
+    leftovers = [d for d in os.listdir("/tmp") if d.startswith(f"rtgauge-job-{p.pid}-")
+                 or d.startswith(f"rtgauge-load-{p.pid}-")]
+    assert leftovers, "nothing to clean up: the work directories are not named by their owner"
+    # the next run clears the dead run's work directories before it starts
+    prof.write_text(PROFILE.format(conditions='"idle"', seconds=0.3))
+    r = rtgauge(tmp_path, "run", "--profile", str(prof), "--db", str(db), "--no-report")
+    assert r.returncode in (0, 1), r.stderr
+    assert not any(os.path.exists(f"/tmp/{d}") for d in leftovers)
+
+
+def governor_files() -> list[str]:
+    import glob
+    return glob.glob("/sys/kernel/mm/transparent_hugepage/enabled") + glob.glob("/proc/irq/*/smp_affinity_list")
+
+
+@needs_root
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="tuning moves IRQs: needs two CPUs")
+def test_sigkill_of_tuned_run_is_named_by_doctor_and_reverted_by_the_next_tuned_run(tmp_path):
+    before = {f: Path(f).read_bytes() for f in governor_files() if os.path.exists(f)}
+    prof = tmp_path / "p.toml"
+    prof.write_text(PROFILE.format(conditions='"idle"', seconds=60))
+    db = tmp_path / "r.db"
+    state = tmp_path / "state" / "tune-state.json"
+    p = popen(tmp_path, "run", "--profile", str(prof), "--db", str(db), "--no-report", "--tuned")
+    try:
+        assert wait_until(state.exists, 60)
+        assert wait_until(lambda: engine_pids(descendants(p.pid)), 30)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        doctor = rtgauge(tmp_path, "doctor", "--json")
+        [tuning] = [c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "tuning"]
+        assert tuning["status"] == "bad" and "no running rtgauge owns this tuning" in tuning["value"]
+        assert "rtgauge tune --revert" in tuning["advice"]
+        assert "tuning" in rtgauge(tmp_path, "doctor").stdout
+        status = rtgauge(tmp_path, "tune", "--status")
+        assert "stale" in status.stdout and "tune --revert" in status.stdout
+        prof.write_text(PROFILE.format(conditions='"idle"', seconds=0.3))
+        r = rtgauge(tmp_path, "run", "--profile", str(prof), "--db", str(db), "--no-report", "--tuned")
+        assert "reverted the tuning left by rtgauge pid" in r.stdout, r.stdout + r.stderr
+        assert "already tuned" not in r.stdout
+        assert not state.exists()
+    finally:
+        if state.exists():
+            rtgauge(tmp_path, "tune", "--revert")
+    assert {f: Path(f).read_bytes() for f in before} == before
+
+
+@needs_root
+def test_planted_symlink_for_the_lock_is_refused(tmp_path):
+    (tmp_path / "state").mkdir(mode=0o700)
+    victim = tmp_path / "victim"
+    victim.write_text("untouched")
+    (tmp_path / "state" / "tune-state.json.lock").symlink_to(victim)
+    r = rtgauge(tmp_path, "tune", "--apply")
+    assert r.returncode == 2 and "a symlink is refused" in r.stderr, r.stderr
+    assert victim.read_text() == "untouched"
+    assert not (tmp_path / "state" / "tune-state.json").exists()
+
+
+@needs_root
+def test_a_load_that_dies_marks_its_measurement_failed(tmp_path):
+    prof = tmp_path / "p.toml"
+    prof.write_text(PROFILE.format(conditions='"command:sleep 1"', seconds=3))
+    db = tmp_path / "r.db"
+    r = rtgauge(tmp_path, "run", "--profile", str(prof), "--db", str(db), "--no-report")
+    assert r.returncode == 1, r.stdout + r.stderr
+    shown = json.loads(rtgauge(tmp_path, "show", "latest", "--db", str(db), "--json").stdout)
+    [m] = shown["measurements"]
+    assert m["ok"] is False and m["load_ok"] is False
+    assert "no longer running" in m["load"]["problem"] and "no longer running" in m["error"]
+    # the measurement itself is kept
+    assert m["metrics"]["ti"]["count"] > 0
+
+
+@needs_root
+def test_a_full_disk_mid_run_spools_what_was_measured(tmp_path):
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(small)], check=True)
+    try:
+        prof = tmp_path / "p.toml"
+        prof.write_text(PROFILE.format(conditions='"idle"', seconds=2)
+                        + '[[jobs]]\nname = "lat2"\ntest = "latency"\n[jobs.options]\nduration-s = 2\n')
+        db = small / "r.db"
+        p = popen(tmp_path, "run", "--profile", str(prof), "--db", str(db), "--no-report")
+        con_ok = wait_until(lambda: db.exists() and len(measurement_names(db)) >= 1, 60)
+        assert con_ok
+        subprocess.run(["dd", "if=/dev/zero", f"of={small / 'fill'}", "bs=64k"], capture_output=True)
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 1, out + err
+        text = " ".join((out + err).split())
+        assert "rtgauge import" in text, text
+        spool = Path(text.split("saved in ")[1].split(":")[0])
+        assert spool.exists() and not str(spool).startswith(str(small))   # the full disk refused it
+        (small / "fill").unlink()
+        r = rtgauge(tmp_path, "import", str(spool), "--db", str(tmp_path / "back.db"))
+        assert r.returncode == 0, r.stderr
+        assert measurement_names(tmp_path / "back.db") == ["lat@idle", "lat2@idle"]
+    finally:
+        subprocess.run(["umount", "-l", str(small)])
+
+
+def measurement_names(db: Path) -> list[str]:
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            return [r[0] for r in con.execute("SELECT name FROM measurements ORDER BY id")]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return []
+
+
+@needs_root
+@pytest.mark.parametrize("condition", ["net", "irq-heavy", "mixed"])
+def test_socket_loads_listen_on_no_interface_of_the_host(condition):
+    from rtgauge.loads import make_load
+    load = make_load(condition)
+    load.start()
+    try:
+        time.sleep(1.5)
+        from rtgauge.loads import session_pids
+        pids = session_pids(load.proc.pid)
+        assert len(pids) > 2
+        ss = subprocess.run(["ss", "-Htanup"], capture_output=True, text=True).stdout
+        mine = [line for line in ss.splitlines() if any(f"pid={x}," in line for x in pids)]
+    finally:
+        delivered = load.stop()
+    assert not mine, mine
+    assert delivered.get("bogo_ops", 0) > 0          # the traffic ran, in its own namespace
+
+
+@needs_root
+@pytest.mark.postgres
+def test_postgresql_going_away_mid_run_spools_what_was_measured(tmp_path):
+    from pgserver import PgServer, ServerUnavailable
+    try:
+        server = PgServer()
+        server.start()
+    except ServerUnavailable as e:
+        pytest.skip(f"no PostgreSQL server: {e}")
+    try:
+        url = server.new_database()
+        prof = tmp_path / "p.toml"
+        prof.write_text(PROFILE.format(conditions='"idle"', seconds=2)
+                        + '[[jobs]]\nname = "lat2"\ntest = "latency"\n[jobs.options]\nduration-s = 3\n')
+        p = popen(tmp_path, "run", "--profile", str(prof), "--db", url, "--no-report")
+
+        assert wait_until(lambda: stored_count(url) >= 1, 90)
+        server._run("pg_ctl", "-D", str(server.data), "-m", "immediate", "-w", "stop")
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 1, out + err
+        text = " ".join((out + err).split())
+        assert "Traceback" not in text and "rtgauge import" in text, text
+        spool = Path(text.split("saved in ")[1].split(":")[0])
+        r = rtgauge(tmp_path, "import", str(spool), "--db", str(tmp_path / "back.db"))
+        assert r.returncode == 0, r.stderr
+        assert measurement_names(tmp_path / "back.db") == ["lat@idle", "lat2@idle"]
+    finally:
+        server.stop()
+
+
+@needs_root
+@pytest.mark.postgres
+def test_a_frozen_postgresql_does_not_hang_the_run(tmp_path):
+    """SIGSTOP to the server: its kernel still acknowledges, so only the client-side cut
+    ends the wait (RTGAUGE_DB_TIMEOUT_S=3: cut after 6 s); what was measured is spooled."""
+    from pgserver import PgServer, ServerUnavailable
+    try:
+        server = PgServer()
+        server.start()
+    except ServerUnavailable as e:
+        pytest.skip(f"no PostgreSQL server: {e}")
+    frozen: list[int] = []
+    try:
+        url = server.new_database()
+        postmaster = int((server.data / "postmaster.pid").read_text().split()[0])
+        prof = tmp_path / "p.toml"
+        prof.write_text(PROFILE.format(conditions='"idle"', seconds=2)
+                        + '[[jobs]]\nname = "lat2"\ntest = "latency"\n[jobs.options]\nduration-s = 3\n')
+        e = env(tmp_path)
+        e["RTGAUGE_DB_TIMEOUT_S"] = "3"
+        p = subprocess.Popen([sys.executable, "-m", "rtgauge", "run", "--profile", str(prof), "--db", url,
+                              "--no-report"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=e, cwd=tmp_path)
+        assert wait_until(lambda: stored_count(url) >= 1, 90)
+        frozen = [postmaster, *children_of(postmaster)]
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        started = time.monotonic()
+        out, err = p.communicate(timeout=120)
+        took = time.monotonic() - started
+        assert p.returncode == 1, out + err
+        text = " ".join((out + err).split())
+        assert "Traceback" not in text and "rtgauge import" in text, text
+        assert took < 60, took
+    finally:
+        for pid in frozen:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        server.stop()
+
+
+def stored_count(url: str) -> int:
+    import psycopg
+    try:
+        with psycopg.connect(url, connect_timeout=5) as c:
+            return c.execute("SELECT count(*) FROM measurements").fetchone()[0]
+    except psycopg.Error:
+        return 0
+
+
+@needs_root
+def test_a_stopped_load_is_noticed_by_what_it_delivered(tmp_path):
+    """SIGSTOP to the cpu load's stress-ng: alive, but it delivers nothing."""
+    prof = tmp_path / "p.toml"
+    prof.write_text(PROFILE.format(conditions='"cpu"', seconds=4))
+    db = tmp_path / "r.db"
+    p = popen(tmp_path, "run", "--profile", str(prof), "--db", str(db), "--no-report")
+
+    def stress() -> list[int]:
+        out = []
+        for pid in descendants(p.pid):
+            try:
+                if b"stress-ng" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    out.append(pid)
+            except OSError:
+                pass
+        return out
+    assert wait_until(lambda: len(stress()) >= 2, 60)
+    for pid in stress():
+        os.kill(pid, signal.SIGSTOP)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 1, out + err
+    shown = json.loads(rtgauge(tmp_path, "show", "latest", "--db", str(db), "--json").stdout)
+    [m] = shown["measurements"]
+    assert m["ok"] is False and m["load_ok"] is False
+    assert "CPU-seconds of the" in m["load"]["problem"]
+
+
+def test_import_of_a_database_leaves_the_source_untouched(tmp_path, engine_bin):
+    """Opening a database marks dead runs abandoned (and may upgrade it): import reads a
+    copy, so the file given to it is not changed."""
+    doc = tmp_path / "lat.json"
+    subprocess.run([engine_bin, "latency", "--duration-s", "0.2", "--policy", "other", "--out", str(doc)],
+                   check=True, capture_output=True, timeout=60)
+    src = tmp_path / "src.db"
+    assert rtgauge(tmp_path, "import", str(doc), "--db", str(src)).returncode == 0
+    from rtgauge import owner
+    dead = dict(owner.me(), pid=2**22 + 1, start_ticks=1)
+    con = sqlite3.connect(src)
+    con.execute("UPDATE runs SET status = 'running', owner = ?", (json.dumps(dead),))
+    con.commit()
+    con.close()
+    before = src.read_bytes()
+    r = rtgauge(tmp_path, "import", str(src), "--db", str(tmp_path / "dst.db"))
+    assert r.returncode == 0, r.stderr
+    assert src.read_bytes() == before
+    # opened as a results database, the dead run is found abandoned
+    shown = rtgauge(tmp_path, "show", "--db", str(src))
+    assert "marked abandoned" in shown.stderr and statuses(src) == ["abandoned"]
+
+
+@needs_root
+def test_a_database_locked_mid_run_spools_what_was_measured(tmp_path):
+    """Another process holds the SQLite write lock past the busy timeout
+    (RTGAUGE_DB_TIMEOUT_S=2): the run goes to the spool, nothing measured is lost."""
+    prof = tmp_path / "p.toml"
+    prof.write_text(PROFILE.format(conditions='"idle"', seconds=1)
+                    + '[[jobs]]\nname = "lat2"\ntest = "latency"\n[jobs.options]\nduration-s = 2\n')
+    db = tmp_path / "r.db"
+    e = env(tmp_path)
+    e["RTGAUGE_DB_TIMEOUT_S"] = "2"
+    p = subprocess.Popen([sys.executable, "-m", "rtgauge", "run", "--profile", str(prof), "--db", str(db),
+                          "--no-report"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e,
+                         cwd=tmp_path)
+    assert wait_until(lambda: len(measurement_names(db)) >= 1, 60)
+    locker = sqlite3.connect(db, timeout=10, isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        out, err = p.communicate(timeout=120)
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert p.returncode == 1, out + err
+    text = " ".join((out + err).split())
+    assert "database is locked" in text and "rtgauge import" in text, text
+    spool = Path(text.split("saved in ")[1].split(":")[0])
+    r = rtgauge(tmp_path, "import", str(spool), "--db", str(tmp_path / "back.db"))
+    assert r.returncode == 0, r.stderr
+    assert measurement_names(tmp_path / "back.db") == ["lat@idle", "lat2@idle"]

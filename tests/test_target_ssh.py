@@ -1,0 +1,242 @@
+"""rtgauge.target.remote against a real OpenSSH server in a network namespace
+(tests/sshlab.py): the engine runs there and its document comes back, the
+temporary directory is removed, Ctrl-C and a cut link leave no engine behind,
+and an unreachable, unauthenticated or unprivileged target is refused in one
+sentence."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+import sshlab
+from rtgauge.errors import RunFailed, UserError
+from rtgauge.target import remote
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or "")
+
+
+@pytest.fixture(scope="module")
+def lab():
+    lab = sshlab.start()
+    yield lab
+    sshlab.stop(lab)
+
+
+@pytest.fixture
+def client(lab, monkeypatch):
+    """The client side: the lab's HOME (its ~/.ssh), no agent of the developer's."""
+    monkeypatch.setenv("HOME", str(lab.home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    monkeypatch.setenv("RTGAUGE_CACHE", os.environ.get("RTGAUGE_CACHE") or str(REPO / "build" / "cross"))
+    return lab
+
+
+def engine_processes(directory: str) -> list[int]:
+    """Processes whose command line names the target's temporary directory."""
+    found = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if directory.encode() in (p / "cmdline").read_bytes():
+                    found.append(int(p.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_address_parsing():
+    assert remote.parse("ssh://root@board:2200") == remote.Address("board", "root", 2200)
+    assert remote.parse("ssh://board") == remote.Address("board")
+    assert str(remote.parse("ssh://u@[fe80::1]:22")) == "ssh://u@fe80::1:22"
+    for bad in ("board", "ssh://", "ssh://a@b:0", "ssh://a@b:99999", "http://board"):
+        with pytest.raises(UserError, match="not an SSH address"):
+            remote.parse(bad)
+
+
+def test_engine_runs_on_the_target_and_leaves_nothing(client, engine_bin):
+    run = remote.run_engine("ssh://board", ["latency", "--duration-s", "0.5", "--threads", "1"],
+                            engine=Path(engine_bin), time_limit_s=60)
+    assert run.status == 0, run.stderr
+    doc = run.document
+    assert doc["ok"] is True and doc["interrupted"] is False
+    env = doc["env"]
+    assert env["hostname"] == client.hostname          # measured there, not here
+    assert env["policy"] == "fifo" and env["fallback"] is False and env["emulated"] is False
+    m = doc["metrics"]
+    assert m["cycles"]["value"] + m["skipped"]["value"] == pytest.approx(500, abs=2)
+    assert not Path(run.directory).exists()            # the board shares this file system
+    assert engine_processes(run.directory) == []
+
+
+def test_target_machine_and_the_engine_it_gets(client):
+    """Without an engine given, the target's machine picks one (built and cached)."""
+    async def go():
+        async with remote.SshTarget(remote.parse("ssh://board")) as t:
+            return t.machine, t.hostname, await t.run_engine(["overhead", "--iterations", "100000",
+                                                              "--rounds", "3"])
+    machine, hostname, run = asyncio.run(go())
+    assert machine == os.uname().machine and hostname == client.hostname
+    assert run.status == 0 and run.document["metrics"]["timestamp_monotonic"]["value"] > 0
+
+
+def test_ctrl_c_stops_the_remote_engine_and_keeps_what_it_measured(client, engine_bin):
+    target = remote.SshTarget(remote.parse("ssh://board"))
+
+    async def go():
+        async with target:
+            task = asyncio.create_task(target.run_engine(
+                ["latency", "--duration-s", "60", "--threads", "1"], engine=Path(engine_bin)))
+            await asyncio.sleep(2)
+            t0 = time.monotonic()
+            task.cancel()                      # what asyncio.run does on Ctrl-C
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            return time.monotonic() - t0
+
+    stopped_in = asyncio.run(go())
+    run = target.last_run
+    assert stopped_in < 10
+    assert run.status == 130 and run.document["interrupted"] is True
+    assert run.document["metrics"]["cycles"]["value"] > 500          # ~2 s at 1 kHz were kept
+    assert engine_processes(run.directory) == []
+    assert not Path(run.directory).exists()
+
+
+def test_a_cut_link_stops_the_remote_engine_by_itself(client, engine_bin):
+    target = remote.SshTarget(remote.parse("ssh://board"))
+    seen = {}
+
+    async def go():
+        async with target:
+            task = asyncio.create_task(target.run_engine(
+                ["latency", "--duration-s", "120", "--threads", "1"], engine=Path(engine_bin)))
+            await asyncio.sleep(2)
+            seen["dirs"] = [p for p in Path("/tmp").glob("rtgauge.*") if engine_processes(str(p))]
+            client.link(up=False)
+            seen["cut"] = time.monotonic()
+            with pytest.raises(RunFailed, match="lost the connection"):
+                await task
+
+    try:
+        asyncio.run(go())
+        assert time.monotonic() - seen["cut"] < 30
+        [directory] = seen["dirs"]
+        # the guard hears nothing for SILENCE_S seconds and stops the engine
+        deadline = seen["cut"] + remote.SILENCE_S + 10
+        while engine_processes(str(directory)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert engine_processes(str(directory)) == [], "the engine outlived its connection"
+        doc = (directory / "doc.json").read_text()
+        assert '"interrupted":true' in doc.replace(" ", "")                # it kept what it measured
+    finally:
+        client.link(up=True)
+        for d in seen.get("dirs", []):
+            shutil.rmtree(d, ignore_errors=True)   # left on the target: the connection was gone
+
+
+def test_unreachable_target_is_refused(client):
+    with pytest.raises(UserError, match=r"^cannot reach ssh://board-closed \(.*\); check the address"):
+        remote.run_engine("ssh://board-closed", ["latency"])
+
+
+def test_unauthenticated_target_is_refused(client):
+    with pytest.raises(UserError, match=r"^ssh://board-stranger refused the login; give it your public key"):
+        remote.run_engine("ssh://board-stranger", ["latency"])
+
+
+def test_unknown_host_key_is_refused(client):
+    (client.home / ".ssh" / "known_hosts").rename(client.home / ".ssh" / "known_hosts.saved")
+    try:
+        with pytest.raises(UserError, match=r"host key of ssh://board is not known"):
+            remote.run_engine("ssh://board", ["latency"])
+    finally:
+        (client.home / ".ssh" / "known_hosts.saved").rename(client.home / ".ssh" / "known_hosts")
+
+
+def test_unprivileged_login_is_refused(client):
+    with pytest.raises(UserError, match=r"is not root and may not use real-time priorities \(rtprio limit 0\)"):
+        remote.run_engine("ssh://board-user", ["latency"])
+
+
+def test_rtgauge_engine_on_a_target(client):
+    cli = [sys.executable, "-m", "rtgauge", "engine"]
+    p = subprocess.run([*cli, "--target", "ssh://board", "latency", "--duration-s", "0.3", "--threads", "1"],
+                       capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["ok"] and doc["env"]["hostname"] == client.hostname
+    p = subprocess.run([*cli, "--target=ssh://", "latency"], capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == "rtgauge: target 'ssh://' is not an SSH address; write ssh://[user@]host[:port].\n"
+    p = subprocess.run([*cli, "--target", "ssh://board", "latency", "--out", "x.json"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 2 and "--out is not available with --target" in p.stderr
+
+
+def test_ctrl_c_on_rtgauge_engine_with_a_target(client):
+    """A real SIGINT to the command: exit 130, the partial document, no engine left there."""
+    p = subprocess.Popen([sys.executable, "-m", "rtgauge", "engine", "--target", "ssh://board",
+                          "latency", "--duration-s", "60", "--threads", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    deadline = time.monotonic() + 60
+    dirs = []
+    while not dirs and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.2)
+        dirs = [d for d in Path("/tmp").glob("rtgauge.*") if engine_processes(str(d))]
+    assert dirs, "the engine did not start on the target"
+    time.sleep(1.5)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err
+    doc = json.loads(out)
+    assert doc["interrupted"] is True and doc["metrics"]["cycles"]["value"] > 300
+    assert all(engine_processes(str(d)) == [] and not d.exists() for d in dirs)
+
+
+def test_local_and_ssh_targets_answer_alike(client, engine_bin):
+    """target(None) and target("ssh://board") run the same engine the same way."""
+    from rtgauge.target import target
+
+    async def go(address):
+        async with target(address) as t:
+            run = await t.run_engine(["latency", "--cycles", "200", "--threads", "1"], engine=Path(engine_bin))
+            return t.hostname, run
+
+    for address, host in ((None, os.uname().nodename), ("local", os.uname().nodename),
+                          ("ssh://board", client.hostname)):
+        hostname, run = asyncio.run(go(address))
+        assert hostname == host and run.status == 0, run.stderr
+        assert run.document["env"]["hostname"] == host
+        assert run.document["metrics"]["cycles"]["value"] == 200
+        assert not Path(run.directory).exists()
+    with pytest.raises(UserError, match="not an SSH address"):
+        target("board")
+
+
+def test_ctrl_c_on_a_local_target(engine_bin):
+    from rtgauge.target import target
+
+    t = target(None)
+
+    async def go():
+        task = asyncio.create_task(t.run_engine(["latency", "--duration-s", "60", "--threads", "1"],
+                                                engine=Path(engine_bin)))
+        await asyncio.sleep(1.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    assert t.last_run.status == 130 and t.last_run.document["interrupted"] is True
+    assert engine_processes(t.last_run.directory) == []
