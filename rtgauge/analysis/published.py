@@ -142,6 +142,19 @@ STUDIES = (
 )
 
 
+def published_for(test: str, metric: str, params: dict | None = None, condition: str = "idle") -> list[Published]:
+    """Published rows whose method matches what (test, metric, params, condition) measures."""
+    out = []
+    for p in load_published():
+        method = method_of(p.test)
+        if method is None or our_condition(p) != condition:
+            continue
+        if any(t == test and m == metric and params_match(params or {}, want, DEFAULTS.get(test))
+               for t, m, want in method.match):
+            out.append(p)
+    return out
+
+
 def method_of(test: str) -> Method | None:
     return METHODS.get(test)
 

@@ -62,23 +62,8 @@ def load_published(path: str | None = None) -> tuple[Published, ...]:
 
 
 # Published test name -> how rtgauge measures the same thing: the method table of
-# rtgauge/analysis/published.py (METHODS: the engine test, metric and options whose
-# method matches, and the measurements that differ). A row the run does not contain
-# simply has no measured figure beside it. docs/report.md lists the mapping for readers.
-
-def published_for(test: str, metric: str, params: dict | None = None, condition: str = "idle") -> list[Published]:
-    """Published rows whose method matches what (test, metric, params, condition) measures."""
-    from rtgauge.analysis.published import DEFAULTS, method_of, our_condition, params_match
-    params = params or {}
-    out = []
-    for p in load_published():
-        method = method_of(p.test)
-        if method is None or our_condition(p) != condition:
-            continue
-        if any(t == test and m == metric and params_match(params, want, DEFAULTS.get(test))
-               for t, m, want in method.match):
-            out.append(p)
-    return out
+# rtgauge/analysis/published.py (METHODS, and published_for there). docs/report.md
+# lists the mapping for readers.
 
 
 def tire_published() -> list[Published]:
