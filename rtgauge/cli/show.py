@@ -76,12 +76,22 @@ def show(args: argparse.Namespace) -> int:
                 run.setdefault("analysis", {})["tire"] = tire
             cost = run_cost_model(run)
             run = with_pwcet(run)
-            print_json(dict(run, tire_cost=cost) if cost else run)
+            extra = {"published": published_json(run), **({"tire_cost": cost} if cost else {})}
+            print_json(dict(run, **extra))
         else:
             print_run(run)
             print_pwcet(run)
             print_tire_cost(run)
         return 0
+
+
+def published_json(run: dict) -> dict:
+    """What the report shows of the published evaluations for this run: each study's
+    rows with the measurement placed beside them (or why not), and the behaviour
+    verdicts beside the published ones (rtgauge/analysis/published.py)."""
+    from rtgauge.analysis.published import published_verdicts, studies_json
+    verdicts = [dict(v, cells={str(k): c for k, c in v["cells"].items()}) for v in published_verdicts([run])]
+    return {"studies": studies_json([run]), "verdicts": verdicts}
 
 
 def tell_abandoned(store) -> None:
