@@ -67,7 +67,7 @@ static void *measure_gaps(void *p)
             g->n++;
         }
         prev = t;
-        if ((++loops & 4095) == 0 && rtg_bench_stopping())
+        if ((++loops & 4095) == 0 && rtg_micro_stopping())
             break;
     }
     g->t_end = prev;
@@ -252,7 +252,7 @@ static void report(const gaploop *g, const rtg_opts *o, rtg_result *res)
         rtg_j_set(per, "is_tick", rtg_j_null());
     }
     report_events(g, stored, rtg_opt_int(o, "events-above-ns"), res);
-    rtg_bench_method(res, "gap: from the last clock reading before the CPU was taken away to the first after "
+    rtg_micro_method(res, "gap: from the last clock reading before the CPU was taken away to the first after "
                           "it came back (consecutive readings more than --threshold-ns apart)");
 }
 

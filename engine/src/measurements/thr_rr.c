@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "behav_util.h"
+#include "behaviour.h"
 #include "clock.h"
 #include "samples.h"
 #include "test.h"
@@ -132,12 +132,12 @@ static int thr_rr_run(const rtg_opts *o, rtg_result *res)
     rtg_policy pol;
     rtg_policy_parse(rtg_opt_str(o, "policy"), &pol);
     int64_t duration = (int64_t)(rtg_opt_num(o, "duration-s") * 1e9);
-    int cpu = rtg_bh_cpu(o);
+    int cpu = rtg_behav_cpu(o);
     if (cpu < 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "no CPU is available to this process; check its affinity.");
     char err[512];
     /* the slice an RR thread gets here (a FIFO thread is told 0): ask as RR */
-    if (rtg_bh_self(cpu, RTG_POL_RR, prio + 1, err, sizeof err) != 0)
+    if (rtg_behav_self(cpu, RTG_POL_RR, prio + 1, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     struct timespec iv;
     if (sched_rr_get_interval(0, &iv) != 0)
@@ -148,7 +148,7 @@ static int thr_rr_run(const rtg_opts *o, rtg_result *res)
                         (long long)interval);
     /* shorter than two rotations: measured anyway, but the verdicts cannot pass */
     int64_t need = 2 * n * interval;
-    if (rtg_bh_self(cpu, RTG_POL_FIFO, prio + 1, err, sizeof err) != 0)
+    if (rtg_behav_self(cpu, RTG_POL_FIFO, prio + 1, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     worker *w = calloc((size_t)n + 1, sizeof *w);   /* [n]: the thread created halfway */
     pthread_t *th = calloc((size_t)n + 1, sizeof *th);
@@ -168,7 +168,7 @@ static int thr_rr_run(const rtg_opts *o, rtg_result *res)
             break;
         }
         memset(w[i].st, 0, MAX_STRETCHES * sizeof *w[i].st);
-        if (rtg_bh_start(&th[i], worker_main, &w[i], cpu, pol, prio, err, sizeof err) != 0) {
+        if (rtg_behav_start(&th[i], worker_main, &w[i], cpu, pol, prio, err, sizeof err) != 0) {
             status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
             break;
         }
@@ -186,7 +186,7 @@ static int thr_rr_run(const rtg_opts *o, rtg_result *res)
             struct timespec at = rtg_ns_timespec(end - duration / 2);
             while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR)
                 ;
-            if (rtg_bh_start(&th[n], worker_main, &w[n], cpu, pol, prio, err, sizeof err) != 0)
+            if (rtg_behav_start(&th[n], worker_main, &w[n], cpu, pol, prio, err, sizeof err) != 0)
                 status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
             else
                 late = true;
@@ -292,7 +292,7 @@ static int thr_rr_run(const rtg_opts *o, rtg_result *res)
         rtg_j_set(res->env, "stretch_overflow", rtg_j_bool(overflow));
         rtg_dist_free(&slice);
         free(t);
-        rtg_bh_env_cpu(res, cpu);
+        rtg_behav_env_cpu(res, cpu);
     }
     for (int i = 0; i <= n; i++)
         free(w[i].st);

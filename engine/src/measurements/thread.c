@@ -125,7 +125,7 @@ static void *creator(void *p)
 {
     ttest *t = p;
     for (int sc = 0; sc < NSCEN; sc++)
-        for (size_t i = 0; t->want[sc] && i < t->n && !rtg_bench_stopping(); i++)
+        for (size_t i = 0; t->want[sc] && i < t->n && !rtg_micro_stopping(); i++)
             if (!one_cycle(t, sc, i)) {
                 t->failed = true;
                 return NULL;
@@ -197,7 +197,7 @@ static int thread_run(const rtg_opts *o, rtg_result *res)
     rtg_role creator_role = {"creator", creator, &t, 0, RTG_SCN_CPU, RTG_AT_STARTED, RTG_PRIM_SEM, 0};
     rtg_scn_add(&s, &creator_role);
     status = rtg_scn_join(&s, res, "the creations and deletions");
-    if (status == RTG_EXIT_OK && t.failed && !rtg_bench_stopping())
+    if (status == RTG_EXIT_OK && t.failed && !rtg_micro_stopping())
         status = rtg_fail(res, RTG_EXIT_FAIL,
                           "a thread could not be created or deleted within --timeout-s %.0f s (thread limit?); "
                           "raise the timeout or ask for fewer --iterations.", rtg_opt_num(o, "timeout-s"));
@@ -211,7 +211,7 @@ static int thread_run(const rtg_opts *o, rtg_result *res)
             }
         if (t.want[NEVER_RUN])
             rtg_j_set(res->metrics, "ran_early", rtg_j_scalar_int(t.ran_early, "count"));
-        rtg_bench_method(res, "create: never-run, pthread_create alone; run scenarios, from the call until the "
+        rtg_micro_method(res, "create: never-run, pthread_create alone; run scenarios, from the call until the "
                               "child (above the creator) starts running; call_run_*: the whole pthread_create "
                               "call, the child's run until it ends or blocks included; delete: pthread_cancel + "
                               "pthread_join (run-and-terminate: pthread_join alone)");
