@@ -1,6 +1,6 @@
 """Ground truth for `latency --split`: Ti split into ti_irq (deadline -> the timer
 interrupt handling the thread's timer) and ti_sched (that interrupt -> the thread
-running), from the kernel's timer and sched trace events.
+running: its clock_nanosleep returning), from the kernel's trace events.
 
 A higher-priority FIFO `spin` on the measured CPU (12 ms bursts every 98 ms, as in
 test_engine_disturbance.py, sized for this VM's ms-scale host stalls) keeps the
@@ -66,7 +66,7 @@ def test_a_higher_priority_spinner_raises_ti_sched_not_ti_irq(engine_bin):
     for doc in (quiet, spun):
         m = doc["metrics"]
         assert m["ti_irq"]["count"] > 0.9 * m["ti"]["count"], m["ti_irq"]["count"]
-        assert m["ti_sched"]["count"] > 0.8 * m["ti"]["count"], m["ti_sched"]["count"]
+        assert m["ti_sched"]["count"] > 0.9 * m["ti"]["count"], m["ti_sched"]["count"]
         assert m["split_lost"]["value"] == 0
         # the two parts happen inside the wake-up the thread measured itself
         assert m["ti_sched"]["max"] <= m["ti"]["max"] + 50_000

@@ -63,10 +63,23 @@ int rtg_micro_setup_timeout(rtg_bench *b, const rtg_opts *o, rtg_result *res, bo
     /* main applied the policy to this thread; under --allow-fallback it may be other */
     if (rtg_opt_flag(o, "allow-fallback") && sched_getscheduler(0) == SCHED_OTHER)
         b->policy = RTG_POL_OTHER;
-    if (needs_priorities && b->policy == RTG_POL_OTHER)
+    if (needs_priorities && b->policy == RTG_POL_OTHER) {
+        rtg_policy asked;
+        rtg_policy_parse(rtg_opt_str(o, "policy"), &asked);
+        if (asked != RTG_POL_OTHER) {   /* --allow-fallback gave other: nothing to fall back to */
+            char emu[200];
+            if (rtg_emulation(emu, sizeof emu) == 1)
+                return rtg_fail(res, RTG_EXIT_FAIL, "%s is not real time here: %s; run the engine on a "
+                                "machine of its architecture.", rtg_policy_name(asked), emu);
+            return rtg_fail(res, RTG_EXIT_FAIL,
+                            "this test relies on real-time priority order, but %s could not be had here "
+                            "(--allow-fallback fell back to other); run as root or with CAP_SYS_NICE.",
+                            rtg_policy_name(asked));
+        }
         return rtg_fail(res, RTG_EXIT_USAGE,
                         "this test relies on real-time priority order, which --policy other cannot give; "
                         "use --policy fifo or rr (as root or with CAP_SYS_NICE).");
+    }
     b->priority = (int)rtg_opt_int(o, "priority");
     b->deadline_ns = rtg_mono_ns() + timeout;
     struct timespec rt;

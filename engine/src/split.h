@@ -3,9 +3,12 @@
  * tracer. For each measuring thread's own timer:
  *   timer:hrtimer_start         (the thread arms its timer: softexpires = the deadline)
  *   timer:hrtimer_expire_entry  (the timer interrupt handles it: `now` = its clock)
- *   sched:sched_switch          (next_pid = the thread: it runs)
+ *   syscalls:sys_exit_clock_nanosleep (the thread runs: its sleep returns in its own
+ *                                context; sched:sched_switch where the kernel has no
+ *                                syscall events — but switches out of the idle task may
+ *                                not be traced, see split.c)
  *   ti_irq   = expire_entry.now - start.softexpires   (deadline -> timer handled)
- *   ti_sched = switch timestamp - expire_entry timestamp (handled -> thread running)
+ *   ti_sched = running timestamp - expire_entry timestamp (handled -> thread running)
  * Events go to a private tracefs instance (instances/rtgauge-split-PID) restricted
  * to the measured CPUs, with the trace clock on CLOCK_MONOTONIC ("mono"); a non-RT
  * reader thread drains it every 100 ms into distributions, so memory does not grow
