@@ -35,6 +35,9 @@ def register(sub) -> None:
     p.add_argument("--interleave", metavar="PROFILE", default=None,
                    help="also measure this profile (it may be the same one), stored as a second run, its rounds "
                    "interleaved with the first's: the fair way to compare two settings on one machine")
+    p.add_argument("--target", default=None, metavar="ssh://[user@]host[:port]",
+                   help="measure that machine over SSH instead of this one (an engine built for it runs there; "
+                   "documents are stored here; docs/cross.md); default: the profile's target, else here")
     add_conditions_options(p)
     p.set_defaults(func=cmd_run)
 
@@ -153,9 +156,11 @@ def _sigterm_as_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def prepare_jobs(console: Console, profile, args, conditions) -> list[Job]:
+def prepare_jobs(console: Console, profile, args, conditions, address: str | None = None) -> list[Job]:
     jobs = build_plan(profile, args.rounds)
     apply_overrides(jobs, conditions.duration_s, conditions.partition.rt_cpus if conditions.partition else None)
+    if address:
+        jobs = prepare_target_jobs(console, jobs, address)
     # cross-checks need their tool; drop them with a note when it is missing
     from rtgauge.tools import cyclictest
     if any(j.tool == "cyclictest" for j in jobs) and not cyclictest.cyclictest_path():
@@ -166,6 +171,41 @@ def prepare_jobs(console: Console, profile, args, conditions) -> list[Job]:
     from rtgauge.plan.optional import resolve_optional
     resolve_optional(jobs, lambda text: console.print(f"[yellow]{markup(text)}[/]"))
     validate_engine_jobs(jobs)
+    return jobs
+
+
+def target_address(args, profiles) -> str | None:
+    address = args.target if args.target is not None else profiles[0].target
+    if address in (None, "", "local"):
+        return None
+    from rtgauge.target.remote import parse
+    return str(parse(address))
+
+
+def check_target_run(address: str, args, profiles) -> None:
+    """What a run on a target cannot do yet, refused before anything is stored."""
+    for flag, given in (("--tuned", args.tuned), ("--rt-cpus", args.rt_cpus), ("--load-cpus", args.load_cpus),
+                        ("--housekeeping-cpus", args.housekeeping_cpus), ("--live", args.live),
+                        ("--trace-threshold-us", args.trace_threshold_us is not None)):
+        if given:
+            raise UserError(f"{flag} cannot run on {address} yet; drop it, or run rtgauge on the board itself.")
+    for p in profiles:
+        if p.tire is not None or p.hil_sustained is not None:
+            raise UserError(f"profile {p.origin} has a [tire] or [hil_sustained] table, which cannot run on "
+                            f"{address} yet; run it here or on the board itself.")
+
+
+def prepare_target_jobs(console: Console, jobs: list[Job], address: str) -> list[Job]:
+    """Engine jobs run on the target; the cyclictest cross-check is skipped with a note;
+    a load other than idle is refused (no load runs on a target yet)."""
+    for job in jobs:
+        if job.condition != "idle":
+            raise UserError(f"condition {job.condition} cannot run on {address} yet; measure there with "
+                            "conditions = [\"idle\"], or run rtgauge on the board itself.")
+    if any(j.tool == "cyclictest" for j in jobs):
+        console.print(f"[yellow]the cyclictest cross-check is skipped: it does not run on {markup(address)} "
+                      "yet.[/]")
+        jobs = [j for j in jobs if j.tool != "cyclictest"]
     return jobs
 
 
@@ -187,8 +227,6 @@ def execute_interleaved(store, run_ids: list[int], plans: list[list[Job]], warmu
 
 
 def cmd_run(args) -> int:
-    from rtgauge.report.terminal import print_summary
-    from rtgauge.store import open_store
     from rtgauge.sysinfo import collect_facts, run_doctor
 
     console = Console()
@@ -210,11 +248,36 @@ def cmd_run(args) -> int:
                 raise UserError(f"--interleave measures profiles of [[jobs]] only; profile {p.origin} has a "
                                 "[tire] or [hil_sustained] table, run it alone.")
     profile = profiles[0]
+    address = target_address(args, profiles)
+    if address:
+        check_target_run(address, args, profiles)
     conditions = conditions_settings(args, profile.warmup_s)
-    plans = [prepare_jobs(console, p, args, conditions) for p in profiles]
+    plans = [prepare_jobs(console, p, args, conditions, address) for p in profiles]
     jobs = [j for plan in plans for j in plan]
+    if address:
+        from rtgauge.target.session import TargetSession
+        console.print(f"Connecting to {address} ...", markup=False)
+        session = TargetSession(address).__enter__()    # refuses an unreachable, unauthenticated or
+        try:                                            # unprivileged target before anything is stored
+            facts = session.facts()
+            checks = [{"name": "target", "status": "info", "value": f"measured on {address} "
+                       f"({facts.get('hostname')}, {facts.get('arch')}, Linux {facts.get('kernel_release')})",
+                       "advice": "the doctor's checks are not run on a target yet; run `rtgauge doctor` there"}]
+            console.print(f"Target {address}: {facts.get('hostname')}, {facts.get('arch')}, "
+                          f"kernel {facts.get('kernel_release')}", markup=False)
+            return run_measured(console, args, profiles, plans, jobs, conditions, facts, checks, session)
+        finally:
+            session.close()
     facts = collect_facts()
     checks = run_doctor(facts)
+    return run_measured(console, args, profiles, plans, jobs, conditions, facts, checks, None)
+
+
+def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks, session) -> int:
+    from rtgauge.report.terminal import print_summary
+    from rtgauge.store import open_store
+
+    profile = profiles[0]
     store = open_store(args.db)
     run_ids: list[int] = []
     try:
@@ -240,6 +303,7 @@ def cmd_run(args) -> int:
         try:
             with ProgressView(console, jobs, profile.warmup_s) as view, \
                     conditions.applied(console, args, store, jobs, profile.warmup_s, view) as settings:
+                settings.target = session
                 if len(run_ids) == 1:
                     status, outcomes = execute(store, run_id, jobs, profile.warmup_s, view, settings)
                     per_run = [outcomes]

@@ -92,6 +92,7 @@ class RunSettings:
     live: LiveView | None = None
     say: Callable[[str], None] = print
     record: dict = field(default_factory=dict)    # stored with every measurement's load
+    target: object = None   # rtgauge.target.session.TargetSession: engine jobs run there
 
 
 @contextmanager
@@ -205,6 +206,8 @@ def is_engine_latency(job: Job) -> bool:
 
 def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dict, int, bool, list[str]]:
     """Run the tool once; returns (document, exit status, interrupted, command)."""
+    if s.target is not None and job.tool == "engine":
+        return measure_on_target(job, s, stop, on_tick)
     with tempfile.TemporaryDirectory(prefix=workdir_prefix("job")) as tmp:
         out_path, err_path = Path(tmp) / "result.json", Path(tmp) / "stderr.txt"
         extra: list[str] = []
@@ -263,6 +266,31 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
     command = cmd if job.tool == "engine" else [job.tool]
     command = [("RESULT" if c == str(out_path) else c) for c in command]
     return doc, proc.returncode, interrupted, command
+
+
+def measure_on_target(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dict, int, bool, list[str]]:
+    """measure() on a remote target (rtgauge.target): the engine built for it runs
+    there under its guard; Ctrl-C stops it there and keeps what it measured; a lost
+    connection keeps nothing of this job (the engine there stops by itself) and
+    ends the run as interrupted."""
+    args = [job.test, *job.engine_args()]
+    outcome = s.target.run_engine(args, stop, job.expected_s * 1.5 + 60, on_tick)
+    run = outcome.run
+    if run is not None and run.document is not None:
+        doc, status = run.document, run.status
+    else:
+        why = outcome.lost or (f"the engine on {s.target.address} produced no result: "
+                               + ((run.stderr.strip().splitlines() or [f"exit status {run.status}"])[-1]
+                                  if run else "stopped before it started"))
+        doc, status = failure_document(job, why), (run.status if run else -1)
+    interrupted = outcome.interrupted or bool(stop)
+    env = doc.setdefault("env", {})
+    env["target"] = s.target.address
+    if job.notes:
+        env["notes"] = list(job.notes)
+    if interrupted:
+        doc["interrupted"] = True
+    return doc, status, interrupted, ["rtgauge-engine", job.test, "--out", "RESULT", *job.engine_args()]
 
 
 def stop_child(proc: subprocess.Popen) -> None:

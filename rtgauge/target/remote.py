@@ -58,6 +58,10 @@ def parse(text: str) -> Address:
     return Address(m["host"].strip("[]"), m["user"], int(m["port"]) if m["port"] else None)
 
 
+class ConnectionLost(RunFailed):
+    """The connection to the target went away during a run; the guard there stops the engine."""
+
+
 @dataclass
 class RemoteRun:
     document: dict | None   # the engine's document (also when stopped: "interrupted": true)
@@ -154,7 +158,7 @@ class SshTarget:
             return await self._run_guarded(cmd, d, time_limit_s)
         except (asyncssh.Error, OSError, asyncio.IncompleteReadError) as e:
             lost = True
-            raise RunFailed(f"lost the connection to {self.address} ({getattr(e, 'reason', e) or type(e).__name__}); "
+            raise ConnectionLost(f"lost the connection to {self.address} ({getattr(e, 'reason', e) or type(e).__name__}); "
                             f"the engine there stops by itself within {self.silence_s} s.") from None
         finally:
             # also on Ctrl-C: _run_guarded stopped the engine and kept its document
