@@ -74,7 +74,7 @@ def test_a_profile_with_a_target_is_measured_there_and_stored_here(lab, env, tmp
     db = tmp_path / "r.db"
     p = rtgauge_run(env, "--profile", profile(tmp_path, target="ssh://board"), "--db", str(db))
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "cyclictest cross-check is skipped" in p.stdout
+    assert "skipped" not in p.stdout                            # the board has cyclictest: it ran there
     run = only_run(db)
     assert run["status"] == "complete"
     system = run["system"]
@@ -82,7 +82,10 @@ def test_a_profile_with_a_target_is_measured_there_and_stored_here(lab, env, tmp
     assert system["target"] == "ssh://board"
     assert system["arch"] == os.uname().machine and system["kernel_release"] == os.uname().release
     assert run["hostname"] == lab.hostname                     # the system the run is filed under
-    [m] = run["measurements"]
+    m, ct = run["measurements"]
+    assert ct["tool"] == "cyclictest" and ct["ok"], ct["document"].get("error")
+    assert ct["document"]["env"]["target"] == "ssh://board"
+    assert ct["metrics"]["cycles"]["value"] == pytest.approx(1000 * os.cpu_count(), rel=0.05)  # 1 s a CPU
     doc = m["document"]
     assert m["ok"] and not m["interrupted"]
     assert doc["env"]["hostname"] == lab.hostname               # the engine ran there
@@ -91,12 +94,25 @@ def test_a_profile_with_a_target_is_measured_there_and_stored_here(lab, env, tmp
     assert not list(Path("/tmp").glob("rtgauge.??????"))        # the board shares /tmp: nothing left
 
 
+def test_a_target_without_the_tool_is_told_apart(lab, env, monkeypatch):
+    from rtgauge.target.session import TargetSession
+    monkeypatch.setenv("HOME", env["HOME"])
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    with TargetSession("ssh://board") as t:
+        assert t.has("cyclictest") and not t.has("rtgauge-no-such-tool")
+        assert t.facts()["hostname"] == lab.hostname
+
+
 def test_target_option_wins_over_the_profile(lab, env, tmp_path):
     db = tmp_path / "r.db"
     p = rtgauge_run(env, "--profile", profile(tmp_path, target="ssh://board-closed", duration=0.2),
                     "--target", "ssh://board", "--db", str(db))
     assert p.returncode == 0, p.stdout + p.stderr
     assert only_run(db)["system"]["hostname"] == lab.hostname
+    p = rtgauge_run(env, "--profile", profile(tmp_path, target="ssh://board"), "--target", "local",
+                    "--db", str(tmp_path / "here.db"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert only_run(tmp_path / "here.db")["system"]["hostname"] == os.uname().nodename
 
 
 @pytest.mark.parametrize("target, conditions, sentence", [

@@ -159,15 +159,15 @@ def _sigterm_as_interrupt(signum, frame):
 def prepare_jobs(console: Console, profile, args, conditions, address: str | None = None) -> list[Job]:
     jobs = build_plan(profile, args.rounds)
     apply_overrides(jobs, conditions.duration_s, conditions.partition.rt_cpus if conditions.partition else None)
-    if address:
-        jobs = prepare_target_jobs(console, jobs, address)
+    if address:     # cross-checks are looked for on the target once connected
+        check_target_conditions(jobs, address)
     # cross-checks need their tool; drop them with a note when it is missing
     from rtgauge.tools import cyclictest
-    if any(j.tool == "cyclictest" for j in jobs) and not cyclictest.cyclictest_path():
+    if not address and any(j.tool == "cyclictest" for j in jobs) and not cyclictest.cyclictest_path():
         console.print("[yellow]cyclictest is not installed (apt-get install rt-tests): "
                       "the cross-check is skipped.[/]")
         jobs = [j for j in jobs if j.tool != "cyclictest"]
-    check_tools(jobs)
+    check_tools([j for j in jobs if not (address and j.tool == "cyclictest")])
     from rtgauge.plan.optional import resolve_optional
     resolve_optional(jobs, lambda text: console.print(f"[yellow]{markup(text)}[/]"))
     validate_engine_jobs(jobs)
@@ -195,18 +195,28 @@ def check_target_run(address: str, args, profiles) -> None:
                             f"{address} yet; run it here or on the board itself.")
 
 
-def prepare_target_jobs(console: Console, jobs: list[Job], address: str) -> list[Job]:
-    """Engine jobs run on the target; the cyclictest cross-check is skipped with a note;
-    a load other than idle is refused (no load runs on a target yet)."""
+def check_target_conditions(jobs: list[Job], address: str) -> None:
+    """No load runs on a target yet: a condition other than idle is refused."""
     for job in jobs:
         if job.condition != "idle":
             raise UserError(f"condition {job.condition} cannot run on {address} yet; measure there with "
                             "conditions = [\"idle\"], or run rtgauge on the board itself.")
-    if any(j.tool == "cyclictest" for j in jobs):
-        console.print(f"[yellow]the cyclictest cross-check is skipped: it does not run on {markup(address)} "
-                      "yet.[/]")
-        jobs = [j for j in jobs if j.tool != "cyclictest"]
-    return jobs
+
+
+def fit_cross_checks_to_target(console: Console, plans: list[list[Job]], session, cpus: int | None) -> None:
+    """The cyclictest cross-check runs on the target when it has cyclictest (on the
+    target's CPUs unless the job names them), else it is skipped with a note."""
+    if not any(j.tool == "cyclictest" for plan in plans for j in plan):
+        return
+    if not session.has("cyclictest"):
+        console.print(f"[yellow]{markup(session.address)} has no cyclictest (rt-tests): the cross-check is "
+                      "skipped.[/]")
+        for plan in plans:
+            plan[:] = [j for j in plan if j.tool != "cyclictest"]
+        return
+    for job in (j for plan in plans for j in plan):
+        if job.tool == "cyclictest" and "cpus" not in job.options and cpus:
+            job.cpus = list(range(cpus))
 
 
 def execute_interleaved(store, run_ids: list[int], plans: list[list[Job]], warmup_s: float, view, settings):
@@ -265,6 +275,8 @@ def cmd_run(args) -> int:
                        "advice": "the doctor's checks are not run on a target yet; run `rtgauge doctor` there"}]
             console.print(f"Target {address}: {facts.get('hostname')}, {facts.get('arch')}, "
                           f"kernel {facts.get('kernel_release')}", markup=False)
+            fit_cross_checks_to_target(console, plans, session, facts.get("cpus"))
+            jobs = [j for plan in plans for j in plan]
             return run_measured(console, args, profiles, plans, jobs, conditions, facts, checks, session)
         finally:
             session.close()

@@ -206,7 +206,7 @@ def is_engine_latency(job: Job) -> bool:
 
 def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dict, int, bool, list[str]]:
     """Run the tool once; returns (document, exit status, interrupted, command)."""
-    if s.target is not None and job.tool == "engine":
+    if s.target is not None:
         return measure_on_target(job, s, stop, on_tick)
     with tempfile.TemporaryDirectory(prefix=workdir_prefix("job")) as tmp:
         out_path, err_path = Path(tmp) / "result.json", Path(tmp) / "stderr.txt"
@@ -273,13 +273,21 @@ def measure_on_target(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) ->
     there under its guard; Ctrl-C stops it there and keeps what it measured; a lost
     connection keeps nothing of this job (the engine there stops by itself) and
     ends the run as interrupted."""
-    args = [job.test, *job.engine_args()]
-    outcome = s.target.run_engine(args, stop, job.expected_s * 1.5 + 60, on_tick)
+    limit = job.expected_s * 1.5 + 60
+    if job.tool == "cyclictest":
+        outcome = s.target.run_tool(lambda out: cyclictest.command(job.options, job.cpus, out, exe="cyclictest"),
+                                    stop, limit, on_tick)
+        command = ["cyclictest"]
+    else:
+        outcome = s.target.run_engine([job.test, *job.engine_args()], stop, limit, on_tick)
+        command = ["rtgauge-engine", job.test, "--out", "RESULT", *job.engine_args()]
     run = outcome.run
     if run is not None and run.document is not None:
-        doc, status = run.document, run.status
+        status = run.status
+        doc = run.document if job.tool == "engine" else \
+            cyclictest.to_document(run.document, job.options, job.cpus, status, outcome.interrupted or bool(stop))
     else:
-        why = outcome.lost or (f"the engine on {s.target.address} produced no result: "
+        why = outcome.lost or (f"{job.tool} on {s.target.address} produced no result: "
                                + ((run.stderr.strip().splitlines() or [f"exit status {run.status}"])[-1]
                                   if run else "stopped before it started"))
         doc, status = failure_document(job, why), (run.status if run else -1)
@@ -290,7 +298,7 @@ def measure_on_target(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) ->
         env["notes"] = list(job.notes)
     if interrupted:
         doc["interrupted"] = True
-    return doc, status, interrupted, ["rtgauge-engine", job.test, "--out", "RESULT", *job.engine_args()]
+    return doc, status, interrupted, command
 
 
 def stop_child(proc: subprocess.Popen) -> None:

@@ -71,8 +71,8 @@ class TargetSession:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def close(self) -> None:
-        if self.loop.is_closed():
-            return
+        """Disconnect and stop the loop's thread. The loop is left open: the child
+        watcher may still report the exit of a ProxyCommand process to it."""
         if self.thread.is_alive():
             try:
                 self._call(self.target.__aexit__(None, None, None), 15)
@@ -80,8 +80,6 @@ class TargetSession:
                 pass
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(10)
-        if not self.loop.is_running():
-            self.loop.close()
 
     def sh(self, command: str) -> str:
         """Run a shell command on the target; its output ('' when it failed)."""
@@ -103,12 +101,11 @@ class TargetSession:
         facts["facts_from"] = f"{self.address} (identity only: the doctor's checks read this machine, not the target)"
         return facts
 
-    async def _run(self, args: list[str], time_limit_s: float | None) -> TargetOutcome:
+    async def _run(self, start) -> TargetOutcome:
         self._task = asyncio.current_task()
         self.target.last_run = None
         try:
-            run = await self.target.run_engine(args, engine=self.engine, time_limit_s=time_limit_s)
-            return TargetOutcome(run, False, None)
+            return TargetOutcome(await start(), False, None)
         except asyncio.CancelledError:
             return TargetOutcome(self.target.last_run, True, None)
         except ConnectionLost as e:
@@ -118,7 +115,15 @@ class TargetSession:
                    on_tick=None) -> TargetOutcome:
         """Run one engine test there. When `stop` becomes true (Ctrl-C), the remote
         engine is stopped and what it measured comes back, marked interrupted."""
-        future = asyncio.run_coroutine_threadsafe(self._run(args, time_limit_s), self.loop)
+        return self._until_done(lambda: self.target.run_engine(args, engine=self.engine, time_limit_s=time_limit_s),
+                                stop, on_tick)
+
+    def run_tool(self, command, stop, time_limit_s: float | None = None, on_tick=None) -> TargetOutcome:
+        """Run a program the target has (SshTarget.run_tool), stopped the same way."""
+        return self._until_done(lambda: self.target.run_tool(command, time_limit_s=time_limit_s), stop, on_tick)
+
+    def _until_done(self, start, stop, on_tick) -> TargetOutcome:
+        future = asyncio.run_coroutine_threadsafe(self._run(start), self.loop)
         started, cancelled = time.monotonic(), False
         while True:
             try:
