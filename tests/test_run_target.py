@@ -17,6 +17,7 @@ import pytest
 
 import sshlab
 from rtgauge.store import open_store
+from rtgauge.sysinfo import collect_facts
 from test_target_ssh import engine_processes
 
 REPO = Path(__file__).resolve().parent.parent
@@ -100,7 +101,12 @@ def test_a_target_without_the_tool_is_told_apart(lab, env, monkeypatch):
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
     with TargetSession("ssh://board") as t:
         assert t.has("cyclictest") and not t.has("rtgauge-no-such-tool")
-        assert t.facts()["hostname"] == lab.hostname
+        facts = t.facts()
+    here = collect_facts()
+    assert facts["hostname"] == lab.hostname
+    # the board is this kernel: the doctor's reader, fed the target's files, agrees with it here
+    assert facts["preempt_model"] == here["preempt_model"] and facts["cpus"] == here["cpus"]
+    assert facts["machine_id"] == here["machine_id"] and facts["kernel_version"] == here["kernel_version"]
 
 
 def test_target_option_wins_over_the_profile(lab, env, tmp_path):

@@ -282,12 +282,12 @@ def measure_on_target(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) ->
         outcome = s.target.run_engine([job.test, *job.engine_args()], stop, limit, on_tick)
         command = ["rtgauge-engine", job.test, "--out", "RESULT", *job.engine_args()]
     run = outcome.run
-    if run is not None and run.document is not None:
+    if run is not None and run.document is not None and not outcome.error:
         status = run.status
         doc = run.document if job.tool == "engine" else \
             cyclictest.to_document(run.document, job.options, job.cpus, status, outcome.interrupted or bool(stop))
     else:
-        why = outcome.lost or (f"{job.tool} on {s.target.address} produced no result: "
+        why = outcome.error or (f"{job.tool} on {s.target.address} produced no result: "
                                + ((run.stderr.strip().splitlines() or [f"exit status {run.status}"])[-1]
                                   if run else "stopped before it started"))
         doc, status = failure_document(job, why), (run.status if run else -1)

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtgauge.errors import RunFailed
 from rtgauge.owner import hash_machine_id
+from rtgauge.sysinfo.facts import parse_cmdline, read_preemption
 from rtgauge.target import target
 from rtgauge.target.remote import ConnectionLost, RemoteRun
 
@@ -32,14 +35,17 @@ _FACTS = "; ".join(f'echo "{k}=$({cmd})"' for k, cmd in (
     ("machine_id", "cat /etc/machine-id 2>/dev/null"),
     ("cmdline", "cat /proc/cmdline 2>/dev/null"),
     ("preempt", "cat /sys/kernel/debug/sched/preempt 2>/dev/null"),
+    ("realtime", "cat /sys/kernel/realtime 2>/dev/null"),
 ))
+# where read_preemption looks for the two files above
+_PREEMPT_FILES = {"preempt": "sys/kernel/debug/sched/preempt", "realtime": "sys/kernel/realtime"}
 
 
 @dataclass
 class TargetOutcome:
     run: RemoteRun | None   # None: nothing came back (the connection was lost)
     interrupted: bool       # stopped by Ctrl-C / SIGTERM, or the connection was lost
-    lost: str | None        # the sentence saying the connection was lost
+    error: str | None       # what went wrong: the connection lost, the time limit passed...
 
 
 class TargetSession:
@@ -97,6 +103,15 @@ class TargetSession:
         cpus = facts.get("cpus")
         facts["cpus"] = int(cpus) if cpus and cpus.isdigit() else None
         facts["machine_id"] = hash_machine_id(facts.get("machine_id"))
+        # the preemption model, by the doctor's own reader, from the target's files
+        with tempfile.TemporaryDirectory(prefix="rtgauge-target-") as root:
+            for key, rel in _PREEMPT_FILES.items():
+                text = facts.pop(key, None)
+                if text:
+                    Path(root, rel).parent.mkdir(parents=True, exist_ok=True)
+                    Path(root, rel).write_text(text + "\n")
+            facts.update(read_preemption(root, facts.get("kernel_version"), {},
+                                         parse_cmdline(facts.get("cmdline") or "")))
         facts["target"] = self.address
         facts["facts_from"] = f"{self.address} (identity only: the doctor's checks read this machine, not the target)"
         return facts
@@ -110,6 +125,8 @@ class TargetSession:
             return TargetOutcome(self.target.last_run, True, None)
         except ConnectionLost as e:
             return TargetOutcome(None, True, str(e))
+        except RunFailed as e:     # past its time limit (stopped there), a command failing there
+            return TargetOutcome(self.target.last_run, False, str(e))
 
     def run_engine(self, args: list[str], stop, time_limit_s: float | None = None,
                    on_tick=None) -> TargetOutcome:
