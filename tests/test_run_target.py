@@ -201,3 +201,16 @@ def test_a_cut_link_marks_the_run_interrupted_and_the_engine_ends_itself(lab, en
             if (d / "guard.sh").exists():
                 import shutil
                 shutil.rmtree(d, ignore_errors=True)
+
+
+def test_the_profile_target_key():
+    from rtgauge.errors import UserError
+    from rtgauge.profiles import parse_profile
+    job = '[[jobs]]\nname = "l"\ntest = "latency"\nconditions = ["idle"]\n'
+    assert parse_profile('target = "ssh://root@board:2200"\n' + job, "t").target == "ssh://root@board:2200"
+    assert parse_profile('target = "local"\n' + job, "t").target is None
+    assert parse_profile(job, "t").target is None
+    with pytest.raises(UserError, match=r"^profile t: target 'board' is not an SSH address"):
+        parse_profile('target = "board"\n' + job, "t")
+    with pytest.raises(UserError, match=r"^profile t: target must be text"):
+        parse_profile('target = 3\n' + job, "t")
