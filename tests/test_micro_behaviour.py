@@ -49,6 +49,12 @@ def test_thr_rr_rotates_fairly_and_fifo_does_not(run_engine):
     # the slice is checked against the kernel's own figure, which the test reports
     assert m["rr_interval"]["value"] > 0
     assert v["slice"]["pass"], v["slice"]["detail"]
+    # a thread created halfway joins the rotation: its first slice is measured.
+    # The evaluation saw Linux give it ten slices; this kernel (sched_fork gives
+    # a new RR task one sched_rr_timeslice) gives it one (docs/behaviour.md).
+    assert m["new_first_slice"]["value"] > 0
+    assert 0.75 <= m["new_first_ratio"]["value"] <= 1.25, m["new_first_slice"]
+    assert m["first_slice"]["count"] == 3
     wrong = verdicts(run_engine, "thr-rr", "--threads", "3", "--duration-s", "1.2", "--policy", "fifo")
     assert not passed(wrong, "rotation") and not passed(wrong, "fair") and not passed(wrong, "thr_rr")
     assert wrong["metrics"]["turns"]["value"] == 1

@@ -135,16 +135,22 @@ def test_thread_scenarios(run_engine):
     doc = run_ok(run_engine, "thread", "--iterations", "300")
     m = doc["metrics"]
     for name in ("create_never_run", "delete_never_run", "create_run_terminate", "delete_run_terminate",
-                 "create_run_block", "delete_run_block"):
+                 "create_run_block", "delete_run_block", "call_run_terminate", "call_run_block"):
         check_dist(m[name], 300)
     assert m["ran_early"]["value"] == 0
     # reaping a finished thread cannot cost more than creating one that runs to its end
-    assert m["delete_run_terminate"]["p50"] < m["create_run_terminate"]["p50"]
+    assert m["delete_run_terminate"]["p50"] < m["call_run_terminate"]["p50"]
+    # run scenarios: creation ends when the child starts running, inside the
+    # pthread_create call (the child preempts its creator), so before the call
+    # returns: shorter than the whole call, sample for sample
+    for sc in ("run_terminate", "run_block"):
+        assert m[f"create_{sc}"]["p50"] < m[f"call_{sc}"]["p50"], sc
+        assert m[f"create_{sc}"]["max"] <= m[f"call_{sc}"]["max"], sc
 
 
 def test_thread_one_scenario(run_engine):
     doc = run_ok(run_engine, "thread", "--iterations", "50", "--scenario", "run-block")
-    assert set(k for k in doc["metrics"]) == {"create_run_block", "delete_run_block"}
+    assert set(k for k in doc["metrics"]) == {"create_run_block", "delete_run_block", "call_run_block"}
 
 
 def test_deadlock_break_inheritance_vs_none(run_engine):

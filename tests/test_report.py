@@ -83,7 +83,10 @@ def test_micro_rows_carry_the_published_figures(tmp_path):
     rows = {r.label: r for r in micro_rows([run])}
     two = rows["switch [threads=2]"]
     systems = {p.system for p in two.published}
-    assert {"QNX Neutrino 6.5", "Xenomai 2.6.2.1", "RTEMS native"} <= systems
+    assert {"QNX Neutrino 6.5", "Xenomai 2.6.2.1"} <= systems
+    # the interrupt study's context switch (an interrupt handler posts a semaphore) is
+    # not the equal-priority yield ring: it is not beside it
+    assert "RTEMS native" not in systems
     assert {p.system for p in rows["switch [threads=128]"].published} == {"QNX Neutrino 6.5", "Linux 2.6.33.7-rt30"}
     assert two.cells[run["id"]]["max"] == 18000
 

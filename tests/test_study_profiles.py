@@ -141,8 +141,9 @@ def test_notes_are_stored_with_the_measurement(engine_bin, tmp_path, monkeypatch
 
 @needs_root
 def test_interrupt_study_quick_runs_end_to_end(engine_bin, tmp_path):
-    """The cheapest study (2 s per latency job): idle and ping-tcp at 4 kHz, priority
-    99, split into ti_irq/ti_sched, into a store; `show --json` reads it back."""
+    """The cheapest study (2 s per latency job, 10 s per context-switch job): idle and
+    ping-tcp at 4 kHz, priority 99, split into ti_irq/ti_sched, into a store; `show
+    --json` reads it back."""
     db = tmp_path / "r.db"
     env = dict(os.environ, RTGAUGE_ENGINE=engine_bin)
     p = subprocess.run([sys.executable, "-m", "rtgauge", "run", "--profile", "interrupt-study-quick",
@@ -159,5 +160,9 @@ def test_interrupt_study_quick_runs_end_to_end(engine_bin, tmp_path):
         assert m["ok"] and m["params"]["interval_us"] == 250 and m["params"]["priority"] == 99
         assert m["metrics"]["ti_irq"]["count"] > 0 and m["metrics"]["ti_sched"]["count"] > 0
     assert lat["ping-tcp"]["load"]["condition"] == "ping-tcp"
+    cs = {m["condition"]: m for m in run["measurements"] if m["test"] == "preempt"}
+    assert set(cs) == {"idle", "ping-tcp"}           # the study's context switch
+    for m in cs.values():
+        assert m["ok"] and m["params"]["event"] == "timer" and m["params"]["period_us"] == 250
     with sqlite3.connect(db) as c:
-        assert c.execute("select count(*) from measurements").fetchone()[0] == 3
+        assert c.execute("select count(*) from measurements").fetchone()[0] == 5

@@ -67,6 +67,27 @@ def test_fit_leaves_out_undetermined_terms():
     assert f["terms_ns"]["Tspring"] == pytest.approx(5.0) and f["terms_ns"]["Tmass"] == pytest.approx(0.0, abs=1e-6)
 
 
+def test_fit_refuses_the_locked_solver_alone():
+    """Locked-solver probes only: 6e + 4 = 4(2e+1) - 2e, the columns are
+    collinear, so least squares cannot identify the constants and says so."""
+    pts = [{"e": e, "ts_ns": 25.0 * (6 * e + 4) + 400.0 * (2 * e + 1) + 80.0 * e + 3000.0 * nsw,
+            "lock_ops": 6 * e + 4, "nswitch": nsw} for e, nsw in ((100, 0.1), (1000, 0.5), (4000, 0.2), (9000, 1.0))]
+    f = fit.fit_cost(pts)
+    assert f["identifiable"] is False and all(v is None for v in f["terms_ns"].values())
+
+
+def test_fit_uses_the_measured_constants(run_engine):
+    """Probes with the solver's timed phases: the constants are the measured
+    ones (no least squares), and they give the step time back."""
+    docs = [run_engine("tire", "--mode", "realfast", "--masses", str(n), "--steps", "40", "--threads", str(k),
+                       "--policy", "other", "--no-mlock").doc for n, k in ((800, 1), (3200, 1), (3200, 2))]
+    pts = [fit.point_from_doc(d) for d in docs]
+    f = fit.fit_cost(pts)
+    assert f["method"] == "measured"
+    assert f["terms_ns"]["Tspring"] == pytest.approx(sorted(d["metrics"]["t_spring"]["value"] for d in docs)[1])
+    assert f["terms_ns"]["Tipc"] > 0 and f["terms_ns"]["Tmass"] > 0
+
+
 def test_point_from_engine_document(run_engine):
     r = run_engine("tire", "--mode", "realfast", "--masses", "4000", "--steps", "50", "--threads", "2",
                    "--policy", "other", "--no-mlock")

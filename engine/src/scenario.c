@@ -139,8 +139,8 @@ int rtg_scn_init(rtg_scenario *s, const rtg_opts *o, rtg_result *res, bool needs
                  int64_t timeout_ns, void (*unblock)(void *), void *ctx)
 {
     memset(s, 0, sizeof *s);
-    int status = timeout_ns > 0 ? rtg_bench_setup_timeout(&s->b, o, res, needs_priorities, timeout_ns)
-                                : rtg_bench_setup(&s->b, o, res, needs_priorities);
+    int status = timeout_ns > 0 ? rtg_micro_setup_timeout(&s->b, o, res, needs_priorities, timeout_ns)
+                                : rtg_micro_setup(&s->b, o, res, needs_priorities);
     if (status != RTG_EXIT_OK)
         return status;
     s->timeout_opt = timeout_ns <= 0;
@@ -186,7 +186,7 @@ void rtg_scn_here(void)
 static void abort_run(rtg_scenario *s)
 {
     s->start_failed = true;
-    atomic_store(&rtg_bench_abort, 1);
+    atomic_store(&rtg_micro_abort, 1);
 }
 
 void rtg_scn_abort(rtg_scenario *s, const char *fmt, ...)
@@ -280,7 +280,7 @@ static bool wait_blocked(rtg_scenario *s, rtg_scn_thread *t)
     for (;;) {
         if (rtg_thread_blocked_on(tid, t->role.blocks_on))
             return true;
-        if (rtg_mono_ns() >= end || rtg_bench_stopping())
+        if (rtg_mono_ns() >= end || rtg_micro_stopping())
             break;
         rtg_sleep_until(rtg_mono_ns() + LOOK_NS);
     }
@@ -338,7 +338,7 @@ int rtg_scn_join(rtg_scenario *s, rtg_result *res, const char *what)
 {
     if (s->start_failed && s->unblock)
         s->unblock(s->ctx);
-    s->left = rtg_bench_join(&s->b, s->th, s->n, s->unblock, s->ctx);
+    s->left = rtg_micro_join(&s->b, s->th, s->n, s->unblock, s->ctx);
     int status = RTG_EXIT_OK;
     if (s->start_failed)
         status = rtg_fail(res, RTG_EXIT_FAIL, "%s", s->err);

@@ -14,7 +14,7 @@
  * s->place_ns (10 s, and never past the watchdog's deadline) ends the run with
  * a sentence naming the thread and what it was doing.
  *
- * Then rtg_scn_join joins every thread under the watchdog (bench_util.h: the
+ * Then rtg_scn_join joins every thread under the watchdog (microbench.h: the
  * calling thread at FIFO 99 on another CPU, the test's unblock hook at the
  * deadline or on Ctrl-C) and maps the outcome to the exit status.
  *
@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "bench_util.h"
+#include "microbench.h"
 #include "prim.h"
 #include "test.h"
 
@@ -83,7 +83,7 @@ typedef struct {
     char err[512];
 } rtg_scenario;
 
-/* rtg_bench_setup (see bench_util.h) plus room for max threads; unblock(ctx) is
+/* rtg_micro_setup (see microbench.h) plus room for max threads; unblock(ctx) is
  * the hook the watchdog calls; timeout_ns: the watchdog's, or 0 for --timeout-s.
  * Returns RTG_EXIT_*. */
 int rtg_scn_init(rtg_scenario *s, const rtg_opts *o, rtg_result *res, bool needs_priorities, int max,

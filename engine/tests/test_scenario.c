@@ -47,7 +47,7 @@ static void *blocks_on_pipe(void *p)
 static void *spins(void *p)
 {
     shared *s = p;
-    while (!atomic_load(&s->stop) && !rtg_bench_stopping())
+    while (!atomic_load(&s->stop) && !rtg_micro_stopping())
         ;
     return NULL;
 }
@@ -139,7 +139,7 @@ static void test_never_blocking_thread_fails_in_bounded_time(rtg_opts *o)
     CHECK(rtg_scn_add(&s, &next) != 0 && s.n == 1, "nothing starts after a failed placement");
     CHECK_EQ_I(rtg_scn_join(&s, &res, "the demo"), RTG_EXIT_FAIL);
     CHECK(strstr(res.error, "spinner") != NULL, "%s", res.error);
-    atomic_store(&rtg_bench_abort, 0);
+    atomic_store(&rtg_micro_abort, 0);
     finish(&sh);
 }
 

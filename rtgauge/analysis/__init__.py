@@ -19,7 +19,7 @@ def latency_row(m: dict) -> dict | None:
     env = m.get("env") or {}
     return {
         "name": m["name"], "tool": m.get("tool", "engine"), "condition": m.get("condition"),
-        "samples": ti["count"], "min_us": _us(ti.get("min")), "avg_us": _us(ti.get("avg")),
+        "samples": ti["count"], "min_us": _us(ti.get("min")), "avg_us": _us(ti.get("avg")), "stddev_us": _us(ti.get("stddev")),
         "p99_us": _us(ti.get("p99")), "p9999_us": _us(ti.get("p9999")), "max_us": _us(ti.get("max")),
         "misses": misses, "policy": env.get("policy"), "fallback": is_fallback(m),
         "interrupted": bool(m.get("interrupted")),

@@ -7,10 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rtgauge.catalogue import MICRO_KINDS, catalogue
-from rtgauge.reference import Published, published_for
+from rtgauge.analysis.published import published_for
+from rtgauge.reference import Published
 
 # Options that make two runs of one test measure different things: they name the row.
-VARIANT_PARAMS = ("threads", "primitive", "transport", "scenario", "waiters", "lock", "mode", "contention")
+VARIANT_PARAMS = ("threads", "primitive", "transport", "scenario", "waiters", "lock", "mode", "contention", "event")
 
 
 @dataclass

@@ -19,7 +19,8 @@ from rtgauge.analysis.regress import ALPHA, BETTER, SAME, WORSE, change_json, co
 from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, headline
 from rtgauge.cli.report import add_db_argument, budget_options, load_runs, write_html
 from rtgauge.errors import UserError
-from rtgauge.report.terminal import print_micro
+from rtgauge.report.numbers import fmt_group
+from rtgauge.report.terminal import print_micro, print_published
 
 EXIT_RULE_TRIPPED = 3
 
@@ -221,12 +222,14 @@ def print_side_by_side(out: Console, runs: list[dict], budget_us: float) -> None
         for r in runs:
             m = next((m for m in latency_measurements(r) if m["name"] == name), None)
             row = latency_row(m) if m else None
-            cells.append("-" if row is None else f"{_f(row['avg_us'])} / {_f(row['p99_us'])} / [bold]{_f(row['max_us'])}[/]"
+            figs = None if row is None else fmt_group([row["avg_us"], row["p99_us"], row["max_us"]], dash="-")
+            cells.append("-" if row is None else f"{figs[0]} / {figs[1]} / [bold]{figs[2]}[/]"
                          + (" [red](fallback)[/]" if row["fallback"] else ""))
         lat.add_row(escape(name), *cells)
     if lat.row_count:
         out.print(lat)
     print_micro(out, runs)
+    print_published(out, runs)
 
 
 def fmt(v, unit) -> str:

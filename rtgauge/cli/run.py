@@ -13,7 +13,7 @@ from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
 from rtgauge.plan import Job, build_plan, plan_seconds
 from rtgauge.plan.execute import apply_overrides, execute
-from rtgauge.cli.tune import conditions_settings
+from rtgauge.plan.session import conditions_settings
 from rtgauge.profiles import MAX_ROUNDS, load_profile, valid_rounds
 from rtgauge.store.spool import Spool
 from rtgauge.report.safe import SafeConsole as Console, markup

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from rich.table import Table
 
+from rtgauge.analysis.tirecost import run_cost_model
 from rtgauge.errors import UserError
 from rtgauge.report.safe import SafeConsole, markup as escape, printable, say
 from rtgauge.store import open_store
@@ -73,11 +74,24 @@ def show(args: argparse.Namespace) -> int:
             tire = tire_summary(run)      # what the report draws of the tire model: maps, limits, curves
             if any(tire.values()):
                 run.setdefault("analysis", {})["tire"] = tire
-            print_json(with_pwcet(run))
+            cost = run_cost_model(run)
+            run = with_pwcet(run)
+            extra = {"published": published_json(run), **({"tire_cost": cost} if cost else {})}
+            print_json(dict(run, **extra))
         else:
             print_run(run)
             print_pwcet(run)
+            print_tire_cost(run)
         return 0
+
+
+def published_json(run: dict) -> dict:
+    """What the report shows of the published evaluations for this run: each study's
+    rows with the measurement placed beside them (or why not), and the behaviour
+    verdicts beside the published ones (rtgauge/analysis/published.py)."""
+    from rtgauge.analysis.published import published_verdicts, studies_json
+    verdicts = [dict(v, cells={str(k): c for k, c in v["cells"].items()}) for v in published_verdicts([run])]
+    return {"studies": studies_json([run]), "verdicts": verdicts}
 
 
 def tell_abandoned(store) -> None:
@@ -264,3 +278,28 @@ def print_pwcet(run: dict) -> None:
     for m, rs in results:
         for r in rs:
             out.print(f"  {m['name']}: {r.summary()}", markup=False)
+
+
+def print_tire_cost(run: dict) -> None:
+    """The tire cost equation of the run: constants measured by the solver, and
+    each configuration's step time predicted from the others' (docs/tire.md)."""
+    model = run_cost_model(run)
+    if not model:
+        return
+    out = console()
+    for policy, m in model.items():
+        c = m["constants"]
+        tsw = m["tswitch_ns"]
+        micro = m["tswitch_micro_ns"]
+        out.print(f"Tire cost equation ({policy}): Tspring {c['Tspring']['median']:.2f} ns, "
+                  f"Tmass {c['Tmass']['median']:.2f} ns, Tipc {c['Tipc']['median']:.2f} ns, "
+                  f"Tswitch {'–' if tsw is None else f'{tsw / 1e3:.1f} µs'} in the runs"
+                  + (f" ({micro / 1e3:.2f} µs switch microbenchmark)" if micro is not None else "")
+                  + f"; median prediction error {m['median_error']:.0%}", markup=False)
+        table = Table(title=f"Ts predicted against measured ({policy})", title_justify="left")
+        for col in ("masses", "threads", "Nswitch", "measured µs", "predicted µs", "error"):
+            table.add_column(col, justify="right")
+        for r in m["predictions"]:
+            table.add_row(f"{r['masses']:,}", str(r["threads"]), f"{r['nswitch']:.2f}",
+                          f"{r['measured_ns'] / 1e3:.1f}", f"{r['predicted_ns'] / 1e3:.1f}", f"{r['error']:.0%}")
+        out.print(table)

@@ -22,6 +22,7 @@ from rtgauge.analysis.histograms import (
     window_series,
 )
 from rtgauge.analysis.micro import micro_rows, micro_scalars, rhealstone, verdict_rows
+from rtgauge.analysis.published import overlay_curves, published_verdicts, studies, systems_of
 from rtgauge.analysis.systems import doctor_rows, fact_rows
 from rtgauge.analysis.tire import (
     cost_fits,
@@ -37,8 +38,10 @@ from rtgauge.analysis.tire import (
 )
 from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, SOFT_MISS_RATIO, SOFT_WORST_US, headline
 from rtgauge.catalogue import LOOP, catalogue
+from rtgauge.analysis.tirecost import run_cost_model
 from rtgauge.reference import tire_published
-from rtgauge.report.svg import Axis, Plot, Series, budget_bar, heatmap
+from rtgauge.report.numbers import avg_sigma, fmt_group, latency_figures, us_group
+from rtgauge.report.svg import Axis, Plot, Series, budget_bar, heatmap, overlaid_histograms
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:1.5em 2em;color:#222;max-width:90em}
@@ -97,7 +100,8 @@ def render(runs: list[dict], budget_us: float = DEFAULT_BUDGET_US, title: str | 
              f"for real time; every figure says how it was measured.</p>",
              "<nav><a href='#summary'>Summary</a><a href='#systems'>Systems</a><a href='#latency'>Latency</a>"
              "<a href='#pwcet'>Probable worst case</a>"
-             "<a href='#micro'>Microbenchmarks</a><a href='#tire'>Tire model</a><a href='#hil'>HIL loop</a>"
+             "<a href='#micro'>Microbenchmarks</a><a href='#published'>Published</a><a href='#tire'>Tire model</a>"
+             "<a href='#tirecost'>Tire cost</a><a href='#hil'>HIL loop</a>"
              "<a href='#method'>Method</a></nav>",
              section("summary", "Summary: the verdict per system", render_summary(runs, heads, budget_us)),
              (section("regressions", "Regressions against the baseline", render_regressions(runs, comparisons, tripped))
@@ -106,7 +110,10 @@ def render(runs: list[dict], budget_us: float = DEFAULT_BUDGET_US, title: str | 
              section("latency", "Wake-up latency", render_latency(runs)),
              section("pwcet", "Probable worst case (extreme value theory)", render_pwcet(runs)),
              section("micro", "Microbenchmarks", render_micro(runs)),
+             section("published", "The published evaluations, redone", render_published(runs)),
              section("tire", "Tire model: real-time vs real-fast", render_tire(runs)),
+             section("tirecost", "Tire model: the cost equation, predicted against measured",
+                     render_tire_cost(runs)),
              section("hil", "Hardware-in-the-loop loop", render_hil(runs)),
              section("method", "How it was measured", render_method(runs)),
              "</body></html>"]
@@ -287,15 +294,16 @@ def figure(svg: str, caption: str) -> str:
 
 def latency_table(run: dict, ms: list[dict]) -> str:
     out = ["<div class='wide'><table><tr><th class='l'>job</th><th class='l'>tool</th><th class='l'>condition</th>"
-           "<th>samples</th><th>min µs</th><th>avg µs</th><th>p99 µs</th><th>p99.99 µs</th><th>max µs</th>"
+           "<th>samples</th><th>min µs</th><th>avg ± σ µs</th><th>p99 µs</th><th>p99.99 µs</th><th>max µs</th>"
            "<th>misses</th></tr>"]
     for m in ms:
         r = latency_row(m)
         flags = (flag("fallback: not real-time") if r["fallback"] else "") + (flag("interrupted") if r["interrupted"] else "")
         out.append(f"<tr><td class='l'>{e(r['name'])}{flags}</td><td class='l'>{e(r['tool'])}</td>"
-                   f"<td class='l'>{e(r['condition'])}</td><td>{r['samples']:,}</td><td>{num(r['min_us'])}</td>"
-                   f"<td>{num(r['avg_us'])}</td><td>{num(r['p99_us'])}</td><td>{num(r['p9999_us'])}</td>"
-                   f"<td><b>{num(r['max_us'])}</b></td><td>{'–' if r['misses'] is None else r['misses']}</td></tr>")
+                   f"<td class='l'>{e(r['condition'])}</td><td>{r['samples']:,}</td>"
+                   + "".join(f"<td>{avg_sigma(r) if i == 1 else v}</td>" for i, v in enumerate(latency_figures(r)[:4]))
+                   + f"<td><b>{latency_figures(r)[4]}</b></td>"
+                   f"<td>{'–' if r['misses'] is None else r['misses']}</td></tr>")
     out.append("</table></div>")
     for pair in cross_checks(run.get("measurements", [])):
         bits = []
@@ -386,30 +394,25 @@ def render_micro(runs: list[dict]) -> str:
     if rows:
         ids = [r.get("id") for r in runs if any(r.get("id") in row.cells for row in rows)]
         shown = [r for r in runs if r.get("id") in ids]
-        sources = []
-        for row in rows:
-            for p in row.published:
-                if p.source not in sources:
-                    sources.append(p.source)
         out.append("<div class='wide'><table><tr><th class='l' rowspan='2'>test</th><th class='l' rowspan='2'>condition</th>"
                    + "".join(f"<th colspan='2'>{e(system_label(r))}</th>" for r in shown)
-                   + "".join(f"<th class='ref' rowspan='2'>published: {e(s)}<br>avg / max µs</th>" for s in sources)
+                   + "<th class='ref' rowspan='2'>published beside it<br>(same method)</th>"
                    + "</tr><tr>" + "<th>avg µs</th><th>max µs</th>" * len(shown) + "</tr>")
         for row in rows:
             cells = []
             for r in shown:
                 c = row.cells.get(r.get("id"))
-                cells.append("<td>–</td><td>–</td>" if not c else f"<td>{us(c['avg'], 2)}</td><td><b>{us(c['max'], 1)}</b></td>")
-            refs = []
-            for s in sources:
-                lines = published_lines([p for p in row.published if p.source == s])
-                refs.append(f"<td class='ref'>{'<br>'.join(lines) or '–'}</td>")
+                if not c:
+                    cells.append("<td>–</td><td>–</td>")
+                    continue
+                avg, mx = us_group([c["avg"], c["max"]])
+                cells.append(f"<td>{avg}</td><td><b>{mx}</b></td>")
             out.append(f"<tr><td class='l'>{e(row.label)}</td><td class='l'>{e(row.condition)}</td>"
-                       f"{''.join(cells)}{''.join(refs)}</tr>")
+                       f"{''.join(cells)}<td class='ref'>{published_pointer(row.published)}</td></tr>")
         out.append("</table></div><p class='note'>Each figure is the engine's distribution of every sample "
-                   "(avg and worst case, µs); the published columns are the figures for the same test from "
-                   "reference/published.csv — other hardware and years, so compare orders of magnitude and "
-                   "ratios between systems, not single values. docs/report.md lists how published test names map to "
+                   "(avg and worst case, µs; avg and max of a cell share their decimals). The published figures "
+                   "of the same method are in the section <a href='#published'>The published evaluations</a>, "
+                   "one column per published system; docs/report.md lists how published tests map to "
                    "rtgauge's tests.</p>")
     for run in runs:
         lines = rhealstone(run)
@@ -451,22 +454,128 @@ def render_micro(runs: list[dict]) -> str:
     return "".join(out) or "<p>No microbenchmarks in these runs.</p>"
 
 
-def published_lines(rows) -> list[str]:
-    by_system: dict[str, dict] = {}
+def published_pointer(rows) -> str:
+    """The studies whose figures of the same method sit beside this row, as links."""
+    from rtgauge.analysis.published import STUDIES
+    titles = {st.source: st for st in STUDIES}
+    seen = []
     for p in rows:
-        by_system.setdefault(p.system, {})[p.statistic] = p
-    lines = []
-    for system, stats in by_system.items():
-        def val(stat):
-            p = stats.get(stat)
-            if p is None:
-                return "–"
-            ns = p.ns
-            if ns is None:
-                return e(p.text)
-            return e(f"{p.bound}{ns / 1000:g}")
-        lines.append(f"{e(system)}: {val('avg')} / {val('max')}")
-    return lines
+        if p.source not in seen:
+            seen.append(p.source)
+    return "<br>".join(f"<a href='#pub-{e(src)}'>{e(titles[src].title.split(' (')[0] if src in titles else src)}</a>"
+                       for src in seen) or "–"
+
+
+# ---- the published evaluations ------------------------------------------------
+
+def published_cell(study, stats: dict) -> str:
+    """A published system's figures in the study's own layout (µs)."""
+    def pv(stat):
+        p = stats.get(stat)
+        if p is None:
+            return None, ""
+        scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}.get(p.unit)
+        return (None if p.value is None or scale is None else p.value * scale), p.bound
+    text = {}
+    for stat in study.stats:
+        v, bound = pv(stat)
+        text[stat] = "–" if v is None else f"{bound}{v:,g}"   # as published: its own digits
+    if "value" in stats and not any(s in stats for s in study.stats):   # a single figure (IRQ-S-SUS)
+        v, bound = pv("value")
+        return e(f"{bound}{v:,g}" if v is not None else stats["value"].text) + (
+            f" <small>({e(stats['value'].note)})</small>" if stats["value"].note else "")
+    return layout_text(study, text)
+
+
+def layout_cell(study, values: list, bounds: list | None = None) -> str:
+    """values in the order of study.stats, laid out as the study prints them; one
+    number of decimals for the cell (so a max never reads below its average)."""
+    return layout_text(study, dict(zip(study.stats, fmt_group(values, prefixes=bounds))))
+
+
+def layout_text(study, text: dict) -> str:
+    if study.layout == "max (avg ± σ)":
+        return f"<b>{text['max']}</b> ({text['avg']} ± {text['stddev']})"
+    return " / ".join(f"<b>{text[s]}</b>" if s == "max" else text[s] for s in study.stats)
+
+
+def measured_cell(study, placed: dict) -> str:
+    status = placed.get("status")
+    if status == "compared":
+        st = placed["stats"]
+        return (f"<td>{layout_cell(study, [st.get(k) for k in study.stats])}<br><small>{e(placed['measurement'])} "
+                f"{e(placed['metric'])}, {st.get('count') or 0:,} samples</small></td>")
+    if status == "different method":
+        name = f"{e(placed['measurement'])}: " if placed.get("measurement") else ""
+        return f"<td class='l info'><small>{name}{e(placed.get('note'))}; not compared</small></td>"
+    return f"<td class='l info'><small>not measured{e(' (' + placed['condition'] + ')') if placed.get('condition') else ''}</small></td>"
+
+
+def render_published(runs: list[dict]) -> str:
+    out = ["<p class='note'>Each published row sits beside the measurement whose method matches (docs/method.md); "
+           "where only a measurement of a different method exists it is named and not compared. Published figures "
+           "come from other hardware and years: compare orders of magnitude and ratios between systems, not single "
+           "values. µs throughout.</p>"]
+    found = studies(runs)
+    for study, rows in found:
+        systems = systems_of(rows)
+        shown = [r for r in runs if any(row.placed.get(r.get("id"), {}).get("status") != "not measured"
+                                        for row in rows)]
+        platform = next((p.platform for row in rows for st in row.published.values() for p in st.values()), "")
+        out.append(f"<h3 id='pub-{e(study.source)}'>{e(study.title)}</h3><p class='note'>Published on "
+                   f"{e(platform)}; every cell reads {e(study.layout)} µs.</p>")
+        out.append("<div class='wide'><table><tr><th class='l'>test</th><th class='l'>condition</th>"
+                   + "".join(f"<th class='ref'>{e(s)}</th>" for s in systems)
+                   + "".join(f"<th>{e(system_label(r))}</th>" for r in shown) + "</tr>")
+        group = None
+        for row in rows:
+            if row.method.group != group:
+                group = row.method.group
+                out.append(f"<tr><th class='l' colspan='{2 + len(systems) + len(shown)}'>{e(group)}: "
+                           f"<small>published: {e(row.method.what)}; rtgauge: {e(row.method.ours or 'no counterpart')}"
+                           f"</small></th></tr>")
+            cond = row.condition + (f" → {row.our_condition}" if row.our_condition not in (None, row.condition) else "")
+            cells = "".join(f"<td class='ref'>{published_cell(study, row.published[s])}</td>" if s in row.published
+                            else "<td class='ref'>–</td>" for s in systems)
+            mine = "".join(measured_cell(study, row.placed.get(r.get("id"), {})) for r in shown)
+            out.append(f"<tr><td class='l'>{e(row.test)}</td><td class='l'>{e(cond)}</td>{cells}{mine}</tr>")
+        out.append("</table></div>")
+    if not found:
+        out.append("<p>No measurement in these runs reproduces a published one.</p>")
+    vrows = published_verdicts(runs)
+    if vrows:
+        out.append("<h3>Behaviour verdicts beside the published ones</h3><div class='wide'><table><tr>"
+                   "<th class='l'>test</th><th class='l'>verdict</th><th class='l'>published</th>"
+                   + "".join(f"<th class='l'>{e(system_label(r))}</th>" for r in runs) + "</tr>")
+        for v in vrows:
+            cells = []
+            for r in runs:
+                c = v["cells"].get(r.get("id"))
+                if c is None:
+                    cells.append("<td class='l'>–</td>")
+                    continue
+                finding = "" if c["agrees"] else flag("disagrees with the published verdict")
+                cells.append(f"<td class='l'><span class='{'ok' if c['pass'] else 'bad'}'>"
+                             f"{'pass' if c['pass'] else 'FAIL'}</span>{finding} <small>{e(c['detail'])}</small></td>")
+            out.append(f"<tr><td class='l'>{e(v['test'])}</td><td class='l'>{e(v['verdict'])}</td>"
+                       f"<td class='l'>{'pass' if v['published_pass'] else 'FAIL'}: {e(v['published'])}</td>"
+                       f"{''.join(cells)}</tr>")
+        out.append("</table></div><p class='note'>A disagreement is a finding about the system measured here "
+                   "(or about the published test's primitive), not an error of the report.</p>")
+    overlays = overlay_curves(runs)
+    if overlays:
+        out.append("<h3>Wake-up latency of the systems in one figure</h3><div class='figs'>")
+        for cond, curves in overlays.items():
+            svg = overlaid_histograms(f"Wake-up latency, {cond}: every system",
+                                      [(f"run {r.get('id')}: {(r.get('system') or {}).get('hostname') or r.get('hostname') or '?'}",
+                                        (ti.get("histogram") or {}).get("bins") or [], ti.get("max"))
+                                       for r, ti in curves])
+            out.append(figure(svg, e(f"Histogram of every wake-up (Ti) of each run's first latency job under "
+                                     f"condition {cond}, one curve per system (run id and host: "
+                                     "the systems table names each), as the cyclictest study draws its systems; the "
+                                     "dashed lines are each curve's maximum.")))
+        out.append("</div>")
+    return "".join(out)
 
 
 # ---- tire ------------------------------------------------------------------
@@ -544,6 +653,36 @@ def tire_maps(points, mode: str, period: float, facts: dict) -> list[str]:
                             f"{how}.")))
         out.append("</div>")
     return out
+
+
+def render_tire_cost(runs: list[dict]) -> str:
+    """Per run and policy: the cost-equation constants the locked solver measured
+    and each configuration's step time predicted from the other configurations'
+    constants, beside the measured one (docs/tire.md "Cost equation")."""
+    out = []
+    for run in runs:
+        model = run_cost_model(run)
+        for policy, m in (model or {}).items():
+            c = m["constants"]
+            tsw, micro = m["tswitch_ns"], m["tswitch_micro_ns"]
+            spread = "; ".join(f"{k} {v['median']:.2f} ns ({v['min']:.2f}–{v['max']:.2f} over {v['runs']} runs)"
+                               for k, v in c.items())
+            out.append(f"<h4>Run {e(run.get('id'))}, {e(system_label(run))} · {e(policy)}</h4><p class='note'>Ts = r·(ops·Tipc + "
+                       "(2e+1)·Tspring + e·Tmass) + Nswitch·Tswitch, r = threads per CPU, ops = 6e + 4 lock "
+                       f"operations per share. Measured by the solver: {e(spread)}. Tswitch (step time outside "
+                       f"the timed phases per switch): {e('–' if tsw is None else us(tsw) + ' µs')}"
+                       + (e(f"; the switch microbenchmark gives {us(micro, 2)} µs") if micro is not None else "")
+                       + f". Median prediction error (each configuration from the others): "
+                       f"<b>{m['median_error']:.0%}</b>.</p>")
+            out.append("<table><tr><th>masses</th><th>threads</th><th>Nswitch</th><th>measured Ts (median, µs)"
+                       "</th><th>predicted Ts (µs)</th><th>error</th></tr>")
+            for r in m["predictions"]:
+                out.append(f"<tr><td>{r['masses']:,}</td><td>{r['threads']}</td><td>{r['nswitch']:.2f}</td>"
+                           f"<td>{us(r['measured_ns'])}</td><td>{us(r['predicted_ns'])}</td>"
+                           f"<td>{r['error']:.0%}</td></tr>")
+            out.append("</table>")
+    return "".join(out) or ("<p>No tire runs of the locked solver with timed phases (at least two "
+                            "configurations per policy) in these runs.</p>")
 
 
 def fmt_value(v) -> str:

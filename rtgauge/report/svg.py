@@ -282,6 +282,27 @@ def budget_bar(title: str, period: float, parts: list[tuple[str, list[tuple[str,
     return "".join(out)
 
 
+def overlaid_histograms(title: str, curves: list[tuple[str, list, float | None]], width: int = 620,
+                        height: int = 300) -> str:
+    """Histograms of several systems in one figure (the cyclictest study's figures):
+    curves = [(label, histogram bins [[lo_ns, hi_ns, count], ...], max_ns)], each
+    rebinned onto the same log buckets and drawn as one step curve with its colour
+    and dash; each curve's maximum is marked by a dashed line of its colour."""
+    from rtgauge.analysis.histograms import PLOT_BUCKETS_PER_DECADE, rebin_log, step_points
+    plot = Plot(title, Axis("latency Ti (µs, log scale)", log=True), Axis("wake-ups per bucket (log)", log=True, lo=1),
+                width=width, height=height)
+    for i, (label, bins, mx) in enumerate(curves):
+        pts = step_points(rebin_log(bins or []))
+        if not pts:
+            continue
+        plot.series.append(Series(label, pts, steps=True, width=10 ** (1 / PLOT_BUCKETS_PER_DECADE)))
+        if mx:
+            plot.vlines.append((mx / 1000, f"max {mx / 1000:,.1f} µs", style(len(plot.series) - 1)[0]))
+    if not plot.series:
+        plot.title += " (no histogram stored)"
+    return plot.render()
+
+
 def return_level_plot(title: str, observed: list[tuple[float, float]], curve: list[tuple[float, float]],
                       band: list[tuple[float, float, float]], mark: tuple[float, float, float, float | None] | None,
                       x_label: str = "return period (cycles, log)", y_label: str = "latency (µs)",

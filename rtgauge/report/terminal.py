@@ -12,7 +12,9 @@ from rich.table import Table
 from rtgauge.analysis import cross_checks, latency_measurements, latency_row, scalar, system_label
 from rtgauge.analysis.micro import micro_rows, rhealstone, verdict_rows
 from rtgauge.analysis.tire import held_text, period_text
+from rtgauge.analysis.published import published_verdicts, studies, systems_of
 from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, headline
+from rtgauge.report.numbers import avg_sigma, fmt_group, latency_figures, us_group
 
 
 def _f(v, digits=1) -> str:
@@ -66,15 +68,15 @@ def print_headline(console: Console, run: dict, h: dict) -> None:
 
 def print_latency(console: Console, run: dict) -> None:
     table = Table(title="Wake-up latency (µs)", title_justify="left")
-    for col in ("job", "tool", "condition", "samples", "min", "avg", "p99", "p99.99", "max", "misses"):
+    for col in ("job", "tool", "condition", "samples", "min", "avg ± σ", "p99", "p99.99", "max", "misses"):
         table.add_column(col, justify="right" if col not in ("job", "tool", "condition") else "left", no_wrap=True)
     for m in latency_measurements(run):
         row = latency_row(m)
         flag = " (fallback: not real-time)" if row["fallback"] else ""
         flag += " (interrupted)" if row["interrupted"] else ""
         table.add_row(escape(m["name"].split("/")[0] + flag), escape(row["tool"]), escape(str(row["condition"])),
-                      f"{row['samples']:,}", _f(row["min_us"]), _f(row["avg_us"]), _f(row["p99_us"]),
-                      _f(row["p9999_us"]), f"[bold]{_f(row['max_us'])}[/]",
+                      f"{row['samples']:,}", latency_figures(row, "-")[0], avg_sigma(row, "-"),
+                      *latency_figures(row, "-")[2:4], f"[bold]{latency_figures(row, '-')[4]}[/]",
                       "-" if row["misses"] is None else str(row["misses"]))
     if table.row_count:
         console.print(table)
@@ -87,17 +89,85 @@ def print_latency(console: Console, run: dict) -> None:
 
 
 def published_text(row) -> str:
-    """'QNX Neutrino 6.5 2.4/17.2; Linux 2.6.33.7-rt30 5.3/53.8' (µs, avg/max)."""
-    by_system: dict[str, dict] = {}
+    """The studies whose figures of the same method are shown in the published tables."""
+    from rtgauge.analysis.published import STUDIES
+    titles = {st.source: st.title.split(" (")[0] for st in STUDIES}
+    seen: list[str] = []
     for p in row.published:
-        by_system.setdefault(p.system, {})[p.statistic] = p
-    parts = []
-    for system, stats in by_system.items():
-        def val(stat):
-            p = stats.get(stat)
-            return "-" if p is None or p.ns is None else f"{p.bound}{p.ns / 1000:g}"
-        parts.append(f"{system} {val('avg')}/{val('max')}")
-    return "; ".join(parts)
+        if titles.get(p.source, p.source) not in seen:
+            seen.append(titles.get(p.source, p.source))
+    return "; ".join(seen) or "-"
+
+
+def _layout(study, text: dict) -> str:
+    if study.layout == "max (avg ± σ)":
+        return f"{text['max']} ({text['avg']} ± {text['stddev']})"
+    return " / ".join(text[s] for s in study.stats)
+
+
+def _published_cell(study, stats: dict) -> str:
+    text = {}
+    for stat in study.stats:
+        p = stats.get(stat)
+        text[stat] = "-" if p is None or p.ns is None else f"{p.bound}{p.ns / 1000:,g}"
+    if "value" in stats and not any(s in stats for s in study.stats):   # a single figure (IRQ-S-SUS)
+        p = stats["value"]
+        return p.text if p.ns is None else f"{p.bound}{p.ns / 1000:,g}"
+    return _layout(study, text)
+
+
+def _measured_cell(study, placed: dict) -> str:
+    if placed.get("status") == "compared":
+        st = placed["stats"]
+        return _layout(study, dict(zip(study.stats, fmt_group([st.get(k) for k in study.stats], dash="-"))))
+    if placed.get("status") == "different method":
+        return "[dim]" + escape(str(placed.get("note") or "different method")).split(":")[0] + "[/]"
+    return "[dim]not measured[/]"
+
+
+def print_published(console: Console, runs: list[dict]) -> None:
+    """Each published study's rows beside the runs' measurements of the same method
+    (rtgauge/analysis/published.py), then the published behaviour verdicts."""
+    for study, rows in studies(runs):
+        systems = systems_of(rows)
+        table = Table(title=f"{study.title}: {study.layout} µs; published, then measured", title_justify="left")
+        table.add_column("test")
+        table.add_column("condition")
+        for sname in systems:
+            table.add_column(escape(sname), justify="right", style="dim")
+        for r in runs:
+            table.add_column(escape(system_label(r)), justify="right")
+        notes = []
+        for row in rows:
+            cond = row.condition + (f" -> {row.our_condition}" if row.our_condition not in (None, row.condition) else "")
+            pub = [_published_cell(study, row.published[s]) if s in row.published else "-" for s in systems]
+            mine = []
+            for r in runs:
+                placed = row.placed.get(r.get("id"), {})
+                mine.append(_measured_cell(study, placed))
+                if placed.get("status") == "different method" and placed.get("note") not in notes:
+                    notes.append(placed.get("note"))
+            table.add_row(escape(row.test), escape(cond), *pub, *mine)
+        console.print(table)
+        for n in notes:
+            console.print(f"  [dim]{escape(str(n))}; not compared[/]")
+    vrows = published_verdicts(runs)
+    if vrows:
+        table = Table(title="Behaviour verdicts beside the published ones", title_justify="left")
+        table.add_column("test")
+        table.add_column("verdict")
+        table.add_column("published")
+        for r in runs:
+            table.add_column(escape(system_label(r)))
+        for v in vrows:
+            cells = []
+            for r in runs:
+                c = v["cells"].get(r.get("id"))
+                cells.append("-" if c is None else ("[green]pass[/]" if c["pass"] else "[red]FAIL[/]")
+                             + ("" if c["agrees"] else " [bold red](disagrees)[/]"))
+            table.add_row(escape(v["test"]), escape(v["verdict"]),
+                          escape(("pass: " if v["published_pass"] else "FAIL: ") + v["published"]), *cells)
+        console.print(table)
 
 
 def print_micro(console: Console, runs: list[dict]) -> None:
@@ -113,7 +183,11 @@ def print_micro(console: Console, runs: list[dict]) -> None:
             cells = []
             for r in runs:
                 c = row.cells.get(r.get("id"))
-                cells.append("-" if not c else f"{_us(c['avg'], 2)} / [bold]{_us(c['max'])}[/]")
+                if not c:
+                    cells.append("-")
+                    continue
+                avg, mx = us_group([c["avg"], c["max"]], dash="-")
+                cells.append(f"{avg} / [bold]{mx}[/]")
             table.add_row(escape(row.label), escape(row.condition), *cells, escape(published_text(row)))
         console.print(table)
     for run in runs:

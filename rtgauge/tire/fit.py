@@ -1,25 +1,35 @@
-"""Least-squares fit of the published per-thread step cost
+"""The published per-thread step cost
 
     Ts = Nswitch·Tswitch + 4·e·Nipc·Tipc + (2e+1)·Tspring + e·Tmass
 
-to tire runs. Per run and thread: e = floor(n / threads) masses; the lock term
-uses the lock operations the locked solver really makes per thread and step
-(6e + 4: a lock and an unlock for each node read, opposite node read and node
-written), so the coefficient is Tipc per operation; Nswitch is the solver
-threads' involuntary context switches per thread and step (getrusage). Ts is
-the mean parallel step. The (2e+1) and e columns are nearly collinear, so
-Tspring and Tmass are only separable through the constant term; the fit says
-so in `condition`. Pure Python: four unknowns need no numerical library."""
+for the sweep's probes. Its constants are measured, not fitted, wherever the
+probes carry the locked solver's timed phases (rtgauge.analysis.tirecost,
+docs/tire.md "Cost equation"): Tspring, Tmass, Tipc from the phases, Tswitch
+from the step time outside them per context switch.
+
+A least-squares fit (numpy.linalg.lstsq) remains only for probes without timed
+phases, and only where it can identify the constants: for the locked solver
+alone the lock column is exactly 6e + 4 = 4·(2e+1) - 2·e, a combination of the
+spring and mass columns, so the columns are collinear and the fit reports nothing rather than numbers the data cannot
+determine. Per run and thread: e = floor(n / threads); the lock term uses the
+6e + 4 lock operations the locked solver makes per thread and step (Tipc per
+operation); Nswitch is the solver threads' involuntary context switches per
+thread and step."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from rtgauge.analysis import tirecost
+
 TERMS = ("Tswitch", "Tipc", "Tspring", "Tmass")
 
 
 def point_from_doc(doc: dict) -> dict | None:
-    """One observation from an engine `tire` document, or None when unusable."""
+    """One observation from an engine `tire` document, or None when unusable.
+    With timed phases, `measured` holds the run's tirecost.CostPoint."""
     try:
         p, m = doc["params"], doc["metrics"]
         n, k = int(p["masses"]), int(p["threads"])
@@ -32,63 +42,54 @@ def point_from_doc(doc: dict) -> dict | None:
     e = n // k
     ops = m.get("lock_ops_per_step", {}).get("value", 0) / k
     nsw = m.get("nivcsw", {}).get("value", 0) / (k * steps)
-    return {"e": e, "ts_ns": ts, "lock_ops": ops, "nswitch": nsw, "threads": k, "masses": n}
+    return {"e": e, "ts_ns": ts, "lock_ops": ops, "nswitch": nsw, "threads": k, "masses": n,
+            "measured": tirecost.cost_point(doc)}
 
 
 def _row(pt: dict) -> list[float]:
     return [pt["nswitch"], pt["lock_ops"], 2 * pt["e"] + 1, pt["e"]]
 
 
-def _lstsq(x: list[list[float]], y: list[float]) -> tuple[list[float], float] | None:
-    """Least squares by QR (modified Gram-Schmidt, twice for stability): the
-    columns here are nearly collinear, which normal equations would square.
-    Returns the solution and the ratio of the largest to the smallest diagonal
-    of R (a collinearity warning), or None when a column is dependent."""
-    m, n = len(x), len(x[0])
-    q = [[x[i][j] for i in range(m)] for j in range(n)]      # columns
-    r = [[0.0] * n for _ in range(n)]
-    for j in range(n):
-        for _ in range(2):
-            for k in range(j):
-                d = sum(q[k][i] * q[j][i] for i in range(m))
-                r[k][j] += d
-                q[j] = [q[j][i] - d * q[k][i] for i in range(m)]
-        norm = math.sqrt(sum(v * v for v in q[j]))
-        if norm < 1e-12:
-            return None
-        r[j][j] = norm
-        q[j] = [v / norm for v in q[j]]
-    qty = [sum(q[j][i] * y[i] for i in range(m)) for j in range(n)]
-    sol = [0.0] * n
-    for j in range(n - 1, -1, -1):
-        sol[j] = (qty[j] - sum(r[j][k] * sol[k] for k in range(j + 1, n))) / r[j][j]
-    diag = [abs(r[j][j]) for j in range(n)]
-    return sol, max(diag) / min(diag)
+def _measured(points: list[dict]) -> dict:
+    """The constants measured by the solver, and how well they give back each
+    probe's median step time."""
+    pts = [p["measured"] for p in points]
+    const = tirecost.constants(pts)
+    tsw = tirecost.tswitch_of(pts)
+    terms = {"Tswitch": tsw, "Tipc": const["Tipc"]["median"], "Tspring": const["Tspring"]["median"],
+             "Tmass": const["Tmass"]["median"]}
+    res = np.array([tirecost.predict(p, const, tsw) - p.ts_median_ns for p in pts])
+    y = np.array([p.ts_median_ns for p in pts])
+    rms = float(np.sqrt(np.mean(res ** 2)))
+    return {"method": "measured", "identifiable": True, "terms_ns": terms, "residual_rms_ns": rms,
+            "relative_residual": rms / float(y.mean()), "points": len(pts), "condition": None}
 
 
 def fit_cost(points: list[dict]) -> dict | None:
-    """Fit the terms that the data can determine (a term whose column is all zero,
-    e.g. Tipc without locked runs, is reported as None). Columns are scaled to
-    unit norm before solving."""
+    """The cost constants of the probes: measured (when every probe has timed
+    phases), else fitted by least squares over the terms whose column is not
+    all zero. When those columns are linearly dependent the constants cannot be
+    identified: `identifiable` is False and every term None."""
     if not points:
         return None
-    rows = [_row(p) for p in points]
-    y = [p["ts_ns"] for p in points]
-    cols = [j for j in range(4) if any(abs(r[j]) > 0 for r in rows)]
+    if all(p.get("measured") for p in points):
+        return _measured(points)
+    rows = np.array([_row(p) for p in points], dtype=float)
+    y = np.array([p["ts_ns"] for p in points], dtype=float)
+    cols = [j for j in range(4) if np.any(rows[:, j] != 0)]
     if len(points) < len(cols):
         return None
-    scale = [math.sqrt(sum(r[j] ** 2 for r in rows)) for j in cols]
-    x = [[r[j] / s for j, s in zip(cols, scale)] for r in rows]
-    solved = _lstsq(x, y)
-    if solved is None:
-        return None
-    sol, condition = solved
+    x = rows[:, cols]
+    scale = np.linalg.norm(x, axis=0)
+    sol, _, rank, sv = np.linalg.lstsq(x / scale, y, rcond=None)
     terms: dict[str, float | None] = {t: None for t in TERMS}
+    condition = float(sv[0] / sv[-1]) if sv[-1] > 0 else math.inf
+    if rank < len(cols):
+        return {"method": "least squares", "identifiable": False, "terms_ns": terms, "residual_rms_ns": None,
+                "relative_residual": None, "points": len(points), "condition": condition}
     for j, s, v in zip(cols, scale, sol):
-        terms[TERMS[j]] = v / s
-    pred = [sum((terms[TERMS[j]] or 0.0) * r[j] for j in range(4)) for r in rows]
-    res = [yi - pi for yi, pi in zip(y, pred)]
-    rms = math.sqrt(sum(r * r for r in res) / len(res))
-    return {"terms_ns": terms, "residual_rms_ns": rms,
-            "relative_residual": rms / (sum(y) / len(y)), "points": len(points),
-            "condition": condition}
+        terms[TERMS[j]] = float(v / s)
+    pred = rows @ np.array([terms[t] or 0.0 for t in TERMS])
+    rms = float(np.sqrt(np.mean((y - pred) ** 2)))
+    return {"method": "least squares", "identifiable": True, "terms_ns": terms, "residual_rms_ns": rms,
+            "relative_residual": rms / float(y.mean()), "points": len(points), "condition": condition}

@@ -104,6 +104,27 @@ static inline void tire_spring(double xi, double yi, double vxi, double vyi, dou
     *fy = *fy + f * uy;
 }
 
+/* The mass phase of one node: symplectic Euler from the node's state and the
+ * sum of its spring forces (fx, fy), then the floor constraint, branch-free (same
+ * cost every step): a node at or below the floor is put on it, its downward
+ * velocity removed and its tangential velocity stopped (a sticking floor).
+ * Returns 1 when the node touches the floor. */
+static inline int tire_integrate(const tire_params *p, double xi, double yi, double vxi, double vyi,
+                                 double fx, double fy, double *nx, double *ny, double *nvx, double *nvy)
+{
+    double inv_m = 1.0 / p->m, dt = p->dt;
+    double vxn = vxi + dt * (fx * inv_m);
+    double vyn = vyi + dt * (fy * inv_m - p->gravity);
+    double xn = xi + dt * vxn;
+    double yn = yi + dt * vyn;
+    int touch = yn <= 0.0;
+    *nx = xn;
+    *ny = touch ? 0.0 : yn;
+    *nvx = touch ? 0.0 : vxn;
+    *nvy = (touch & (vyn < 0.0)) ? 0.0 : vyn;
+    return touch;
+}
+
 /* One symplectic Euler step of a node from its own state (i) and that of its
  * left (l), right (r) and opposite (o) nodes, all from the previous step, given
  * the three spring lengths (tire_len). Contact with the floor is a geometric
@@ -121,17 +142,7 @@ static inline int tire_update_len(const tire_params *p, double xi, double yi, do
     tire_spring(xi, yi, vxi, vyi, xl, yl, vxl, vyl, len_l, p->l_ring, p->k_ring, p->c_ring, &fx, &fy);
     tire_spring(xi, yi, vxi, vyi, xr, yr, vxr, vyr, len_r, p->l_ring, p->k_ring, p->c_ring, &fx, &fy);
     tire_spring(xi, yi, vxi, vyi, xo, yo, vxo, vyo, len_o, p->l_opp, p->k_opp, p->c_opp, &fx, &fy);
-    double inv_m = 1.0 / p->m, dt = p->dt;
-    double vxn = vxi + dt * (fx * inv_m);
-    double vyn = vyi + dt * (fy * inv_m - p->gravity);
-    double xn = xi + dt * vxn;
-    double yn = yi + dt * vyn;
-    int touch = yn <= 0.0;
-    *nx = xn;
-    *ny = touch ? 0.0 : yn;
-    *nvx = touch ? 0.0 : vxn;
-    *nvy = (touch & (vyn < 0.0)) ? 0.0 : vyn;
-    return touch;
+    return tire_integrate(p, xi, yi, vxi, vyi, fx, fy, nx, ny, nvx, nvy);
 }
 
 /* tire_update_len with the lengths computed here. */

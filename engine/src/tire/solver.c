@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct tire_solver {
     tire_state *st;
@@ -11,6 +12,8 @@ struct tire_solver {
     tire_locked *locked;
     tire_part_out *out;        /* one per thread */
     int64_t *a, *b;            /* ranges */
+    int cost_every;
+    tire_phase_times *phase;   /* one per thread (locked) */
 };
 
 void tire_range(int64_t n, int k, int t, int64_t *a, int64_t *b)
@@ -31,8 +34,14 @@ tire_solver *tire_solver_new(tire_state *st, tire_solver_kind kind, tire_lock_ki
     s->out = aligned_alloc(64, sizeof(tire_part_out) * (size_t)nthreads);
     s->a = calloc((size_t)nthreads, sizeof *s->a);
     s->b = calloc((size_t)nthreads, sizeof *s->b);
-    if (!s->out || !s->a || !s->b)
+    s->phase = aligned_alloc(64, sizeof(tire_phase_times) * (size_t)nthreads);
+    if (!s->out || !s->a || !s->b || !s->phase)
         goto oom;
+    memset(s->phase, 0, sizeof(tire_phase_times) * (size_t)nthreads);
+    for (int t = 0; kind == TIRE_SOLVER_LOCKED && t < nthreads; t++)
+        for (int c = 0; c < 4; c++)
+            if (!(s->phase[t].kept[c] = calloc(TIRE_PHASE_KEEP, sizeof(int64_t))))
+                goto oom;
     for (int t = 0; t < nthreads; t++) {
         tire_range(st->p.n, nthreads, t, &s->a[t], &s->b[t]);
         s->out[t].contact = 0;
@@ -56,20 +65,34 @@ void tire_solver_free(tire_solver *s)
     free(s->out);
     free(s->a);
     free(s->b);
+    for (int t = 0; s->phase && t < s->nthreads; t++)
+        for (int c = 0; c < 4; c++)
+            free(s->phase[t].kept[c]);
+    free(s->phase);
     free(s);
 }
 
 void tire_solver_part(tire_solver *s, int t, bool centroid)
 {
     tire_part_out *o = &s->out[t];
-    if (s->kind == TIRE_SOLVER_LOCKED)
-        o->contact = tire_locked_part(s->locked, t, s->a[t], s->b[t], centroid, &o->ysum);
+    if (s->kind == TIRE_SOLVER_LOCKED) {
+        bool timed = s->cost_every > 0 && s->st->step % (uint64_t)s->cost_every == 0;
+        o->contact = tire_locked_part(s->locked, t, s->a[t], s->b[t], centroid, &o->ysum,
+                                      timed ? &s->phase[t] : NULL);
+    }
     else
         o->contact = tire_fast_part(s->st, s->a[t], s->b[t], centroid, &o->ysum);
 }
 
 tire_part_out *tire_solver_out(tire_solver *s, int t) { return &s->out[t]; }
 tire_state *tire_solver_state(tire_solver *s) { return s->st; }
+
+void tire_solver_set_cost_every(tire_solver *s, int every) { s->cost_every = every; }
+
+tire_phase_times *tire_solver_phase_times(tire_solver *s, int t)
+{
+    return s->kind == TIRE_SOLVER_LOCKED ? &s->phase[t] : NULL;
+}
 
 int64_t tire_solver_lock_ops(const tire_solver *s)
 {

@@ -6,8 +6,9 @@
  *   locked: the published algorithm. Each thread copies the nodes it needs (its
  *           own, the two beyond its ends, the opposite ones) into thread-local
  *           arrays, each under that node's lock (mutex, semaphore or spin lock),
- *           computes the forces on its nodes (springs across a group boundary
- *           are computed by both threads), integrates, and writes its nodes
+ *           computes the 2 e + 1 spring forces of its nodes (springs across a
+ *           group boundary are computed by both threads), then integrates its
+ *           e nodes (two phases, as published), and writes its nodes
  *           back, each under its lock: 6 e + 4 lock operations per step.
  *   fast:   structure of arrays in place, no locks, vectorisable loops. */
 #ifndef RTG_TIRE_SOLVER_H
@@ -29,6 +30,18 @@ typedef struct {
 
 typedef struct tire_solver tire_solver;
 
+/* The cost-equation phases of one thread's share, summed over the sampled steps
+ * (locked solver; see docs/tire.md "Cost equation"): read = copying the needed
+ * nodes in under their locks, spring = the 2e + 1 spring forces, mass = the e
+ * integrations with the floor, write = writing the nodes back under their locks.
+ * Written only by the thread that owns the share. */
+#define TIRE_PHASE_KEEP 1024   /* sampled steps whose phase times are kept one by one */
+typedef struct {
+    _Alignas(64) uint64_t samples;
+    int64_t read_ns, spring_ns, mass_ns, write_ns;
+    int64_t *kept[4];          /* read, spring, mass, write of the first TIRE_PHASE_KEEP samples */
+} tire_phase_times;
+
 /* Nodes [*a, *b) of thread t of k. */
 void tire_range(int64_t n, int k, int t, int64_t *a, int64_t *b);
 
@@ -42,6 +55,11 @@ tire_part_out *tire_solver_out(tire_solver *s, int t);
 /* Lock operations (acquire or release) per step, all threads: 0 for fast. */
 int64_t tire_solver_lock_ops(const tire_solver *s);
 tire_state *tire_solver_state(tire_solver *s);
+/* Time the phases of every `every`-th step (step % every == 0; 0: never). */
+void tire_solver_set_cost_every(tire_solver *s, int every);
+/* Thread t's phase times, or NULL for the fast solver (no phases timed);
+ * the kept samples may be sorted by the reader after the run. */
+tire_phase_times *tire_solver_phase_times(tire_solver *s, int t);
 
 /* fast share (solver_fast.c) */
 int tire_fast_part(tire_state *st, int64_t a, int64_t b, bool centroid, double *ysum);
@@ -50,6 +68,8 @@ int tire_fast_part(tire_state *st, int64_t a, int64_t b, bool centroid, double *
 typedef struct tire_locked tire_locked;
 tire_locked *tire_locked_new(tire_state *st, tire_lock_kind lock, int nthreads);
 void tire_locked_free(tire_locked *l);
-int tire_locked_part(tire_locked *l, int t, int64_t a, int64_t b, bool centroid, double *ysum);
+/* With pt, the phases of this share are timed and added to *pt. */
+int tire_locked_part(tire_locked *l, int t, int64_t a, int64_t b, bool centroid, double *ysum,
+                     tire_phase_times *pt);
 
 #endif

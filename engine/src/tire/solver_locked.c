@@ -5,6 +5,8 @@
  * an operating-system benchmark. */
 #include "tire/solver.h"
 
+#include "clock.h"
+
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdlib.h>
@@ -17,9 +19,12 @@ typedef union {
 } node_lock;
 
 /* Thread-local copies: `near` holds nodes a-1 .. b (own nodes and the two
- * beyond the ends), `opp` the opposite of each own node, `out` the new state. */
+ * beyond the ends), `opp` the opposite of each own node, `out` the new state;
+ * `ring` the force of each of the e + 1 ring springs on its left node, `oppf`
+ * the force of each opposite spring on the own node (x, y). */
 typedef struct {
     double *near[4], *opp[4], *out[4];
+    double *ring[2], *oppf[2];
     int64_t cap;
 } local_bufs;
 
@@ -67,6 +72,10 @@ static void free_bufs(local_bufs *b)
         free(b->opp[c]);
         free(b->out[c]);
     }
+    for (int c = 0; c < 2; c++) {
+        free(b->ring[c]);
+        free(b->oppf[c]);
+    }
 }
 
 static int alloc_bufs(local_bufs *b, int64_t e)
@@ -78,6 +87,12 @@ static int alloc_bufs(local_bufs *b, int64_t e)
         b->opp[c] = alloc_touched((size_t)(e + 1) * sizeof(double));
         b->out[c] = alloc_touched((size_t)(e + 1) * sizeof(double));
         if (!b->near[c] || !b->opp[c] || !b->out[c])
+            return -1;
+    }
+    for (int c = 0; c < 2; c++) {
+        b->ring[c] = alloc_touched((size_t)(e + 1) * sizeof(double));
+        b->oppf[c] = alloc_touched((size_t)(e + 1) * sizeof(double));
+        if (!b->ring[c] || !b->oppf[c])
             return -1;
     }
     return 0;
@@ -160,7 +175,55 @@ static void write_node(tire_locked *l, tire_soa *nx, int64_t i, double *const sr
     unlock_node(l, i);
 }
 
-int tire_locked_part(tire_locked *l, int t, int64_t a, int64_t b, bool centroid, double *ysum)
+/* Force of the spring-damper from node j on node i, alone (tire_spring from zero). */
+static inline void spring_force(double xi, double yi, double vxi, double vyi, double xj, double yj,
+                                double vxj, double vyj, double l0, double k, double c, double *fx,
+                                double *fy)
+{
+    double f0x = 0.0, f0y = 0.0;
+    tire_spring(xi, yi, vxi, vyi, xj, yj, vxj, vyj, tire_len(xi, yi, xj, yj), l0, k, c, &f0x, &f0y);
+    *fx = f0x;
+    *fy = f0y;
+}
+
+/* The two compute phases of the published algorithm, from the local copies.
+ * Spring phase: the e + 1 ring springs (near[s] -- near[s + 1]) and the e
+ * opposite springs, each computed once. Mass phase: each own node sums its three
+ * forces in the fixed order left, right, opposite and integrates. The left
+ * force is minus the ring spring's force on its left node, which is the same
+ * bits as computing it from the node's side (tire_spring is antisymmetric bit
+ * for bit, model.h), so the result equals tire_update's (docs/tire.md). */
+static void spring_phase(const tire_params *p, local_bufs *lb, int64_t e)
+{
+    double **q = lb->near, **o = lb->opp;
+    for (int64_t s = 0; s <= e; s++)
+        spring_force(q[0][s], q[1][s], q[2][s], q[3][s], q[0][s + 1], q[1][s + 1], q[2][s + 1],
+                     q[3][s + 1], p->l_ring, p->k_ring, p->c_ring, &lb->ring[0][s], &lb->ring[1][s]);
+    for (int64_t j = 0; j < e; j++)
+        spring_force(q[0][j + 1], q[1][j + 1], q[2][j + 1], q[3][j + 1], o[0][j], o[1][j], o[2][j],
+                     o[3][j], p->l_opp, p->k_opp, p->c_opp, &lb->oppf[0][j], &lb->oppf[1][j]);
+}
+
+static int mass_phase(const tire_params *p, local_bufs *lb, int64_t e)
+{
+    double **q = lb->near, **w = lb->out;
+    int touch = 0;
+    for (int64_t j = 0; j < e; j++) {
+        double fx = 0.0, fy = 0.0;
+        fx = fx + -lb->ring[0][j];
+        fy = fy + -lb->ring[1][j];
+        fx = fx + lb->ring[0][j + 1];
+        fy = fy + lb->ring[1][j + 1];
+        fx = fx + lb->oppf[0][j];
+        fy = fy + lb->oppf[1][j];
+        touch |= tire_integrate(p, q[0][j + 1], q[1][j + 1], q[2][j + 1], q[3][j + 1], fx, fy,
+                                &w[0][j], &w[1][j], &w[2][j], &w[3][j]);
+    }
+    return touch;
+}
+
+int tire_locked_part(tire_locked *l, int t, int64_t a, int64_t b, bool centroid, double *ysum,
+                     tire_phase_times *pt)
 {
     tire_state *st = l->st;
     const tire_params *p = &st->p;
@@ -170,25 +233,38 @@ int tire_locked_part(tire_locked *l, int t, int64_t a, int64_t b, bool centroid,
     int64_t n = p->n, e = b - a;
     if (e <= 0)
         return 0;
+    /* Timed steps read the clock at the five phase boundaries (vDSO, no system
+     * call); the others do not read it at all. */
+    int64_t t0 = pt ? rtg_mono_ns() : 0;
     /* (1) read what this group needs, each node under its lock */
     for (int64_t j = 0; j < e + 2; j++)
         read_node(l, c, (a - 1 + j + n) % n, lb->near, j);
     for (int64_t j = 0; j < e; j++)
         read_node(l, c, tire_opp(n, a + j), lb->opp, j);
-    /* (2) forces on own nodes and (3) integration, from the local copies */
-    double **q = lb->near, **o = lb->opp, **w = lb->out;
-    int touch = 0;
-    for (int64_t j = 0; j < e; j++) {
-        int64_t s = j + 1;
-        touch |= tire_update(p, q[0][s], q[1][s], q[2][s], q[3][s],
-                             q[0][s - 1], q[1][s - 1], q[2][s - 1], q[3][s - 1],
-                             q[0][s + 1], q[1][s + 1], q[2][s + 1], q[3][s + 1],
-                             o[0][j], o[1][j], o[2][j], o[3][j],
-                             &w[0][j], &w[1][j], &w[2][j], &w[3][j]);
-    }
+    int64_t t1 = pt ? rtg_mono_ns() : 0;
+    /* (2) the spring forces, (3) the integration of the masses */
+    spring_phase(p, lb, e);
+    int64_t t2 = pt ? rtg_mono_ns() : 0;
+    int touch = mass_phase(p, lb, e);
+    int64_t t3 = pt ? rtg_mono_ns() : 0;
     /* (4) write own nodes back, each under its lock */
+    double **w = lb->out;
     for (int64_t j = 0; j < e; j++)
         write_node(l, nx, a + j, lb->out, j);
+    if (pt) {
+        int64_t t4 = rtg_mono_ns();
+        if (pt->samples < TIRE_PHASE_KEEP) {
+            pt->kept[0][pt->samples] = t1 - t0;
+            pt->kept[1][pt->samples] = t2 - t1;
+            pt->kept[2][pt->samples] = t3 - t2;
+            pt->kept[3][pt->samples] = t4 - t3;
+        }
+        pt->samples++;
+        pt->read_ns += t1 - t0;
+        pt->spring_ns += t2 - t1;
+        pt->mass_ns += t3 - t2;
+        pt->write_ns += t4 - t3;
+    }
     if (centroid) {
         double sum = 0.0;
         for (int64_t j = 0; j < e; j++)

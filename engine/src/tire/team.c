@@ -298,6 +298,18 @@ int tire_team_step(tire_team *tm, bool centroid, double *centroid_y)
     return contact;
 }
 
+void tire_team_stop_each(tire_team *tm, uint64_t *nvcsw, uint64_t *nivcsw)
+{
+    if (!tm)
+        return;
+    join_workers(tm);
+    for (int i = 1; i < tm->cfg.nthreads; i++) {
+        nvcsw[i] = tm->w[i].nvcsw;
+        nivcsw[i] = tm->w[i].nivcsw;
+    }
+    destroy_team(tm);
+}
+
 void tire_team_stop(tire_team *tm, uint64_t *nvcsw, uint64_t *nivcsw)
 {
     if (!tm)

@@ -30,6 +30,8 @@ tire_team *tire_team_start(tire_solver *s, const tire_team_cfg *cfg, char *err, 
 int tire_team_step(tire_team *tm, bool centroid, double *centroid_y);
 /* Stop and join the workers; adds their context switches over the run. */
 void tire_team_stop(tire_team *tm, uint64_t *nvcsw, uint64_t *nivcsw);
+/* The same, giving each worker's own counts in nvcsw[t], nivcsw[t] (t >= 1). */
+void tire_team_stop_each(tire_team *tm, uint64_t *nvcsw, uint64_t *nivcsw);
 /* What worker t obtained (t >= 1). */
 const rtg_sched *tire_team_sched(const tire_team *tm, int t);
 

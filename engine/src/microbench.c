@@ -1,6 +1,6 @@
-/* bench_util: see bench_util.h. */
+/* microbench: see microbench.h. */
 #include "portable.h"
-#include "bench_util.h"
+#include "microbench.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -13,7 +13,7 @@
 #include "json.h"
 #include "samples.h"
 
-_Atomic int rtg_bench_abort;
+_Atomic int rtg_micro_abort;
 
 #define WATCH_SLICE_NS 50000000LL
 #define GRACE_NS 2000000000LL
@@ -43,16 +43,16 @@ static void become_watchdog(rtg_bench *b)
     }
 }
 
-int rtg_bench_setup(rtg_bench *b, const rtg_opts *o, rtg_result *res, bool needs_priorities)
+int rtg_micro_setup(rtg_bench *b, const rtg_opts *o, rtg_result *res, bool needs_priorities)
 {
-    return rtg_bench_setup_timeout(b, o, res, needs_priorities, (int64_t)(rtg_opt_num(o, "timeout-s") * 1e9));
+    return rtg_micro_setup_timeout(b, o, res, needs_priorities, (int64_t)(rtg_opt_num(o, "timeout-s") * 1e9));
 }
 
-int rtg_bench_setup_timeout(rtg_bench *b, const rtg_opts *o, rtg_result *res, bool needs_priorities,
+int rtg_micro_setup_timeout(rtg_bench *b, const rtg_opts *o, rtg_result *res, bool needs_priorities,
                             int64_t timeout)
 {
     memset(b, 0, sizeof *b);
-    atomic_store(&rtg_bench_abort, 0);
+    atomic_store(&rtg_micro_abort, 0);
     b->ncpus = rtg_opt_given(o, "cpus") ? rtg_opt_cpus(o, "cpus", b->cpus, RTG_MAX_CPUS)
                                         : rtg_allowed_cpus(b->cpus, RTG_MAX_CPUS);
     if (b->ncpus < 1)
@@ -81,12 +81,12 @@ int rtg_bench_setup_timeout(rtg_bench *b, const rtg_opts *o, rtg_result *res, bo
 
 static void raise_abort(void (*unblock)(void *), void *ctx)
 {
-    atomic_store(&rtg_bench_abort, 1);
+    atomic_store(&rtg_micro_abort, 1);
     if (unblock)
         unblock(ctx);
 }
 
-int rtg_bench_join(rtg_bench *b, pthread_t *th, int n, void (*unblock)(void *), void *ctx)
+int rtg_micro_join(rtg_bench *b, pthread_t *th, int n, void (*unblock)(void *), void *ctx)
 {
     int left = 0;
     bool aborted = false;
@@ -144,7 +144,7 @@ void rtg_samples_report(rtg_result *res, const char *name, const rtg_samples *s)
     rtg_dist_free(&d);
 }
 
-void rtg_bench_method(rtg_result *res, const char *what)
+void rtg_micro_method(rtg_result *res, const char *what)
 {
     rtg_json *m = rtg_j_set(res->extra, "method", rtg_j_obj());
     rtg_j_set(m, "timed", rtg_j_str(what));
@@ -155,13 +155,13 @@ void rtg_bench_method(rtg_result *res, const char *what)
 void rtg_sleep_until(int64_t t_ns)
 {
     struct timespec ts = rtg_ns_timespec(t_ns);
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR && !rtg_bench_stopping())
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR && !rtg_micro_stopping())
         ;
 }
 
 void rtg_busy_ns(int64_t ns)
 {
     int64_t end = rtg_mono_ns() + ns;
-    while (rtg_mono_ns() < end && !rtg_bench_stopping())
+    while (rtg_mono_ns() < end && !rtg_micro_stopping())
         ;
 }

@@ -1,6 +1,6 @@
-/* behav_util: threads, bounded waits, /proc facts, locks and the inversion
- * scenario shared by the behaviour tests (see behav_util.h). */
-#include "behav_util.h"
+/* behaviour: threads, bounded waits, /proc facts, locks and the inversion
+ * scenario shared by the behaviour tests (see behaviour.h). */
+#include "behaviour.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -22,7 +22,7 @@ static int os_policy(rtg_policy p)
     return p == RTG_POL_FIFO ? SCHED_FIFO : p == RTG_POL_RR ? SCHED_RR : SCHED_OTHER;
 }
 
-int rtg_bh_cpu(const rtg_opts *o)
+int rtg_behav_cpu(const rtg_opts *o)
 {
     int cpus[RTG_MAX_CPUS];
     if (rtg_opt_given(o, "cpus") && rtg_opt_cpus(o, "cpus", cpus, RTG_MAX_CPUS) > 0)
@@ -31,7 +31,7 @@ int rtg_bh_cpu(const rtg_opts *o)
     return n > 0 ? cpus[n - 1] : -1;
 }
 
-int rtg_bh_other_cpu(int cpu)
+int rtg_behav_other_cpu(int cpu)
 {
     int cpus[RTG_MAX_CPUS];
     int n = rtg_allowed_cpus(cpus, RTG_MAX_CPUS);
@@ -41,7 +41,7 @@ int rtg_bh_other_cpu(int cpu)
     return -1;
 }
 
-int rtg_bh_self(int cpu, rtg_policy pol, int prio, char *err, size_t errlen)
+int rtg_behav_self(int cpu, rtg_policy pol, int prio, char *err, size_t errlen)
 {
     if (rtg_pin_cpu(cpu, err, errlen) != 0)
         return -1;
@@ -61,25 +61,25 @@ int rtg_bh_self(int cpu, rtg_policy pol, int prio, char *err, size_t errlen)
     return 0;
 }
 
-int rtg_bh_start(pthread_t *th, void *(*fn)(void *), void *arg, int cpu, rtg_policy pol, int prio,
+int rtg_behav_start(pthread_t *th, void *(*fn)(void *), void *arg, int cpu, rtg_policy pol, int prio,
                  char *err, size_t errlen)
 {
     return rtg_spawn_thread(th, pol, prio, cpu, 256, fn, arg, err, errlen) == 0 ? 0 : -1;
 }
 
-int rtg_bh_tid(void)
+int rtg_behav_tid(void)
 {
     return rtg_thread_tid();
 }
 
-int64_t rtg_bh_thread_cpu_ns(void)
+int64_t rtg_behav_thread_cpu_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return rtg_timespec_ns(&ts);
 }
 
-void rtg_bh_sleep_ns(int64_t ns)
+void rtg_behav_sleep_ns(int64_t ns)
 {
     struct timespec ts = rtg_ns_timespec(ns);
     while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
@@ -108,13 +108,13 @@ static bool read_stat_fields(int tid, char *buf, size_t len, char **after)
     return true;
 }
 
-char rtg_bh_task_state(int tid)
+char rtg_behav_task_state(int tid)
 {
     char buf[1024], *a;
     return read_stat_fields(tid, buf, sizeof buf, &a) ? a[0] : 0;
 }
 
-bool rtg_bh_wait_blocked(int tid, rtg_prim prim, int64_t timeout_ns)
+bool rtg_behav_wait_blocked(int tid, rtg_prim prim, int64_t timeout_ns)
 {
     int64_t end = rtg_mono_ns() + timeout_ns;
     for (;;) {
@@ -122,22 +122,22 @@ bool rtg_bh_wait_blocked(int tid, rtg_prim prim, int64_t timeout_ns)
             return true;
         if (rtg_mono_ns() > end)
             return false;
-        rtg_bh_sleep_ns(LOOK_NS);   /* the look, not the sleep, ends the wait */
+        rtg_behav_sleep_ns(LOOK_NS);   /* the look, not the sleep, ends the wait */
     }
 }
 
-bool rtg_bh_wait_blocked_at(int tid, int prio, rtg_prim prim, int64_t timeout_ns)
+bool rtg_behav_wait_blocked_at(int tid, int prio, rtg_prim prim, int64_t timeout_ns)
 {
 #ifdef RTG_POSIX_ONLY
     (void)tid, (void)prim, (void)timeout_ns;
     return rtg_blocked_above(prio) == 0;
 #else
     (void)prio;
-    return tid > 0 && rtg_bh_wait_blocked(tid, prim, timeout_ns);
+    return tid > 0 && rtg_behav_wait_blocked(tid, prim, timeout_ns);
 #endif
 }
 
-int rtg_bh_effective_rt_prio(int tid)
+int rtg_behav_effective_rt_prio(int tid)
 {
     char buf[1024], *a;
     if (!read_stat_fields(tid, buf, sizeof buf, &a))
@@ -155,7 +155,7 @@ int rtg_bh_effective_rt_prio(int tid)
 
 static atomic_llong seq_counter;
 
-int64_t rtg_bh_seq(void)
+int64_t rtg_behav_seq(void)
 {
     return atomic_fetch_add(&seq_counter, 1) + 1;
 }
@@ -185,11 +185,11 @@ static void *low_main(void *p)
         return NULL;
     }
     v->r->t_held = rtg_mono_ns();
-    int64_t cpu0 = rtg_bh_thread_cpu_ns();
+    int64_t cpu0 = rtg_behav_thread_cpu_ns();
     atomic_store(&v->held, 1);
     rtg_scn_here();
     /* CPU time, not wall time: while preempted the section does not progress */
-    while (rtg_bh_thread_cpu_ns() - cpu0 < v->cfg->cs_ns && rtg_mono_ns() - v->r->t_held < LOW_WALL_BOUND_NS)
+    while (rtg_behav_thread_cpu_ns() - cpu0 < v->cfg->cs_ns && rtg_mono_ns() - v->r->t_held < LOW_WALL_BOUND_NS)
         ;
     v->r->t_low_release = rtg_mono_ns();
     rtg_lock_release(&v->lock);
@@ -205,7 +205,7 @@ static void *high_main(void *p)
     v->high_rc = rtg_lock_acquire_until(&v->lock, v->r->t_request + v->cfg->timeout_ns);
     if (v->high_rc == 0) {
         v->r->t_acquire = rtg_mono_ns();
-        v->r->s_acquire = rtg_bh_seq();
+        v->r->s_acquire = rtg_behav_seq();
         v->r->acquired = true;
         rtg_lock_release(&v->lock);
     } else {
@@ -217,13 +217,13 @@ static void *high_main(void *p)
 static void *medium_main(void *p)
 {
     inversion *v = p;
-    v->r->s_med_start = rtg_bh_seq();
+    v->r->s_med_start = rtg_behav_seq();
     int64_t s = rtg_mono_ns(), e = s;
     v->r->t_med_start = s;
     while (e - s < v->cfg->hog_ns)   /* stops itself: bounded hog */
         e = rtg_mono_ns();
     v->r->t_med_end = e;
-    v->r->s_med_end = rtg_bh_seq();
+    v->r->s_med_end = rtg_behav_seq();
     return NULL;
 }
 
@@ -238,10 +238,10 @@ static int inversion_placed(rtg_scenario *s, int role, int tid, void *p)
             return -1;
         }
         v->low_tid = tid;
-        v->r->low_prio_before = rtg_bh_effective_rt_prio(tid);
+        v->r->low_prio_before = rtg_behav_effective_rt_prio(tid);
     } else if (role == RTG_INV_HIGH) {
-        v->r->high_state = rtg_bh_task_state(tid);
-        v->r->low_prio_waiting = rtg_bh_effective_rt_prio(v->low_tid);
+        v->r->high_state = rtg_behav_task_state(tid);
+        v->r->low_prio_waiting = rtg_behav_effective_rt_prio(v->low_tid);
     }
     return 0;
 }
@@ -297,7 +297,7 @@ void rtg_inversion_report(const rtg_inv_cfg *cfg, const rtg_inv_result *r, rtg_r
     rtg_j_set(t, "medium_stopped", rtg_j_int(r->t_med_end - r->t_request));
 }
 
-void rtg_bh_env_cpu(rtg_result *res, int cpu)
+void rtg_behav_env_cpu(rtg_result *res, int cpu)
 {
     rtg_json *c = rtg_j_set(res->env, "cpus", rtg_j_arr());
     rtg_j_push(c, rtg_j_int(cpu));
@@ -344,7 +344,7 @@ int rtg_inversion_run(const rtg_opts *o, rtg_prim kind, rtg_inv_cfg *cfg, rtg_in
     if (v.high_rc != 0 && v.high_rc != ETIMEDOUT)
         return rtg_fail(res, RTG_EXIT_FAIL, "the high-priority thread's timed wait on the %s lock failed (%s).",
                         rtg_lock_name(kind), strerror(v.high_rc));
-    rtg_bh_env_cpu(res, cfg->cpu);
+    rtg_behav_env_cpu(res, cfg->cpu);
     rtg_inversion_report(cfg, r, res);
     return RTG_EXIT_OK;
 }

@@ -76,7 +76,7 @@ static inline void put(semtest *s, int metric, size_t i, int64_t v)
 
 static void measure_new(semtest *s)
 {
-    for (size_t i = 0; i < s->n && !rtg_bench_stopping(); i++) {
+    for (size_t i = 0; i < s->n && !rtg_micro_stopping(); i++) {
         sem_t *f = (sem_t *)s->fresh[i].bytes;
         int64_t a = rtg_mono_ns();
         sem_init(f, 0, 1);
@@ -93,7 +93,7 @@ static void measure_new(semtest *s)
         sem_post(u);
         sem_destroy(u);
     }
-    for (size_t i = 0; i < s->n && !rtg_bench_stopping(); i++) {
+    for (size_t i = 0; i < s->n && !rtg_micro_stopping(); i++) {
         sem_t *u = (sem_t *)s->used[i].bytes;
         int64_t a = rtg_mono_ns();
         sem_init(u, 0, 1);
@@ -112,7 +112,7 @@ static void measure_uncontended(semtest *s)
 {
     sem_t sem;
     sem_init(&sem, 0, 1);
-    for (size_t i = 0; i < s->n && !rtg_bench_stopping(); i++) {
+    for (size_t i = 0; i < s->n && !rtg_micro_stopping(); i++) {
         int64_t a = rtg_mono_ns();
         sem_wait(&sem);
         int64_t b = rtg_mono_ns();
@@ -126,7 +126,7 @@ static void measure_uncontended(semtest *s)
 
 static void measure_contended(semtest *s)
 {
-    for (size_t i = 0; i < s->n && !rtg_bench_stopping(); i++) {
+    for (size_t i = 0; i < s->n && !rtg_micro_stopping(); i++) {
         s->i = i;
         s->t0 = rtg_mono_ns();
         sem_post(&s->contended);
@@ -154,7 +154,7 @@ static void *waiter(void *p)
     for (;;) {
         rtg_sem_wait(&s->contended);
         int64_t t1 = rtg_mono_ns();
-        if (atomic_load(&s->done) || rtg_bench_stopping())
+        if (atomic_load(&s->done) || rtg_micro_stopping())
             break;
         if (w->index != s->top)
             s->not_highest++;
@@ -217,7 +217,7 @@ static void report(semtest *s, rtg_result *res, const rtg_bench *b)
         distinct += i == 0 || waiter_priority(i, s->nwaiters, b->priority + 1) !=
                                   waiter_priority(i - 1, s->nwaiters, b->priority + 1);
     rtg_j_set(pr, "distinct", rtg_j_int(distinct));
-    rtg_bench_method(res, "create/delete: the call alone; acquire/release: sem_wait / sem_post alone; "
+    rtg_micro_method(res, "create/delete: the call alone; acquire/release: sem_wait / sem_post alone; "
                           "release_contended: post in the measuring thread to the highest waiter running; "
                           "acquire_contended: that waiter's blocking sem_wait to the measuring thread running");
 }

@@ -9,7 +9,7 @@
  * high's wait ends only at its timeout (bounded: 2 x (hog + cs) + 50 ms). */
 #include <string.h>
 
-#include "behav_util.h"
+#include "behaviour.h"
 #include "test.h"
 
 static const rtg_opt pi_opts[] = {

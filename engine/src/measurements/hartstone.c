@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "behav_util.h"
+#include "behaviour.h"
 #include "clock.h"
 #include "periodic.h"
 #include "test.h"
@@ -267,15 +267,15 @@ static int hartstone_run(const rtg_opts *o, rtg_result *res)
     int max_steps = (int)rtg_opt_int(o, "max-steps");
     double miss_ratio = rtg_opt_num(o, "miss-ratio");
     int lowest = (int)rtg_opt_int(o, "priority");
-    int cpu = rtg_bh_cpu(o);
+    int cpu = rtg_behav_cpu(o);
     char err[512];
     if (cpu < 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "no CPU is available to this process; check its affinity.");
-    if (rtg_bh_self(cpu, RTG_POL_FIFO, 99, err, sizeof err) != 0)
+    if (rtg_behav_self(cpu, RTG_POL_FIFO, 99, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     double ns_per_iter = calibrate();
     /* the controller only sleeps in joins from here; drop it below the tasks anyway */
-    if (rtg_bh_self(cpu, RTG_POL_OTHER, 0, err, sizeof err) != 0)
+    if (rtg_behav_self(cpu, RTG_POL_OTHER, 0, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     double limit = rt_limit();
     rtg_json *steps = rtg_j_set(res->extra, "steps", rtg_j_arr());
@@ -323,7 +323,7 @@ static int hartstone_run(const rtg_opts *o, rtg_result *res)
     rtg_j_set(h, "base_period_ns", rtg_j_int(base));
     rtg_j_set(h, "task_utilisation", rtg_j_num(u0));
     rtg_j_set(h, "miss_ratio", rtg_j_num(miss_ratio));
-    rtg_bh_env_cpu(res, cpu);
+    rtg_behav_env_cpu(res, cpu);
     return RTG_EXIT_OK;
 }
 

@@ -58,7 +58,7 @@ static void *sender(void *p)
     channel *c = p;
     char buf[4096];
     memset(buf, 0, sizeof buf);
-    for (size_t i = 0; i < c->n && !rtg_bench_stopping(); i++) {
+    for (size_t i = 0; i < c->n && !rtg_micro_stopping(); i++) {
         int64_t t0 = rtg_mono_ns();
         memcpy(buf, &t0, sizeof t0);
         if (!send_msg(c, 0, buf) || !recv_msg(c, 1, buf))
@@ -76,7 +76,7 @@ static void *receiver(void *p)
         if (!recv_msg(c, 0, buf))
             break;
         int64_t t1 = rtg_mono_ns();
-        if (rtg_bench_stopping())
+        if (rtg_micro_stopping())
             break;
         int64_t t0;
         memcpy(&t0, buf, sizeof t0);
@@ -126,7 +126,7 @@ static int message_run(const rtg_opts *o, rtg_result *res)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     }
     int rprio = rtg_opt_flag(o, "equal-priority") ? 0 : 1;
-    int cpu_s = rtg_bench_cpu_of(&s.b, 0), cpu_r = rtg_bench_cpu_of(&s.b, 1);
+    int cpu_s = rtg_micro_cpu_of(&s.b, 0), cpu_r = rtg_micro_cpu_of(&s.b, 1);
     /* the receiver first, checked blocked in its first receive, then the sender */
     rtg_role recv = {"receiver", receiver, &c, rprio, cpu_r, RTG_AT_BLOCKED, kind, 0};
     rtg_role send = {"sender", sender, &c, 0, cpu_s, RTG_AT_STARTED, kind, 0};
@@ -142,7 +142,7 @@ static int message_run(const rtg_opts *o, rtg_result *res)
         smp.n = smp.cap = got > WARMUP ? got - WARMUP : 0;
         rtg_samples_report(res, "latency", &smp);
         rtg_j_set(res->env, "cpus_used", rtg_j_strf("%d,%d", cpu_s, cpu_r));
-        rtg_bench_method(res, c.mq ? "latency: from the sender's timestamp just before mq_send to the receiver's "
+        rtg_micro_method(res, c.mq ? "latency: from the sender's timestamp just before mq_send to the receiver's "
                                      "first timestamp after mq_receive returned (receiver one priority higher unless --equal-priority)"
                                    : "latency: from the sender's timestamp just before write to the receiver's "
                                      "first timestamp after read returned (receiver one priority higher unless --equal-priority)");

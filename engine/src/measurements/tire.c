@@ -46,6 +46,8 @@ static const rtg_opt tire_opts[] = {
      "steps (evenly spread) at which the centroid height is recorded"},
     {"stop-on-miss", RTG_OPT_FLAG, NULL, 0, 0, NULL,
      "realtime/pretest: stop computing at the first late step (a sweep only needs to know there was one)"},
+    {"cost-every", RTG_OPT_INT, "8", 0, 1000000, NULL,
+     "locked solver: time the spring, mass and lock phases of every N-th step (0: never; docs/tire.md)"},
     {"time-limit-s", RTG_OPT_NUM, "300", 0.1, 86400, NULL,
      "stop computing after this much wall time (verdict completed false, exit 3)"},
     {0},
@@ -65,6 +67,8 @@ typedef struct {
     int64_t first_contact_step;      /* -1: none yet */
     int64_t wall_start, wall_end;
     uint64_t nvcsw, nivcsw;          /* stepping thread, over the steps */
+    uint64_t *wnvcsw, *wnivcsw;      /* each worker's own (index >= 1), over its life */
+    int nthreads;
     int nsamples;
     uint64_t *sample_step;           /* ascending step numbers */
     double *sample_y;
@@ -245,6 +249,86 @@ static void put_physics(const tire_run *r, double dt, double period_ms, double e
     rtg_j_set(m, "dt_omega_max", rtg_j_num(dt * wmax));
 }
 
+/* The cost-equation constants measured in the run (docs/tire.md "Cost
+ * equation"): per thread, the phase times of the sampled steps divided by what
+ * each phase counts (2e + 1 springs, e masses, 6e + 4 lock operations, the lock
+ * phases including the copies they guard), and the thread's context switches
+ * per step. Metrics: the mean over the threads. */
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of the kept samples of one phase (sorted in place: read after the run). */
+static double kept_median(int64_t *v, uint64_t samples)
+{
+    size_t m = samples < TIRE_PHASE_KEEP ? (size_t)samples : TIRE_PHASE_KEEP;
+    qsort(v, m, sizeof *v, cmp_i64);
+    return m % 2 ? (double)v[m / 2] : 0.5 * ((double)v[m / 2 - 1] + (double)v[m / 2]);
+}
+
+static void put_cost(tire_run *r, int every, rtg_result *res)
+{
+    if (!tire_solver_phase_times(r->solver, 0) || r->st.step == 0)
+        return;
+    rtg_json *c = rtg_j_set(res->extra, "cost", rtg_j_obj());
+    rtg_j_set(c, "every", rtg_j_int(every));
+    rtg_json *a = rtg_j_set(c, "threads", rtg_j_arr());
+    double sum_spring = 0, sum_mass = 0, sum_ipc = 0, sum_nsw = 0, share = 0;
+    int timed = 0;
+    for (int t = 0; t < r->nthreads; t++) {
+        tire_phase_times *pt = tire_solver_phase_times(r->solver, t);
+        int64_t lo, hi;
+        tire_range(r->st.p.n, r->nthreads, t, &lo, &hi);
+        int64_t e = hi - lo, ops = e > 0 ? 6 * e + 4 : 0;
+        uint64_t nv = t == 0 ? r->nvcsw : r->wnvcsw[t], niv = t == 0 ? r->nivcsw : r->wnivcsw[t];
+        double nsw = (double)(nv + niv) / (double)r->st.step;
+        rtg_json *j = rtg_j_push(a, rtg_j_obj());
+        rtg_j_set(j, "index", rtg_j_int(t));
+        rtg_j_set(j, "e", rtg_j_int(e));
+        rtg_j_set(j, "lock_ops", rtg_j_int(ops));
+        rtg_j_set(j, "samples", rtg_j_int((int64_t)pt->samples));
+        rtg_j_set(j, "read_ns", rtg_j_int(pt->read_ns));
+        rtg_j_set(j, "spring_ns", rtg_j_int(pt->spring_ns));
+        rtg_j_set(j, "mass_ns", rtg_j_int(pt->mass_ns));
+        rtg_j_set(j, "write_ns", rtg_j_int(pt->write_ns));
+        rtg_j_set(j, "nvcsw", rtg_j_int((int64_t)nv));
+        rtg_j_set(j, "nivcsw", rtg_j_int((int64_t)niv));
+        rtg_j_set(j, "nswitch_per_step", rtg_j_num(nsw));
+        sum_nsw += nsw;
+        if (pt->samples == 0 || e == 0)
+            continue;
+        /* Medians over the sampled steps: one step preempted in a phase (a
+         * host stall, an interrupt) must not move the constant. */
+        static const char *const names[4] = {"read_ns_median", "spring_ns_median", "mass_ns_median",
+                                             "write_ns_median"};
+        double med[4];
+        for (int ph = 0; ph < 4; ph++) {
+            med[ph] = kept_median(pt->kept[ph], pt->samples);
+            rtg_j_set(j, names[ph], rtg_j_num(med[ph]));
+        }
+        if (med[0] + med[1] + med[2] + med[3] > share)
+            share = med[0] + med[1] + med[2] + med[3];
+        double ts = med[1] / (double)(2 * e + 1);
+        double tm = med[2] / (double)e;
+        double ti = (med[0] + med[3]) / (double)ops;
+        rtg_j_set(j, "t_spring_ns", rtg_j_num(ts));
+        rtg_j_set(j, "t_mass_ns", rtg_j_num(tm));
+        rtg_j_set(j, "t_ipc_ns", rtg_j_num(ti));
+        sum_spring += ts, sum_mass += tm, sum_ipc += ti;
+        timed++;
+    }
+    rtg_json *mt = res->metrics;
+    rtg_j_set(mt, "nswitch_per_step", rtg_j_scalar_num(sum_nsw / r->nthreads, "count"));
+    if (timed > 0) {
+        rtg_j_set(mt, "t_spring", rtg_j_scalar_num(sum_spring / timed, "ns"));
+        rtg_j_set(mt, "t_mass", rtg_j_scalar_num(sum_mass / timed, "ns"));
+        rtg_j_set(mt, "t_ipc", rtg_j_scalar_num(sum_ipc / timed, "ns"));
+        rtg_j_set(mt, "t_share", rtg_j_scalar_num(share, "ns"));
+    }
+}
+
 static void put_metrics(const tire_run *r, rtg_result *res)
 {
     rtg_json *mt = res->metrics;
@@ -314,6 +398,8 @@ static void free_run(tire_run *r)
     free(r->sample_step);
     free(r->sample_y);
     free(r->ts);
+    free(r->wnvcsw);
+    free(r->wnivcsw);
 }
 
 static int tire_main(const rtg_opts *o, rtg_result *res)
@@ -340,13 +426,15 @@ static int tire_main(const rtg_opts *o, rtg_result *res)
     r.limit_ns = (int64_t)(rtg_opt_num(o, "time-limit-s") * 1e9);
     r.stop_on_miss = rtg_opt_flag(o, "stop-on-miss");
     r.first_contact_step = -1;
+    r.nthreads = k;
     double dt = period_ms / 1000.0;
     tire_params p;
     tire_params_init(&p, rtg_opt_int(o, "masses"), dt, rtg_opt_num(o, "radius-m"),
                      rtg_opt_num(o, "drop-height-m"), rtg_opt_num(o, "gravity-mps2"));
     char err[512] = "";
     if (tire_state_init(&r.st, &p) != 0 || plan_samples(&r, (int)rtg_opt_int(o, "centroid-samples")) != 0 ||
-        (!realtime && !(r.ts = calloc(r.steps, sizeof *r.ts)))) {
+        (!realtime && !(r.ts = calloc(r.steps, sizeof *r.ts))) ||
+        !(r.wnvcsw = calloc((size_t)k, sizeof *r.wnvcsw)) || !(r.wnivcsw = calloc((size_t)k, sizeof *r.wnivcsw))) {
         free_run(&r);
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %lld masses and %llu steps; use fewer.",
                         (long long)p.n, (unsigned long long)r.steps);
@@ -363,6 +451,7 @@ static int tire_main(const rtg_opts *o, rtg_result *res)
         free_run(&r);
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     }
+    tire_solver_set_cost_every(r.solver, (int)rtg_opt_int(o, "cost-every"));
     tire_team_cfg tc = {.nthreads = k, .cpus = cpus, .allow_fallback = rtg_opt_flag(o, "allow-fallback"),
                         .priority = (int)rtg_opt_int(o, "priority")};
     rtg_policy_parse(rtg_opt_str(o, "policy"), &tc.policy);
@@ -372,16 +461,21 @@ static int tire_main(const rtg_opts *o, rtg_result *res)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     }
     if (!realtime && rtg_pin_cpu(cpus[0], err, sizeof err) != 0) {
-        tire_team_stop(r.team, &r.nvcsw, &r.nivcsw);
+        tire_team_stop_each(r.team, r.wnvcsw, r.wnivcsw);
         free_run(&r);
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     }
     put_solver_threads(&r, cpus, k, res);
     status = realtime ? run_realtime(&r, o, cpus, res) : run_realfast(&r, res);
-    tire_team_stop(r.team, &r.nvcsw, &r.nivcsw);
+    tire_team_stop_each(r.team, r.wnvcsw, r.wnivcsw);
+    for (int t = 1; t < k; t++) {
+        r.nvcsw += r.wnvcsw[t];
+        r.nivcsw += r.wnivcsw[t];
+    }
     r.team = NULL;
     if (status == RTG_EXIT_OK) {
         put_metrics(&r, res);
+        put_cost(&r, (int)rtg_opt_int(o, "cost-every"), res);
         put_physics(&r, dt, period_ms, e0, res);
         if (realtime) {
             rtg_verdict(res, "hard_realtime", r.late == 0 && !r.limit_hit,
@@ -413,6 +507,11 @@ static const rtg_metric tire_metrics[] = {
     {"lock_ops_per_step", RTG_METRIC_SCALAR, "count", 0, "lock operations of one step (locked solver)"},
     {"nvcsw", RTG_METRIC_SCALAR, "count", RTG_METRIC_LINUX, "voluntary context switches of the solver threads over the steps"},
     {"nivcsw", RTG_METRIC_SCALAR, "count", RTG_METRIC_LINUX, "involuntary context switches of the solver threads over the steps"},
+    {"t_spring", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "cost equation: time of one spring force, per thread (locked solver, sampled steps)"},
+    {"t_mass", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "cost equation: time of one mass integration, per thread (locked solver, sampled steps)"},
+    {"t_ipc", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "cost equation: time of one lock operation with the copy it guards, per thread (locked solver, sampled steps)"},
+    {"t_share", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "cost equation: the slowest thread's four phases in one timed step (sum of its medians; locked solver)"},
+    {"nswitch_per_step", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "cost equation: context switches (voluntary + involuntary) per solver thread and step (locked solver)"},
     {"late_steps", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "steps the payload saw finish late (realtime and pretest)"},
     {0},
 };

@@ -1,11 +1,11 @@
-/* behav_util: what the behaviour tests (thr-new, thr-rr, sem-lck, sem-rel,
+/* behaviour: what the behaviour tests (thr-new, thr-rr, sem-lck, sem-rel,
  * mut-arc, pi) share: threads created pinned at an explicit policy and priority,
  * bounded waits, what the kernel says about a thread (/proc state and effective
  * priority), a lock of a chosen kind, and the priority-inversion scenario
  * (low holds a lock, high wants it, medium hogs the CPU) that mut-arc and pi run.
  * Every wait here has a bound, so a scenario that goes wrong ends by itself. */
-#ifndef RTG_BEHAV_UTIL_H
-#define RTG_BEHAV_UTIL_H
+#ifndef RTG_BEHAVIOUR_H
+#define RTG_BEHAVIOUR_H
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdatomic.h>
@@ -19,37 +19,37 @@
 
 /* The CPU every thread of a behaviour test runs on: the first CPU of --cpus, or
  * the last CPU this process may use (CPU 0 usually takes most interrupts). */
-int rtg_bh_cpu(const rtg_opts *o);
+int rtg_behav_cpu(const rtg_opts *o);
 /* Optional second CPU (the deliberately wrong "split" setups): another allowed
  * CPU than cpu, or -1 when there is none. */
-int rtg_bh_other_cpu(int cpu);
+int rtg_behav_other_cpu(int cpu);
 
 /* Pin the calling thread to cpu and set its policy/priority; 0 or -1 with err. */
-int rtg_bh_self(int cpu, rtg_policy pol, int prio, char *err, size_t errlen);
+int rtg_behav_self(int cpu, rtg_policy pol, int prio, char *err, size_t errlen);
 /* Start fn(arg) pinned to cpu at pol/prio from its first instruction (explicit
  * scheduling and affinity in the attributes). Stop signals stay with the main
  * thread. 0 or -1 with err. */
-int rtg_bh_start(pthread_t *th, void *(*fn)(void *), void *arg, int cpu, rtg_policy pol, int prio,
+int rtg_behav_start(pthread_t *th, void *(*fn)(void *), void *arg, int cpu, rtg_policy pol, int prio,
                  char *err, size_t errlen);
 
-int rtg_bh_tid(void);
-int64_t rtg_bh_thread_cpu_ns(void);            /* CPU time of the calling thread */
-void rtg_bh_sleep_ns(int64_t ns);
+int rtg_behav_tid(void);
+int64_t rtg_behav_thread_cpu_ns(void);            /* CPU time of the calling thread */
+void rtg_behav_sleep_ns(int64_t ns);
 /* Scheduler state letter of a thread of this process ('R', 'S', 'D', ...), or 0. */
-char rtg_bh_task_state(int tid);
+char rtg_behav_task_state(int tid);
 /* Look (every 20 us, at most timeout_ns) until the thread is blocked in the
  * system call of prim (scenario.h: rtg_thread_blocked_on); true when it is. */
-bool rtg_bh_wait_blocked(int tid, rtg_prim prim, int64_t timeout_ns);
+bool rtg_behav_wait_blocked(int tid, rtg_prim prim, int64_t timeout_ns);
 /* The same for a waiter at real-time priority prio: false when tid <= 0; in the
  * POSIX-only build (no /proc) checked by priorities instead (rtg_blocked_above:
  * one CPU, the caller at or above prio), the primitive not named. */
-bool rtg_bh_wait_blocked_at(int tid, int prio, rtg_prim prim, int64_t timeout_ns);
+bool rtg_behav_wait_blocked_at(int tid, int prio, rtg_prim prim, int64_t timeout_ns);
 /* Effective real-time priority of a thread (what it runs at now, boosts
  * included, from /proc/self/task/TID/stat), 0 for a non-RT thread, -1 unknown. */
-int rtg_bh_effective_rt_prio(int tid);
+int rtg_behav_effective_rt_prio(int tid);
 
 /* Event order: a global sequence number, so "A happened before B" is exact. */
-int64_t rtg_bh_seq(void);
+int64_t rtg_behav_seq(void);
 
 /* ---- the priority-inversion scenario (pi, mut-arc) ----
  * On the priority-inversion fixture (scenario.h): all on one CPU under
@@ -87,6 +87,6 @@ int rtg_inversion_run(const rtg_opts *o, rtg_prim kind, rtg_inv_cfg *cfg, rtg_in
 void rtg_inversion_report(const rtg_inv_cfg *cfg, const rtg_inv_result *r, rtg_result *res);
 
 /* env.cpus = [cpu] (the CPU the scenario ran on) and env.scenario_priorities */
-void rtg_bh_env_cpu(rtg_result *res, int cpu);
+void rtg_behav_env_cpu(rtg_result *res, int cpu);
 
 #endif

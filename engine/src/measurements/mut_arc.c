@@ -7,7 +7,7 @@
  * --protocol protect (priority ceiling = high's priority) avoids it too. */
 #include <string.h>
 
-#include "behav_util.h"
+#include "behaviour.h"
 #include "test.h"
 
 static const rtg_opt mut_arc_opts[] = {

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "portable.h"
-#include "behav_util.h"
+#include "behaviour.h"
 #include "clock.h"
 #include "test.h"
 
@@ -142,7 +142,7 @@ typedef struct {
 static void *waiter_main(void *p)
 {
     waiter *w = p;
-    atomic_store(&w->tid, rtg_bh_tid());
+    atomic_store(&w->tid, rtg_behav_tid());
     w->rc = cs_wait_until(w->sem, rtg_mono_ns() + 2000000000LL);   /* bounded */
     atomic_store(&w->got, w->rc == 0 ? 1 : -1);
     return NULL;
@@ -155,11 +155,11 @@ static int check_wait_blocks(csem *x, int cpu, int prio, rtg_result *res, char *
     w.sem = x;
     pthread_t th;
     /* higher priority on our CPU: it runs at once and must block in the wait */
-    if (rtg_bh_start(&th, waiter_main, &w, cpu, RTG_POL_FIFO, prio + 1, err, errlen) != 0)
+    if (rtg_behav_start(&th, waiter_main, &w, cpu, RTG_POL_FIFO, prio + 1, err, errlen) != 0)
         return -1;
     int tid = atomic_load(&w.tid);
     rtg_prim on = x->binary ? RTG_PRIM_CONDVAR : RTG_PRIM_SEM;
-    bool blocked = atomic_load(&w.got) == 0 && rtg_bh_wait_blocked_at(tid, prio + 1, on, 500000000LL) &&
+    bool blocked = atomic_load(&w.got) == 0 && rtg_behav_wait_blocked_at(tid, prio + 1, on, 500000000LL) &&
                    atomic_load(&w.got) == 0;
     cs_post(x);
     int got_at_post = atomic_load(&w.got);       /* the waiter outranks us: already done */
@@ -179,11 +179,11 @@ static int sem_lck_run(const rtg_opts *o, rtg_result *res)
     int n = (int)rtg_opt_int(o, "count");
     int prio = (int)rtg_opt_int(o, "priority");
     int64_t timeout = rtg_opt_int(o, "timeout-ms") * 1000000;
-    int cpu = rtg_bh_cpu(o);
+    int cpu = rtg_behav_cpu(o);
     char err[512];
     if (cpu < 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "no CPU is available to this process; check its affinity.");
-    if (rtg_bh_self(cpu, RTG_POL_FIFO, prio, err, sizeof err) != 0)
+    if (rtg_behav_self(cpu, RTG_POL_FIFO, prio, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     csem x;
     int passed = 0;
@@ -226,7 +226,7 @@ static int sem_lck_run(const rtg_opts *o, rtg_result *res)
 
     rtg_verdict(res, "sem_lck", passed == 4, "%s semaphore: %d of 4 counting-semaphore checks passed",
                 binary ? "binary" : "POSIX", passed);
-    rtg_bh_env_cpu(res, cpu);
+    rtg_behav_env_cpu(res, cpu);
     return RTG_EXIT_OK;
 }
 

@@ -64,7 +64,7 @@ static inline void put(mtest *t, int metric, size_t i, int64_t v)
 
 static void measure_uncontended(mtest *t)
 {
-    for (size_t i = 0; i < t->n && !rtg_bench_stopping(); i++) {
+    for (size_t i = 0; i < t->n && !rtg_micro_stopping(); i++) {
         int64_t a = rtg_mono_ns();
         pthread_mutex_lock(&t->m);
         int64_t b = rtg_mono_ns();
@@ -79,7 +79,7 @@ static void *low(void *p)
 {
     mtest *t = p;
     measure_uncontended(t);
-    for (size_t i = 0; i < t->n && !rtg_bench_stopping(); i++) {
+    for (size_t i = 0; i < t->n && !rtg_micro_stopping(); i++) {
         t->i = i;
         pthread_mutex_lock(&t->m);
         sem_post(&t->go_high);
@@ -100,12 +100,12 @@ static void *high(void *p)
     mtest *t = p;
     for (;;) {
         rtg_sem_wait(&t->go_high);
-        if (atomic_load(&t->done) || rtg_bench_stopping())
+        if (atomic_load(&t->done) || rtg_micro_stopping())
             break;
         t->t0 = rtg_mono_ns();
         if (pthread_mutex_timedlock(&t->m, &t->b->deadline_rt) != 0) {
             atomic_store(&t->failed, 1);
-            atomic_store(&rtg_bench_abort, 1);
+            atomic_store(&rtg_micro_abort, 1);
             break;
         }
         int64_t t3 = rtg_mono_ns();
@@ -121,7 +121,7 @@ static void *medium(void *p)
     mtest *t = p;
     for (;;) {
         rtg_sem_wait(&t->go_medium);
-        if (atomic_load(&t->done) || rtg_bench_stopping())
+        if (atomic_load(&t->done) || rtg_micro_stopping())
             break;
         if (atomic_load(&t->high_got) <= t->i) {
             t->inversions += t->i >= WARMUP;
@@ -188,7 +188,7 @@ static int mutex_run(const rtg_opts *o, rtg_result *res)
         for (int k = 0; k < NMETRICS; k++)
             rtg_samples_report(res, metric_names[k], &t.s[k]);
         rtg_j_set(res->metrics, "inversions", rtg_j_scalar_int(t.inversions, "count"));
-        rtg_bench_method(res, "acquire/release: pthread_mutex_lock / unlock alone on a free mutex; "
+        rtg_micro_method(res, "acquire/release: pthread_mutex_lock / unlock alone on a free mutex; "
                               "acquire_contended: the high thread's blocking lock request to the holder (low) "
                               "running again; release_contended: the holder's unlock to the high thread running "
                               "with the mutex");

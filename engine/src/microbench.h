@@ -1,17 +1,17 @@
-/* bench_util: what the microbenchmarks (switch, preempt, shuffle, message, sem,
+/* microbench: what the microbenchmarks (switch, preempt, shuffle, message, sem,
  * mutex, thread, tick, deadlock-break) share.
  *  - rtg_bench: the CPU the threads share, the base policy/priority, and a
  *    watchdog. The main thread becomes the watchdog: FIFO 99, on another CPU when
  *    there is one, blocked in a join with a deadline while the workers measure.
- *    At the deadline or on rtg_stop it raises rtg_bench_abort and calls the
+ *    At the deadline or on rtg_stop it raises rtg_micro_abort and calls the
  *    test's unblock hook (posts every semaphore, writes every pipe...), so no
- *    worker stays blocked; every worker loop polls rtg_bench_stopping().
+ *    worker stays blocked; every worker loop polls rtg_micro_stopping().
  *  - rtg_samples: a preallocated, touched array the measured loop stores into;
  *    folded into an rtg_dist and written as a contract distribution afterwards.
  *  - workers are started with rtg_spawn_thread (rt.h): explicit policy, priority, CPU and a small
  *    stack (mlockall locks every stack: 1000 threads x 8 MiB would not fit). */
-#ifndef RTG_BENCH_UTIL_H
-#define RTG_BENCH_UTIL_H
+#ifndef RTG_MICROBENCH_H
+#define RTG_MICROBENCH_H
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -22,12 +22,12 @@
 #include "rt.h"
 #include "test.h"
 
-extern _Atomic int rtg_bench_abort;
+extern _Atomic int rtg_micro_abort;
 
 /* True once the run must end: Ctrl-C/SIGTERM or the watchdog's deadline. */
-static inline bool rtg_bench_stopping(void)
+static inline bool rtg_micro_stopping(void)
 {
-    return rtg_stop || atomic_load_explicit(&rtg_bench_abort, memory_order_relaxed);
+    return rtg_stop || atomic_load_explicit(&rtg_micro_abort, memory_order_relaxed);
 }
 
 typedef struct {
@@ -44,7 +44,7 @@ typedef struct {
 
 /* CPU of worker i for the tests that may spread a pair over CPUs (shuffle,
  * message): cpus[i % ncpus] when --cpus named several, else the one CPU. */
-static inline int rtg_bench_cpu_of(const rtg_bench *b, int i)
+static inline int rtg_micro_cpu_of(const rtg_bench *b, int i)
 {
     return b->spread ? b->cpus[i % b->ncpus] : b->cpu;
 }
@@ -54,17 +54,17 @@ static inline int rtg_bench_cpu_of(const rtg_bench *b, int i)
  * housekeeping) and make the calling thread the watchdog. needs_priorities:
  * the test relies on priority order, so --policy other is a usage error.
  * Records env.measure_cpu, env.watchdog_cpu, env.cpus. Returns RTG_EXIT_*. */
-int rtg_bench_setup(rtg_bench *b, const rtg_opts *o, rtg_result *res, bool needs_priorities);
+int rtg_micro_setup(rtg_bench *b, const rtg_opts *o, rtg_result *res, bool needs_priorities);
 /* The same with the watchdog's timeout given (a test without --timeout-s). */
-int rtg_bench_setup_timeout(rtg_bench *b, const rtg_opts *o, rtg_result *res, bool needs_priorities,
+int rtg_micro_setup_timeout(rtg_bench *b, const rtg_opts *o, rtg_result *res, bool needs_priorities,
                             int64_t timeout_ns);
 
 /* The watchdog: join n threads, waking every 50 ms to look at rtg_stop; at the
- * deadline or on a stop it raises rtg_bench_abort and calls unblock(ctx) (may be
+ * deadline or on a stop it raises rtg_micro_abort and calls unblock(ctx) (may be
  * NULL) every 50 ms until all are joined or a 2 s grace is over. Returns the
  * number of threads that could not be joined (0 normally). Sets b->timed_out
  * when the deadline, not the work, ended the run. */
-int rtg_bench_join(rtg_bench *b, pthread_t *th, int n, void (*unblock)(void *), void *ctx);
+int rtg_micro_join(rtg_bench *b, pthread_t *th, int n, void (*unblock)(void *), void *ctx);
 
 /* Samples of one metric, stored by the measured loop. */
 typedef struct {
@@ -85,7 +85,7 @@ void rtg_samples_report(rtg_result *res, const char *name, const rtg_samples *s)
 /* extra.method = {"timed": what, "correction": "none: ..."}:
  * what each sample spans, and that nothing was subtracted (each sample contains
  * one timestamp read, whose cost the env block gives). */
-void rtg_bench_method(rtg_result *res, const char *what);
+void rtg_micro_method(rtg_result *res, const char *what);
 
 /* Absolute CLOCK_MONOTONIC sleep, bounded by the caller's choice of t. */
 void rtg_sleep_until(int64_t t_ns);

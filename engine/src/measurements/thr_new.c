@@ -18,7 +18,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "behav_util.h"
+#include "behaviour.h"
 #include "clock.h"
 #include "test.h"
 
@@ -46,7 +46,7 @@ static void *child_main(void *p)
 {
     child *c = p;
     c->ran_ns = rtg_mono_ns();
-    atomic_store(&c->ran_seq, rtg_bh_seq());
+    atomic_store(&c->ran_seq, rtg_behav_seq());
     sem_post(&c->ran);
     return NULL;
 }
@@ -70,7 +70,7 @@ static int spawn(setup *s, pthread_t *th, child *c, int prio)
 {
     atomic_store(&c->ran_seq, 0);
     sem_init(&c->ran, 0, 0);
-    return rtg_bh_start(th, child_main, c, s->cpu_child, s->pol, prio, s->err, sizeof s->err);
+    return rtg_behav_start(th, child_main, c, s->cpu_child, s->pol, prio, s->err, sizeof s->err);
 }
 
 /* lower: not before the creator blocks; then while it is blocked */
@@ -83,10 +83,10 @@ static int scenario_lower(setup *s, rtg_result *res)
     bool at_create = atomic_load(&c.ran_seq) != 0;
     busy_ns(s->busy);
     bool after_busy = atomic_load(&c.ran_seq) != 0;
-    int64_t s_block = rtg_bh_seq();
+    int64_t s_block = rtg_behav_seq();
     int64_t t_block = rtg_mono_ns();
     rtg_sem_wait_until(&c.ran, t_block + RAN_BOUND_NS);   /* blocks: the child may run */
-    int64_t s_wake = rtg_bh_seq();
+    int64_t s_wake = rtg_behav_seq();
     int64_t ran = atomic_load(&c.ran_seq);
     pthread_join(th, NULL);
     sem_destroy(&c.ran);
@@ -117,10 +117,10 @@ static int scenario_equal(setup *s, rtg_result *res)
     bool at_create = atomic_load(&c.ran_seq) != 0;
     busy_ns(s->busy);
     bool after_busy = atomic_load(&c.ran_seq) != 0;
-    int64_t s_yield = rtg_bh_seq();
+    int64_t s_yield = rtg_behav_seq();
     int64_t t_yield = rtg_mono_ns();
     sched_yield();
-    int64_t s_back = rtg_bh_seq();
+    int64_t s_back = rtg_behav_seq();
     int64_t ran = atomic_load(&c.ran_seq);
     pthread_join(th, NULL);
     sem_destroy(&c.ran);
@@ -140,11 +140,11 @@ static int scenario_higher(setup *s, rtg_result *res)
 {
     child c;
     pthread_t th;
-    int64_t s_before = rtg_bh_seq();
+    int64_t s_before = rtg_behav_seq();
     int64_t t_before = rtg_mono_ns();
     if (spawn(s, &th, &c, s->prio + 1) != 0)
         return -1;
-    int64_t s_after = rtg_bh_seq();
+    int64_t s_after = rtg_behav_seq();
     int64_t ran = atomic_load(&c.ran_seq);
     pthread_join(th, NULL);
     sem_destroy(&c.ran);
@@ -167,12 +167,12 @@ static void overall(const setup *s, rtg_result *res)
 static int thr_new_run(const rtg_opts *o, rtg_result *res)
 {
     setup s = {0};
-    s.cpu_creator = rtg_bh_cpu(o);
+    s.cpu_creator = rtg_behav_cpu(o);
     if (s.cpu_creator < 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "no CPU is available to this process; check its affinity.");
     s.cpu_child = s.cpu_creator;
     if (strcmp(rtg_opt_str(o, "placement"), "split") == 0) {
-        s.cpu_child = rtg_bh_other_cpu(s.cpu_creator);
+        s.cpu_child = rtg_behav_other_cpu(s.cpu_creator);
         if (s.cpu_child < 0)
             return rtg_fail(res, RTG_EXIT_USAGE,
                             "--placement split needs a second CPU and this process may use only one; use --placement same.");
@@ -180,7 +180,7 @@ static int thr_new_run(const rtg_opts *o, rtg_result *res)
     rtg_policy_parse(rtg_opt_str(o, "policy"), &s.pol);
     s.prio = (int)rtg_opt_int(o, "priority");
     s.busy = rtg_opt_int(o, "busy-ms") * 1000000;
-    if (rtg_bh_self(s.cpu_creator, s.pol, s.prio, s.err, sizeof s.err) != 0)
+    if (rtg_behav_self(s.cpu_creator, s.pol, s.prio, s.err, sizeof s.err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", s.err);
     if (scenario_lower(&s, res) != 0 || scenario_equal(&s, res) != 0 || scenario_higher(&s, res) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", s.err);

@@ -69,12 +69,12 @@ static bool acquire(token *t, int me)
         return pthread_mutex_timedlock(&t->pi, &t->b->deadline_rt) == 0;
     case P_CONDVAR:
         pthread_mutex_lock(&t->mx);
-        while (atomic_load(&t->turn) != me && !rtg_bench_stopping())
+        while (atomic_load(&t->turn) != me && !rtg_micro_stopping())
             pthread_cond_wait(&t->cv, &t->mx);
         pthread_mutex_unlock(&t->mx);
         return true;
     case P_FUTEX:
-        while (atomic_load(&t->turn) != me && !rtg_bench_stopping())
+        while (atomic_load(&t->turn) != me && !rtg_micro_stopping())
             rtg_futex_wait(&t->turn, 1 - me);
         return true;
     }
@@ -88,7 +88,7 @@ static void release(token *t, int other)
         sem_post(&t->sem[other]);
         break;
     case P_MUTEX:
-        while (!rtg_pi_mutex_has_waiter(&t->pi) && !rtg_bench_stopping())
+        while (!rtg_pi_mutex_has_waiter(&t->pi) && !rtg_micro_stopping())
             sched_yield();   /* on one CPU the other thread needs it to get queued */
         pthread_mutex_unlock(&t->pi);
         break;
@@ -118,11 +118,11 @@ static void *player(token *t, int me)
     for (;;) {
         if (!acquire(t, me)) {
             t->failed = true;
-            atomic_store(&rtg_bench_abort, 1);
+            atomic_store(&rtg_micro_abort, 1);
             return NULL;
         }
         int64_t t1 = rtg_mono_ns();
-        if (t->done || rtg_bench_stopping())
+        if (t->done || rtg_micro_stopping())
             break;
         t->dt[t->k++] = t1 - t->t0;
         if (t->k >= t->total)
@@ -211,7 +211,7 @@ static int shuffle_run(const rtg_opts *o, rtg_result *res)
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %zu samples; ask for fewer --iterations.", t.total);
     }
     init_token(&t);
-    int cpu_a = rtg_bench_cpu_of(&s.b, 0), cpu_b = rtg_bench_cpu_of(&s.b, 1);
+    int cpu_a = rtg_micro_cpu_of(&s.b, 0), cpu_b = rtg_micro_cpu_of(&s.b, 1);
     /* a holds the token (for mutex: has locked it) before b starts */
     rtg_role a = {"first player", player_a, &t, 0, cpu_a, RTG_AT_HERE, RTG_PRIM_SEM, 0};
     rtg_role b = {"second player", player_b, &t, 0, cpu_b, RTG_AT_STARTED, RTG_PRIM_SEM, 0};
@@ -227,7 +227,7 @@ static int shuffle_run(const rtg_opts *o, rtg_result *res)
         smp.n = smp.cap = t.k > WARMUP ? t.k - WARMUP : 0;
         rtg_samples_report(res, "shuffle", &smp);
         rtg_j_set(res->env, "cpus_used", rtg_j_strf("%d,%d", cpu_a, cpu_b));
-        rtg_bench_method(res, "shuffle: from the giver's timestamp just before it releases the token to the "
+        rtg_micro_method(res, "shuffle: from the giver's timestamp just before it releases the token to the "
                               "receiver's first timestamp after its acquire returned");
     }
     if (rtg_scn_leaked(&s))

@@ -67,7 +67,7 @@ static void *measure_gaps(void *p)
             g->n++;
         }
         prev = t;
-        if ((++loops & 4095) == 0 && rtg_bench_stopping())
+        if ((++loops & 4095) == 0 && rtg_micro_stopping())
             break;
     }
     g->t_end = prev;
@@ -135,6 +135,70 @@ static double dominant_interval(const gaploop *g, size_t stored, double *share)
     return k ? sum / (double)k : mid;
 }
 
+/* The gaps the clock tick causes, apart from the rest (other interrupts, other
+ * threads, host stalls): the tick's phase is the mode of the gap starts modulo the
+ * tick period (bins as wide as the tolerance), refined by the mean offset of the
+ * starts within the tolerance of that bin; a gap is the tick's when it starts within
+ * the tolerance of the phase and is shorter than half the period (a longer one
+ * swallowed the next tick: a stall, not a tick's processing). */
+#define TICK_PHASE_TOL 0.005
+#define TICK_PHASE_MIN_NS 10000.0
+
+static void split_tick_gaps(const gaploop *g, size_t stored, double tick, rtg_result *res, rtg_json *per)
+{
+    double tol = TICK_PHASE_TOL * tick > TICK_PHASE_MIN_NS ? TICK_PHASE_TOL * tick : TICK_PHASE_MIN_NS;
+    size_t nbins = (size_t)ceil(tick / tol);
+    uint64_t *bins = calloc(nbins ? nbins : 1, sizeof *bins);
+    rtg_dist on, off;
+    if (!bins || rtg_dist_init(&on, 0, 0) != 0) {
+        free(bins);
+        return;
+    }
+    if (rtg_dist_init(&off, 0, 0) != 0) {
+        rtg_dist_free(&on);
+        free(bins);
+        return;
+    }
+    for (size_t i = 0; i < stored; i++) {
+        double ph = fmod((double)(g->start[i] - g->t_begin), tick);
+        size_t b = (size_t)(ph / tol);
+        bins[b < nbins ? b : nbins - 1]++;
+    }
+    size_t best = 0;
+    for (size_t b = 1; b < nbins; b++)
+        if (bins[b] > bins[best])
+            best = b;
+    free(bins);
+    double centre = ((double)best + 0.5) * tol, sum = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < stored; i++) {
+        double d = fmod((double)(g->start[i] - g->t_begin) - centre + 1.5 * tick, tick) - 0.5 * tick;
+        if (fabs(d) <= tol) {
+            sum += d;
+            k++;
+        }
+    }
+    double phase = centre + (k ? sum / (double)k : 0);
+    int64_t stalls = 0;
+    for (size_t i = 0; i < stored; i++) {
+        double d = fmod((double)(g->start[i] - g->t_begin) - phase + 1.5 * tick, tick) - 0.5 * tick;
+        bool long_gap = (double)g->len[i] >= 0.5 * tick;
+        stalls += long_gap;
+        rtg_dist_add(stored >= 3 && !long_gap && fabs(d) <= tol ? &on : &off, g->len[i]);
+    }
+    double run = (double)(g->t_end - g->t_begin);
+    rtg_json *m = res->metrics;
+    rtg_j_set(m, "tick_gap", rtg_j_dist(&on, "ns"));
+    rtg_j_set(m, "other_gap", rtg_j_dist(&off, "ns"));
+    rtg_j_set(m, "tick_gaps", rtg_j_scalar_int((int64_t)on.count, "count"));
+    rtg_j_set(m, "ticks_in_run", rtg_j_scalar_int((int64_t)(run / tick), "count"));
+    rtg_j_set(m, "stalls", rtg_j_scalar_int(stalls, "count"));
+    rtg_j_set(per, "tick_tolerance_ns", rtg_j_num(tol));
+    rtg_j_set(per, "tick_phase_ns", rtg_j_num(fmod((double)g->t_begin + phase, tick)));
+    rtg_dist_free(&on);
+    rtg_dist_free(&off);
+}
+
 static void report_events(const gaploop *g, size_t stored, int64_t above, rtg_result *res)
 {
     rtg_json *ev = rtg_j_set(res->extra, "events", rtg_j_arr());
@@ -183,11 +247,12 @@ static void report(const gaploop *g, const rtg_opts *o, rtg_result *res)
         rtg_j_set(per, "tick_period_ns", rtg_j_num(tick));
         rtg_j_set(per, "dominant_over_tick", rtg_j_num(dom / tick));
         rtg_j_set(per, "is_tick", rtg_j_bool(dom > 0 && fabs(dom / tick - 1) <= 0.05));
+        split_tick_gaps(g, stored, tick, res, per);
     } else {
         rtg_j_set(per, "is_tick", rtg_j_null());
     }
     report_events(g, stored, rtg_opt_int(o, "events-above-ns"), res);
-    rtg_bench_method(res, "gap: from the last clock reading before the CPU was taken away to the first after "
+    rtg_micro_method(res, "gap: from the last clock reading before the CPU was taken away to the first after "
                           "it came back (consecutive readings more than --threshold-ns apart)");
 }
 
@@ -241,6 +306,14 @@ static const rtg_metric tick_metrics[] = {
     {"dominant_period_ns", RTG_METRIC_SCALAR, "ns", 0, "the most common interval between gaps"},
     {"dominant_share", RTG_METRIC_SCALAR, "ratio", 0, "share of the intervals near the dominant period"},
     {"tick_period_ns", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "the kernel tick period, 10^9 / CONFIG_HZ (when CONFIG_HZ is known)"},
+    {"tick_gap", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL,
+     "the gaps that recur at the tick period (start on the tick's phase, shorter than half the period): CLK-P-DUR"},
+    {"other_gap", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL,
+     "every other gap: other interrupts and threads, host stalls (when the tick period is known)"},
+    {"tick_gaps", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "gaps on the tick's phase"},
+    {"ticks_in_run", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "tick periods in the run"},
+    {"stalls", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL,
+     "gaps of half a tick period or longer (a stall: never counted as a tick)"},
     {0},
 };
 

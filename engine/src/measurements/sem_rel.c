@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "portable.h"
-#include "behav_util.h"
+#include "behaviour.h"
 #include "clock.h"
 #include "test.h"
 
@@ -130,7 +130,7 @@ typedef struct {
 static void *waiter_main(void *p)
 {
     waiter *w = p;
-    atomic_store(&w->tid, rtg_bh_tid());
+    atomic_store(&w->tid, rtg_behav_tid());
     sem_post(w->started);
     w->rc = rs_wait_until(w->sem, rtg_mono_ns() + WAIT_BOUND_NS);
     if (w->rc == 0) {
@@ -145,7 +145,7 @@ static int sem_rel_run(const rtg_opts *o, rtg_result *res)
     bool fifo = strcmp(rtg_opt_str(o, "primitive"), "fifo-queue") == 0;
     int k = (int)rtg_opt_int(o, "waiters");
     int base = (int)rtg_opt_int(o, "priority");
-    int cpu = rtg_bh_cpu(o);
+    int cpu = rtg_behav_cpu(o);
     char err[512];
     if (cpu < 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "no CPU is available to this process; check its affinity.");
@@ -153,7 +153,7 @@ static int sem_rel_run(const rtg_opts *o, rtg_result *res)
         return rtg_fail(res, RTG_EXIT_USAGE,
                         "--priority %d with %d waiters needs priorities up to %d, above 99; lower --priority or --waiters.",
                         base, k, base + k);
-    if (rtg_bh_self(cpu, RTG_POL_FIFO, base + k, err, sizeof err) != 0)
+    if (rtg_behav_self(cpu, RTG_POL_FIFO, base + k, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     static rsem x;
     static waiter w[MAX_WAITERS];
@@ -169,7 +169,7 @@ static int sem_rel_run(const rtg_opts *o, rtg_result *res)
     for (int i = 0; i < k; i++) {   /* arrival: lowest priority first */
         w[i] = (waiter){.sem = &x, .prio = base + i, .grant_counter = &counter, .started = &started_sem,
                         .granted = &granted_sem};
-        if (rtg_bh_start(&th[i], waiter_main, &w[i], cpu, RTG_POL_FIFO, base + i, err, sizeof err) != 0) {
+        if (rtg_behav_start(&th[i], waiter_main, &w[i], cpu, RTG_POL_FIFO, base + i, err, sizeof err) != 0) {
             status = rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
             break;
         }
@@ -177,7 +177,7 @@ static int sem_rel_run(const rtg_opts *o, rtg_result *res)
         /* the waiter is below us: block until it says it started, then look until it
          * sleeps in the wait (the looks block too, so it can get there) */
         bool up = rtg_sem_wait_until(&started_sem, rtg_mono_ns() + 1000000000LL) == 0;
-        if (!up || !rtg_bh_wait_blocked_at(atomic_load(&w[i].tid), base + i, fifo ? RTG_PRIM_CONDVAR : RTG_PRIM_SEM,
+        if (!up || !rtg_behav_wait_blocked_at(atomic_load(&w[i].tid), base + i, fifo ? RTG_PRIM_CONDVAR : RTG_PRIM_SEM,
                                            1000000000LL)) {
             status = rtg_fail(res, RTG_EXIT_FAIL, "waiter %d did not block on the empty semaphore within 1 s.", i);
             break;
@@ -227,7 +227,7 @@ static int sem_rel_run(const rtg_opts *o, rtg_result *res)
     for (int r = 0; r < k; r++)
         rtg_j_push(g, rtg_j_int(order[r]));
     rtg_j_set(res->metrics, "waiters", rtg_j_scalar_int(k, "count"));
-    rtg_bh_env_cpu(res, cpu);
+    rtg_behav_env_cpu(res, cpu);
     return RTG_EXIT_OK;
 }
 

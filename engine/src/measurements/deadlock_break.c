@@ -51,7 +51,7 @@ typedef struct {
 static void *low(void *p)
 {
     dbreak *d = p;
-    for (size_t i = 0; i < d->n && !rtg_bench_stopping(); i++) {
+    for (size_t i = 0; i < d->n && !rtg_micro_stopping(); i++) {
         d->i = i;
         pthread_mutex_lock(&d->lock);
         sem_post(&d->go_medium);
@@ -68,14 +68,14 @@ static void *medium(void *p)
     dbreak *d = p;
     for (;;) {
         rtg_sem_wait(&d->go_medium);
-        if (atomic_load(&d->done) || rtg_bench_stopping())
+        if (atomic_load(&d->done) || rtg_micro_stopping())
             break;
         size_t i = d->i;
         sem_post(&d->go_high);
         if (atomic_load(&d->served) <= i) {
             d->inversions += i >= WARMUP;
             int64_t end = rtg_mono_ns() + d->hog_ns;
-            while (atomic_load(&d->served) <= i && rtg_mono_ns() < end && !rtg_bench_stopping())
+            while (atomic_load(&d->served) <= i && rtg_mono_ns() < end && !rtg_micro_stopping())
                 ;
         }
     }
@@ -87,12 +87,12 @@ static void *high(void *p)
     dbreak *d = p;
     for (;;) {
         rtg_sem_wait(&d->go_high);
-        if (atomic_load(&d->done) || rtg_bench_stopping())
+        if (atomic_load(&d->done) || rtg_micro_stopping())
             break;
         int64_t t0 = rtg_mono_ns();
         if (pthread_mutex_timedlock(&d->lock, &d->b->deadline_rt) != 0) {
             atomic_store(&d->failed, 1);
-            atomic_store(&rtg_bench_abort, 1);
+            atomic_store(&rtg_micro_abort, 1);
             break;
         }
         int64_t t1 = rtg_mono_ns();
@@ -142,7 +142,7 @@ static int deadlock_run(const rtg_opts *o, rtg_result *res)
     if (status == RTG_EXIT_OK) {
         rtg_samples_report(res, "deadlock_break", &d.s);
         rtg_j_set(res->metrics, "inversions", rtg_j_scalar_int(d.inversions, "count"));
-        rtg_bench_method(res, "deadlock_break: from the high thread's timestamp just before it requests the "
+        rtg_micro_method(res, "deadlock_break: from the high thread's timestamp just before it requests the "
                               "mutex held by the low thread (the medium one ready and hogging) to its first "
                               "timestamp after the lock returned");
     }

@@ -56,7 +56,7 @@ static void *high_sem(pair *p)
     for (size_t i = 0; i < p->n; i++) {
         sem_wait(&p->wake);
         int64_t t1 = rtg_mono_ns();
-        if (rtg_bench_stopping())
+        if (rtg_micro_stopping())
             break;
         p->t1[i] = t1 - p->t0;
         atomic_store_explicit(&p->high_done, i + 1, memory_order_release);
@@ -66,7 +66,7 @@ static void *high_sem(pair *p)
 
 static void *low_sem(pair *p)
 {
-    for (size_t i = 0; i < p->n && !rtg_bench_stopping(); i++) {
+    for (size_t i = 0; i < p->n && !rtg_micro_stopping(); i++) {
         p->t0 = rtg_mono_ns();
         sem_post(&p->wake);
     }
@@ -79,7 +79,7 @@ static void *low_sem(pair *p)
 static void high_timer_cycle(void *arg, rtg_cycle_ctx *c)
 {
     pair *p = arg;
-    if (rtg_bench_stopping()) {
+    if (rtg_micro_stopping()) {
         c->skip = true;
         c->end_run = true;
         return;
@@ -127,7 +127,7 @@ static void *high_timer(pair *p)
     atomic_store(&p->high_ready, 1);
     if (rtg_periodic(&cfg, &run, err, sizeof err) != 0) {
         fprintf(stderr, "rtgauge-engine: %s\n", err);
-        atomic_store(&rtg_bench_abort, 1);
+        atomic_store(&rtg_micro_abort, 1);
         return NULL;
     }
     rtg_periodic_free(&run);
@@ -138,12 +138,12 @@ static void *high_timer(pair *p)
  * bounded by one period past the deadline whatever H does. */
 static void *low_timer(pair *p)
 {
-    for (size_t i = 0; i < p->n && !rtg_bench_stopping(); i++) {
+    for (size_t i = 0; i < p->n && !rtg_micro_stopping(); i++) {
         int64_t d = p->start_ns + (int64_t)i * p->period_ns;
         rtg_sleep_until(d - p->lead_ns);
         p->low_start[i] = rtg_mono_ns();
         while (atomic_load_explicit(&p->high_done, memory_order_acquire) <= i &&
-               rtg_mono_ns() < d + p->period_ns && !rtg_bench_stopping())
+               rtg_mono_ns() < d + p->period_ns && !rtg_micro_stopping())
             ;
     }
     return NULL;
@@ -226,7 +226,7 @@ static int preempt_run(const rtg_opts *o, rtg_result *res)
     status = rtg_scn_join(&s, res, "the run");
     if (status == RTG_EXIT_OK) {
         report(&p, res);
-        rtg_bench_method(res, p.timer
+        rtg_micro_method(res, p.timer
             ? "preempt: from the timer deadline d the high thread slept to, to its first timestamp after "
               "waking, while the low thread was running on the same CPU"
             : "preempt: from the low thread's timestamp just before sem_post to the high thread's first "

@@ -7,14 +7,18 @@
  *                    pthread_cancel + pthread_join, during which the child runs
  *                    for the first time, acts on the cancellation at its first
  *                    cancellation point and exits.
- *  run-and-terminate child one priority above: pthread_create returns only after
- *                    the child ran to its end (it preempts the creator at once),
- *                    so create includes the child's whole life; delete =
- *                    pthread_join of the finished child (reaps it).
+ *  run-and-terminate child one priority above: it preempts the creator at once,
+ *                    so pthread_create returns only after the child ran to its
+ *                    end. create = from the call until the child starts running
+ *                    (the child's first action is to read the clock), as the
+ *                    evaluation defines it; the whole call, child's life
+ *                    included, is call_run_terminate. delete = pthread_join of
+ *                    the finished child (reaps it).
  *  run-and-block     child one priority above, which runs at once and blocks on
- *                    a semaphore no one posts: create includes running until it
- *                    blocks; delete = pthread_cancel + pthread_join (the child
- *                    wakes, unwinds and exits).
+ *                    a semaphore no one posts: create = until the child starts
+ *                    running; call_run_block = the whole call (until it blocks);
+ *                    delete = pthread_cancel + pthread_join (the child wakes,
+ *                    unwinds and exits).
  * Every child's wait and every join are bounded by the watchdog's deadline. A
  * never-run child seen running before its deletion is counted in ran_early. */
 #include <errno.h>
@@ -46,6 +50,7 @@ enum { NEVER_RUN, RUN_TERMINATE, RUN_BLOCK, NSCEN };
 static const char *const scen_names[NSCEN] = {"never-run", "run-terminate", "run-block"};
 static const char *const create_names[NSCEN] = {"create_never_run", "create_run_terminate", "create_run_block"};
 static const char *const delete_names[NSCEN] = {"delete_never_run", "delete_run_terminate", "delete_run_block"};
+static const char *const call_names[NSCEN] = {NULL, "call_run_terminate", "call_run_block"};
 
 typedef struct {
     const rtg_bench *b;
@@ -55,14 +60,16 @@ typedef struct {
     sem_t never;              /* posted by no one */
     struct timespec deadline;
     _Atomic int ran;
+    int64_t started_ns;       /* the child's first clock reading */
     int64_t ran_early;
     bool failed;
-    rtg_samples create[NSCEN], del[NSCEN];
+    rtg_samples create[NSCEN], del[NSCEN], call[NSCEN];
 } ttest;
 
 static void *child_terminate(void *p)
 {
     ttest *t = p;
+    t->started_ns = rtg_mono_ns();
     atomic_store_explicit(&t->ran, 1, memory_order_relaxed);
     return NULL;
 }
@@ -70,6 +77,7 @@ static void *child_terminate(void *p)
 static void *child_block(void *p)
 {
     ttest *t = p;
+    t->started_ns = rtg_mono_ns();
     atomic_store_explicit(&t->ran, 1, memory_order_relaxed);
     while (rtg_sem_clockwait_mono(&t->never, &t->deadline) == -1 && errno == EINTR)
         ;
@@ -100,9 +108,15 @@ static bool one_cycle(ttest *t, int sc, size_t i)
     int64_t d1 = rtg_mono_ns();
     if (rc != 0)
         return false;
+    if (sc != NEVER_RUN && !atomic_load(&t->ran))
+        return false;   /* a child above the creator on its CPU must have run */
     if (i >= WARMUP) {
-        rtg_samples_put(&t->create[sc], b - a);
+        /* run scenarios: creation ends when the child starts running (read
+         * after the join, which orders the child's write before this read) */
+        rtg_samples_put(&t->create[sc], sc == NEVER_RUN ? b - a : t->started_ns - a);
         rtg_samples_put(&t->del[sc], d1 - d0);
+        if (sc != NEVER_RUN)
+            rtg_samples_put(&t->call[sc], b - a);
     }
     return true;
 }
@@ -111,7 +125,7 @@ static void *creator(void *p)
 {
     ttest *t = p;
     for (int sc = 0; sc < NSCEN; sc++)
-        for (size_t i = 0; t->want[sc] && i < t->n && !rtg_bench_stopping(); i++)
+        for (size_t i = 0; t->want[sc] && i < t->n && !rtg_micro_stopping(); i++)
             if (!one_cycle(t, sc, i)) {
                 t->failed = true;
                 return NULL;
@@ -149,7 +163,8 @@ static int init_ttest(ttest *t, const rtg_opts *o, const rtg_bench *b)
     sem_init(&t->never, 0, 0);
     t->deadline = rtg_ns_timespec(b->deadline_ns);
     for (int sc = 0; sc < NSCEN; sc++)
-        if (rtg_samples_init(&t->create[sc], t->n) != 0 || rtg_samples_init(&t->del[sc], t->n) != 0)
+        if (rtg_samples_init(&t->create[sc], t->n) != 0 || rtg_samples_init(&t->del[sc], t->n) != 0 ||
+            rtg_samples_init(&t->call[sc], t->n) != 0)
             return -1;
     return 0;
 }
@@ -162,6 +177,7 @@ static void free_ttest(ttest *t)
     for (int sc = 0; sc < NSCEN; sc++) {
         rtg_samples_free(&t->create[sc]);
         rtg_samples_free(&t->del[sc]);
+        rtg_samples_free(&t->call[sc]);
     }
 }
 
@@ -181,7 +197,7 @@ static int thread_run(const rtg_opts *o, rtg_result *res)
     rtg_role creator_role = {"creator", creator, &t, 0, RTG_SCN_CPU, RTG_AT_STARTED, RTG_PRIM_SEM, 0};
     rtg_scn_add(&s, &creator_role);
     status = rtg_scn_join(&s, res, "the creations and deletions");
-    if (status == RTG_EXIT_OK && t.failed && !rtg_bench_stopping())
+    if (status == RTG_EXIT_OK && t.failed && !rtg_micro_stopping())
         status = rtg_fail(res, RTG_EXIT_FAIL,
                           "a thread could not be created or deleted within --timeout-s %.0f s (thread limit?); "
                           "raise the timeout or ask for fewer --iterations.", rtg_opt_num(o, "timeout-s"));
@@ -190,12 +206,15 @@ static int thread_run(const rtg_opts *o, rtg_result *res)
             if (t.want[sc]) {
                 rtg_samples_report(res, create_names[sc], &t.create[sc]);
                 rtg_samples_report(res, delete_names[sc], &t.del[sc]);
+                if (call_names[sc])
+                    rtg_samples_report(res, call_names[sc], &t.call[sc]);
             }
         if (t.want[NEVER_RUN])
             rtg_j_set(res->metrics, "ran_early", rtg_j_scalar_int(t.ran_early, "count"));
-        rtg_bench_method(res, "create: pthread_create alone (for children above the creator this includes "
-                              "their run until they end or block); delete: pthread_cancel + pthread_join "
-                              "(run-and-terminate: pthread_join alone)");
+        rtg_micro_method(res, "create: never-run, pthread_create alone; run scenarios, from the call until the "
+                              "child (above the creator) starts running; call_run_*: the whole pthread_create "
+                              "call, the child's run until it ends or blocks included; delete: pthread_cancel + "
+                              "pthread_join (run-and-terminate: pthread_join alone)");
     }
     if (rtg_scn_leaked(&s))
         return status;
@@ -206,10 +225,12 @@ static int thread_run(const rtg_opts *o, rtg_result *res)
 static const rtg_metric thread_metrics[] = {
     {"create_never_run", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "creating a thread that never runs before it is deleted (when --scenario includes it)"},
     {"delete_never_run", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "deleting a thread that never ran (when --scenario includes it)"},
-    {"create_run_terminate", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "creating a thread that runs and terminates (when --scenario includes it)"},
+    {"create_run_terminate", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "creating a thread that runs and terminates: from the call until the child starts running (when --scenario includes it)"},
     {"delete_run_terminate", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "deleting (joining) a thread that ran and terminated (when --scenario includes it)"},
-    {"create_run_block", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "creating a thread that runs and blocks (when --scenario includes it)"},
+    {"create_run_block", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "creating a thread that runs and blocks: from the call until the child starts running (when --scenario includes it)"},
     {"delete_run_block", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "deleting a thread that ran and blocked (when --scenario includes it)"},
+    {"call_run_terminate", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "the whole pthread_create call of a child that runs and terminates, its run included (when --scenario includes it)"},
+    {"call_run_block", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "the whole pthread_create call of a child that runs and blocks, its run until it blocks included (when --scenario includes it)"},
     {"ran_early", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "never-run children that ran before deletion (with the never-run scenario)"},
     {0},
 };

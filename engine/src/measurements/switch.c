@@ -54,9 +54,9 @@ static void *ring_member(void *p)
      * alone on the CPU would only resume itself. Yielding here keeps the early ones
      * out of the way without recording anything. */
     atomic_fetch_add(&r->released, 1);
-    while (atomic_load(&r->released) < r->nthreads && !rtg_bench_stopping())
+    while (atomic_load(&r->released) < r->nthreads && !rtg_micro_stopping())
         sched_yield();
-    while (!rtg_bench_stopping()) {
+    while (!rtg_micro_stopping()) {
         int64_t t = rtg_mono_ns();
         size_t k = atomic_fetch_add_explicit(&r->k, 1, memory_order_relaxed);
         if (k >= r->total)
@@ -128,7 +128,7 @@ static int switch_run(const rtg_opts *o, rtg_result *res)
     }
     if (status == RTG_EXIT_OK) {
         report_switches(&r, warm, res);
-        rtg_bench_method(res, "switch: from one thread's resumption (timestamp after sched_yield returned) to the "
+        rtg_micro_method(res, "switch: from one thread's resumption (timestamp after sched_yield returned) to the "
                               "next thread's resumption, all threads equal priority on one CPU");
     }
     if (rtg_scn_leaked(&s))

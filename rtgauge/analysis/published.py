@@ -1,0 +1,349 @@
+"""The published evaluations beside the measured runs, each published row beside the
+measurement whose METHOD matches (docs/method.md, "The published evaluations").
+
+Every published test names what it measured (`Method`): the engine test, metric and
+options that measure the same thing (`match`, tried in order), and measurements of
+a related but different thing (`near`) with the sentence saying how they differ. A
+row gets, per run:
+
+- "compared": the matching measurement of the same condition (published idle ->
+  idle, the cyclictest study's cpu-stressed -> cpu, the interrupt study's loaded ->
+  ping-tcp, the flood ping + TCP stream it used; never a stress-ng CPU load);
+- "different method: ...": only a `near` measurement exists; it is named, not
+  compared;
+- "not measured".
+
+`studies(runs)` gives one table per study (one column per published system, one per
+run); `published_verdicts(runs)` the behaviour verdicts beside the published ones;
+`overlay_curves(runs)` the wake-up latency histograms of several runs per condition."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rtgauge.reference import Published, load_published
+
+# (engine test, metric, options that must match)
+Target = tuple[str, str, dict]
+
+
+@dataclass(frozen=True)
+class Method:
+    group: str                     # rows are grouped by this in the tables
+    what: str                      # what the published figure measured
+    ours: str                      # what the matching measurement times
+    match: tuple[Target, ...] = ()
+    near: tuple[tuple[str, str, dict, str], ...] = ()   # (test, metric, params, "different method: ...")
+    unmatched: str = ""            # why nothing of ours matches, when nothing does
+
+
+IRQ_NEAR = (("latency", "ti", {}, "different method: timer-to-thread wake-up, not interrupt latency "
+             "(run the latency test with --split for ti_irq)"),)
+LATENCY = Method("wake-up latency", "timer expiry to the measuring thread running (cyclictest)",
+                 "latency ti: deadline to the thread running", (("latency", "ti", {}),))
+IRQ = Method("interrupt latency", "timer expiry to its interrupt handler",
+             "latency --split ti_irq: deadline to the timer interrupt handling the thread's timer",
+             (("latency", "ti_irq", {}),), IRQ_NEAR)
+CONTEXT = Method("interrupt to top-priority task",
+                 "an interrupt handler posts a semaphore; the top-priority task runs",
+                 "preempt --event timer: the timer interrupt wakes the higher-priority thread, which preempts "
+                 "the running one (t1 - deadline)",
+                 (("preempt", "preempt", {"event": "timer"}),),
+                 (("preempt", "preempt", {"event": "sem"},
+                   "different method: the semaphore is posted by a running thread, no interrupt in the path"),
+                  ("switch", "switch", {"threads": 2},
+                   "different method: equal-priority threads yielding, nothing posted")))
+PREEMPT = Method("preemption", "a timer makes a higher-priority task ready; it preempts the running one",
+                 "preempt --event timer", (("preempt", "preempt", {"event": "timer"}),),
+                 (("preempt", "preempt", {"event": "sem"},
+                   "different method: woken by a semaphore posted by the running thread, no timer in the path"),))
+TICK = Method("clock tick", "the CPU time each clock tick takes from a running thread",
+              "tick tick_gap: gaps of the clock-reading loop that recur at the tick period",
+              (("tick", "tick_gap", {}),),
+              (("tick", "gap", {}, "different method: every gap of the clock loop, host stalls and other "
+                "interrupts included (an engine without tick_gap)"),))
+
+
+def evaluation(group: str, test: str, metric: str, params: dict | None = None, what: str = "") -> Method:
+    return Method(group, what or group, f"{test} {metric}", ((test, metric, params or {}),))
+
+
+METHODS: dict[str, Method] = {
+    # the tire study's Rhealstone table (worst case, ns)
+    "task_switch": Method("task switch", "equal-priority tasks yielding to each other", "switch, 2 threads",
+                          (("switch", "switch", {"threads": 2}),)),
+    "preemption": PREEMPT,
+    "ipc_semaphore": Method("semaphore shuffle", "a semaphore handed back and forth", "shuffle --primitive sem",
+                            (("shuffle", "shuffle", {"primitive": "sem"}),)),
+    # the interrupt study
+    "interrupt_latency": IRQ,
+    "context_switch": CONTEXT,
+    # the cyclictest study
+    "cyclictest": LATENCY,
+    "xenomai_latency_user": LATENCY,
+    "xenomai_latency_kernel": Method("wake-up latency", "timer expiry to a kernel-space task running", "",
+                                     unmatched="different method: a kernel-space task; rtgauge measures "
+                                     "user-space threads"),
+    "xenomai_latency_timer_irq": IRQ,
+    # the independent evaluation
+    "CLK-P-DUR clock tick duration": TICK,
+    "IRQ-P-LAT interrupt latency": IRQ,
+    "IRQ-S-SUS min period without loss": Method(
+        "sustained interrupt rate", "shortest period of hardware interrupts without a loss", "",
+        unmatched="different method: a hardware interrupt source; rtgauge's counterpart is hil-sustained "
+        "(UDP frames), shown in the HIL section"),
+}
+for n in (2, 10, 128, 1000):
+    METHODS[f"THR-P-SLS switch {n} threads"] = evaluation("thread switch", "switch", "switch", {"threads": n},
+                                                          f"yield ring of {n} equal-priority FIFO threads")
+for scen, key in (("never-run", "never_run"), ("run-and-terminate", "run_terminate"), ("run-and-block", "run_block")):
+    for op in ("create", "delete"):
+        METHODS[f"THR-P-NEW {op} {scen}"] = evaluation("thread create/delete", "thread", f"{op}_{key}")
+for used, key in (("used", "used"), ("never-used", "unused")):
+    for op in ("create", "delete"):
+        METHODS[f"SEM-P-NEW {op} {used}"] = evaluation("semaphore create/delete", "sem", f"{op}_{key}")
+for op in ("acquire", "release"):
+    METHODS[f"SEM-P-ARN {op}"] = evaluation("semaphore", "sem", op)
+    METHODS[f"SEM-P-ARC {op} 128 waiters"] = evaluation("semaphore", "sem", f"{op}_contended")
+    METHODS[f"MUT-P-ARN {op}"] = evaluation("mutex", "mutex", op)
+    METHODS[f"MUT-P-ARC {op}"] = evaluation("mutex", "mutex", f"{op}_contended")
+
+# A published condition -> the load condition of ours that reproduces it, per study
+# (None: every study). The interrupt study's load was a flood ping and a TCP stream
+# copied to a serial line: ping-tcp, never a CPU stressor.
+CONDITIONS: dict[tuple[str | None, str], str] = {
+    (None, "idle"): "idle",
+    (None, "cpu-stressed"): "cpu",
+    ("rtlinux-rtems-2000", "loaded"): "ping-tcp",
+}
+
+
+def our_condition(p: Published) -> str | None:
+    return CONDITIONS.get((p.source, p.condition), CONDITIONS.get((None, p.condition)))
+
+
+@dataclass(frozen=True)
+class Study:
+    source: str
+    title: str
+    stats: tuple[str, ...]        # the statistics the study gives, in its order
+    layout: str                   # how a cell reads: "min/avg/max", "max (avg±σ)", "avg/max", "max"
+
+
+STUDIES = (
+    Study("xenomai3-arm-2016", "The cyclictest study (mainline, PREEMPT_RT, Xenomai 2 and 3)",
+          ("min", "avg", "max"), "min / avg / max"),
+    Study("rtlinux-rtems-2000", "The interrupt-latency / context-switch study (RTLinux, RTEMS, VxWorks)",
+          ("max", "avg", "stddev"), "max (avg ± σ)"),
+    Study("qnx65-vs-linux-rt-2012", "The independent RTOS evaluation (QNX Neutrino 6.5, Linux-rt)",
+          ("avg", "max"), "avg / max"),
+    Study("rtos-vs-gpos-tire-2015", "The tire-model study's microbenchmarks (RTAI, Xenomai, PREEMPT_RT, Linux)",
+          ("max",), "max"),
+)
+
+
+def published_for(test: str, metric: str, params: dict | None = None, condition: str = "idle") -> list[Published]:
+    """Published rows whose method matches what (test, metric, params, condition) measures."""
+    out = []
+    for p in load_published():
+        method = method_of(p.test)
+        if method is None or our_condition(p) != condition:
+            continue
+        if any(t == test and m == metric and params_match(params or {}, want, DEFAULTS.get(test))
+               for t, m, want in method.match):
+            out.append(p)
+    return out
+
+
+def method_of(test: str) -> Method | None:
+    return METHODS.get(test)
+
+
+def params_match(params: dict, want: dict, defaults: dict | None = None) -> bool:
+    params = dict(defaults or {}, **(params or {}))
+    return all(str(params.get(k)) == str(v) for k, v in want.items())
+
+
+# engine defaults of the options a method selects on, for runs that did not store them
+DEFAULTS = {"preempt": {"event": "sem"}, "switch": {"threads": 2}, "shuffle": {"primitive": "sem"}}
+
+
+def find(run: dict, target: tuple, condition: str) -> tuple[dict, dict] | None:
+    """(measurement, metric) of run for (test, metric, params) under condition."""
+    test, metric, want = target[:3]
+    for m in run.get("measurements", []):
+        if (m.get("test") != test or not m.get("ok") or (m.get("condition") or "idle") != condition
+                or m.get("tool", "engine") != "engine"):
+            continue
+        if not params_match(m.get("params") or {}, want, DEFAULTS.get(test)):
+            continue
+        dist = (m.get("metrics") or {}).get(metric)
+        if dist and dist.get("count"):
+            return m, dist
+    return None
+
+
+def stats_of(dist: dict) -> dict:
+    """The distribution's figures in µs (what the tables show), with the count."""
+    out = {k: (None if dist.get(k) is None else dist[k] / 1000.0) for k in ("min", "avg", "stddev", "max")}
+    out["count"] = dist.get("count")
+    return out
+
+
+def place(run: dict, method: Method, condition: str | None) -> dict:
+    """Where a published row sits in run: compared / different method / not measured."""
+    if condition is None:
+        return {"status": "not measured", "note": "no load condition of rtgauge reproduces this one"}
+    for target in method.match:
+        hit = find(run, target, condition)
+        if hit:
+            m, dist = hit
+            return {"status": "compared", "measurement": m.get("name"), "test": target[0], "metric": target[1],
+                    "condition": condition, "stats": stats_of(dist)}
+    for test, metric, params, why in method.near:
+        hit = find(run, (test, metric, params), condition)
+        if hit:
+            return {"status": "different method", "measurement": hit[0].get("name"), "test": test, "metric": metric,
+                    "condition": condition, "note": why}
+    if method.unmatched:
+        return {"status": "different method", "note": method.unmatched}
+    return {"status": "not measured", "condition": condition}
+
+
+@dataclass
+class Row:
+    test: str
+    condition: str                  # published
+    our_condition: str | None
+    method: Method
+    published: dict = field(default_factory=dict)   # system -> {stat: Published}
+    placed: dict = field(default_factory=dict)      # run id -> place()
+
+
+def study_rows(study: Study, runs: list[dict]) -> list[Row]:
+    rows: dict[tuple, Row] = {}
+    for p in load_published():
+        if p.source != study.source or p.test.startswith("tire_"):
+            continue
+        method = method_of(p.test)
+        if method is None:
+            continue
+        key = (p.test, p.condition)
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = Row(p.test, p.condition, our_condition(p), method)
+            for run in runs:
+                row.placed[run.get("id")] = place(run, method, row.our_condition)
+        row.published.setdefault(p.system, {})[p.statistic] = p
+    groups: list[str] = []
+    for r in rows.values():
+        if r.method.group not in groups:
+            groups.append(r.method.group)
+    return sorted(rows.values(), key=lambda r: groups.index(r.method.group))
+
+
+def systems_of(rows: list[Row]) -> list[str]:
+    out: list[str] = []
+    for r in rows:
+        for s in r.published:
+            if s not in out:
+                out.append(s)
+    return out
+
+
+def studies(runs: list[dict]) -> list[tuple[Study, list[Row]]]:
+    """Each study with its rows; a study none of whose rows any run measured (compared
+    or not) is left out."""
+    out = []
+    for study in STUDIES:
+        rows = study_rows(study, runs)
+        if any(pl.get("measurement") for r in rows for pl in r.placed.values()):
+            out.append((study, rows))
+    return out
+
+
+def published_value(p: Published | None) -> dict | None:
+    if p is None:
+        return None
+    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}.get(p.unit)
+    return {"text": p.text, "bound": p.bound, "us": None if p.value is None or scale is None else p.value * scale}
+
+
+def studies_json(runs: list[dict]) -> list[dict]:
+    """What the report's published tables show, for `show --json`."""
+    out = []
+    for study, rows in studies(runs):
+        out.append({
+            "source": study.source, "title": study.title, "layout": study.layout, "unit": "us",
+            "systems": systems_of(rows),
+            "rows": [{"test": r.test, "group": r.method.group, "published_method": r.method.what,
+                      "our_method": r.method.ours, "condition": r.condition, "our_condition": r.our_condition,
+                      "published": {s: {k: published_value(v) for k, v in stats.items()}
+                                    for s, stats in r.published.items()},
+                      "measured": {str(k): v for k, v in r.placed.items()}} for r in rows]})
+    return out
+
+
+# ---- behaviour verdicts ------------------------------------------------------
+
+# (engine test, verdict, options) -> (published verdict: True = pass, the finding)
+# from docs/method.md ("The microbenchmark catalogue"): with semaphores and
+# priority-inheritance mutexes none of the systems studied was vulnerable to priority
+# inversion; Linux was vulnerable with spin locks.
+PUBLISHED_VERDICTS: list[tuple[str, str, dict, bool, str]] = [
+    ("pi", "protected", {"primitive": "pi-mutex"}, True,
+     "not vulnerable with priority-inheritance mutexes (every system studied)"),
+    ("pi", "protected", {"primitive": "sem"}, True,
+     "not vulnerable with semaphores (every system studied)"),
+    ("pi", "protected", {"primitive": "spin"}, False, "Linux vulnerable with spin locks"),
+    ("mut-arc", "inversion_avoided", {"protocol": "inherit"}, True,
+     "MUT-B-ARC: the mutex avoids priority inversion (priority inheritance)"),
+]
+VERDICT_DEFAULTS = {"pi": {"primitive": "pi-mutex"}, "mut-arc": {"protocol": "inherit"}}
+
+
+def published_verdict(test: str, verdict: str, params: dict) -> tuple[bool, str] | None:
+    for t, v, want, ok, text in PUBLISHED_VERDICTS:
+        if t == test and v == verdict and params_match(params, want, VERDICT_DEFAULTS.get(test)):
+            return ok, text
+    return None
+
+
+def published_verdicts(runs: list[dict]) -> list[dict]:
+    """Behaviour verdicts that have a published counterpart: per row the published
+    verdict and, per run, the measured one and whether they agree."""
+    rows: dict[tuple, dict] = {}
+    for run in runs:
+        for m in run.get("measurements", []):
+            params = m.get("params") or {}
+            for name, v in (m.get("verdicts") or {}).items():
+                pub = published_verdict(m.get("test") or "", name, params)
+                if pub is None:
+                    continue
+                key = (m.get("test"), name, pub[1], m.get("condition") or "idle")
+                row = rows.setdefault(key, {"test": m.get("test"), "verdict": name, "condition": key[3],
+                                            "published_pass": pub[0], "published": pub[1], "cells": {}})
+                passed = bool(v.get("pass"))
+                row["cells"][run.get("id")] = {"pass": passed, "detail": v.get("detail") or "",
+                                               "agrees": passed == pub[0]}
+    return [rows[k] for k in sorted(rows, key=lambda k: tuple(str(x) for x in k))]
+
+
+# ---- histograms of several runs in one figure ---------------------------------
+
+def overlay_curves(runs: list[dict]) -> dict[str, list[tuple[dict, dict]]]:
+    """condition -> [(run, the engine latency measurement's ti distribution)], the
+    first latency measurement of each run under that condition; only conditions
+    measured by two or more runs (the cyclictest study's figures)."""
+    by_cond: dict[str, list[tuple[dict, dict]]] = {}
+    for run in runs:
+        seen = set()
+        for m in run.get("measurements", []):
+            cond = m.get("condition") or "idle"
+            ti = (m.get("metrics") or {}).get("ti")
+            if (m.get("test") != "latency" or m.get("tool", "engine") != "engine" or not m.get("ok")
+                    or cond in seen or not ti or not ti.get("count")):
+                continue
+            seen.add(cond)
+            by_cond.setdefault(cond, []).append((run, ti))
+    return {c: v for c, v in by_cond.items() if len(v) >= 2}

@@ -1,0 +1,194 @@
+"""The published cost equation of the tire model, with its constants measured
+directly and tested by prediction (docs/tire.md "Cost equation"):
+
+    Ts = Nswitch·Tswitch + 4·e·Nipc·Tipc + (2e+1)·Tspring + e·Tmass
+
+The engine's locked solver times its phases on sampled steps, which gives per
+run Tspring (one spring force), Tmass (one mass integration) and Tipc (one lock
+operation with the copy it guards; the lock term counts the 6e + 4 operations
+the solver really makes per thread and step, the published 4·e·Nipc); each
+solver thread's context switches per step give Nswitch; Tswitch is the
+step time not spent in the timed phases, per switch, measured within the runs
+(the switch microbenchmark's same-CPU yield is shown beside it; the solver's
+switches are wake-ups of a blocked thread on another CPU, dearer). Constants
+measured on some configurations
+predict the step time of the others:
+
+    Ts_pred = r·(ops·Tipc + (2e+1)·Tspring + e·Tmass) + Nswitch·Tswitch
+
+with r = ceil(threads / CPUs) the shares one CPU runs in sequence (threads are
+pinned round-robin) and Nswitch the context switches of all solver threads per
+step divided by the CPUs used (what one CPU goes through per step). The
+measured Ts is the median step time (the mean of a short run is pulled by a
+single host stall; both are kept)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+CONSTANTS = ("Tspring", "Tmass", "Tipc")
+
+
+@dataclass
+class CostPoint:
+    masses: int
+    threads: int
+    policy: str
+    mode: str
+    period_ms: float | None
+    cpus: int                # distinct CPUs the solver threads use
+    e: int                   # masses of the largest share
+    lock_ops: int            # lock operations of that share per step
+    nswitch: float           # context switches per step and CPU (all solver threads / cpus)
+    ts_median_ns: float
+    ts_mean_ns: float
+    t_spring: float
+    t_mass: float
+    t_ipc: float
+    share_ns: float          # the slowest share's timed phases (medians over the sampled steps)
+
+    @property
+    def label(self) -> str:
+        return f"n={self.masses:,}, {self.threads} thr, {self.policy}"
+
+
+def cost_point(doc: dict) -> CostPoint | None:
+    """A point from an engine `tire` document or a stored measurement (its
+    params, env and metrics suffice) of the locked solver with timed phases;
+    None when it has none."""
+    try:
+        if doc.get("test") != "tire" or not doc.get("ok", True):
+            return None
+        p, m = doc["params"], doc["metrics"]
+        n, k = int(p["masses"]), int(p["threads"])
+        ts = m["ts"]
+        steps = int(m["steps"]["value"])
+        vals = [float(m[name]["value"]) for name in ("t_spring", "t_mass", "t_ipc", "t_share")]
+        cpus = len({t.get("cpu") for t in (doc.get("env") or {}).get("solver_threads") or []}) or 1
+        e = -(-n // k)                      # the largest share (tire_range)
+        mode = str(p.get("mode") or "realtime")
+        # The paced driver sleeps once per step until the next period: that
+        # switch is outside Ts and is not counted.
+        slept = steps if mode != "realfast" else 0
+        switches = int(m["nvcsw"]["value"]) + int(m["nivcsw"]["value"])
+        nsw = max(0, switches - slept) / steps / cpus
+        return CostPoint(n, k, str(p.get("policy") or "?"), mode,
+                         None if p.get("period_ms") is None else float(p["period_ms"]),
+                         cpus, e, 6 * e + 4, nsw, float(ts.get("p50", ts["avg"])), float(ts["avg"]), *vals)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+
+
+def tswitch_in_run(p: CostPoint) -> float | None:
+    """Tswitch measured within a run: the step time not spent in the timed
+    phases of the CPU's shares, per context switch of that CPU (ns). None when
+    the run made no switch."""
+    if p.nswitch <= 0:
+        return None
+    return (p.ts_median_ns - math.ceil(p.threads / p.cpus) * p.share_ns) / p.nswitch
+
+
+def constants(points: list[CostPoint]) -> dict:
+    """The constants measured over points: median and the spread (min, max) of
+    the per-run values, ns."""
+    out = {}
+    for name, attr in zip(CONSTANTS, ("t_spring", "t_mass", "t_ipc")):
+        v = np.array([getattr(p, attr) for p in points], dtype=float)
+        out[name] = {"median": float(np.median(v)), "min": float(v.min()), "max": float(v.max()),
+                     "runs": len(v)}
+    return out
+
+
+def predict(pt: CostPoint, const: dict, tswitch_ns: float | None) -> float:
+    """Ts predicted for pt's configuration from constants measured elsewhere."""
+    c = {k: const[k]["median"] for k in CONSTANTS}
+    r = math.ceil(pt.threads / pt.cpus)
+    share = pt.lock_ops * c["Tipc"] + (2 * pt.e + 1) * c["Tspring"] + pt.e * c["Tmass"]
+    return r * share + pt.nswitch * (tswitch_ns or 0.0)
+
+
+def tswitch_of(points: list[CostPoint]) -> float | None:
+    """Tswitch measured within the runs: the median of tswitch_in_run over the
+    runs that switch (more than 0.1 per step and CPU), or None."""
+    vals = [v for v in (tswitch_in_run(p) for p in points if p.nswitch > 0.1) if v is not None]
+    return float(np.median(vals)) if vals else None
+
+
+def evaluate(train: list[CostPoint], held_out: list[CostPoint], tswitch_micro_ns: float | None = None) -> dict:
+    """Constants (and Tswitch) from train, predictions for held_out with their
+    relative errors |pred - measured| / measured and the median error. With
+    tswitch_micro_ns (the switch microbenchmark), the error the equation makes
+    with that Tswitch instead is given beside it."""
+    if not train or not held_out:
+        return {"constants": None, "predictions": [], "median_error": None}
+    const = constants(train)
+    tsw = tswitch_of(train)
+    rows = []
+    for p in held_out:
+        pred = predict(p, const, tsw)
+        row = {"masses": p.masses, "threads": p.threads, "policy": p.policy, "e": p.e,
+               "nswitch": p.nswitch, "measured_ns": p.ts_median_ns, "mean_ns": p.ts_mean_ns,
+               "predicted_ns": pred, "error": abs(pred - p.ts_median_ns) / p.ts_median_ns}
+        if tswitch_micro_ns is not None:
+            row["predicted_micro_ns"] = predict(p, const, tswitch_micro_ns)
+        rows.append(row)
+    out = {"constants": const, "tswitch_ns": tsw, "tswitch_micro_ns": tswitch_micro_ns,
+           "predictions": rows, "median_error": float(np.median([r["error"] for r in rows])),
+           "train": [p.label for p in train]}
+    if tswitch_micro_ns is not None:
+        out["median_error_micro"] = float(np.median([abs(r["predicted_micro_ns"] - r["measured_ns"])
+                                                     / r["measured_ns"] for r in rows]))
+    return out
+
+
+def tswitch_from(measurements: list[dict]) -> float | None:
+    """Tswitch (ns): the median of the switch microbenchmark's `switch` among
+    the measurements (median over runs of their medians), or None."""
+    vals = []
+    for m in measurements:
+        if m.get("test") == "switch" and m.get("ok", True):
+            d = (m.get("metrics") or {}).get("switch") or {}
+            v = d.get("p50", d.get("avg"))
+            if isinstance(v, (int, float)):
+                vals.append(float(v))
+    return float(np.median(vals)) if vals else None
+
+
+def leave_one_out(points: list[CostPoint], tswitch_micro_ns: float | None = None) -> dict:
+    """Per policy, each configuration predicted from the constants measured in
+    all the others (a run or report has no separate training set); and, keyed
+    "B from A constants", every run of policy B predicted from policy A's."""
+    out = {}
+    for policy in sorted({p.policy for p in points}):
+        same = [p for p in points if p.policy == policy]
+        if len(same) < 2:
+            continue
+        rows = []
+        for i, p in enumerate(same):
+            ev = evaluate(same[:i] + same[i + 1:], [p], tswitch_micro_ns)
+            rows.extend(ev["predictions"])
+        errors = [r["error"] for r in rows]
+        out[policy] = {"constants": constants(same), "tswitch_ns": tswitch_of(same),
+                       "tswitch_micro_ns": tswitch_micro_ns, "predictions": rows,
+                       "median_error": float(np.median(errors))}
+    # across policies: one policy's constants predict every run of another
+    measured = list(out)
+    for src in measured:
+        for dst in measured:
+            if src != dst:
+                ev = evaluate([p for p in points if p.policy == src], [p for p in points if p.policy == dst],
+                              tswitch_micro_ns)
+                out[f"{dst} from {src} constants"] = ev
+    return out
+
+
+def run_cost_model(run: dict) -> dict | None:
+    """The cost model of one stored run (its `measurements`): per policy,
+    leave-one-out predictions of its tire runs with timed phases; None when it
+    has fewer than two."""
+    ms = run.get("measurements", [])
+    pts = [p for p in (cost_point(m) for m in ms) if p]
+    return leave_one_out(pts, tswitch_from(ms)) or None

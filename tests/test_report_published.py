@@ -1,0 +1,240 @@
+"""The published evaluations beside the measurements (rtgauge/analysis/published.py):
+every published row lands beside the measurement of the matching method and
+condition, or is marked "different method" and not compared; the interrupt rows sit
+beside ti_irq when a --split run exists; the report, compare and show --json show
+them; figures never print a max below its average; several runs' histograms are
+overlaid in one figure. Synthetic runs for the mapping, short real engine runs for
+the end-to-end path."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from rtgauge.analysis.micro import micro_rows
+from rtgauge.analysis.published import METHODS, place, published_verdicts, studies
+from rtgauge.reference import load_published
+from rtgauge.report.html import render
+from rtgauge.report.numbers import fmt_group
+from rtgauge.store import open_store
+from test_report_builders import distribution, job, latency_document, micro_document, store_run
+
+
+def stored(tmp_path, *runs_docs) -> list[dict]:
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    ids = [store_run(url, docs) for docs in runs_docs]
+    with open_store(url) as s:
+        return [s.get_run(i) for i in ids]
+
+
+def split_latency(condition_seed: int = 1) -> dict:
+    doc = latency_document(seed=condition_seed)
+    doc["params"]["split"] = True
+    doc["metrics"]["ti_irq"] = distribution([1500 + (k * 37) % 900 for k in range(3000)])
+    doc["metrics"]["ti_sched"] = distribution([4000 + (k * 53) % 2000 for k in range(3000)])
+    return doc
+
+
+def tick_document(with_split: bool = True) -> dict:
+    gaps = [9000 + (k * 31) % 4000 for k in range(500)] + [51_800_000]
+    doc = {"schema": 1, "test": "tick", "ok": True, "interrupted": False, "params": {"duration_s": 2},
+           "env": {"policy": "fifo", "priority": 80}, "metrics": {"gap": distribution(gaps)}, "verdicts": {}}
+    if with_split:
+        doc["metrics"]["tick_gap"] = distribution(gaps[:-1])
+        doc["metrics"]["other_gap"] = distribution(gaps[-1:])
+    return doc
+
+
+def row(runs, source, test, condition="idle"):
+    for study, rows in studies(runs):
+        if study.source == source:
+            for r in rows:
+                if r.test == test and r.condition == condition:
+                    return r
+    raise AssertionError(f"no row {source} {test} {condition}")
+
+
+def test_every_published_row_has_a_method():
+    """No published row is silently left out: each has a method (matching measurement,
+    or a stated difference), except the tire study's maps, shown in the tire section."""
+    missing = {p.test for p in load_published() if not p.test.startswith("tire_") and p.test not in METHODS}
+    assert not missing
+    for name, m in METHODS.items():
+        assert m.match or m.near or m.unmatched, name
+
+
+def test_interrupt_rows_sit_beside_ti_irq_only_with_a_split(tmp_path):
+    plain = [(job("latency@idle", "latency"), latency_document())]
+    split = [(job("latency@idle", "latency"), split_latency())]
+    a, b = stored(tmp_path, plain, split)
+    for source, test in (("rtlinux-rtems-2000", "interrupt_latency"),
+                         ("qnx65-vs-linux-rt-2012", "IRQ-P-LAT interrupt latency"),
+                         ("xenomai3-arm-2016", "xenomai_latency_timer_irq")):
+        r = row([a, b], source, test)
+        pa, pb = r.placed[a["id"]], r.placed[b["id"]]
+        assert pa["status"] == "different method" and "not interrupt latency" in pa["note"]
+        assert "stats" not in pa                         # not compared: no figure beside it
+        assert pb["status"] == "compared" and pb["metric"] == "ti_irq"
+        assert pb["stats"]["max"] == pytest.approx(b["measurements"][0]["metrics"]["ti_irq"]["max"] / 1000)
+    # the wake-up latency rows (cyclictest) stay beside ti
+    r = row([a, b], "xenomai3-arm-2016", "cyclictest")
+    assert r.placed[b["id"]]["metric"] == "ti" and r.placed[a["id"]]["metric"] == "ti"
+
+
+def test_the_interrupt_studys_load_is_ping_tcp_not_a_cpu_stressor(tmp_path):
+    cpu = [(job("latency@cpu", "latency", "cpu"), split_latency())]
+    ping = [(job("latency@ping-tcp", "latency", "ping-tcp"), split_latency(2))]
+    a, b = stored(tmp_path, cpu, ping)
+    r = row([a, b], "rtlinux-rtems-2000", "interrupt_latency", "loaded")
+    assert r.our_condition == "ping-tcp"
+    assert r.placed[a["id"]]["status"] == "not measured"
+    assert r.placed[b["id"]]["status"] == "compared" and r.placed[b["id"]]["measurement"] == "latency@ping-tcp"
+    # while the cyclictest study's cpu-stressed rows take the CPU stressor
+    r = row([a, b], "xenomai3-arm-2016", "cyclictest", "cpu-stressed")
+    assert r.placed[a["id"]]["status"] == "compared" and r.placed[b["id"]]["status"] == "not measured"
+
+
+@pytest.mark.parametrize("docs, status, note", [
+    ([("preempt-timer@idle", "preempt", {"event": "timer"})], "compared", None),
+    ([("preempt@idle", "preempt", {})], "different method", "posted by a running thread"),
+    ([("switch@idle", "switch", {"threads": 2})], "different method", "yielding"),
+    ([("preempt@idle", "preempt", {"event": "sem"}), ("preempt-timer@idle", "preempt", {"event": "timer"})],
+     "compared", None),
+])
+def test_context_switch_sits_beside_the_interrupt_woken_preemption(tmp_path, docs, status, note):
+    metric = {"preempt": "preempt", "switch": "switch"}
+    run_docs = [(job(name, test), micro_document(test, {metric[test]: 3000}, params)) for name, test, params in docs]
+    [run] = stored(tmp_path, run_docs)
+    r = row([run], "rtlinux-rtems-2000", "context_switch")
+    p = r.placed[run["id"]]
+    assert p["status"] == status
+    if note:
+        assert note in p["note"]
+    else:
+        assert p["measurement"] == "preempt-timer@idle"
+    # the micro table agrees: the yield ring does not carry the interrupt study's rows
+    for mrow in micro_rows([run]):
+        studies_beside = {q.source for q in mrow.published}
+        if mrow.test == "switch":
+            assert "rtlinux-rtems-2000" not in studies_beside
+        if mrow.test == "preempt" and mrow.params.get("event") == "timer":
+            assert {"rtlinux-rtems-2000", "rtos-vs-gpos-tire-2015"} <= studies_beside
+
+
+def test_clock_tick_duration_sits_beside_tick_gaps_not_host_stalls(tmp_path):
+    a, b = stored(tmp_path, [(job("tick@idle", "tick"), tick_document(True))],
+                  [(job("tick@idle", "tick"), tick_document(False))])
+    r = row([a, b], "qnx65-vs-linux-rt-2012", "CLK-P-DUR clock tick duration")
+    pa, pb = r.placed[a["id"]], r.placed[b["id"]]
+    assert pa["status"] == "compared" and pa["metric"] == "tick_gap"
+    assert pa["stats"]["max"] < 100          # µs: the 51.8 ms stall is not beside the published 145 µs
+    assert pb["status"] == "different method" and "host stalls" in pb["note"]
+    html = render([a, b])
+    assert "51,800" not in section(html, "published")
+
+
+def section(html: str, ident: str) -> str:
+    start = html.index(f"<section id='{ident}'")
+    return html[start:html.index("</section>", start)]
+
+
+def test_published_verdicts_show_a_disagreement(tmp_path):
+    docs = [(job("pi-sem@idle", "pi"), micro_document("pi", {}, {"primitive": "sem"},
+                                                      {"protected": {"pass": False, "detail": "high waited 200 ms"}})),
+            (job("pi-mutex@idle", "pi"), micro_document("pi", {}, {"primitive": "pi-mutex"},
+                                                        {"protected": {"pass": True, "detail": "ok"}}))]
+    [run] = stored(tmp_path, docs)
+    rows = {r["published"]: r for r in published_verdicts([run])}
+    sem = next(r for k, r in rows.items() if "semaphores" in k)
+    assert sem["published_pass"] is True and sem["cells"][run["id"]]["agrees"] is False
+    pim = next(r for k, r in rows.items() if "inheritance" in k)
+    assert pim["cells"][run["id"]]["agrees"] is True
+    html = section(render([run]), "published")
+    assert html.count("disagrees with the published verdict") == 1
+
+
+@pytest.mark.parametrize("exp", range(-3, 8))   # µs: from 1 ns (the finest figure) up
+def test_no_max_is_printed_below_its_average(exp):
+    for ratio in (1.0, 1.0001, 1.04, 1.5, 3, 10, 1000):
+        for base in (1.0, 1.049, 2.96, 4.9999, 9.96):
+            avg = base * 10.0 ** exp
+            mx = avg * ratio
+            a, m = (float(t.replace(",", "")) for t in fmt_group([avg, mx]))
+            assert m >= a, (avg, mx)
+            assert a > 0, (avg, "a positive figure must not print as zero")
+
+
+def test_micro_table_never_prints_a_max_below_its_average(tmp_path):
+    docs = [(job(f"sem-{i}@idle", "sem"), micro_document("sem", {"release": 10 ** (i / 2)}, {"waiters": i + 1}, seed=i))
+            for i in range(0, 12)]
+    [run] = stored(tmp_path, docs)
+    html = section(render([run]), "micro")
+    pairs = re.findall(r"<td>([\d.,]+)</td><td><b>([\d.,]+)</b></td>", html)
+    assert len(pairs) == 12
+    for a, m in pairs:
+        assert float(m.replace(",", "")) >= float(a.replace(",", "")), (a, m)
+
+
+def test_overlaid_histogram_has_one_curve_per_run(tmp_path):
+    runs = stored(tmp_path, *[[(job("latency@idle", "latency"), latency_document(median_ns=5000 * (k + 1), seed=k))]
+                              for k in range(3)])
+    html = section(render(runs), "published")
+    m = re.search(r"<svg[^>]*aria-label='Wake-up latency, idle: every system'.*?</svg>", html)
+    assert m, "no overlaid histogram"
+    assert m.group(0).count("<polyline") == 3
+    for r in runs:
+        assert f"run {r['id']}: rig-1" in m.group(0)     # the legend tells the runs apart
+
+
+def test_real_engine_runs_place_the_interrupt_rows_beside_ti_irq(tmp_path, run_engine):
+    """Short real runs: latency --split (the interrupt rows), tick (CLK-P-DUR), preempt
+    with a semaphore (the context switch: a different method)."""
+    docs = []
+    r = run_engine("latency", "--split", "--duration-s", "0.3", "--interval-us", "250", timeout=60)
+    if r.status != 0 or "ti_irq" not in (r.doc or {}).get("metrics", {}):
+        pytest.skip(f"the split is unavailable here: {r.stderr.strip()}")
+    docs.append((job("latency-split@idle", "latency"), r.doc))
+    t = run_engine("tick", "--duration-s", "0.3", timeout=60)
+    assert t.status == 0, t.stderr
+    docs.append((job("tick@idle", "tick"), t.doc))
+    p = run_engine("preempt", "--iterations", "500", timeout=60)
+    assert p.status == 0, p.stderr
+    docs.append((job("preempt@idle", "preempt"), p.doc))
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    run_id = store_run(url, docs)
+    with open_store(url) as s:
+        run = s.get_run(run_id)
+    irq = row([run], "rtlinux-rtems-2000", "interrupt_latency").placed[run_id]
+    assert irq["status"] == "compared" and irq["metric"] == "ti_irq"
+    assert irq["stats"]["max"] == pytest.approx(r.doc["metrics"]["ti_irq"]["max"] / 1000)
+    assert irq["stats"]["stddev"] == pytest.approx(r.doc["metrics"]["ti_irq"]["stddev"] / 1000)
+    ctx = row([run], "rtlinux-rtems-2000", "context_switch").placed[run_id]
+    assert ctx["status"] == "different method"
+    clk = row([run], "qnx65-vs-linux-rt-2012", "CLK-P-DUR clock tick duration").placed[run_id]
+    if t.doc["periodicity"]["config_hz"]:
+        assert clk["status"] == "compared" and clk["metric"] == "tick_gap"
+        assert clk["stats"]["max"] * 1000 <= t.doc["metrics"]["gap"]["max"]
+    html = section(render([run]), "published")
+    assert "latency-split@idle ti_irq" in html
+    # avg ± σ of the interrupt study, from the engine's stddev
+    assert re.search(r"\(\d[\d.,]* ± \d[\d.,]*\)", html)
+    # show --json carries the same placement
+    out = subprocess.run([sys.executable, "-m", "rtgauge", "show", str(run_id), "--json", "--db", url],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    pub = json.loads(out.stdout)["published"]
+    st = next(s for s in pub["studies"] if s["source"] == "rtlinux-rtems-2000")
+    jr = next(x for x in st["rows"] if x["test"] == "interrupt_latency" and x["condition"] == "idle")
+    assert jr["measured"][str(run_id)]["metric"] == "ti_irq"
+    assert jr["published"]["RTL"]["max"]["us"] == pytest.approx(13.5)
+    # compare prints the published tables too
+    run2 = store_run(url, docs)
+    cmp = subprocess.run([sys.executable, "-m", "rtgauge", "compare", str(run_id), str(run2), "--db", url],
+                         capture_output=True, text=True, timeout=120)
+    assert cmp.returncode == 0, cmp.stderr
+    assert "interrupt-latency / context-switch study" in cmp.stdout and "RTEMS native" in cmp.stdout
+    assert place(run, METHODS["context_switch"], "ping-tcp")["status"] == "not measured"
