@@ -1,9 +1,9 @@
 """rtgauge's modules, and its packages (cli, plan, hil, analysis, ...), import one
-another without a cycle. Read from the source with ast: every import statement,
-those inside functions included, so an import that would only run later counts as
-much as one at the top of a file. A package cycle (cli -> hil -> cli: cli.run uses
-hil.sustained while hil.__main__ used cli's error wrapper) is a cycle even when no
-single module closes it."""
+another without a cycle, and only look down a declared order of layers. Read from the
+source with ast: every import statement, those inside functions included, so an import
+that would only run later counts as much as one at the top of a file. A package cycle
+(cli -> hil -> cli: cli.run uses hil.sustained while hil.__main__ used cli's error
+wrapper) is a cycle even when no single module closes it."""
 
 from __future__ import annotations
 
@@ -64,6 +64,44 @@ def cycle(g: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+# The layers, top first: a module may import its own layer and those below it, never one
+# above. Measured on the code as it stands (docs/design.md, "Python layers"): the data
+# flows engine -> store -> analysis -> report, but the report imports analysis (it asks
+# it for the figures), so report sits above analysis; the catalogue and the engine
+# binary's locator sit low because analysis and report read the catalogue too.
+LAYERS: list[tuple[str, list[str]]] = [
+    ("command line", ["rtgauge.__main__", "rtgauge.cli"]),
+    ("plan: the plan, its profiles, the run session", ["rtgauge.plan", "rtgauge.profiles"]),
+    ("engine-facing: sweeps, loads, tools, tracing, tuning, targets",
+     ["rtgauge.hil", "rtgauge.tire", "rtgauge.loads", "rtgauge.tools", "rtgauge.trace", "rtgauge.tune",
+      "rtgauge.target"]),
+    ("store", ["rtgauge.store"]),
+    ("report", ["rtgauge.report"]),
+    ("analysis", ["rtgauge.analysis"]),
+    ("engine description and system facts",
+     ["rtgauge.catalogue", "rtgauge.enginebin", "rtgauge.sysinfo", "rtgauge.bounds"]),
+    ("base", ["rtgauge", "rtgauge.errors", "rtgauge.printable", "rtgauge.owner", "rtgauge.reference"]),
+]
+
+# Imports that look up, known and each with its reason; none remain today. A new one
+# fails the test below; one that is gone must leave this list.
+KNOWN_UPWARD: dict[tuple[str, str], str] = {}
+
+
+def layer_of(module: str) -> int:
+    """The index of the layer the module belongs to (its longest listed prefix)."""
+    ranks = {p: i for i, (_, prefixes) in enumerate(LAYERS) for p in prefixes}
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in ranks:
+            return ranks[".".join(parts[:n])]
+    raise KeyError(module)
+
+
+def upward_imports(g: dict[str, set[str]]) -> set[tuple[str, str]]:
+    return {(a, b) for a, bs in g.items() for b in bs if layer_of(b) < layer_of(a)}
+
+
 def test_graph_sees_the_imports():
     """The reader finds what is plainly there (so an empty graph cannot pass the test below)."""
     g = import_graph()
@@ -100,3 +138,48 @@ def test_a_cycle_is_found(tmp_path, monkeypatch):
     assert set(cycle(package_graph(g))) == {"rtgauge.x", "rtgauge.y"}
     (pkg / "y" / "s.py").write_text("from ..x import run\n")
     assert set(cycle(import_graph())) == {"rtgauge.x.run", "rtgauge.y.s"}
+
+
+def test_every_module_has_a_layer():
+    unplaced = []
+    for m in modules():
+        try:
+            layer_of(m)
+        except KeyError:
+            unplaced.append(m)
+    assert not unplaced, f"modules in no layer (add their package to LAYERS): {unplaced}"
+
+
+def test_layers_only_look_down():
+    found = upward_imports(import_graph())
+    names = {i: name for i, (name, _) in enumerate(LAYERS)}
+    new = sorted(found - set(KNOWN_UPWARD))
+    assert not new, "imports of a layer above: " + "; ".join(
+        f"{a} ({names[layer_of(a)]}) -> {b} ({names[layer_of(b)]})" for a, b in new)
+    gone = sorted(set(KNOWN_UPWARD) - found)
+    assert not gone, f"known upward imports that are gone (remove them from KNOWN_UPWARD): {gone}"
+
+
+def test_the_run_session_is_in_the_plan_layer():
+    """What moved down stays down: the run session (tuning, tracefs, SIGTERM) is plan,
+    the hil command is importable without the command line."""
+    g = import_graph()
+    assert "rtgauge.plan.session" in g["rtgauge.cli.run"]
+    assert {"rtgauge.tune", "rtgauge.trace"} <= g["rtgauge.plan.session"]
+    assert not any(m.startswith("rtgauge.cli") for m in g["rtgauge.hil.__main__"] | g["rtgauge.hil.command"])
+
+
+def test_an_upward_import_is_found(tmp_path, monkeypatch):
+    """The check itself: an analysis module importing the store (a layer above it), even
+    inside a function, is reported; the store importing analysis (down) is not."""
+    pkg = tmp_path / "rtgauge"
+    for d in ("analysis", "store"):
+        (pkg / d).mkdir(parents=True)
+        (pkg / d / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "store" / "s.py").write_text("from rtgauge.analysis import a\n")
+    (pkg / "analysis" / "a.py").write_text("")
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", pkg)
+    assert upward_imports(import_graph()) == set()
+    (pkg / "analysis" / "a.py").write_text("def f():\n    from ..store import s\n")
+    assert upward_imports(import_graph()) == {("rtgauge.analysis.a", "rtgauge.store.s")}

@@ -11,7 +11,7 @@ from rtgauge.errors import run_reporting_errors
 
 def build_parser() -> argparse.ArgumentParser:
     from rtgauge.cli import compare, doctor, engine, export, importing, report, run, show
-    from rtgauge.cli import pwcet, tune
+    from rtgauge.cli import hil, pwcet, tune
 
     parser = argparse.ArgumentParser(
         prog="rtgauge",
@@ -20,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"rtgauge {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in (run, show, doctor, engine, tune, report, compare, pwcet, export, importing):
+    for module in (run, show, doctor, engine, tune, report, compare, pwcet, export, importing, hil):
         module.register(sub)
     return parser
 
@@ -34,6 +34,11 @@ def main(argv: list[str] | None = None) -> int:
         from rtgauge.cli.engine import passthrough
 
         return passthrough(argv[1:])
+    # `rtgauge hil veth ...` passes the engine's hil options on untouched, the same way.
+    if argv[:1] == ["hil"]:
+        from rtgauge.cli.hil import passthrough as hil
+
+        return hil(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

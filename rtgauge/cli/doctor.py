@@ -37,7 +37,7 @@ def doctor(args: argparse.Namespace) -> int:
     facts = collect_facts(args.root)
     checks = run_doctor(facts)
     if os.path.realpath(args.root) == "/":
-        from rtgauge.cli.tune import stale_tuning_check
+        from rtgauge.plan.session import stale_tuning_check
         tuning = stale_tuning_check()
         if tuning:
             checks.append(tuning)

@@ -13,7 +13,7 @@ from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
 from rtgauge.plan import Job, build_plan, plan_seconds
 from rtgauge.plan.execute import apply_overrides, execute
-from rtgauge.cli.tune import conditions_settings
+from rtgauge.plan.session import conditions_settings
 from rtgauge.profiles import MAX_ROUNDS, load_profile, valid_rounds
 from rtgauge.store.spool import Spool
 from rtgauge.report.safe import SafeConsole as Console, markup
@@ -35,6 +35,9 @@ def register(sub) -> None:
     p.add_argument("--interleave", metavar="PROFILE", default=None,
                    help="also measure this profile (it may be the same one), stored as a second run, its rounds "
                    "interleaved with the first's: the fair way to compare two settings on one machine")
+    p.add_argument("--target", default=None, metavar="ssh://[user@]host[:port]",
+                   help="measure that machine over SSH instead of this one (an engine built for it runs there; "
+                   "documents are stored here; docs/cross.md); default: the profile's target, else here")
     add_conditions_options(p)
     p.set_defaults(func=cmd_run)
 
@@ -153,20 +156,67 @@ def _sigterm_as_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def prepare_jobs(console: Console, profile, args, conditions) -> list[Job]:
+def prepare_jobs(console: Console, profile, args, conditions, address: str | None = None) -> list[Job]:
     jobs = build_plan(profile, args.rounds)
     apply_overrides(jobs, conditions.duration_s, conditions.partition.rt_cpus if conditions.partition else None)
+    if address:     # cross-checks are looked for on the target once connected
+        check_target_conditions(jobs, address)
     # cross-checks need their tool; drop them with a note when it is missing
     from rtgauge.tools import cyclictest
-    if any(j.tool == "cyclictest" for j in jobs) and not cyclictest.cyclictest_path():
+    if not address and any(j.tool == "cyclictest" for j in jobs) and not cyclictest.cyclictest_path():
         console.print("[yellow]cyclictest is not installed (apt-get install rt-tests): "
                       "the cross-check is skipped.[/]")
         jobs = [j for j in jobs if j.tool != "cyclictest"]
-    check_tools(jobs)
+    check_tools([j for j in jobs if not (address and j.tool == "cyclictest")])
     from rtgauge.plan.optional import resolve_optional
     resolve_optional(jobs, lambda text: console.print(f"[yellow]{markup(text)}[/]"))
     validate_engine_jobs(jobs)
     return jobs
+
+
+def target_address(args, profiles) -> str | None:
+    address = args.target if args.target is not None else profiles[0].target
+    if address in (None, "", "local"):
+        return None
+    from rtgauge.target.remote import parse
+    return str(parse(address))
+
+
+def check_target_run(address: str, args, profiles) -> None:
+    """What a run on a target cannot do yet, refused before anything is stored."""
+    for flag, given in (("--tuned", args.tuned), ("--rt-cpus", args.rt_cpus), ("--load-cpus", args.load_cpus),
+                        ("--housekeeping-cpus", args.housekeeping_cpus), ("--live", args.live),
+                        ("--trace-threshold-us", args.trace_threshold_us is not None)):
+        if given:
+            raise UserError(f"{flag} cannot run on {address} yet; drop it, or run rtgauge on the board itself.")
+    for p in profiles:
+        if p.tire is not None or p.hil_sustained is not None:
+            raise UserError(f"profile {p.origin} has a [tire] or [hil_sustained] table, which cannot run on "
+                            f"{address} yet; run it here or on the board itself.")
+
+
+def check_target_conditions(jobs: list[Job], address: str) -> None:
+    """No load runs on a target yet: a condition other than idle is refused."""
+    for job in jobs:
+        if job.condition != "idle":
+            raise UserError(f"condition {job.condition} cannot run on {address} yet; measure there with "
+                            "conditions = [\"idle\"], or run rtgauge on the board itself.")
+
+
+def fit_cross_checks_to_target(console: Console, plans: list[list[Job]], session, cpus: int | None) -> None:
+    """The cyclictest cross-check runs on the target when it has cyclictest (on the
+    target's CPUs unless the job names them), else it is skipped with a note."""
+    if not any(j.tool == "cyclictest" for plan in plans for j in plan):
+        return
+    if not session.has("cyclictest"):
+        console.print(f"[yellow]{markup(session.address)} has no cyclictest (rt-tests): the cross-check is "
+                      "skipped.[/]")
+        for plan in plans:
+            plan[:] = [j for j in plan if j.tool != "cyclictest"]
+        return
+    for job in (j for plan in plans for j in plan):
+        if job.tool == "cyclictest" and "cpus" not in job.options and cpus:
+            job.cpus = list(range(cpus))
 
 
 def execute_interleaved(store, run_ids: list[int], plans: list[list[Job]], warmup_s: float, view, settings):
@@ -187,8 +237,6 @@ def execute_interleaved(store, run_ids: list[int], plans: list[list[Job]], warmu
 
 
 def cmd_run(args) -> int:
-    from rtgauge.report.terminal import print_summary
-    from rtgauge.store import open_store
     from rtgauge.sysinfo import collect_facts, run_doctor
 
     console = Console()
@@ -210,11 +258,38 @@ def cmd_run(args) -> int:
                 raise UserError(f"--interleave measures profiles of [[jobs]] only; profile {p.origin} has a "
                                 "[tire] or [hil_sustained] table, run it alone.")
     profile = profiles[0]
+    address = target_address(args, profiles)
+    if address:
+        check_target_run(address, args, profiles)
     conditions = conditions_settings(args, profile.warmup_s)
-    plans = [prepare_jobs(console, p, args, conditions) for p in profiles]
+    plans = [prepare_jobs(console, p, args, conditions, address) for p in profiles]
     jobs = [j for plan in plans for j in plan]
+    if address:
+        from rtgauge.target.session import TargetSession
+        console.print(f"Connecting to {address} ...", markup=False)
+        session = TargetSession(address).__enter__()    # refuses an unreachable, unauthenticated or
+        try:                                            # unprivileged target before anything is stored
+            facts = session.facts()
+            checks = [{"name": "target", "status": "info", "value": f"measured on {address} "
+                       f"({facts.get('hostname')}, {facts.get('arch')}, Linux {facts.get('kernel_release')})",
+                       "advice": "the doctor's checks are not run on a target yet; run `rtgauge doctor` there"}]
+            console.print(f"Target {address}: {facts.get('hostname')}, {facts.get('arch')}, "
+                          f"kernel {facts.get('kernel_release')}", markup=False)
+            fit_cross_checks_to_target(console, plans, session, facts.get("cpus"))
+            jobs = [j for plan in plans for j in plan]
+            return run_measured(console, args, profiles, plans, jobs, conditions, facts, checks, session)
+        finally:
+            session.close()
     facts = collect_facts()
     checks = run_doctor(facts)
+    return run_measured(console, args, profiles, plans, jobs, conditions, facts, checks, None)
+
+
+def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks, session) -> int:
+    from rtgauge.report.terminal import print_summary
+    from rtgauge.store import open_store
+
+    profile = profiles[0]
     store = open_store(args.db)
     run_ids: list[int] = []
     try:
@@ -240,6 +315,7 @@ def cmd_run(args) -> int:
         try:
             with ProgressView(console, jobs, profile.warmup_s) as view, \
                     conditions.applied(console, args, store, jobs, profile.warmup_s, view) as settings:
+                settings.target = session
                 if len(run_ids) == 1:
                     status, outcomes = execute(store, run_id, jobs, profile.warmup_s, view, settings)
                     per_run = [outcomes]

@@ -92,6 +92,7 @@ class RunSettings:
     live: LiveView | None = None
     say: Callable[[str], None] = print
     record: dict = field(default_factory=dict)    # stored with every measurement's load
+    target: object = None   # rtgauge.target.session.TargetSession: engine jobs run there
 
 
 @contextmanager
@@ -205,6 +206,8 @@ def is_engine_latency(job: Job) -> bool:
 
 def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dict, int, bool, list[str]]:
     """Run the tool once; returns (document, exit status, interrupted, command)."""
+    if s.target is not None:
+        return measure_on_target(job, s, stop, on_tick)
     with tempfile.TemporaryDirectory(prefix=workdir_prefix("job")) as tmp:
         out_path, err_path = Path(tmp) / "result.json", Path(tmp) / "stderr.txt"
         extra: list[str] = []
@@ -263,6 +266,39 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
     command = cmd if job.tool == "engine" else [job.tool]
     command = [("RESULT" if c == str(out_path) else c) for c in command]
     return doc, proc.returncode, interrupted, command
+
+
+def measure_on_target(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dict, int, bool, list[str]]:
+    """measure() on a remote target (rtgauge.target): the engine built for it runs
+    there under its guard; Ctrl-C stops it there and keeps what it measured; a lost
+    connection keeps nothing of this job (the engine there stops by itself) and
+    ends the run as interrupted."""
+    limit = job.expected_s * 1.5 + 60
+    if job.tool == "cyclictest":
+        outcome = s.target.run_tool(lambda out: cyclictest.command(job.options, job.cpus, out, exe="cyclictest"),
+                                    stop, limit, on_tick)
+        command = ["cyclictest"]
+    else:
+        outcome = s.target.run_engine([job.test, *job.engine_args()], stop, limit, on_tick)
+        command = ["rtgauge-engine", job.test, "--out", "RESULT", *job.engine_args()]
+    run = outcome.run
+    if run is not None and run.document is not None and not outcome.error:
+        status = run.status
+        doc = run.document if job.tool == "engine" else \
+            cyclictest.to_document(run.document, job.options, job.cpus, status, outcome.interrupted or bool(stop))
+    else:
+        why = outcome.error or (f"{job.tool} on {s.target.address} produced no result: "
+                               + ((run.stderr.strip().splitlines() or [f"exit status {run.status}"])[-1]
+                                  if run else "stopped before it started"))
+        doc, status = failure_document(job, why), (run.status if run else -1)
+    interrupted = outcome.interrupted or bool(stop)
+    env = doc.setdefault("env", {})
+    env["target"] = s.target.address
+    if job.notes:
+        env["notes"] = list(job.notes)
+    if interrupted:
+        doc["interrupted"] = True
+    return doc, status, interrupted, command
 
 
 def stop_child(proc: subprocess.Popen) -> None:

@@ -2,6 +2,7 @@
 
     name = "quick"                       # shown in `rtgauge show`
     description = "..."
+    target = "ssh://root@board"          # optional: measure there (docs/cross.md); --target wins
     [settings]
     warmup_s = 1.0                       # let a load settle before measuring
     rounds = 1                           # independent engine runs of every job (docs/compare.md)
@@ -31,7 +32,7 @@ STUDIES = ("tire-study", "interrupt-study", "rtos-evaluation", "cyclictest-study
 BUILTIN = ("quick", "standard", "micro", "hil", *STUDIES, *(f"{s}-quick" for s in STUDIES))
 IF_AVAILABLE_KINDS = ("latency",)    # kinds whose flags a job may want only where available (plan/optional.py)
 CROSS_CHECKS = ("cyclictest",)
-_TOP_KEYS = {"name", "description", "settings", "jobs", "tire", "hil_sustained"}
+_TOP_KEYS = {"name", "description", "settings", "jobs", "tire", "hil_sustained", "target"}
 _JOB_KEYS = {"name", "test", "conditions", "cross_check", "options", "rounds", "if_available"}
 _SETTING_KEYS = {"warmup_s", "rounds", "if_available"}
 MAX_ROUNDS = 100
@@ -59,6 +60,7 @@ class Profile:
     tire: object = None    # rtgauge.tire.sweep.SweepSpec from a [tire] table, or None
     hil_sustained: object = None   # rtgauge.hil.sustained.SustainedSpec from [hil_sustained], or None
     rounds: int = 1        # settings.rounds: independent engine runs of each job
+    target: str | None = None   # "ssh://[user@]host[:port]": the machine the jobs run on
 
 
 def load_profile(name_or_path: str) -> Profile:
@@ -157,8 +159,17 @@ def parse_profile(text: str, origin: str) -> Profile:
     if "hil_sustained" in data:
         from rtgauge.hil.sustained import spec_from_table as sustained_spec
         hil_sustained = sustained_spec(data["hil_sustained"], f"profile {origin}")
+    target = data.get("target")
+    if target is not None:
+        _expect(isinstance(target, str), f"profile {origin}: target must be text like \"ssh://root@board\".")
+        if target not in ("", "local"):
+            from rtgauge.target.remote import parse
+            try:
+                parse(target)
+            except UserError as e:
+                raise UserError(f"profile {origin}: {e}") from None
     return Profile(str(name), str(data.get("description", "")), text, origin, float(warmup), jobs, tire,
-                   hil_sustained, int(rounds))
+                   hil_sustained, int(rounds), target if target not in ("", "local") else None)
 
 
 def valid_rounds(value) -> bool:

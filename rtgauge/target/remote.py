@@ -58,6 +58,10 @@ def parse(text: str) -> Address:
     return Address(m["host"].strip("[]"), m["user"], int(m["port"]) if m["port"] else None)
 
 
+class ConnectionLost(RunFailed):
+    """The connection to the target went away during a run; the guard there stops the engine."""
+
+
 @dataclass
 class RemoteRun:
     document: dict | None   # the engine's document (also when stopped: "interrupted": true)
@@ -140,21 +144,33 @@ class SshTarget:
         self.last_run, the directory removed, and the cancellation goes on."""
         if engine is None:
             engine = engines.build(engines.arch_for_machine(self.machine)).binary
+        return await self._run_in_directory(lambda d: [f"{d}/rtgauge-engine", *args], time_limit_s, Path(engine))
+
+    async def run_tool(self, command, time_limit_s: float | None = None) -> RemoteRun:
+        """Run a program the target has (cyclictest) under the same guard, in the same
+        way: command(result_path) is its command line, writing its JSON result to
+        result_path, which comes back as RemoteRun.document."""
+        def argv(d: str) -> list[str]:
+            # the guard appends `--out DIR/doc.json`: they become sh's ignored $1 $2
+            return ["sh", "-c", "exec " + " ".join(shlex.quote(x) for x in command(f"{d}/doc.json")), "sh"]
+        return await self._run_in_directory(argv, time_limit_s, None)
+
+    async def _run_in_directory(self, argv, time_limit_s: float | None, engine: Path | None) -> RemoteRun:
         d = (await self._sh("mktemp -d /tmp/rtgauge.XXXXXX")).strip()
         if not d.startswith("/tmp/rtgauge."):
             raise RunFailed(f"mktemp -d gave {d!r} on {self.address}; check that /tmp is writable there.")
         qd = shlex.quote(d)
         lost = False
         try:
-            await self._sh(f"cat > {qd}/rtgauge-engine && chmod 755 {qd}/rtgauge-engine",
-                           input=Path(engine).read_bytes())
+            if engine is not None:
+                await self._sh(f"cat > {qd}/rtgauge-engine && chmod 755 {qd}/rtgauge-engine",
+                               input=Path(engine).read_bytes())
             await self._sh(f"cat > {qd}/guard.sh", input=GUARD.read_bytes())
-            cmd = " ".join(shlex.quote(x) for x in
-                           ["sh", f"{d}/guard.sh", d, str(self.silence_s), f"{d}/rtgauge-engine", *args])
+            cmd = " ".join(shlex.quote(x) for x in ["sh", f"{d}/guard.sh", d, str(self.silence_s), *argv(d)])
             return await self._run_guarded(cmd, d, time_limit_s)
         except (asyncssh.Error, OSError, asyncio.IncompleteReadError) as e:
             lost = True
-            raise RunFailed(f"lost the connection to {self.address} ({getattr(e, 'reason', e) or type(e).__name__}); "
+            raise ConnectionLost(f"lost the connection to {self.address} ({getattr(e, 'reason', e) or type(e).__name__}); "
                             f"the engine there stops by itself within {self.silence_s} s.") from None
         finally:
             # also on Ctrl-C: _run_guarded stopped the engine and kept its document

@@ -23,9 +23,10 @@ def cyclictest_path() -> str | None:
     return shutil.which("cyclictest")
 
 
-def command(options: dict, cpus: list[int], json_path: str) -> list[str]:
-    """The cyclictest command equivalent to an engine latency job's options."""
-    exe = cyclictest_path()
+def command(options: dict, cpus: list[int], json_path: str, exe: str | None = None) -> list[str]:
+    """The cyclictest command equivalent to an engine latency job's options (exe: the
+    program to run, default the one installed here)."""
+    exe = exe or cyclictest_path()
     if not exe:
         raise UserError("cyclictest is not installed; install it with `apt-get install rt-tests`.")
     interval = int(options.get("interval-us", 1000))

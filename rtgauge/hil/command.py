@@ -1,0 +1,93 @@
+"""The hil command line, for `rtgauge hil` (cli/hil.py) and its alias `python3 -m rtgauge.hil`.
+
+Kept in the hil package so that the alias needs nothing above it (hil must not import cli:
+cli imports hil)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rtgauge.errors import UserError, run_reporting_errors
+
+
+def veth_main(options: list[str]) -> int:
+    from rtgauge.hil.veth import merge, run_veth
+
+    result = run_veth(options)
+    if result.errors and not (result.sim and result.device):
+        raise UserError("; ".join(result.errors) + ".")
+    doc = merge(result)
+    print(json.dumps(doc))
+    return 0 if doc["ok"] else 1
+
+
+USAGE = """usage: {prog} veth [ENGINE hil OPTIONS]    the loop across a veth pair (root)
+       {prog} sustained [--payload ...]    the sustained-rate sweep
+
+Each prints one JSON document (the engine's contract). `sustained --store` also
+keeps it in the results store as a run of its own (one measurement, hil-sustained).
+docs/hil.md tells both."""
+
+
+def sustained_main(argv: list[str], prog: str = "rtgauge hil") -> int:
+    from rtgauge.hil.sustained import SustainedSpec, check_spec, run_sustained, sustained_document
+
+    p = argparse.ArgumentParser(prog=f"{prog} sustained")
+    p.add_argument("--payload", default="none", help="none, work or tire (the engine's hil --payload)")
+    p.add_argument("--sizes", default="0", help="comma list: work-us (work) or masses (tire)")
+    p.add_argument("--frames", type=int, default=1_000_000)
+    p.add_argument("--start-us", type=int, default=1000)
+    p.add_argument("--min-us", type=int, default=None, help="default: the engine's shortest hil --period-us")
+    p.add_argument("--max-us", type=int, default=100_000)
+    p.add_argument("--precision", type=float, default=0.05)
+    p.add_argument("--retries", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--store", action="store_true", help="keep the result in the results store")
+    p.add_argument("--db", default=None, help="results database URL (default: the user's SQLite file)")
+    a = p.parse_args(argv)
+    try:
+        sizes = [int(s) for s in a.sizes.split(",")]
+    except ValueError:
+        raise UserError(f"--sizes {a.sizes!r} is not a comma list of whole numbers; give e.g. 100,300.")
+    spec = check_spec(SustainedSpec(payload=a.payload, sizes=sizes, frames=a.frames, start_us=a.start_us,
+                                    min_us=a.min_us, max_us=a.max_us, precision=a.precision,
+                                    retries=a.retries, threads=a.threads), "sustained")
+    say = lambda line: print(line, file=sys.stderr)  # noqa: E731
+    if not a.store:
+        from rtgauge.enginebin import engine_path
+        print(json.dumps(sustained_document(run_sustained(engine_path(), spec, say))))
+        return 0
+    from rtgauge.hil.sustained import sustained_and_store
+    from rtgauge.store import open_store
+    from rtgauge.sysinfo import collect_facts, run_doctor
+
+    facts = collect_facts()
+    store = open_store(a.db)
+    try:
+        run_id = store.begin_run(facts, run_doctor(facts), "hil-sustained", "", sys.argv)
+        try:
+            doc = sustained_and_store(store, run_id, spec, say)
+        except BaseException as e:
+            store.finish_run(run_id, "failed", f"{type(e).__name__}: {e}")
+            raise
+        store.finish_run(run_id, "complete", "hil sustained-rate sweep")
+    finally:
+        store.close()
+    print(json.dumps(doc))
+    return 0
+
+
+def main(argv: list[str], prog: str = "rtgauge hil") -> int:
+    if argv[:1] == ["veth"]:
+        return run_reporting_errors(lambda: veth_main(argv[1:]))
+    if argv[:1] == ["sustained"]:
+        return run_reporting_errors(lambda: sustained_main(argv[1:], prog))
+    if argv[:1] in (["-h"], ["--help"]):
+        print(USAGE.format(prog=prog))
+        return 0
+    if argv:
+        print(f"rtgauge: unknown hil mode {argv[0]!r}; choose veth or sustained.", file=sys.stderr)
+    print(USAGE.format(prog=prog), file=sys.stderr)
+    return 2

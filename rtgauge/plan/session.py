@@ -1,0 +1,158 @@
+"""The run session: what `rtgauge run` sets up around a plan beyond the profile and
+undoes after it — CPU partitioning, long-run segments, the load context, tuning (applied
+for the run and reverted, also on failure and SIGTERM; a tuning left by a killed run is
+recovered), tracefs for threshold traces, and the live view. cli/run.py builds it from
+its options; plan/execute.py runs the jobs inside it."""
+
+from __future__ import annotations
+
+import os
+import signal
+from contextlib import contextmanager
+from pathlib import Path
+
+from rtgauge.errors import UserError
+
+
+class RunConditions:
+    """The run options beyond the profile, checked before anything is stored."""
+
+    def __init__(self, args, warmup_s: float):
+        from rtgauge.loads import need_tool
+        from rtgauge.loads.partition import plan_partition
+        from rtgauge.plan.execute import parse_duration
+
+        self.warmup_s = warmup_s
+        self.duration_s = parse_duration(args.duration) if getattr(args, "duration", None) else None
+        self.segment_s = parse_duration(getattr(args, "segment", None) or "10m")
+        self.partition = plan_partition(getattr(args, "rt_cpus", None), getattr(args, "load_cpus", None),
+                                        getattr(args, "housekeeping_cpus", None))
+        threshold = getattr(args, "trace_threshold_us", None)
+        if threshold is not None and not 1 <= threshold <= 10**9:
+            raise UserError(f"--trace-threshold-us {threshold} is out of range; choose 1 to 1000000000 µs.")
+        self.trace_threshold_us = threshold
+        load_dir = getattr(args, "load_dir", None)
+        if load_dir and not (Path(load_dir).is_dir() and os.access(load_dir, os.W_OK)):
+            raise UserError(f"--load-dir {load_dir} is not a writable directory; give one on the disk to load.")
+        self.load_dir = load_dir
+        self.allow_netns = bool(getattr(args, "allow_netns", False))
+        if self.allow_netns:
+            for tool in ("ip", "unshare", "nsenter"):
+                need_tool("net", tool)
+        self.tuned = bool(getattr(args, "tuned", False))
+        self.rt_throttling_off = bool(getattr(args, "rt_throttling_off", False))
+        if self.rt_throttling_off and not self.tuned:
+            raise UserError("--rt-throttling-off only applies with --tuned; add --tuned or drop it.")
+        self.live = bool(getattr(args, "live", False))
+        self.mount_tracefs = bool(getattr(args, "mount_tracefs", False))
+
+    def data_dir(self, store) -> str | None:
+        """Where the io load writes: --load-dir, else the SQLite database's directory."""
+        if self.load_dir:
+            return self.load_dir
+        from rtgauge.store.urls import sqlite_file
+        url = getattr(store, "_url", None)      # the real path, not the percent-encoded display URL
+        path = sqlite_file(url) if url is not None else None
+        return str(path.resolve().parent) if path is not None else None
+
+    @contextmanager
+    def applied(self, console, args, store, jobs, warmup_s, view):
+        """RunSettings for execute(), with tuning applied for the run and reverted after
+        (also on failure and SIGTERM) and tracefs mounted only when the user allowed it."""
+        from rtgauge import tune
+        from rtgauge.loads import LoadContext
+        from rtgauge.plan import plan_seconds
+        from rtgauge.plan.execute import RunSettings
+        from rtgauge.trace import Tracefs
+        from rtgauge.trace.live import LiveView
+
+        def say(text: str) -> None:
+            console.print(text)
+
+        settings = RunSettings(warmup_s=warmup_s, partition=self.partition, segment_s=self.segment_s,
+                               trace_threshold_us=self.trace_threshold_us, say=say,
+                               load_ctx=LoadContext(data_dir=self.data_dir(store), allow_netns=self.allow_netns))
+        state_path, tuned_here = tune.default_state_path(), False
+        # until execute() takes SIGTERM over, it must unwind through the finally below
+        old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+        try:
+            if self.trace_threshold_us:
+                settings.tracefs = Tracefs.open(self.mount_tracefs)
+                if not settings.tracefs.path:
+                    say(f"[yellow]{settings.tracefs.note}[/]")
+            if self.tuned:
+                recover_stale_tuning(state_path, say)
+                if os.path.lexists(state_path):
+                    say(f"already tuned (state in {state_path}); leaving the settings as they are")
+                    settings.record["tuned"] = {"state": str(state_path), "applied_by": "tune --apply"}
+                else:
+                    measured = self.partition.rt_cpus if self.partition else tune.online_cpus()[1:]
+                    hk = (self.partition.housekeeping_cpus if self.partition and self.partition.housekeeping_cpus
+                          else tune.housekeeping_for(measured, tune.online_cpus()))
+                    watchdog = plan_seconds(jobs, warmup_s) * 1.2 + 120 if self.rt_throttling_off else None
+                    state = tune.apply(state_path, measured, hk, rt_unthrottled_for_s=watchdog,
+                                       applied_by="run --tuned")
+                    tuned_here = True
+                    settings.record["tuned"] = {"changed": [[c["path"], c["before"].strip(), c["new"]]
+                                                            for c in state["changes"]],
+                                                "refused": state["skipped"], "notes": state["notes"]}
+                    say(f"tuned: {len(state['changes'])} setting(s) changed for the run, reverted after")
+            if self.live:
+                settings.live = LiveView(view.live)
+            yield settings
+        finally:
+            try:
+                if tuned_here:
+                    tune.revert(state_path, root="/")
+                    say("tuning reverted")
+            finally:
+                if settings.tracefs:
+                    settings.tracefs.close()
+                signal.signal(signal.SIGTERM, old_term)
+
+
+def recover_stale_tuning(state_path, say) -> None:
+    """A tuning left by a `run --tuned` that was killed before it could revert: revert it
+    now, so this run starts from the machine's own settings and owns its tuning."""
+    from rtgauge import tune
+    try:
+        state = tune.read_state(state_path)
+    except FileNotFoundError:
+        return
+    who = tune.stale_owner(state)
+    if who:
+        tune.revert(state_path, root="/")
+        say(f"reverted the tuning left by rtgauge pid {who.get('pid')}, which ended without reverting it")
+
+
+def stale_tuning_check() -> dict | None:
+    """For doctor: a tuning in place that no running rtgauge owns."""
+    from rtgauge import tune
+    path = tune.default_state_path()
+    try:
+        state = tune.read_state(path)
+    except FileNotFoundError:
+        return None
+    except UserError as e:
+        return {"name": "tuning", "status": "bad", "value": f"unreadable state {path}",
+                "advice": str(e)}
+    who = tune.stale_owner(state)
+    n = len(state.get("changes", []))
+    if who:
+        return {"name": "tuning", "status": "bad",
+                "value": f"{n} setting(s) tuned by `rtgauge run --tuned` (pid {who.get('pid')}), which ended "
+                         "without reverting them; no running rtgauge owns this tuning",
+                "advice": f"revert it with `rtgauge tune --revert` (state {path})"}
+    if state.get("applied_by", "tune --apply") == "tune --apply":
+        return {"name": "tuning", "status": "info", "value": f"{n} setting(s) tuned by `rtgauge tune --apply`",
+                "advice": "`rtgauge tune --revert` restores them"}
+    return {"name": "tuning", "status": "info", "value": f"{n} setting(s) tuned by a running `rtgauge run --tuned`",
+            "advice": "reverted when that run ends"}
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def conditions_settings(args, warmup_s: float) -> RunConditions:
+    return RunConditions(args, warmup_s)
