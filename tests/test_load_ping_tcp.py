@@ -12,6 +12,7 @@ import pytest
 from conftest import needs_root
 from rtgauge.errors import UserError
 from rtgauge.loads import CONDITIONS, LoadContext, make_load, session_pids
+from test_loads import net_namespaces
 
 
 def net_rx_softirqs() -> int:
@@ -20,17 +21,6 @@ def net_rx_softirqs() -> int:
             if line.split(":")[0].strip() == "NET_RX":
                 return sum(int(x) for x in line.split(":")[1].split())
     raise AssertionError("no NET_RX line in /proc/softirqs")
-
-
-def net_namespaces() -> set[str]:
-    seen = set()
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                seen.add(os.readlink(f"/proc/{name}/ns/net"))
-            except OSError:
-                pass
-    return seen
 
 
 def test_ping_tcp_is_a_named_condition():
