@@ -67,6 +67,10 @@ bool rtg_thread_place_of(int tid, rtg_thread_place *p)
         p->syscall = RTG_SYSCALL_UNKNOWN;     /* a kernel without the file */
     else if (buf[0] >= '0' && buf[0] <= '9')
         p->syscall = strtol(buf, NULL, 10);   /* "running" or "-1 ..." otherwise */
+    snprintf(path, sizeof path, "/proc/self/task/%d/wchan", tid);
+    p->wchan[0] = '\0';
+    if (read_small(path, buf, sizeof buf) && strcmp(buf, "0") != 0)
+        snprintf(p->wchan, sizeof p->wchan, "%.47s", buf);
     return true;
 }
 
@@ -120,6 +124,26 @@ static bool call_waits_on(long nr, rtg_prim prim)
     }
 }
 
+/* The kernel function a waiter of prim sleeps in (names vary with the kernel:
+ * futex_wait_queue, futex_do_wait; do_nanosleep, hrtimer_nanosleep; wq_sleep;
+ * pipe_read, anon_pipe_read, pipe_wait). */
+static bool waits_in(const char *wchan, rtg_prim prim)
+{
+    switch (prim) {
+    case RTG_PRIM_SEM: case RTG_PRIM_MUTEX: case RTG_PRIM_PI_MUTEX: case RTG_PRIM_PROTECT_MUTEX:
+    case RTG_PRIM_CONDVAR: case RTG_PRIM_FUTEX:
+        return strstr(wchan, "futex") != NULL;
+    case RTG_PRIM_MQ:
+        return strstr(wchan, "wq_sleep") != NULL || strstr(wchan, "mq_") != NULL;
+    case RTG_PRIM_PIPE:
+        return strstr(wchan, "pipe") != NULL;
+    case RTG_PRIM_SLEEP:
+        return strstr(wchan, "nanosleep") != NULL;
+    default:
+        return false;
+    }
+}
+
 bool rtg_thread_blocked_on(int tid, rtg_prim prim)
 {
     rtg_thread_place p;
@@ -127,10 +151,12 @@ bool rtg_thread_blocked_on(int tid, rtg_prim prim)
         return false;
     if (p.state != 'S' && p.state != 'D')
         return false;
-    /* a kernel that does not show the system call: the state is all we have */
-    if (p.syscall == RTG_SYSCALL_UNKNOWN)
-        return prim != RTG_PRIM_SPIN;
-    return p.syscall >= 0 && call_waits_on(p.syscall, prim);
+    if (p.syscall >= 0 && call_waits_on(p.syscall, prim))
+        return true;
+    if (p.wchan[0])
+        return waits_in(p.wchan, prim);
+    /* a kernel that shows neither: the state is all we have */
+    return p.syscall == RTG_SYSCALL_UNKNOWN && prim != RTG_PRIM_SPIN;
 }
 
 /* ---- the harness ---- */
@@ -291,9 +317,9 @@ static bool wait_blocked(rtg_scenario *s, rtg_scn_thread *t)
     else {
         char b[80];
         snprintf(s->err, sizeof s->err, "the %s thread did not block on its %s %s (state %c, "
-                 "system call %ld); the system is overloaded or the primitive does not block here.",
+                 "system call %ld, waiting in %s); the system is overloaded or the primitive does not block here.",
                  t->role.name, rtg_prim_name(t->role.blocks_on), bound_text(s, b, sizeof b),
-                 p.state ? p.state : '?', p.syscall);
+                 p.state ? p.state : '?', p.syscall, p.wchan[0] ? p.wchan : "?");
     }
     return false;
 }

@@ -115,13 +115,16 @@ int rtg_blocked_above(int prio);
 typedef struct {
     char state;                /* 'R', 'S', 'D', ... or 0 unknown */
     long syscall;              /* system call it is in, -1 none, RTG_SYSCALL_UNKNOWN */
+    char wchan[48];            /* kernel function it waits in, "" unknown */
     bool known;                /* the system lets us look (/proc/self/task) */
 } rtg_thread_place;
 
 #define RTG_SYSCALL_UNKNOWN (-2L)   /* the kernel does not show it */
 bool rtg_thread_place_of(int tid, rtg_thread_place *p);
 /* The thread sleeps in a system call that waits on prim (futex for a semaphore,
- * mutex or condvar; mq_timedreceive; read; clock_nanosleep...). */
+ * mutex or condvar; mq_timedreceive; read; clock_nanosleep...), by the system
+ * call's number or, when that does not match (an emulator such as qemu-user
+ * shows the host's numbers), by the kernel function it waits in (wchan). */
 bool rtg_thread_blocked_on(int tid, rtg_prim prim);
 
 /* ---- the priority-inversion fixture ---- */
