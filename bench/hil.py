@@ -5,8 +5,11 @@ veth pair between two network namespaces, beside a minimal C ping-pong with the
 same socket options (1 MiB receive buffer, SO_TIMESTAMPNS on the echo side), the
 same period, CPUs, policy and priority: the difference is what rtgauge's own
 bookkeeping (timestamps, sequence checks, arrays, ppoll-based device) adds.
-The four cases are interleaved for several rounds; the section "## HIL loop" of
-docs/performance.md is rewritten with the medians over rounds.
+The cases are interleaved for several rounds; the section "## HIL loop" of
+docs/performance.md is rewritten with the medians over rounds and, per round paired
+with the ping-pong of the same round, what the loop adds (median, 95 % interval).
+With --engine-before PATH another build (e.g. the engine before a change) runs in
+the same rounds, so the two builds are compared under the same load.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perfdoc import write_section  # noqa: E402
+from perfdoc import paired_shift, shift_text, write_section  # noqa: E402
 from rtgauge.enginebin import engine_path  # noqa: E402
 from rtgauge.hil.veth import DEVICE_IP, SIM_IP, VethPair, merge, run_veth  # noqa: E402
 
@@ -119,36 +122,59 @@ def engine_case(exe: str, frames: int, period_us: int, cpus: tuple[int, int], ve
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--frames", type=int, default=10000)
+    ap.add_argument("--frames", type=int, default=5000)
     ap.add_argument("--period-us", type=int, default=1000)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--cpus", help="DEVICE,SIM CPUs (default 0,1); e.g. 0,0 when CPU 1 is busy")
+    ap.add_argument("--transports", default="loopback,veth", help="loopback, veth or both (default)")
+    ap.add_argument("--engine-before", metavar="PATH", help="another engine build measured in the same rounds")
+    ap.add_argument("--before-label", default="before", help="what --engine-before is (for the table)")
     ap.add_argument("--no-write", action="store_true", help="print only; leave docs/performance.md")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("bench/hil.py needs root (SCHED_FIFO, network namespaces).", file=sys.stderr)
         return 2
-    exe = engine_path()
+    transports = [t for t in a.transports.split(",") if t]
+    if not transports or set(transports) - {"loopback", "veth"}:
+        print(f"--transports '{a.transports}' is not a list of loopback and veth; give e.g. loopback,veth.",
+              file=sys.stderr)
+        return 2
+    if a.engine_before and not os.access(a.engine_before, os.X_OK):
+        print(f"--engine-before {a.engine_before} is not an executable engine; build it first.", file=sys.stderr)
+        return 2
+    engines = {"hil": engine_path()}
+    if a.engine_before:
+        engines[f"hil {a.before_label}"] = a.engine_before
     cpus = tuple(int(c) for c in a.cpus.split(",")) if a.cpus else (0, 1 % (os.cpu_count() or 1))
-    results: dict[str, list[dict]] = {k: [] for k in ("pingpong loopback", "hil loopback",
-                                                      "pingpong veth", "hil veth")}
+    results: dict[str, list[dict]] = {}
+    for t in transports:
+        results[f"pingpong {t}"] = []
+        for name in engines:
+            results[f"{name} {t}"] = []
     with tempfile.TemporaryDirectory() as tmp:
         pp = build_pingpong(Path(tmp))
         for r in range(a.rounds):
-            results["pingpong loopback"].append(baseline(pp, a.frames, a.period_us, cpus, None))
-            results["hil loopback"].append(engine_case(exe, a.frames, a.period_us, cpus, False))
-            with VethPair() as pair:
-                results["pingpong veth"].append(baseline(pp, a.frames, a.period_us, cpus, pair))
-            results["hil veth"].append(engine_case(exe, a.frames, a.period_us, cpus, True))
+            for t in transports:
+                if t == "veth":
+                    with VethPair() as pair:
+                        results["pingpong veth"].append(baseline(pp, a.frames, a.period_us, cpus, pair))
+                else:
+                    results["pingpong loopback"].append(baseline(pp, a.frames, a.period_us, cpus, None))
+                for name, exe in engines.items():
+                    results[f"{name} {t}"].append(engine_case(exe, a.frames, a.period_us, cpus, t == "veth"))
             print(f"round {r + 1}: " + ", ".join(f"{k} p50 {v[-1]['p50'] / 1000:.1f} us"
                                                   for k, v in results.items()), file=sys.stderr)
 
     def med(case: str, key: str) -> float:
         return statistics.median(x[key] for x in results[case])
 
+    def series(case: str) -> list[float]:
+        return [x["p50"] / 1000 for x in results[case]]
+
     load1 = os.getloadavg()[0]
     lines = [
-        f"`python3 bench/hil.py` ({datetime.now(timezone.utc):%Y-%m-%d}, load average {load1:.2f} at the "
+        f"`python3 bench/hil.py{' --engine-before ...' if a.engine_before else ''}` "
+        f"({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, load average {load1:.2f} at the "
         f"end, {platform.node()}, kernel "
         f"{platform.release()}, {os.cpu_count()} CPUs): round trip of {a.frames:,} frames at "
         f"{a.period_us} us, device on CPU {cpus[0]}, simulation / echo on CPU {cpus[1]}, SCHED_FIFO "
@@ -161,11 +187,19 @@ def main() -> int:
     for case in results:
         lines.append(f"| {case} | {med(case, 'p50') / 1000:.1f} | {med(case, 'p99') / 1000:.1f} | "
                      f"{med(case, 'max') / 1000:.1f} | {int(med(case, 'lost'))} |")
-    for t in ("loopback", "veth"):
-        lines.append("")
-        lines.append(f"hil {t}: Ti p50 {med('hil ' + t, 'ti_p50') / 1000:.1f} us, Ts p50 "
-                     f"{med('hil ' + t, 'ts_p50') / 1000:.2f} us (payload none); added over the "
-                     f"ping-pong at p50: {(med('hil ' + t, 'p50') - med('pingpong ' + t, 'p50')) / 1000:+.1f} us.")
+    for t in transports:
+        for name in engines:
+            case = f"{name} {t}"
+            added = paired_shift(series(case), series(f"pingpong {t}"))
+            lines.append("")
+            lines.append(f"{case}: Ti p50 {med(case, 'ti_p50') / 1000:.1f} us, Ts p50 "
+                         f"{med(case, 'ts_p50') / 1000:.2f} us (payload none); added over the "
+                         f"ping-pong at p50 (per round, paired): {shift_text(added, ' us')}.")
+        if a.engine_before:
+            change = paired_shift(series(f"hil {t}"), series(f"hil {a.before_label} {t}"))
+            lines.append("")
+            lines.append(f"hil {t}, this build minus {a.before_label} at p50 (per round, paired): "
+                         f"{shift_text(change, ' us')}.")
     body = "\n".join(lines)
     print(body)
     if not a.no_write:
