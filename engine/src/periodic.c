@@ -288,7 +288,8 @@ static void measure_frames(worker *w)
         ssize_t n = recvmsg(tr->fd, &m, 0);
         int64_t t1 = rtg_clock_now(&clk);
         if (n < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            /* ECONNREFUSED: a connected socket's peer is not listening (yet) */
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNREFUSED) {
                 snprintf(w->out->error, sizeof w->out->error, "receiving a frame failed (%s).", strerror(errno));
                 break;
             }

@@ -1,18 +1,19 @@
-/* hil device: the controller stand-in, a payload of the cycle driver's TIMER
- * trigger with the socket served while waiting. Cycle k sends frame k at the
- * absolute instant start + k * period; between sends the driver hands every
- * reply to hil_device_service, which stamps it at once, checks it off in a
- * bitmap window and puts its round trip into a ring; the collector folds the
- * ring into the round_trip distribution. Nothing grows with the run's length. */
+/* hil device: the controller stand-in, two threads of the cycle driver on the
+ * device's CPU. The sender (TIMER trigger) sends frame k at the absolute instant
+ * start + k * period and sleeps in between; the receiver (FRAME trigger on the
+ * same socket) blocks in recvmsg, so a reply wakes it the way a bare ping-pong's
+ * blocking recv is woken: hil_device_reply stamps the reply with the instant
+ * recvmsg returned, checks it off in a bitmap window and puts its round trip
+ * into a ring; the collector folds the ring into the round_trip distribution.
+ * (Serving the socket from the sender's wait, a ppoll up to the next deadline
+ * and then a recv, added about 2.5 us to every round trip on a KVM guest:
+ * docs/performance.md.) Nothing grows with the run's length. */
 #include <errno.h>
-#include <poll.h>
-#ifdef RTG_POSIX_ONLY
-#include <sys/select.h>
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -40,7 +41,7 @@ int hil_device_init(hil_device *d, const hil_device_cfg *cfg, char *err, size_t 
         snprintf(err, errlen, "out of memory for the device's buffers; use a longer --period-us.");
         return -1;
     }
-    rtg_touch(d->seen, HIL_SEEN_WINDOW / 8);   /* fault the pages in before the loop */
+    rtg_touch((void *)d->seen, HIL_SEEN_WINDOW / 8);   /* fault the pages in before the loop */
     rtg_touch(d->buf, cfg->frame_bytes);
     return 0;
 }
@@ -48,52 +49,58 @@ int hil_device_init(hil_device *d, const hil_device_cfg *cfg, char *err, size_t 
 void hil_device_free(hil_device *d)
 {
     free(d->buf);
-    free(d->seen);
+    free((void *)d->seen);
     rtg_ring_free(&d->rts);
     rtg_dist_free(&d->round_trip);
     d->buf = NULL;
     d->seen = NULL;
 }
 
-static bool test_and_set(uint64_t *bits, uint64_t seq)
+/* The receiver sets a bit, the sender clears the bit of seq k - window: atomic words. */
+static bool test_and_set(_Atomic uint64_t *bits, uint64_t seq)
 {
     uint64_t i = seq % HIL_SEEN_WINDOW, m = 1ull << (i % 64);
-    bool was = bits[i / 64] & m;
-    bits[i / 64] |= m;
-    return was;
+    return atomic_fetch_or_explicit(&bits[i / 64], m, memory_order_relaxed) & m;
 }
 
-/* Read every reply waiting on the socket. */
-void hil_device_service(void *arg)
+/* The receiver's cycle: one datagram, in hand since c->woke_ns. Records no
+ * cycle of its own (the round trip goes to the device's ring). */
+void hil_device_reply(void *arg, rtg_cycle_ctx *c)
 {
     hil_device *d = arg;
     hil_reply r;
-    while (1) {
-        ssize_t n = recv(d->cfg.fd, &r, sizeof r, MSG_DONTWAIT);
-        int64_t now = rtg_mono_ns();
-        if (n < 0)
-            return;   /* EAGAIN, or an ICMP error of a sim not yet listening */
-        if ((size_t)n < sizeof r - sizeof r.sim_ns || r.magic != HIL_MAGIC_REPLY || r.seq >= d->sent) {
-            d->bad++;
-            continue;
-        }
-        if (d->sent - r.seq > HIL_SEEN_WINDOW) {
-            d->stale++;
-            continue;
-        }
-        if (test_and_set(d->seen, r.seq)) {
-            d->duplicate++;
-            continue;
-        }
-        d->received++;
-        if (now > d->start_ns + (int64_t)(r.seq + 1) * d->cfg.period_ns)
-            d->late++;
-        int64_t *slot = rtg_ring_slot(&d->rts);
-        if (slot) {
-            *slot = now - r.send_ns;
-            rtg_ring_publish(&d->rts);
-        }
+    int64_t now = c->woke_ns;
+    uint64_t sent = atomic_load_explicit(&d->sent, memory_order_acquire);
+    c->skip = true;
+    memset(&r, 0, sizeof r);
+    memcpy(&r, c->frame, c->frame_len < sizeof r ? c->frame_len : sizeof r);
+    if (c->frame_len < sizeof r - sizeof r.sim_ns || r.magic != HIL_MAGIC_REPLY || r.seq >= sent) {
+        d->bad++;
+        return;
     }
+    if (sent - r.seq > HIL_SEEN_WINDOW) {
+        d->stale++;
+        return;
+    }
+    if (test_and_set(d->seen, r.seq)) {
+        d->duplicate++;
+        return;
+    }
+    d->received++;
+    if (now > atomic_load_explicit(&d->start_ns, memory_order_relaxed) + (int64_t)(r.seq + 1) * d->cfg.period_ns)
+        d->late++;
+    int64_t *slot = rtg_ring_slot(&d->rts);
+    if (slot) {
+        *slot = now - r.send_ns;
+        rtg_ring_publish(&d->rts);
+    }
+}
+
+/* The receiver keeps waiting until the sender ends the run (or a stop). */
+bool hil_device_rx_idle(void *arg, int64_t now_ns)
+{
+    (void)arg, (void)now_ns;
+    return false;
 }
 
 /* On the collector thread: fold the round trips. */
@@ -108,27 +115,13 @@ void hil_device_collect(void *arg)
     }
 }
 
-/* After the last frame: take late replies until the linger is over. */
+/* After the last frame: the receiver takes late replies until the linger is over. */
 static void linger(hil_device *d, const rtg_cycle_ctx *c)
 {
-    struct pollfd p = {d->cfg.fd, POLLIN, 0};
-    int64_t until = c->trigger_ns + d->cfg.linger_ns;
-    while (!rtg_cycle_stopping(c)) {
-        int64_t left = until - rtg_mono_ns();
-        if (left <= 0)
-            return;
-        struct timespec ts = rtg_ns_timespec(left);
-#ifdef RTG_POSIX_ONLY
-        (void)p;   /* pselect: ppoll is not in POSIX.1-2008 */
-        fd_set in;
-        FD_ZERO(&in);
-        FD_SET(d->cfg.fd, &in);
-        if (pselect(d->cfg.fd + 1, &in, NULL, NULL, &ts, NULL) > 0)
-#else
-        if (ppoll(&p, 1, &ts, NULL) > 0)
-#endif
-            hil_device_service(d);
-    }
+    struct timespec until = rtg_ns_timespec(c->trigger_ns + d->cfg.linger_ns);
+    while (!rtg_cycle_stopping(c) &&
+           clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+        ;
 }
 
 void hil_device_cycle(void *arg, rtg_cycle_ctx *c)
@@ -136,7 +129,7 @@ void hil_device_cycle(void *arg, rtg_cycle_ctx *c)
     hil_device *d = arg;
     uint64_t k = c->cycle;
     if (k == 0)
-        d->start_ns = c->trigger_ns;
+        atomic_store_explicit(&d->start_ns, c->trigger_ns, memory_order_relaxed);
     if (k >= d->cfg.frames) {
         linger(d, c);
         c->skip = true;
@@ -146,11 +139,11 @@ void hil_device_cycle(void *arg, rtg_cycle_ctx *c)
     hil_frame f = {.magic = HIL_MAGIC_FRAME, .seq = k, .deadline_ns = c->trigger_ns};
     if (k >= HIL_SEEN_WINDOW) {   /* seq k - window leaves the window */
         uint64_t i = k % HIL_SEEN_WINDOW;
-        d->seen[i / 64] &= ~(1ull << (i % 64));
+        atomic_fetch_and_explicit(&d->seen[i / 64], ~(1ull << (i % 64)), memory_order_relaxed);
     }
     f.send_ns = rtg_mono_ns();
     memcpy(d->buf, &f, sizeof f);
-    d->sent++;
+    atomic_store_explicit(&d->sent, k + 1, memory_order_release);   /* before its reply can come */
     if (send(d->cfg.fd, d->buf, d->cfg.frame_bytes, 0) < 0)
         d->send_errors++;   /* counted; the frame will show as lost */
     if (f.send_ns - c->trigger_ns > d->max_send_lag_ns)

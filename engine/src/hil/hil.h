@@ -71,11 +71,12 @@ typedef struct {
     char err[256];
 } hil_sim;
 
-/* The device: a TIMER-triggered thread serving its socket between sends.
- * Cycle k < frames sends frame k at start + k * period; cycle `frames` is the
- * linger (not recorded), after which the run ends. Replies are stamped as they
- * come; round trips go through a ring to the collector, so memory does not grow
- * with the number of frames. */
+/* The device: a TIMER-triggered sender and a FRAME-triggered receiver on the
+ * same socket and CPU. Cycle k < frames of the sender sends frame k at start +
+ * k * period; cycle `frames` is the linger (not recorded), after which the run
+ * ends. The receiver blocks in recvmsg and stamps each reply as recvmsg returns;
+ * round trips go through a ring to the collector, so memory does not grow with
+ * the number of frames. */
 typedef struct {
     int fd;                /* connected to the simulation */
     int64_t period_ns;
@@ -92,11 +93,13 @@ typedef struct {
 typedef struct {
     hil_device_cfg cfg;
     unsigned char *buf;            /* one frame */
-    uint64_t *seen;                /* HIL_SEEN_WINDOW bits: a reply to seq s came (s % window) */
+    _Atomic uint64_t *seen;        /* HIL_SEEN_WINDOW bits: a reply to seq s came (s % window) */
     rtg_ring rts;                  /* round trips, ns (int64), folded by the collector */
     rtg_dist round_trip;
-    int64_t start_ns;              /* send instant of frame 0 */
-    uint64_t sent, received, late, duplicate, bad, stale, send_errors;
+    _Atomic int64_t start_ns;      /* send instant of frame 0 (set by the sender) */
+    _Atomic uint64_t sent;         /* set by the sender before each send; the receiver reads it */
+    uint64_t received, late, duplicate, bad, stale;   /* the receiver's */
+    uint64_t send_errors;
     int64_t max_send_lag_ns;       /* latest send relative to its deadline */
 } hil_device;
 
@@ -110,8 +113,9 @@ void hil_sim_cycle(void *arg, rtg_cycle_ctx *c);
 bool hil_sim_idle(void *arg, int64_t now_ns);   /* true: stop waiting (err set if nothing came) */
 int hil_device_init(hil_device *d, const hil_device_cfg *cfg, char *err, size_t errlen);
 void hil_device_free(hil_device *d);
-void hil_device_cycle(void *arg, rtg_cycle_ctx *c);
-void hil_device_service(void *arg);
+void hil_device_cycle(void *arg, rtg_cycle_ctx *c);   /* the sender */
+void hil_device_reply(void *arg, rtg_cycle_ctx *c);   /* the receiver: one reply */
+bool hil_device_rx_idle(void *arg, int64_t now_ns);  /* the receiver ends with the run */
 void hil_device_collect(void *arg);
 
 /* Payload "work": spin for a fixed wall time (calibration-free). */

@@ -307,10 +307,12 @@ static int open_sockets(const rtg_opts *o, const hil_plan *p, int *sim_fd, int *
     return RTG_EXIT_OK;
 }
 
-/* The driver's threads: the device (a timer serving its socket) first, then
- * the simulation (a frame trigger). */
+/* The driver's threads: the device's sender (a timer) first, then the
+ * simulation (a frame trigger), then the device's receiver (a frame trigger on
+ * the device's socket and CPU). */
 static void plan_driver(const rtg_opts *o, const hil_plan *p, rtg_periodic_cfg *cfg, rtg_trigger *tr,
-                        hil_device *dev, hil_sim *sim, int dev_fd, int sim_fd, int *dev_i, int *sim_i)
+                        hil_device *dev, hil_sim *sim, int dev_fd, int sim_fd, int *dev_i, int *sim_i,
+                        int *rx_i)
 {
     rtg_policy_parse(rtg_opt_str(o, "policy"), &cfg->policy);
     cfg->priority = (int)rtg_opt_int(o, "priority");
@@ -322,20 +324,25 @@ static void plan_driver(const rtg_opts *o, const hil_plan *p, rtg_periodic_cfg *
     char err[256];
     rtg_clock_init(&cfg->clock, RTG_CLOCK_MONOTONIC, err, sizeof err);
     cfg->triggers = tr;
-    *dev_i = *sim_i = -1;
+    *dev_i = *sim_i = *rx_i = -1;
     int n = 0;
     if (p->run_device) {
         *dev_i = n;
         cfg->cpus[n] = p->device_cpu;
-        tr[n++] = (rtg_trigger){.kind = RTG_TRIGGER_TIMER, .fd = dev_fd, .cycle = hil_device_cycle,
-                                .service = hil_device_service, .collect = hil_device_collect,
-                                .arg = dev, .cycles = p->frames + 1};
+        tr[n++] = (rtg_trigger){.kind = RTG_TRIGGER_TIMER, .cycle = hil_device_cycle,
+                                .collect = hil_device_collect, .arg = dev, .cycles = p->frames + 1};
     }
     if (p->run_sim) {
         *sim_i = n;
         cfg->cpus[n] = p->sim_cpu;
         tr[n++] = (rtg_trigger){.kind = RTG_TRIGGER_FRAME, .fd = sim_fd, .cycle = hil_sim_cycle,
                                 .idle = hil_sim_idle, .arg = sim, .cycles = UINT64_MAX};
+    }
+    if (p->run_device) {
+        *rx_i = n;
+        cfg->cpus[n] = p->device_cpu;
+        tr[n++] = (rtg_trigger){.kind = RTG_TRIGGER_FRAME, .fd = dev_fd, .cycle = hil_device_reply,
+                                .idle = hil_device_rx_idle, .arg = dev, .cycles = UINT64_MAX};
     }
     cfg->nthreads = n;
 }
@@ -354,7 +361,7 @@ static int hil_main(const rtg_opts *o, rtg_result *res)
     static hil_tire tire;
     static hil_work work;
     static rtg_periodic_cfg cfg;   /* large (cpu table); not on the stack */
-    rtg_trigger tr[2];
+    rtg_trigger tr[3];
     rtg_periodic_run run;
     memset(&tire, 0, sizeof tire);
     memset(&cfg, 0, sizeof cfg);
@@ -398,8 +405,8 @@ static int hil_main(const rtg_opts *o, rtg_result *res)
         }
         have_dev = true;
     }
-    int dev_i, sim_i;
-    plan_driver(o, &p, &cfg, tr, &dev, &sim, dev_fd, sim_fd, &dev_i, &sim_i);
+    int dev_i, sim_i, rx_i;
+    plan_driver(o, &p, &cfg, tr, &dev, &sim, dev_fd, sim_fd, &dev_i, &sim_i, &rx_i);
     if (rtg_periodic(&cfg, &run, err, sizeof err) != 0) {
         status = RTG_EXIT_FAIL;
         goto out;
@@ -411,7 +418,22 @@ static int hil_main(const rtg_opts *o, rtg_result *res)
     }
     rtg_json *th = rtg_j_set(res->env, "threads", rtg_j_arr());
     if (dev_i >= 0) {
-        rtg_j_set(rtg_periodic_put_thread(th, &run.t[dev_i], dev_i), "role", rtg_j_str("device"));
+        rtg_json *dj = rtg_periodic_put_thread(th, &run.t[dev_i], dev_i);
+        rtg_j_set(dj, "role", rtg_j_str("device"));
+        /* the device's receiving thread, with it on its CPU (not a separate role) */
+        rtg_json *rj = rtg_j_set(dj, "receiver", rtg_j_obj());
+        rtg_j_set(rj, "tid", rtg_j_int(run.t[rx_i].tid));
+#ifdef RTG_POSIX_ONLY   /* per-thread counts are Linux-only: unknown */
+        rtg_j_set(rj, "nvcsw", rtg_j_null());
+        rtg_j_set(rj, "nivcsw", rtg_j_null());
+#else
+        rtg_j_set(rj, "nvcsw", rtg_j_int((int64_t)run.t[rx_i].nvcsw));
+        rtg_j_set(rj, "nivcsw", rtg_j_int((int64_t)run.t[rx_i].nivcsw));
+#endif
+        if (run.t[rx_i].error[0] && !rtg_stop) {
+            status = rtg_fail(res, RTG_EXIT_FAIL, "the device's %s", run.t[rx_i].error);
+            goto out;
+        }
         report_device(&dev, &run.t[dev_i], res);
     }
     if (sim_i >= 0) {
