@@ -120,6 +120,19 @@ def engine_case(exe: str, frames: int, period_us: int, cpus: tuple[int, int], ve
             "lost": m["lost_frames"]["value"], "ti_p50": m["ti"]["p50"], "ts_p50": m["ts"]["p50"]}
 
 
+def before_engines(specs: list[str]) -> dict[str, str] | str:
+    """{label: path} from --engine-before [LABEL=]PATH values, or the sentence saying what is wrong."""
+    out: dict[str, str] = {}
+    for spec in specs:
+        label, sep, path = spec.partition("=")
+        if not sep:
+            label, path = "before" if not out else f"before {len(out) + 1}", spec
+        if not os.access(path, os.X_OK):
+            return f"--engine-before {spec}: {path} is not an executable engine; build it first."
+        out[label] = path
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=5000)
@@ -127,8 +140,9 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--cpus", help="DEVICE,SIM CPUs (default 0,1); e.g. 0,0 when CPU 1 is busy")
     ap.add_argument("--transports", default="loopback,veth", help="loopback, veth or both (default)")
-    ap.add_argument("--engine-before", metavar="PATH", help="another engine build measured in the same rounds")
-    ap.add_argument("--before-label", default="before", help="what --engine-before is (for the table)")
+    ap.add_argument("--engine-before", metavar="[LABEL=]PATH", action="append", default=[],
+                    help="another engine build measured in the same rounds (repeatable; LABEL names it, "
+                         "default 'before')")
     ap.add_argument("--no-write", action="store_true", help="print only; leave docs/performance.md")
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -139,12 +153,11 @@ def main() -> int:
         print(f"--transports '{a.transports}' is not a list of loopback and veth; give e.g. loopback,veth.",
               file=sys.stderr)
         return 2
-    if a.engine_before and not os.access(a.engine_before, os.X_OK):
-        print(f"--engine-before {a.engine_before} is not an executable engine; build it first.", file=sys.stderr)
+    befores = before_engines(a.engine_before)
+    if isinstance(befores, str):
+        print(befores, file=sys.stderr)
         return 2
-    engines = {"hil": engine_path()}
-    if a.engine_before:
-        engines[f"hil {a.before_label}"] = a.engine_before
+    engines = {"hil": engine_path(), **{f"hil {label}": path for label, path in befores.items()}}
     cpus = tuple(int(c) for c in a.cpus.split(",")) if a.cpus else (0, 1 % (os.cpu_count() or 1))
     results: dict[str, list[dict]] = {}
     for t in transports:
@@ -195,10 +208,10 @@ def main() -> int:
             lines.append(f"{case}: Ti p50 {med(case, 'ti_p50') / 1000:.1f} us, Ts p50 "
                          f"{med(case, 'ts_p50') / 1000:.2f} us (payload none); added over the "
                          f"ping-pong at p50 (per round, paired): {shift_text(added, ' us')}.")
-        if a.engine_before:
-            change = paired_shift(series(f"hil {t}"), series(f"hil {a.before_label} {t}"))
+        for label in befores:
+            change = paired_shift(series(f"hil {t}"), series(f"hil {label} {t}"))
             lines.append("")
-            lines.append(f"hil {t}, this build minus {a.before_label} at p50 (per round, paired): "
+            lines.append(f"hil {t}, this build minus {label} at p50 (per round, paired): "
                          f"{shift_text(change, ' us')}.")
     body = "\n".join(lines)
     print(body)

@@ -53,7 +53,6 @@ void hil_sim_cycle(void *arg, rtg_cycle_ctx *c)
 {
     hil_sim *s = arg;
     const hil_sim_cfg *cfg = &s->cfg;
-    int64_t t1 = rtg_mono_ns();
     hil_frame f;
     c->skip = true;   /* until the frame is known good and answered */
     if (c->frame_len < sizeof f) {
@@ -66,7 +65,7 @@ void hil_sim_cycle(void *arg, rtg_cycle_ctx *c)
         return;
     }
     s->received++;
-    s->last_arrival = t1;
+    s->last_arrival = c->woke_ns;   /* the driver's stamp: no clock read on the reply's path */
     track_sequence(s, f.seq);
     if (cfg->drop_every && f.seq % cfg->drop_every == cfg->drop_every - 1) {
         s->ignored++;
