@@ -3,8 +3,9 @@
 `hil` at 10^5 and 10^7 frames and `latency` at 10 s and 10^5 s: each run is
 started, its VmHWM / VmRSS read from /proc after --at-s seconds (every buffer is
 allocated and touched before the first cycle, and locked by mlockall, so this is
-what the run holds), then stopped with SIGTERM. With --engine OLD also the
-same figures for another build, side by side. The section "## Resident memory"
+what the run holds), then stopped with SIGTERM. With --engine-before PATH also the
+same figures for another build (e.g. the engine before a change), side by side,
+each case run by both builds one after the other. The section "## Resident memory"
 of docs/performance.md is rewritten unless --no-write.
 """
 
@@ -60,16 +61,22 @@ def resident(exe: str, args: list[str], at_s: float) -> dict[str, int]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--at-s", type=float, default=1.5, help="read the memory this long after the start")
-    ap.add_argument("--engine", help="another engine build to compare with (e.g. the previous one)")
+    ap.add_argument("--engine-before", "--engine", dest="engine", metavar="PATH",
+                    help="another engine build to compare with (e.g. the previous one)")
+    ap.add_argument("--before-label", default="before", help="what --engine-before is (its column's title)")
     ap.add_argument("--no-write", action="store_true", help="print only; leave docs/performance.md")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("bench/memory.py needs root (SCHED_FIFO, mlockall).", file=sys.stderr)
         return 2
-    builds = [("this build", engine_path())] + ([("--engine build", a.engine)] if a.engine else [])
+    if a.engine and not os.access(a.engine, os.X_OK):
+        print(f"--engine-before {a.engine} is not an executable engine; build it first.", file=sys.stderr)
+        return 2
+    builds = [("this build", engine_path())] + ([(a.before_label, a.engine)] if a.engine else [])
     head = "| test | run length | " + " | ".join(f"VmHWM, {name} (MB)" for name, _ in builds) + " |"
     lines = [
-        f"`python3 bench/memory.py` ({datetime.now(timezone.utc):%Y-%m-%d}, {platform.node()}, kernel "
+        f"`python3 bench/memory.py{' --engine-before ...' if a.engine else ''}` "
+        f"({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}, kernel "
         f"{platform.release()}, {os.cpu_count()} CPUs, run on CPUs {sorted(os.sched_getaffinity(0))}): "
         f"high-water resident size {a.at_s} s into a run "
         "(SCHED_FIFO 80, mlockall; every buffer is allocated and touched before the first cycle), "

@@ -5,7 +5,9 @@
    several rounds: average and p99 wake-up latency of each, their ratio, and the CPU
    time each process spends per wake-up (getrusage of the finished child). Target:
    the engine's CPU cost per wake-up no higher than cyclictest's.
-Medians over rounds; all figures from this one run."""
+Medians over rounds; all figures from this one run. With --engine-before PATH another
+engine build (e.g. the engine before a change) runs in the same rounds, interleaved,
+and gets its own column; the ratios to cyclictest are then paired per round."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perfdoc import PERFORMANCE_MD, write_section  # noqa: E402
+from perfdoc import PERFORMANCE_MD, paired_shift, shift_text, write_section  # noqa: E402
 from rtgauge.enginebin import engine_path  # noqa: E402
 from rtgauge.tools import cyclictest  # noqa: E402
 
@@ -83,19 +85,27 @@ def main() -> int:
     ap.add_argument("--priority", type=int, default=80)
     ap.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)))
     ap.add_argument("--out", default=str(PERFORMANCE_MD))
+    ap.add_argument("--engine-before", metavar="PATH", help="another engine build measured in the same rounds")
+    ap.add_argument("--before-label", default="before", help="what --engine-before is (its column's title)")
     a = ap.parse_args()
+    if a.engine_before and not os.access(a.engine_before, os.X_OK):
+        print(f"--engine-before {a.engine_before} is not an executable engine; build it first.", file=sys.stderr)
+        return 2
     engine = engine_path()
     print(f"timestamp cost, {a.rounds} runs of the engine's overhead test ...", flush=True)
     ts = timestamp_costs(engine, a.rounds)
-    eng, ct = [], []
+    eng, old, ct = [], [], []
     have_ct = cyclictest.cyclictest_path() is not None
     for r in range(a.rounds):
-        print(f"round {r + 1}/{a.rounds}: engine, then cyclictest, {a.seconds:g} s each on CPU {a.cpu}",
-              flush=True)
+        print(f"round {r + 1}/{a.rounds}: engine{', ' + a.before_label if a.engine_before else ''}, then "
+              f"cyclictest, {a.seconds:g} s each on CPU {a.cpu}", flush=True)
         eng.append(engine_round(engine, a.cpu, a.interval_us, a.priority, a.seconds))
+        if a.engine_before:
+            old.append(engine_round(a.engine_before, a.cpu, a.interval_us, a.priority, a.seconds))
         if have_ct:
             ct.append(cyclictest_round(a.cpu, a.interval_us, a.priority, a.seconds))
-    where = (f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by `make bench` (bench/run.py) on "
+    how = "`python3 bench/run.py --engine-before ...`" if a.engine_before else "`make bench` (bench/run.py)"
+    where = (f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by {how} on "
              f"{platform.node()}, kernel {platform.release()}, {os.cpu_count()} CPUs; medians over "
              f"{a.rounds} rounds, all figures from that one run. The machine is a shared VM: read ratios "
              "rather than absolute values.")
@@ -106,6 +116,8 @@ def main() -> int:
             ts_lines.append(f"| {clock} | {statistics.median(vals):.1f} | {min(vals):.1f} | {max(vals):.1f} | ≤ 25 ns |")
         else:
             ts_lines.append(f"| {clock} | unavailable | | | |")
+    if a.engine_before:
+        return before_table(a, where, eng, old, ct, ts_lines, Path(a.out))
     lines = [
         where, "",
         f"CPU {a.cpu}, interval {a.interval_us} µs, SCHED_FIFO {a.priority}, {a.seconds:g} s a round, "
@@ -113,31 +125,70 @@ def main() -> int:
         "| figure | rtgauge engine | cyclictest | ratio engine/cyclictest |",
         "|---|---:|---:|---:|",
     ]
-    for key, label in (("avg_us", "average latency µs"), ("p99_us", "p99 latency µs"),
-                       ("max_us", "max latency µs"), ("cpu_us_per_wakeup", "CPU time per wake-up µs")):
+    for key, label in FIGURES:
         e = med(eng, key)
         if ct:
             c = med(ct, key)
             lines.append(f"| {label} | {e:.2f} | {c:.2f} | {e / c:.2f} |")
         else:
             lines.append(f"| {label} | {e:.2f} | not installed | |")
-    lines += [
-        "",
-        "CPU time per wake-up is the user+system time of the whole process (getrusage of the finished "
-        "child) divided by the wake-ups measured; it includes start-up and, for the engine, the "
-        "non-real-time collector thread that folds samples into histograms. cyclictest's percentiles "
-        "have 1 µs resolution (its histogram buckets); the engine's are within 1 % (log-linear histogram).",
-        "",
-        "Per round (engine | cyclictest), avg / p99 / max µs:",
-        "",
-    ]
+    lines += ["", CPU_NOTE, "", "Per round (engine | cyclictest), avg / p99 / max µs:", ""]
     for i, e in enumerate(eng):
         c = ct[i] if ct else None
         lines.append(f"- round {i + 1}: {e['avg_us']:.1f} / {e['p99_us']:.1f} / {e['max_us']:.1f}"
                      + (f" | {c['avg_us']:.1f} / {c['p99_us']:.1f} / {c['max_us']:.1f}" if c else ""))
     out = Path(a.out)
     write_section("Timestamp cost", "\n".join(ts_lines), out)
-    write_section("Wake-up latency: engine vs cyclictest", "\n".join(lines), out)
+    write_section(LATENCY_SECTION, "\n".join(lines), out)
+    print("\n".join(ts_lines + [""] + lines))
+    return 0
+
+
+FIGURES = (("avg_us", "average latency µs"), ("p99_us", "p99 latency µs"),
+           ("max_us", "max latency µs"), ("cpu_us_per_wakeup", "CPU time per wake-up µs"))
+LATENCY_SECTION = "Wake-up latency: engine vs cyclictest"
+CPU_NOTE = (
+    "CPU time per wake-up is the user+system time of the whole process (getrusage of the finished "
+    "child) divided by the wake-ups measured; it includes start-up and, for the engine, the "
+    "non-real-time collector thread that folds samples into histograms. cyclictest's percentiles "
+    "have 1 µs resolution (its histogram buckets); the engine's are within 1 % (log-linear histogram).")
+
+
+def before_table(a, where: str, eng: list[dict], old: list[dict], ct: list[dict], ts_lines: list[str],
+                 out: Path) -> int:
+    """The section with a column for --engine-before: medians, the ratios to cyclictest
+    and this build / before, each ratio the median of per-round ratios with its interval."""
+    lab = a.before_label
+    lines = [
+        where, "",
+        f"CPU {a.cpu}, interval {a.interval_us} µs, SCHED_FIFO {a.priority}, {a.seconds:g} s a round; "
+        f"in each round this build, then {lab}, then cyclictest.", "",
+        f"| figure | this build | {lab} | cyclictest | this build / cyclictest | {lab} / cyclictest "
+        f"| this build / {lab} |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+
+    def ratio(x: list[dict], y: list[dict], key: str) -> str:
+        s = paired_shift([r[key] for r in x], [r[key] for r in y], ratio=True)
+        return (f"{s['median']:.2f}" + (f" [{s['low']:.2f}, {s['high']:.2f}]" if s["low"] is not None else ""))
+
+    for key, label in FIGURES:
+        cells = [f"{med(eng, key):.2f}", f"{med(old, key):.2f}"]
+        if ct:
+            cells += [f"{med(ct, key):.2f}", ratio(eng, ct, key), ratio(old, ct, key)]
+        else:
+            cells += ["not installed", "", ""]
+        cells.append(ratio(eng, old, key))
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += ["", "Ratios: the median of the per-round ratios, in brackets its 95 % bootstrap interval "
+              f"over {len(eng)} rounds (a ratio whose interval holds 1 is no measured difference).",
+              "", CPU_NOTE, "", f"Per round (this build | {lab} | cyclictest), avg / p99 / max µs:", ""]
+    for i, e in enumerate(eng):
+        parts = [e, old[i]] + ([ct[i]] if ct else [])
+        lines.append(f"- round {i + 1}: " + " | ".join(f"{p['avg_us']:.1f} / {p['p99_us']:.1f} / "
+                                                      f"{p['max_us']:.1f}" for p in parts))
+    write_section("Timestamp cost", "\n".join(ts_lines), out)
+    write_section(LATENCY_SECTION, "\n".join(lines), out)
     print("\n".join(ts_lines + [""] + lines))
     return 0
 
