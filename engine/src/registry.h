@@ -1,6 +1,6 @@
 /* registry: the one list of engine tests, in --list order. Adding a test is its
- * file in tests/ (exporting `const rtg_test rtg_test_ID`), that file in
- * src/meson.build, and one X(ID) line here; ID is the C name (the test's
+ * file measurements/ID.c (exporting `const rtg_test rtg_test_ID`) and one X(ID)
+ * line here (src/meson.build reads this list); ID is the C name (the test's
  * command-line name may have '-' where ID has '_'). Users define X before
  * including this file, e.g. to declare every descriptor or to build the table. */
 X(latency)
