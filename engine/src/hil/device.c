@@ -6,8 +6,8 @@
  * recvmsg returned, checks it off in a bitmap window and puts its round trip
  * into a ring; the collector folds the ring into the round_trip distribution.
  * (Serving the socket from the sender's wait, a ppoll up to the next deadline
- * and then a recv, added about 2.5 us to every round trip on a KVM guest:
- * docs/performance.md.) Nothing grows with the run's length. */
+ * and then a recv, added about 2.6 us to every reply's wake-up on a KVM guest:
+ * bench/hilwait.py, docs/performance.md.) Nothing grows with the run's length. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
