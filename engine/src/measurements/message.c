@@ -138,7 +138,7 @@ static int message_run(const rtg_opts *o, rtg_result *res)
         status = rtg_fail(res, RTG_EXIT_FAIL, "the %s failed after %zu of %zu messages.",
                           c.mq ? "message queue" : "pipe", got, c.n);
     if (status == RTG_EXIT_OK) {
-        rtg_samples smp = {c.lat + (got < WARMUP ? got : WARMUP), 0, 0};
+        rtg_samples smp = {c.lat + (got < WARMUP ? got : WARMUP), 0, 0, NULL};   /* spans not kept: not judged for stalls */
         smp.n = smp.cap = got > WARMUP ? got - WARMUP : 0;
         rtg_samples_report(res, "latency", &smp);
         rtg_j_set(res->env, "cpus_used", rtg_j_strf("%d,%d", cpu_s, cpu_r));

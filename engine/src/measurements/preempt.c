@@ -177,8 +177,10 @@ static void report(const pair *p, rtg_result *res)
         int64_t d = p->start_ns + (int64_t)i * p->period_ns;
         if (p->timer && p->low_start[i] >= d)
             not_running++;
+        else if (p->timer)
+            rtg_samples_put_span(&s, d, d + p->t1[i]);   /* timed from the deadline */
         else
-            rtg_samples_put(&s, p->t1[i]);
+            rtg_samples_put(&s, p->t1[i]);   /* span not kept: not judged for stalls */
     }
     rtg_samples_report(res, "preempt", &s);
     if (p->timer)

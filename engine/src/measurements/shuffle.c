@@ -223,7 +223,7 @@ static int shuffle_run(const rtg_opts *o, rtg_result *res)
                           "the hand-overs did not finish within --timeout-s %.0f s; raise it or ask for fewer --iterations.",
                           rtg_opt_num(o, "timeout-s"));
     if (status == RTG_EXIT_OK) {
-        rtg_samples smp = {t.dt + (t.k < WARMUP ? t.k : WARMUP), 0, 0};
+        rtg_samples smp = {t.dt + (t.k < WARMUP ? t.k : WARMUP), 0, 0, NULL};   /* spans not kept: not judged for stalls */
         smp.n = smp.cap = t.k > WARMUP ? t.k - WARMUP : 0;
         rtg_samples_report(res, "shuffle", &smp);
         rtg_j_set(res->env, "cpus_used", rtg_j_strf("%d,%d", cpu_a, cpu_b));
