@@ -10,8 +10,10 @@ from datetime import datetime
 from rich.table import Table
 
 from rtgauge.analysis.tirecost import run_cost_model
+from rtgauge.analysis.stalls import stall_text
 from rtgauge.errors import UserError
 from rtgauge.report.safe import SafeConsole, markup as escape, printable, say
+from rtgauge.report.stalls import print_stalls, stalls_json
 from rtgauge.store import open_store
 from rtgauge.store.urls import display_url, normalise_url, sqlite_file
 
@@ -76,6 +78,10 @@ def show(args: argparse.Namespace) -> int:
                 run.setdefault("analysis", {})["tire"] = tire
             cost = run_cost_model(run)
             run = with_pwcet(run)
+            for m in run.get("measurements", []):
+                stalls = stalls_json(m)
+                if stalls is not None:
+                    m["host_stalls"] = stalls
             extra = {"published": published_json(run), **({"tire_cost": cost} if cost else {})}
             print_json(dict(run, **extra))
         else:
@@ -232,13 +238,16 @@ def print_run(run: dict) -> None:
     table.add_column("misses", justify="right")
     table.add_column("steal ms", justify="right")
     table.add_column("verdicts")
+    table.add_column("host stalls", justify="right")
     for m in run["measurements"]:
         ti = m["metrics"].get("ti", {})
         tool = f"{m['tool']} (ref)" if m["reference"] else m["tool"]
         table.add_row(escape(m["name"]), escape(tool), escape(m["condition"]), outcome(m),
                       *(microseconds(ti.get(stat)) for stat in PERIODIC_STATS),
-                      scalar(m["metrics"], "misses"), steal_text(m), verdict_summary(m["verdicts"]))
+                      scalar(m["metrics"], "misses"), steal_text(m), verdict_summary(m["verdicts"]),
+                      stall_text(m))
     out.print(table)
+    print_stalls(out, [run])
     for m in run["measurements"]:
         if m["error"]:
             out.print(f"{printable(m['name'], 200)}: {printable(m['error'])}", markup=False)
