@@ -52,22 +52,23 @@ def print_stalls(console: Console, runs: list[dict]) -> None:
                       + (f"; not observed in {len(unobserved)} ({escape(str(unobserved[0]['summary']['reason']))})"
                          if unobserved else "") + ".")
         return
-    table = Table(title="Host stalls (µs): averages with and without the samples a detected stall touched",
+    several = len(runs) > 1
+    for r in seen:
+        sm = r["summary"]
+        console.print(f"Host stalls in {'run ' + str(r['run']) + ' ' if several else ''}{escape(r['measurement'])}: "
+                      f"{sm['count']} seen by the observer on CPU {sm['cpu']}, {sm['total_ms']:g} ms in all, "
+                      f"longest {sm['longest_ms']:g} ms")
+    table = Table(title="Averages (µs) with all samples and without the samples a detected host stall touched",
                   title_justify="left")
-    for col in ("run", "measurement", "stalls (longest ms)", "figure", "samples", "stall-touched", ALL, WITHOUT,
-                "max (all samples)"):
+    for col in ("measurement", "figure", "samples", "stall-touched", ALL, WITHOUT, "max, all samples"):
         table.add_column(col, justify="left" if col in ("measurement", "figure") else "right", no_wrap=True)
     for r in seen:
-        s = r["summary"]
-        stalls = f"{s['count']} ({s['longest_ms']:g})"
-        figures = r["figures"] or [None]
-        for f in figures:
-            if f is None:
-                table.add_row(str(r["run"]), escape(r["measurement"]), stalls, "-", "-", "0", "-", "-", "-")
-                continue
-            table.add_row(str(r["run"]), escape(r["measurement"]), stalls, escape(f.metric), f"{f.count:,}",
-                          str(f.touched), _us(f.avg_all), _us(f.avg_without), f"[bold]{_us(f.max_all)}[/]")
-    console.print(table)
+        label = (f"{r['run']}: " if several else "") + r["measurement"]
+        for f in r["figures"]:
+            table.add_row(escape(label), escape(f.metric), f"{f.count:,}", str(f.touched), _us(f.avg_all),
+                          _us(f.avg_without), f"[bold]{_us(f.max_all)}[/]")
+    if table.row_count:
+        console.print(table)
     if unobserved:
         console.print(f"  host stalls not observed in {len(unobserved)} measurement(s): "
                       f"{escape(str(unobserved[0]['summary']['reason']))}")
