@@ -259,3 +259,10 @@ def test_summary_report_and_compare_show_the_stall_free_average(stored, switch_p
     data = json.loads(capsys.readouterr().out)
     figs = [f for j in data["host_stalls"][str(run)] for f in j["figures"] if f["metric"] == "switch"]
     assert figs and figs[0]["avg_without_stall_touched"] == w["without"]["avg"]
+    # compare's own figures: the stall-free average is compared too, labelled, and gateable
+    compared = {f["family"]: f for f in data["comparisons"][0]["figures"] if "switch" in f["label"]}
+    free = compared["micro_avg_stall_free"]
+    assert free["label"].endswith("avg without stall-touched samples")
+    assert free["candidate"]["value"] == pytest.approx(w["without"]["avg"])
+    assert compared["micro_avg"]["candidate"]["value"] == pytest.approx(doc["metrics"]["switch"]["avg"])
+    assert main(["compare", str(quiet_run), str(run), "--db", db, "--fail-on", "micro_avg_stall_free>+1000%"]) == 0

@@ -72,46 +72,12 @@ def stall_figures(m: dict, touched_only: bool = False) -> list[StallFigure]:
     return out
 
 
-def stall_avg_without(m: dict, metric: str) -> tuple[float | None, int]:
-    """(average without stall-touched samples, touched count) of one figure;
-    (None, 0) when the observer did not run."""
-    for f in stall_figures(m):
-        if f.metric == metric:
-            return f.avg_without, f.touched
-    return None, 0
-
-
-def stall_text(m: dict) -> str:
-    """Short cell: '-' (not recorded), 'not observed', '0', or '2 (longest 72.0 ms)'."""
-    s = stall_summary(m)
-    if s is None:
-        return "-"
-    if not s["observed"]:
-        return "not observed"
-    if not s["count"]:
-        return "0"
-    return f"{s['count']} (longest {s['longest_ms']:.1f} ms)"
-
-
-def _us(v) -> str:
-    return "-" if not isinstance(v, (int, float)) else f"{v / 1000:,.3f}"
-
-
-def stall_lines(m: dict) -> list[str]:
-    """Plain sentences for the terminal: what the observer saw and, for every figure
-    a stall touched, the two averages, labelled, and the true maximum."""
-    s = stall_summary(m)
-    if s is None:
-        return []
-    name = m.get("name") or m.get("test") or "?"
-    if not s["observed"]:
-        return [f"{name}: host stalls not observed: {s['reason']}"]
-    if not s["count"]:
-        return []
-    lines = [f"{name}: {s['count']} host stall(s) seen by the observer on CPU {s['cpu']}, "
-             f"{s['total_ms']:g} ms in all, longest {s['longest_ms']:g} ms"]
-    for f in stall_figures(m, touched_only=True):
-        lines.append(f"  {f.metric}: avg {_us(f.avg_all)} µs with all {f.count:,} samples; "
-                     f"avg {_us(f.avg_without)} µs without {f.touched} stall-touched sample(s); "
-                     f"max {_us(f.max_all)} µs (all samples, the true maximum)")
-    return lines
+def stall_free(m: dict, metric: str) -> dict | None:
+    """The figures of `metric` without stall-touched samples ({count, avg, stddev,
+    p50...p9999}, no max), or None when the observer did not run for m."""
+    s = stall_env(m)
+    if not s or not s.get("observed"):
+        return None
+    v = (s.get("metrics") or {}).get(metric)
+    w = v.get("without") if isinstance(v, dict) else None
+    return w if isinstance(w, dict) and w.get("count") else None

@@ -10,7 +10,6 @@ from datetime import datetime
 from rich.table import Table
 
 from rtgauge.analysis.tirecost import run_cost_model
-from rtgauge.analysis.stalls import stall_text
 from rtgauge.errors import UserError
 from rtgauge.report.safe import SafeConsole, markup as escape, printable, say
 from rtgauge.report.stalls import print_stalls, stalls_json
@@ -238,14 +237,12 @@ def print_run(run: dict) -> None:
     table.add_column("misses", justify="right")
     table.add_column("steal ms", justify="right")
     table.add_column("verdicts")
-    table.add_column("host stalls", justify="right")
     for m in run["measurements"]:
         ti = m["metrics"].get("ti", {})
         tool = f"{m['tool']} (ref)" if m["reference"] else m["tool"]
         table.add_row(escape(m["name"]), escape(tool), escape(m["condition"]), outcome(m),
                       *(microseconds(ti.get(stat)) for stat in PERIODIC_STATS),
-                      scalar(m["metrics"], "misses"), steal_text(m), verdict_summary(m["verdicts"]),
-                      stall_text(m))
+                      scalar(m["metrics"], "misses"), steal_text(m), verdict_summary(m["verdicts"]))
     out.print(table)
     print_stalls(out, [run])
     for m in run["measurements"]:
