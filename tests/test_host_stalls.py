@@ -266,3 +266,25 @@ def test_summary_report_and_compare_show_the_stall_free_average(stored, switch_p
     assert free["candidate"]["value"] == pytest.approx(w["without"]["avg"])
     assert compared["micro_avg"]["candidate"]["value"] == pytest.approx(doc["metrics"]["switch"]["avg"])
     assert main(["compare", str(quiet_run), str(run), "--db", db, "--fail-on", "micro_avg_stall_free>+1000%"]) == 0
+
+
+@pytest.mark.parametrize("stalls", [
+    {"observed": True, "count": "x", "longest_ns": "y", "metrics": {"switch": {"touched": "q", "without": 3}}},
+    {"observed": True, "count": 2, "longest_ns": None, "total_ns": [1],
+     "metrics": {"switch": {"touched": 1, "without": {"avg": "z"}}}},
+    {"observed": "yes", "reason": 5}, "not an object", {"metrics": []},
+])
+def test_a_malformed_stalls_record_is_shown_without_breaking(stalls):
+    """An imported document may carry anything under env.stalls: show, report and compare
+    read it without an exception (the import gate renders it before storing)."""
+    from rtgauge.analysis.regress import figures
+    from rtgauge.report.stalls import print_stalls, render_stalls_html, stalls_json
+    m = {"name": "switch <x>", "test": "switch", "tool": "engine", "ok": True, "params": {},
+         "env": {"stalls": stalls}, "metrics": {"switch": {"kind": "distribution", "count": 3, "avg": 1.0, "max": 2}},
+         "verdicts": {}}
+    run = {"id": 1, "measurements": [m]}
+    print_stalls(Console(file=io.StringIO()), [run])
+    html = render_stalls_html([run])
+    assert "<x>" not in html
+    stalls_json(m)
+    assert "micro:switch (idle):avg_stall_free" not in figures(run)

@@ -34,20 +34,34 @@ def stall_env(m: dict) -> dict | None:
     return s if isinstance(s, dict) else None
 
 
+def _count(v) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
+
+
+def _num(v) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
+
+
 def stall_summary(m: dict) -> dict | None:
     """{observed, reason, count, total_ms, longest_ms, local_delays, cpu, threshold_us}
-    or None when the engine recorded nothing (an older engine, another tool)."""
+    or None when the engine recorded nothing (an older engine, another tool). Values
+    of the wrong type (an imported document) read as 0 or None."""
     s = stall_env(m)
     if s is None:
         return None
     def ms(v):
-        return round(v / 1e6, 3) if isinstance(v, (int, float)) else None
-    return {"observed": bool(s.get("observed")), "reason": s.get("reason"),
-            "count": s.get("count"), "total_ms": ms(s.get("total_ns")), "longest_ms": ms(s.get("longest_ns")),
-            "local_delays": s.get("local_delays"), "cpu": s.get("cpu"),
-            "shares_measured_cpu": s.get("shares_measured_cpu"),
-            "threshold_us": (s["threshold_ns"] / 1000 if isinstance(s.get("threshold_ns"), (int, float)) else None),
-            "intervals": s.get("intervals") or []}
+        v = _num(v)
+        return None if v is None else round(v / 1e6, 3)
+    threshold = _num(s.get("threshold_ns"))
+    intervals = s.get("intervals")
+    return {"observed": s.get("observed") is True, "reason": str(s.get("reason") or "not recorded"),
+            "count": _count(s.get("count")), "total_ms": ms(s.get("total_ns")) or 0.0,
+            "longest_ms": ms(s.get("longest_ns")) or 0.0,
+            "local_delays": s.get("local_delays") if isinstance(s.get("local_delays"), int) else None,
+            "cpu": s.get("cpu") if isinstance(s.get("cpu"), int) else None,
+            "shares_measured_cpu": s.get("shares_measured_cpu") is True,
+            "threshold_us": None if threshold is None else threshold / 1000,
+            "intervals": intervals if isinstance(intervals, list) else []}
 
 
 def stall_figures(m: dict, touched_only: bool = False) -> list[StallFigure]:
@@ -58,17 +72,18 @@ def stall_figures(m: dict, touched_only: bool = False) -> list[StallFigure]:
         return []
     out = []
     metrics = m.get("metrics") or {}
-    for name, v in (s.get("metrics") or {}).items():
+    per = s.get("metrics") if isinstance(s.get("metrics"), dict) else {}
+    for name, v in per.items():
         if "#" in name or not isinstance(v, dict):
             continue
-        full = metrics.get(name) or {}
-        without = v.get("without") or {}
-        touched = int(v.get("touched") or 0)
+        full = metrics.get(name) if isinstance(metrics.get(name), dict) else {}
+        without = v.get("without") if isinstance(v.get("without"), dict) else {}
+        touched = _count(v.get("touched"))
         if touched_only and touched == 0:
             continue
-        out.append(StallFigure(name, full.get("unit") or "ns", int(full.get("count") or 0), touched,
-                               int(v.get("unknown") or 0), full.get("avg"), without.get("avg"),
-                               full.get("p99"), without.get("p99"), full.get("max")))
+        out.append(StallFigure(name, str(full.get("unit") or "ns"), _count(full.get("count")), touched,
+                               _count(v.get("unknown")), _num(full.get("avg")), _num(without.get("avg")),
+                               _num(full.get("p99")), _num(without.get("p99")), _num(full.get("max"))))
     return out
 
 
@@ -78,6 +93,7 @@ def stall_free(m: dict, metric: str) -> dict | None:
     s = stall_env(m)
     if not s or not s.get("observed"):
         return None
-    v = (s.get("metrics") or {}).get(metric)
+    per = s.get("metrics") if isinstance(s.get("metrics"), dict) else {}
+    v = per.get(metric)
     w = v.get("without") if isinstance(v, dict) else None
-    return w if isinstance(w, dict) and w.get("count") else None
+    return w if isinstance(w, dict) and _count(w.get("count")) else None
