@@ -137,7 +137,7 @@ bool rtg_stall_start(rtg_result *res, const int *cpus, int n, rtg_policy policy)
     rtg_j_set(e, "period_ns", rtg_j_int(RTG_STALL_PERIOD_NS));
     rtg_j_set(e, "threshold_ns", rtg_j_int(RTG_STALL_THRESHOLD_NS));
 #ifdef RTG_POSIX_ONLY
-    (void)cpus, (void)n, (void)choose_cpu;
+    (void)cpus, (void)n, (void)policy, (void)choose_cpu, (void)observe;
     rtg_j_set(e, "observed", rtg_j_bool(false));
     rtg_j_set(e, "reason", rtg_j_str("this build has no thread affinity, so an observer cannot be kept off "
                                      "the measured CPU"));
