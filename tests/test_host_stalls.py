@@ -144,14 +144,17 @@ def switch_20k_stopped(engine_bin: str) -> dict:
 def test_the_issues_claim_switch_reads_its_undisturbed_average_without_the_stall(engine_bin, switch_pair):
     """The issue's case: one 72 ms stall in 20,000 switches lifts the average from ~1.7 µs
     to ~5 µs; without the stall-touched sample it reads near the undisturbed average."""
-    quiet = run_stopped(engine_bin, ["switch", "--threads", "2"], None)
+    # undisturbed runs just before and after: the machine is shared, so their spread is the
+    # yardstick of "near"
+    before = run_stopped(engine_bin, ["switch", "--threads", "2"], None)["metrics"]["switch"]["avg"]
     doc = switch_20k_stopped(engine_bin)
-    undisturbed = quiet["metrics"]["switch"]["avg"]
+    after = run_stopped(engine_bin, ["switch", "--threads", "2"], None)["metrics"]["switch"]["avg"]
+    low, high = min(before, after), max(before, after)
     sw, w = doc["metrics"]["switch"], doc["env"]["stalls"]["metrics"]["switch"]
     assert sw["count"] >= 19_990 and doc["params"]["iterations"] == 20_000
-    assert sw["avg"] >= undisturbed + 0.8 * STALL_S * 1e9 / 20_000          # lifted by ~3.6 µs
-    assert w["touched"] == 1
-    assert abs(w["without"]["avg"] - undisturbed) <= 0.25 * undisturbed     # reads near undisturbed
+    assert sw["avg"] >= high + 0.5 * STALL_S * 1e9 / 20_000                 # lifted (by ~3.6 µs)
+    assert 1 <= w["touched"] <= 3                  # the stop (and, rarely, a real host stall)
+    assert 0.75 * low <= w["without"]["avg"] <= 1.25 * high                 # reads near undisturbed
     assert sw["max"] >= 0.8 * STALL_S * 1e9                                  # the true max
     # and an undisturbed run touches nothing unless the VM itself stalled
     qs = switch_pair[0]["env"]["stalls"]
