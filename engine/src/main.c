@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "rt.h"
 #include "stop.h"
+#include "stall.h"
 #include "test.h"
 #include "portable.h"
 
@@ -309,6 +310,7 @@ int main(int argc, char **argv)
     int status = setup_rt(t, o, &res, &rs);
     if (status == RTG_EXIT_OK && !rtg_stop)
         status = t->run(o, &res);
+    rtg_stall_finish(&res);   /* stops the host-stall observer a test started (stall.h) */
     rtg_dma_latency_release(rs.dma_fd);
     bool interrupted = rtg_stop != 0;
     if (interrupted && (status == RTG_EXIT_OK || status == RTG_EXIT_VERDICT))

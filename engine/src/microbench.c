@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "json.h"
 #include "samples.h"
+#include "stall.h"
 
 _Atomic int rtg_micro_abort;
 
@@ -85,6 +86,9 @@ int rtg_micro_setup_timeout(rtg_bench *b, const rtg_opts *o, rtg_result *res, bo
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     b->deadline_rt = rtg_ns_timespec(rtg_timespec_ns(&rt) + timeout);
+    /* the host-stall observer goes off the measured CPUs (with the watchdog);
+     * before the watchdog pins this thread, which narrows the allowed CPUs */
+    rtg_stall_start(res, b->spread ? b->cpus : &b->cpu, b->spread ? b->ncpus : 1, b->policy);
     become_watchdog(b);
     rtg_j_set(res->env, "measure_cpu", rtg_j_int(b->cpu));
     rtg_j_set(res->env, "watchdog_cpu", b->watchdog_cpu >= 0 ? rtg_j_int(b->watchdog_cpu) : rtg_j_null());
@@ -134,16 +138,22 @@ int rtg_samples_init(rtg_samples *s, size_t cap)
     s->n = 0;
     s->cap = cap;
     s->v = calloc(cap ? cap : 1, sizeof *s->v);
-    if (!s->v)
+    s->at = calloc(cap ? cap : 1, sizeof *s->at);
+    if (!s->v || !s->at) {
+        free(s->v), free(s->at);
+        s->v = s->at = NULL;
         return -1;
+    }
     rtg_touch(s->v, (cap ? cap : 1) * sizeof *s->v);   /* touched before the run (a memset after calloc is optimised away) */
+    rtg_touch(s->at, (cap ? cap : 1) * sizeof *s->at);
     return 0;
 }
 
 void rtg_samples_free(rtg_samples *s)
 {
     free(s->v);
-    s->v = NULL;
+    free(s->at);
+    s->v = s->at = NULL;
     s->n = s->cap = 0;
 }
 
@@ -155,6 +165,25 @@ void rtg_samples_report(rtg_result *res, const char *name, const rtg_samples *s)
     rtg_dist_add_array(&d, s->v, s->n);
     rtg_j_set(res->metrics, name, rtg_j_dist(&d, "ns"));
     rtg_dist_free(&d);
+    if (!rtg_stall_observing())
+        return;
+    rtg_stall_sync();   /* a stall that ended with the last sample is recorded */
+    rtg_dist clean;
+    if (rtg_dist_init(&clean, 0, 0) != 0)
+        return;
+    uint64_t touched = 0, unknown = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        bool known = s->at && s->at[i] != 0;
+        if (!known)
+            unknown++;   /* no span: kept, it cannot be judged */
+        else if (rtg_stall_touches(s->at[i], s->at[i] + s->v[i])) {
+            touched++;
+            continue;
+        }
+        rtg_dist_add(&clean, s->v[i]);
+    }
+    rtg_stall_put_metric(res, name, touched, unknown, &clean);
+    rtg_dist_free(&clean);
 }
 
 void rtg_micro_method(rtg_result *res, const char *what)

@@ -66,20 +66,37 @@ int rtg_micro_setup_timeout(rtg_bench *b, const rtg_opts *o, rtg_result *res, bo
  * when the deadline, not the work, ended the run. */
 int rtg_micro_join(rtg_bench *b, pthread_t *th, int n, void (*unblock)(void *), void *ctx);
 
-/* Samples of one metric, stored by the measured loop. */
+/* Samples of one metric, stored by the measured loop. at (optional) holds each
+ * sample's start instant (CLOCK_MONOTONIC), so its span [at, at + v] can be
+ * checked against the host stalls the observer saw (stall.h); 0 = unknown. */
 typedef struct {
     int64_t *v;
     size_t n, cap;
+    int64_t *at;
 } rtg_samples;
 
 int rtg_samples_init(rtg_samples *s, size_t cap);   /* 0, or -1 out of memory */
 void rtg_samples_free(rtg_samples *s);
 static inline void rtg_samples_put(rtg_samples *s, int64_t v)
 {
-    if (s->n < s->cap)
+    if (s->n < s->cap) {
+        if (s->at)
+            s->at[s->n] = 0;
         s->v[s->n++] = v;
+    }
 }
-/* metrics[name] = distribution (ns) of every sample. */
+/* A sample timed from `from` to `to` (its span is known: stall-touched or not). */
+static inline void rtg_samples_put_span(rtg_samples *s, int64_t from, int64_t to)
+{
+    if (s->n < s->cap) {
+        if (s->at)
+            s->at[s->n] = from;
+        s->v[s->n++] = to - from;
+    }
+}
+/* metrics[name] = distribution (ns) of every sample; with the stall observer
+ * running, env.stalls.metrics[name] too: the samples a stall touched and the
+ * figures without them (stall.h). */
 void rtg_samples_report(rtg_result *res, const char *name, const rtg_samples *s);
 
 /* extra.method = {"timed": what, "correction": "none: ..."}:

@@ -25,6 +25,8 @@
 #endif
 #include <unistd.h>
 
+#include "stall.h"
+
 #define COLLECT_PERIOD_NS 50000000LL     /* drain rings every 50 ms */
 #define RING_SECONDS 2                   /* ring holds >= 2 s of cycles */
 #define STACK_SIZE (512 * 1024)
@@ -467,9 +469,44 @@ static void write_sample(FILE *f, bool binary, int thread, uint64_t cycle, const
 
 /* ---- collector ---- */
 
+static int init_clean(rtg_dist *clean, const rtg_periodic_thread *t)
+{
+    const rtg_dist *src[3] = {&t->ti, &t->ts, &t->tw};
+    for (int k = 0; k < 3; k++) {
+        if (rtg_dist_init(&clean[k], src[k]->lin_bucket_ns, src[k]->lin_n) != 0) {
+            for (int j = 0; j < k; j++)
+                rtg_dist_free(&clean[j]);
+            return -1;
+        }
+        rtg_dist_merge(&clean[k], src[k]);
+    }
+    return 0;
+}
+
+/* The host-stall observer's view of one cycle, before it is folded into t. */
+static void judge_stall(rtg_periodic_thread *t, const rtg_cycle *c)
+{
+    if (rtg_stall_touches(c->deadline_ns, c->deadline_ns + c->ti + c->ts)) {
+        t->stall_touched++;
+        if (!t->clean) {   /* first touched cycle: the figures so far are all clean */
+            t->clean = calloc(3, sizeof *t->clean);
+            if (t->clean && init_clean(t->clean, t) != 0) {
+                free(t->clean);
+                t->clean = NULL;
+            }
+        }
+    } else if (t->clean) {
+        rtg_dist_add(&t->clean[0], c->ti);
+        rtg_dist_add(&t->clean[1], c->ts);
+        rtg_dist_add(&t->clean[2], c->tw);
+    }
+}
+
 static void fold_record(shared *sh, worker *w, const rtg_cycle *c)
 {
     rtg_periodic_thread *t = w->out;
+    if (rtg_stall_observing())
+        judge_stall(t, c);
     t->cycles++;
     if (c->tw < 0)
         t->misses++;
@@ -483,14 +520,28 @@ static void fold_record(shared *sh, worker *w, const rtg_cycle *c)
         write_sample(sh->cfg->samples, sh->cfg->samples_binary, w->index, c->cycle, c);
 }
 
-static void drain(shared *sh, worker *w)
+/* Fold what the rings hold. With the host-stall observer running, a cycle that
+ * ended after the observer last looked at the clock waits for the next drain (a
+ * stall it overlaps may not be recorded yet), unless the observer is more than
+ * a second behind (the ring holds two) or this is the last drain (final). */
+static void drain(shared *sh, worker *w, bool final)
 {
+    int64_t covered = final ? INT64_MAX : rtg_stall_covered();
+    if (covered != INT64_MAX && rtg_mono_ns() - covered > 1000000000LL)
+        covered = INT64_MAX;
     void *first;
     size_t n;
     while ((n = rtg_ring_peek(&w->ring, &first, 4096)) > 0) {
-        for (size_t i = 0; i < n; i++)
-            fold_record(sh, w, (const rtg_cycle *)first + i);
-        rtg_ring_release(&w->ring, n);
+        size_t i = 0;
+        for (; i < n; i++) {
+            const rtg_cycle *c = (const rtg_cycle *)first + i;
+            if (c->deadline_ns + c->ti + c->ts > covered)
+                break;
+            fold_record(sh, w, c);
+        }
+        rtg_ring_release(&w->ring, i);
+        if (i < n)
+            return;
     }
 }
 
@@ -502,8 +553,10 @@ static void *collector_main(void *p)
         bool all_done = true;
         for (int i = 0; i < n; i++)
             all_done = all_done && atomic_load_explicit(&sh->w[i].done, memory_order_acquire);
+        if (all_done)
+            rtg_stall_sync();   /* a stall that ended with the last cycles is recorded */
         for (int i = 0; i < n; i++) {
-            drain(sh, &sh->w[i]);
+            drain(sh, &sh->w[i], all_done);
             if (sh->w[i].tr->collect)
                 sh->w[i].tr->collect(sh->w[i].tr->arg);
         }
@@ -575,6 +628,11 @@ static int init_thread_stats(rtg_periodic_thread *t, const rtg_periodic_cfg *cfg
 
 static void free_thread_stats(rtg_periodic_thread *t)
 {
+    if (t->clean)
+        for (int k = 0; k < 3; k++)
+            rtg_dist_free(&t->clean[k]);
+    free(t->clean);
+    t->clean = NULL;
     rtg_dist_free(&t->ti);
     rtg_dist_free(&t->ts);
     rtg_dist_free(&t->tw);
@@ -611,6 +669,30 @@ static void merge_threads(rtg_periodic_run *run)
     }
     if (run->nthreads > 0)
         a->sched = run->t[0].sched;
+    bool any_clean = false;
+    for (int i = 0; i < run->nthreads; i++) {
+        a->stall_touched += run->t[i].stall_touched;
+        any_clean = any_clean || run->t[i].clean;
+    }
+    if (!any_clean)
+        return;
+    a->clean = calloc(3, sizeof *a->clean);
+    if (!a->clean)
+        return;
+    for (int k = 0; k < 3; k++)
+        if (rtg_dist_init(&a->clean[k], k == 0 ? a->ti.lin_bucket_ns : 0, k == 0 ? a->ti.lin_n : 0) != 0) {
+            for (int j = 0; j < k; j++)
+                rtg_dist_free(&a->clean[j]);
+            free(a->clean);
+            a->clean = NULL;
+            return;
+        }
+    for (int i = 0; i < run->nthreads; i++) {
+        const rtg_periodic_thread *t = &run->t[i];
+        rtg_dist_merge(&a->clean[0], t->clean ? &t->clean[0] : &t->ti);
+        rtg_dist_merge(&a->clean[1], t->clean ? &t->clean[1] : &t->ts);
+        rtg_dist_merge(&a->clean[2], t->clean ? &t->clean[2] : &t->tw);
+    }
 }
 
 /* Measuring threads block the stop signals, so rtg_stop is set by the main
@@ -811,8 +893,28 @@ rtg_json *rtg_periodic_put_thread(rtg_json *threads, const rtg_periodic_thread *
     return j;
 }
 
+/* env.stalls.metrics: one thread's (or the merged) cycles a stall touched. */
+static void put_stall_metrics(rtg_result *res, const rtg_periodic_thread *t, const char *suffix)
+{
+    static const char *names[3] = {"ti", "ts", "tw"};
+    const rtg_dist *all[3] = {&t->ti, &t->ts, &t->tw};
+    for (int k = 0; k < 3; k++) {
+        char key[64];
+        snprintf(key, sizeof key, "%s%s", names[k], suffix);
+        rtg_stall_put_metric(res, key, t->stall_touched, 0, t->clean ? &t->clean[k] : all[k]);
+    }
+}
+
 void rtg_periodic_report(const rtg_periodic_run *run, rtg_result *res)
 {
+    if (rtg_stall_observing()) {
+        put_stall_metrics(res, &run->all, "");
+        for (int i = 0; i < run->nthreads; i++) {
+            char suffix[16];
+            snprintf(suffix, sizeof suffix, "#%d", i);
+            put_stall_metrics(res, &run->t[i], suffix);
+        }
+    }
     rtg_periodic_put_metrics(res->metrics, &run->all, "", "");
     for (int i = 0; i < run->nthreads; i++) {
         char suffix[16];

@@ -153,6 +153,11 @@ typedef struct {
     int tid;
     rtg_sched sched;           /* what the thread obtained */
     uint64_t nvcsw, nivcsw;    /* voluntary / involuntary context switches (getrusage RUSAGE_THREAD) */
+    /* With the host-stall observer running (stall.h): cycles whose span [c_k, t2]
+     * a stall touched, and Ti/Ts/Tw without them (allocated at the first touched
+     * cycle as a copy of the figures so far; NULL: none touched, same as ti/ts/tw). */
+    uint64_t stall_touched;
+    rtg_dist *clean;           /* [0] ti, [1] ts, [2] tw */
     char error[256];           /* a FRAME thread's socket failed: why (else empty) */
 } rtg_periodic_thread;
 
@@ -175,7 +180,8 @@ void rtg_periodic_free(rtg_periodic_run *run);
 /* Put the run into a result: metrics ti, ts, tw (dist), misses, cycles, dropped
  * skipped (scalar), ti_window_max (series), and per thread the same with suffix "#i"
  * (ti#0, misses#0, ...); env.threads = [{"index","cpu","tid","policy","priority",
- * "fallback","nvcsw","nivcsw"}]. */
+ * "fallback","nvcsw","nivcsw"}]. With the host-stall observer running, also
+ * env.stalls.metrics ti, ts, tw (and "#i"): touched cycles and the figures without. */
 void rtg_periodic_report(const rtg_periodic_run *run, rtg_result *res);
 /* One thread's (or the merged) Ti/Ts/Tw, cycles, misses... as metrics named
  * prefix + name + suffix (rtg_periodic_report uses "" and "#i"). */

@@ -26,6 +26,7 @@ from rtgauge.analysis import is_latency_measurement, scalar
 from rtgauge.catalogue import MICRO_KINDS, catalogue
 from rtgauge.analysis import noise
 from rtgauge.analysis.micro import is_micro, variant_of
+from rtgauge.analysis.stalls import stall_free
 from rtgauge.analysis.tire import headline_limits, tire_points
 
 ALPHA = 0.05
@@ -39,6 +40,7 @@ NEW, GONE, INVALID = "new", "gone", "invalid"
 class Figure:
     key: str          # stable id across runs
     family: str       # avg_latency, p99_latency, max_latency, misses, micro_avg, micro_p99, micro_max,
+                      # avg_latency_stall_free, micro_avg_stall_free (without stall-touched samples),
                       # tire_max_masses, wall_time, timestamp_cost, verdict, failed_verdicts
     label: str
     value: float | None           # the run's figure: avg over all samples, mean round p99, true max, ...
@@ -144,6 +146,21 @@ def _dist_figures(add, prefix: str, tag: str, label: str, families: tuple[str, s
                within=_within(single) if single else None, failed=list(failed)))
 
 
+def _stall_free_figure(add, key: str, family: str, label: str, ms: list[dict], metric: str, unit: str,
+                       failed: list[str]) -> None:
+    """The average without the samples a detected host stall touched (docs/compare.md),
+    when every round recorded the engine's host-stall observer."""
+    clean = [stall_free(m, metric) for m in ms]
+    if not clean or any(c is None or not noise.is_valid(c.get("avg")) for c in clean):
+        return
+    avgs = [float(c["avg"]) for c in clean]
+    counts = [int(c.get("count") or 0) for c in clean]
+    pooled = sum(a * n for a, n in zip(avgs, counts)) / sum(counts) if sum(counts) else sum(avgs) / len(avgs)
+    single = clean[0] if len(clean) == 1 else None
+    add(Figure(key, family, f"{label} avg without stall-touched samples", pooled, unit, rounds=avgs,
+               within=_within(single) if single else None, failed=list(failed)))
+
+
 def _grouped(measurements: list[dict], key) -> dict:
     groups: dict = {}
     for m in measurements:
@@ -185,6 +202,8 @@ def figures(run: dict) -> dict[str, Figure]:
             f = out[f"lat:{name}:{suffix}"]
             f.label = f"{name} {suffix} latency"
             f.steal_ms = [steal_ms(m) for m in good]
+        _stall_free_figure(add, f"lat:{name}:avg_stall_free", "avg_latency_stall_free", f"{name} latency", good,
+                           "ti", "ns", failed)
         misses = [scalar(m, "misses") for m in good]
         cycles = [scalar(m, "cycles") for m in good]
         if good and all(noise.is_valid(v) for v in misses):
@@ -199,6 +218,7 @@ def figures(run: dict) -> dict[str, Figure]:
     dists: dict[tuple, list[dict]] = {}
     micro_failed: dict[tuple, list[str]] = {}
     steals: dict[tuple, list] = {}
+    owners: dict[tuple, list[dict]] = {}
     for m in sorted(micro_ms, key=lambda m: round_index(m) or 0):
         if not is_micro(m):
             micro_failed.setdefault((m.get("test"), variant_of(m.get("params") or {}), m.get("condition") or ""),
@@ -210,6 +230,7 @@ def figures(run: dict) -> dict[str, Figure]:
                     or not metric.get("count"):
                 continue
             dists.setdefault((m["test"], mname, variant, m.get("condition") or ""), []).append(metric)
+            owners.setdefault((m["test"], mname, variant, m.get("condition") or ""), []).append(m)
             steals.setdefault((m["test"], mname, variant, m.get("condition") or ""), []).append(steal_ms(m))
     for (test, mname, variant, condition), metrics in sorted(dists.items()):
         name = test if mname in (test, "") else f"{test} {mname}"
@@ -218,6 +239,9 @@ def figures(run: dict) -> dict[str, Figure]:
                       micro_failed.get((test, variant, condition), []))
         for suffix in ("avg", "p99", "max"):
             out[f"micro:{label}:{suffix}"].steal_ms = steals.get((test, mname, variant, condition), [])
+        _stall_free_figure(add, f"micro:{label}:avg_stall_free", "micro_avg_stall_free", label,
+                           owners.get((test, mname, variant, condition), []), mname,
+                           out[f"micro:{label}:avg"].unit, micro_failed.get((test, variant, condition), []))
     for lim in headline_limits(run):
         tag = f"tire {lim['solver']} {lim['policy']} threads={lim['threads']}"
         add(Figure(f"tire:{tag}", "tire_max_masses", f"{tag}: largest n at 100 Hz, zero misses",
@@ -267,7 +291,7 @@ def test_figure(fb: Figure, fa: Figure) -> noise.Result:
     wa, wb = fa.within, fb.within
     va, vb = a[0], b[0]
     if wa and wb:
-        if fb.family in ("avg_latency", "micro_avg") and wa.count and wb.count and wa.stddev is not None \
+        if fb.family in ("avg_latency", "micro_avg", "avg_latency_stall_free", "micro_avg_stall_free") and wa.count and wb.count and wa.stddev is not None \
                 and wb.stddev is not None:
             return noise.compare_means_within(va, wa.stddev, wa.count, vb, wb.stddev, wb.count)
         if fb.family in ("p99_latency", "micro_p99") and wa.bins and wb.bins:
@@ -376,6 +400,7 @@ def clean(value):
 # ---- --fail-on rules -------------------------------------------------------
 
 FAMILIES = ("avg_latency", "p99_latency", "max_latency", "misses", "micro_avg", "micro_p99", "micro_max",
+            "avg_latency_stall_free", "micro_avg_stall_free",
             "tire_max_masses", "wall_time", "timestamp_cost", "failed_verdicts", "verdict")
 RULE = re.compile(r"^\s*([a-z_0-9]+)\s*([<>])\s*([+-]?)(\d+(?:\.\d+)?)\s*(%|ns|us|µs|ms|s)?\s*$")
 

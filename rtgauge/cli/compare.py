@@ -20,6 +20,7 @@ from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, headline
 from rtgauge.cli.report import add_db_argument, budget_options, load_runs, write_html
 from rtgauge.errors import UserError
 from rtgauge.report.numbers import fmt_group
+from rtgauge.report.stalls import print_stalls, stalls_json
 from rtgauge.report.terminal import print_micro, print_published
 
 EXIT_RULE_TRIPPED = 3
@@ -98,6 +99,8 @@ def cmd_compare(args) -> int:
                                 "figures": [change_json(c) for c in changes],
                                 **({"pwcet": worst_cases[cand["id"]]} if args.pwcet else {})}
                                for cand, changes in comparisons],
+               "host_stalls": {str(r["id"]): [j for m in r.get("measurements", []) if (j := stalls_json(m))]
+                               for r in runs},
                "rules": [r.text for r in rules], "tripped": tripped, "failed_closed": closed,
                "gate": None if not rules else ("fail" if tripped or closed else "pass")}
         sys.stdout.write(json.dumps(doc, indent=1, allow_nan=False) + "\n")
@@ -229,6 +232,7 @@ def print_side_by_side(out: Console, runs: list[dict], budget_us: float) -> None
     if lat.row_count:
         out.print(lat)
     print_micro(out, runs)
+    print_stalls(out, runs)
     print_published(out, runs)
 
 

@@ -12,6 +12,7 @@ from rich.table import Table
 from rtgauge.analysis.tirecost import run_cost_model
 from rtgauge.errors import UserError
 from rtgauge.report.safe import SafeConsole, markup as escape, printable, say
+from rtgauge.report.stalls import print_stalls, stalls_json
 from rtgauge.store import open_store
 from rtgauge.store.urls import display_url, normalise_url, sqlite_file
 
@@ -76,6 +77,10 @@ def show(args: argparse.Namespace) -> int:
                 run.setdefault("analysis", {})["tire"] = tire
             cost = run_cost_model(run)
             run = with_pwcet(run)
+            for m in run.get("measurements", []):
+                stalls = stalls_json(m)
+                if stalls is not None:
+                    m["host_stalls"] = stalls
             extra = {"published": published_json(run), **({"tire_cost": cost} if cost else {})}
             print_json(dict(run, **extra))
         else:
@@ -239,6 +244,7 @@ def print_run(run: dict) -> None:
                       *(microseconds(ti.get(stat)) for stat in PERIODIC_STATS),
                       scalar(m["metrics"], "misses"), steal_text(m), verdict_summary(m["verdicts"]))
     out.print(table)
+    print_stalls(out, [run])
     for m in run["measurements"]:
         if m["error"]:
             out.print(f"{printable(m['name'], 200)}: {printable(m['error'])}", markup=False)

@@ -41,6 +41,7 @@ from rtgauge.catalogue import LOOP, catalogue
 from rtgauge.analysis.tirecost import run_cost_model
 from rtgauge.reference import tire_published
 from rtgauge.report.numbers import avg_sigma, fmt_group, latency_figures, us_group
+from rtgauge.report.stalls import render_stalls_html
 from rtgauge.report.svg import Axis, Plot, Series, budget_bar, heatmap, overlaid_histograms
 
 CSS = """
@@ -100,7 +101,7 @@ def render(runs: list[dict], budget_us: float = DEFAULT_BUDGET_US, title: str | 
              f"for real time; every figure says how it was measured.</p>",
              "<nav><a href='#summary'>Summary</a><a href='#systems'>Systems</a><a href='#latency'>Latency</a>"
              "<a href='#pwcet'>Probable worst case</a>"
-             "<a href='#micro'>Microbenchmarks</a><a href='#published'>Published</a><a href='#tire'>Tire model</a>"
+             "<a href='#micro'>Microbenchmarks</a><a href='#stalls'>Host stalls</a><a href='#published'>Published</a><a href='#tire'>Tire model</a>"
              "<a href='#tirecost'>Tire cost</a><a href='#hil'>HIL loop</a>"
              "<a href='#method'>Method</a></nav>",
              section("summary", "Summary: the verdict per system", render_summary(runs, heads, budget_us)),
@@ -110,6 +111,8 @@ def render(runs: list[dict], budget_us: float = DEFAULT_BUDGET_US, title: str | 
              section("latency", "Wake-up latency", render_latency(runs)),
              section("pwcet", "Probable worst case (extreme value theory)", render_pwcet(runs)),
              section("micro", "Microbenchmarks", render_micro(runs)),
+             section("stalls", "Host stalls: averages with and without stall-touched samples",
+                     render_stalls_html(runs)),
              section("published", "The published evaluations, redone", render_published(runs)),
              section("tire", "Tire model: real-time vs real-fast", render_tire(runs)),
              section("tirecost", "Tire model: the cost equation, predicted against measured",

@@ -14,6 +14,7 @@ from rtgauge.analysis.micro import micro_rows, rhealstone, verdict_rows
 from rtgauge.analysis.tire import held_text, period_text
 from rtgauge.analysis.published import published_verdicts, studies, systems_of
 from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, headline
+from rtgauge.report.stalls import print_stalls
 from rtgauge.report.numbers import avg_sigma, fmt_group, latency_figures, us_group
 
 
@@ -34,6 +35,7 @@ def print_summary(console: Console, run: dict, budget_us: float = DEFAULT_BUDGET
     print_headline(console, run, h)
     print_latency(console, run)
     print_micro(console, [run])
+    print_stalls(console, [run])
     for m in run.get("measurements", []):
         if not m.get("ok"):
             console.print(f"[red]{escape(m['name'])}: failed: {escape(str(m.get('error')))}[/]")

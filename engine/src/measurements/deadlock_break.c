@@ -97,7 +97,7 @@ static void *high(void *p)
         }
         int64_t t1 = rtg_mono_ns();
         if (d->i >= WARMUP)
-            rtg_samples_put(&d->s, t1 - t0);
+            rtg_samples_put_span(&d->s, t0, t1);
         atomic_store(&d->served, d->i + 1);
         pthread_mutex_unlock(&d->lock);
     }

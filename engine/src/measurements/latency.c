@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "stall.h"
 #include "clock.h"
 #include "periodic.h"
 #include "rt.h"
@@ -125,6 +126,7 @@ static int latency_run(const rtg_opts *o, rtg_result *res)
             return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
         }
     }
+    rtg_stall_start(res, cfg.cpus, cfg.nthreads, cfg.policy);   /* host stalls beside the run (stall.h) */
     rtg_periodic_run run;
     int rc = rtg_periodic(&cfg, &run, err, sizeof err);
     rtg_split_stop(split);

@@ -40,6 +40,7 @@ typedef struct {
     int64_t pause_ns;
     rtg_chan ch[2];           /* 0: sender -> receiver, 1: reply */
     int64_t *lat;
+    int64_t *at;              /* each sample's send instant t0 (its span: host stalls) */
     _Atomic size_t received;
 } channel;
 
@@ -81,6 +82,7 @@ static void *receiver(void *p)
         int64_t t0;
         memcpy(&t0, buf, sizeof t0);
         c->lat[i] = t1 - t0;
+        c->at[i] = t0;
         atomic_store(&c->received, i + 1);
         if (c->pause_ns)
             rtg_sleep_until(rtg_mono_ns() + c->pause_ns);
@@ -111,7 +113,11 @@ static int message_run(const rtg_opts *o, rtg_result *res)
     if (status != RTG_EXIT_OK)
         return status;
     c.lat = calloc(c.n, sizeof *c.lat);
-    if (!c.lat) {
+    c.at = calloc(c.n, sizeof *c.at);
+    if (c.at)
+        rtg_touch(c.at, c.n * sizeof *c.at);
+    if (!c.lat || !c.at) {
+        free(c.lat), free(c.at);
         rtg_scn_join(&s, res, "");
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %zu samples; ask for fewer --iterations.", c.n);
     }
@@ -121,7 +127,7 @@ static int message_run(const rtg_opts *o, rtg_result *res)
         rtg_chan_open(&c.ch[1], kind, c.bytes, err, sizeof err) != 0) {
         if (c.ch[0].rfd >= 0 || c.ch[0].mq != (mqd_t)-1)
             rtg_chan_close(&c.ch[0]);
-        free(c.lat);
+        free(c.lat), free(c.at);
         rtg_scn_join(&s, res, "");
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     }
@@ -138,7 +144,7 @@ static int message_run(const rtg_opts *o, rtg_result *res)
         status = rtg_fail(res, RTG_EXIT_FAIL, "the %s failed after %zu of %zu messages.",
                           c.mq ? "message queue" : "pipe", got, c.n);
     if (status == RTG_EXIT_OK) {
-        rtg_samples smp = {c.lat + (got < WARMUP ? got : WARMUP), 0, 0};
+        rtg_samples smp = {c.lat + (got < WARMUP ? got : WARMUP), 0, 0, c.at + (got < WARMUP ? got : WARMUP)};
         smp.n = smp.cap = got > WARMUP ? got - WARMUP : 0;
         rtg_samples_report(res, "latency", &smp);
         rtg_j_set(res->env, "cpus_used", rtg_j_strf("%d,%d", cpu_s, cpu_r));
@@ -152,6 +158,7 @@ static int message_run(const rtg_opts *o, rtg_result *res)
     rtg_chan_close(&c.ch[0]);
     rtg_chan_close(&c.ch[1]);
     free(c.lat);
+    free(c.at);
     return status;
 }
 

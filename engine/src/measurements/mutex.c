@@ -56,10 +56,10 @@ typedef struct {
     rtg_samples s[NMETRICS];
 } mtest;
 
-static inline void put(mtest *t, int metric, size_t i, int64_t v)
+static inline void put(mtest *t, int metric, size_t i, int64_t from, int64_t to)
 {
     if (i >= WARMUP)
-        rtg_samples_put(&t->s[metric], v);
+        rtg_samples_put_span(&t->s[metric], from, to);
 }
 
 static void measure_uncontended(mtest *t)
@@ -70,8 +70,8 @@ static void measure_uncontended(mtest *t)
         int64_t b = rtg_mono_ns();
         pthread_mutex_unlock(&t->m);
         int64_t c = rtg_mono_ns();
-        put(t, ACQUIRE, i, b - a);
-        put(t, RELEASE, i, c - b);
+        put(t, ACQUIRE, i, a, b);
+        put(t, RELEASE, i, b, c);
     }
 }
 
@@ -84,7 +84,7 @@ static void *low(void *p)
         pthread_mutex_lock(&t->m);
         sem_post(&t->go_high);
         int64_t t1 = rtg_mono_ns();
-        put(t, ACQUIRE_CONTENDED, i, t1 - t->t0);
+        put(t, ACQUIRE_CONTENDED, i, t->t0, t1);
         sem_post(&t->go_medium);
         t->t2 = rtg_mono_ns();
         pthread_mutex_unlock(&t->m);
@@ -109,7 +109,7 @@ static void *high(void *p)
             break;
         }
         int64_t t3 = rtg_mono_ns();
-        put(t, RELEASE_CONTENDED, t->i, t3 - t->t2);
+        put(t, RELEASE_CONTENDED, t->i, t->t2, t3);
         atomic_store(&t->high_got, t->i + 1);
         pthread_mutex_unlock(&t->m);
     }

@@ -47,7 +47,8 @@ typedef struct {
     _Atomic size_t high_done; /* cycles the high thread finished */
     int64_t t0;               /* sem: L's timestamp before the post */
     int64_t *t1;              /* H's resumption per cycle */
-    int64_t *low_start;       /* timer: when L began running before cycle i */
+    int64_t *low_start;       /* timer: when L began running before cycle i; sem: L's t0 of
+                                 cycle i (the sample's start, for host stalls) */
 } pair;
 
 static void *high_sem(pair *p)
@@ -59,6 +60,7 @@ static void *high_sem(pair *p)
         if (rtg_micro_stopping())
             break;
         p->t1[i] = t1 - p->t0;
+        p->low_start[i] = p->t0;
         atomic_store_explicit(&p->high_done, i + 1, memory_order_release);
     }
     return NULL;
@@ -177,8 +179,10 @@ static void report(const pair *p, rtg_result *res)
         int64_t d = p->start_ns + (int64_t)i * p->period_ns;
         if (p->timer && p->low_start[i] >= d)
             not_running++;
+        else if (p->timer)
+            rtg_samples_put_span(&s, d, d + p->t1[i]);   /* timed from the deadline */
         else
-            rtg_samples_put(&s, p->t1[i]);
+            rtg_samples_put_span(&s, p->low_start[i], p->low_start[i] + p->t1[i]);
     }
     rtg_samples_report(res, "preempt", &s);
     if (p->timer)

@@ -68,10 +68,10 @@ typedef struct {
     int index;
 } waiter_arg;
 
-static inline void put(semtest *s, int metric, size_t i, int64_t v)
+static inline void put(semtest *s, int metric, size_t i, int64_t from, int64_t to)
 {
     if (i >= WARMUP)
-        rtg_samples_put(&s->m[metric], v);
+        rtg_samples_put_span(&s->m[metric], from, to);
 }
 
 static void measure_new(semtest *s)
@@ -83,8 +83,8 @@ static void measure_new(semtest *s)
         int64_t b = rtg_mono_ns();
         sem_destroy(f);
         int64_t c = rtg_mono_ns();
-        put(s, CREATE_UNUSED, i, b - a);
-        put(s, DELETE_UNUSED, i, c - b);
+        put(s, CREATE_UNUSED, i, a, b);
+        put(s, DELETE_UNUSED, i, b, c);
     }
     for (size_t i = 0; i < s->n; i++) {   /* these slots have held a used semaphore */
         sem_t *u = (sem_t *)s->used[i].bytes;
@@ -103,8 +103,8 @@ static void measure_new(semtest *s)
         int64_t c = rtg_mono_ns();
         sem_destroy(u);
         int64_t d = rtg_mono_ns();
-        put(s, CREATE_USED, i, b - a);
-        put(s, DELETE_USED, i, d - c);
+        put(s, CREATE_USED, i, a, b);
+        put(s, DELETE_USED, i, c, d);
     }
 }
 
@@ -118,8 +118,8 @@ static void measure_uncontended(semtest *s)
         int64_t b = rtg_mono_ns();
         sem_post(&sem);
         int64_t c = rtg_mono_ns();
-        put(s, ACQUIRE, i, b - a);
-        put(s, RELEASE, i, c - b);
+        put(s, ACQUIRE, i, a, b);
+        put(s, RELEASE, i, b, c);
     }
     sem_destroy(&sem);
 }
@@ -131,7 +131,7 @@ static void measure_contended(semtest *s)
         s->t0 = rtg_mono_ns();
         sem_post(&s->contended);
         int64_t t3 = rtg_mono_ns();
-        put(s, ACQUIRE_CONTENDED, i, t3 - s->t2);
+        put(s, ACQUIRE_CONTENDED, i, s->t2, t3);
     }
 }
 
@@ -158,7 +158,7 @@ static void *waiter(void *p)
             break;
         if (w->index != s->top)
             s->not_highest++;
-        put(s, RELEASE_CONTENDED, s->i, t1 - s->t0);
+        put(s, RELEASE_CONTENDED, s->i, s->t0, t1);
         s->t2 = rtg_mono_ns();
     }
     return NULL;

@@ -56,6 +56,7 @@ typedef struct {
     bool done;
     int64_t t0;
     int64_t *dt;
+    int64_t *at;              /* each sample's start t0 (its span: host stalls) */
     bool failed;
 } token;
 
@@ -124,6 +125,7 @@ static void *player(token *t, int me)
         int64_t t1 = rtg_mono_ns();
         if (t->done || rtg_micro_stopping())
             break;
+        t->at[t->k] = t->t0;
         t->dt[t->k++] = t1 - t->t0;
         if (t->k >= t->total)
             t->done = true;
@@ -206,7 +208,11 @@ static int shuffle_run(const rtg_opts *o, rtg_result *res)
     t.total = WARMUP + (size_t)rtg_opt_int(o, "iterations");
     t.pause_ns = rtg_opt_int(o, "pause-us") * 1000;
     t.dt = calloc(t.total, sizeof *t.dt);
-    if (!t.dt) {
+    t.at = calloc(t.total, sizeof *t.at);
+    if (t.at)
+        rtg_touch(t.at, t.total * sizeof *t.at);
+    if (!t.dt || !t.at) {
+        free(t.dt), free(t.at);
         rtg_scn_join(&s, res, "");
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %zu samples; ask for fewer --iterations.", t.total);
     }
@@ -223,7 +229,7 @@ static int shuffle_run(const rtg_opts *o, rtg_result *res)
                           "the hand-overs did not finish within --timeout-s %.0f s; raise it or ask for fewer --iterations.",
                           rtg_opt_num(o, "timeout-s"));
     if (status == RTG_EXIT_OK) {
-        rtg_samples smp = {t.dt + (t.k < WARMUP ? t.k : WARMUP), 0, 0};
+        rtg_samples smp = {t.dt + (t.k < WARMUP ? t.k : WARMUP), 0, 0, t.at + (t.k < WARMUP ? t.k : WARMUP)};
         smp.n = smp.cap = t.k > WARMUP ? t.k - WARMUP : 0;
         rtg_samples_report(res, "shuffle", &smp);
         rtg_j_set(res->env, "cpus_used", rtg_j_strf("%d,%d", cpu_a, cpu_b));
@@ -234,6 +240,7 @@ static int shuffle_run(const rtg_opts *o, rtg_result *res)
         return status;
     destroy_token(&t);
     free(t.dt);
+    free(t.at);
     return status;
 }
 

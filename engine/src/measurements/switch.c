@@ -86,7 +86,7 @@ static void report_switches(const ring *r, size_t warm, rtg_result *res)
         if (r->who[k] == r->who[k - 1])
             self++;
         else
-            rtg_samples_put(&s, r->ts[k] - r->ts[k - 1]);
+            rtg_samples_put_span(&s, r->ts[k - 1], r->ts[k]);
     }
     rtg_samples_report(res, "switch", &s);
     rtg_j_set(res->metrics, "self_resumptions", rtg_j_scalar_int(self, "count"));

@@ -113,10 +113,10 @@ static bool one_cycle(ttest *t, int sc, size_t i)
     if (i >= WARMUP) {
         /* run scenarios: creation ends when the child starts running (read
          * after the join, which orders the child's write before this read) */
-        rtg_samples_put(&t->create[sc], sc == NEVER_RUN ? b - a : t->started_ns - a);
-        rtg_samples_put(&t->del[sc], d1 - d0);
+        rtg_samples_put_span(&t->create[sc], a, sc == NEVER_RUN ? b : t->started_ns);
+        rtg_samples_put_span(&t->del[sc], d0, d1);
         if (sc != NEVER_RUN)
-            rtg_samples_put(&t->call[sc], b - a);
+            rtg_samples_put_span(&t->call[sc], a, b);
     }
     return true;
 }

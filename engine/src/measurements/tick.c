@@ -215,7 +215,7 @@ static void report_events(const gaploop *g, size_t stored, int64_t above, rtg_re
 static void report(const gaploop *g, const rtg_opts *o, rtg_result *res)
 {
     size_t stored = g->n < g->cap ? g->n : g->cap;
-    rtg_samples s = {g->len, stored, stored};
+    rtg_samples s = {g->len, stored, stored, g->start};   /* gap i spans [start, start + len] */
     rtg_samples_report(res, "gap", &s);
     int64_t stolen = 0;
     for (size_t i = 0; i < stored; i++)

@@ -1,0 +1,104 @@
+/* Unit test of the host-stall observer (stall.h) against ground truth: the whole
+ * process stops itself (SIGSTOP) and a child continues it (SIGCONT) 50 ms later,
+ * as a VM stall looks from inside. The observer must record one stall interval of
+ * about that length, judge a span across it as stall-touched and spans beside it,
+ * or too short to hold it, as not; env.stalls gets the summary. Threads run
+ * SCHED_OTHER (no privilege needed). */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "clock.h"
+#include "json.h"
+#include "rt.h"
+#include "stall.h"
+
+#define STOP_NS 50000000LL
+
+static void sleep_ns(int64_t ns)
+{
+    struct timespec ts = rtg_ns_timespec(ns);
+    nanosleep(&ts, NULL);
+}
+
+/* Stop this whole process for about STOP_NS; returns [before, after]. */
+static void stop_self(int64_t *before, int64_t *after)
+{
+    pid_t parent = getpid();
+    pid_t child = fork();
+    if (child == 0) {
+        struct timespec ts = rtg_ns_timespec(STOP_NS);
+        nanosleep(&ts, NULL);
+        kill(parent, SIGCONT);
+        _exit(0);
+    }
+    *before = rtg_mono_ns();
+    raise(SIGSTOP);
+    *after = rtg_mono_ns();
+    waitpid(child, NULL, 0);
+}
+
+/* The integer after "key": in the compact JSON text, or -1. */
+static long long json_int(const char *text, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(text, pat);
+    return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+int main(void)
+{
+#ifdef RTG_POSIX_ONLY
+    return CHECK_SKIP;   /* no affinity: the observer does not run (stall.h) */
+#endif
+    int cpus[RTG_MAX_CPUS];
+    int n = rtg_allowed_cpus(cpus, RTG_MAX_CPUS);
+    rtg_result res;
+    memset(&res, 0, sizeof res);
+    res.env = rtg_j_obj();
+    int measured = cpus[n - 1];
+    bool on = rtg_stall_start(&res, &measured, 1, RTG_POL_OTHER);
+    if (n < 2) {
+        CHECK(!on, "one CPU: no observer");
+        rtg_stall_finish(&res);
+        rtg_j_free(res.env);
+        return check_done();
+    }
+    CHECK(on, "the observer started");
+    CHECK(rtg_stall_observing(), "observing");
+    sleep_ns(20000000);
+    int64_t a, b;
+    stop_self(&a, &b);
+    CHECK(b - a >= STOP_NS * 9 / 10, "the process was stopped %lld ns", (long long)(b - a));
+    rtg_stall_sync();
+    CHECK(rtg_stall_covered() >= b, "the observer looked at its clock after the stop");
+    CHECK(rtg_stall_touches(a, b), "a span across the stop is stall-touched");
+    CHECK(!rtg_stall_touches(a - 20000000, a - 10000000), "a span before it is not");
+    sleep_ns(10000000);
+    int64_t c = rtg_mono_ns();
+    CHECK(!rtg_stall_touches(b + 5000000, c), "a span after it is not");
+    CHECK(!rtg_stall_touches(b - 1000, b + 1000), "a span shorter than the threshold is not");
+    rtg_stall_finish(&res);
+    CHECK(!rtg_stall_observing(), "stopped");
+    CHECK(!rtg_stall_touches(a, b), "no observer: nothing is judged");
+    CHECK(rtg_stall_covered() == INT64_MAX, "no observer: nothing pending");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    rtg_j_write(f, res.env);
+    fclose(f);
+    CHECK(strstr(text, "\"observed\":true") != NULL, "env.stalls.observed: %s", text);
+    CHECK(json_int(text, "count") >= 1, "env.stalls.count: %s", text);
+    CHECK(json_int(text, "longest_ns") >= STOP_NS * 8 / 10 && json_int(text, "longest_ns") <= b - a + 2000000,
+          "env.stalls.longest_ns about the stop (%lld ns): %s", (long long)(b - a), text);
+    CHECK(json_int(text, "cpu") != measured, "the observer ran off the measured CPU: %s", text);
+    free(text);
+    rtg_j_free(res.env);
+    return check_done();
+}
