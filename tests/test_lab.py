@@ -222,6 +222,7 @@ def test_two_targets_at_once_stored_in_one_database_and_reported_side_by_side(bo
     for tag, r in (("a", by_target["ssh://board-a"]), ("b", by_target["ssh://board-b"])):
         assert f"[board-{tag}] Run {r['id']}: profile lab-tiny" in p.stdout
         assert re.search(rf"board-{tag} \(ssh://board-{tag}\): run {r['id']} on {r['hostname']}: complete", p.stdout)
+    assert "is measuring on this machine" not in p.stdout      # two boards: neither run loads the other's
     assert nothing_left_on(boards)
 
 

@@ -78,7 +78,7 @@ def finish(lab, runs, report: str | None, stopped) -> int:
                 text = f"run {run['id']} on {run['hostname']}: {run['status']}, {run['note']}"
             else:
                 text = "nothing stored"
-            if not r.ok:
+            if not r.ok and not (stopped and r.exit_status == 130):
                 text += f"; failed: {r.reason or f'exit status {r.exit_status}'}"
             say(f"  {where}: {text}")
     if report and stored:
