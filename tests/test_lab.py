@@ -381,3 +381,12 @@ def test_an_unreachable_coordinator_is_refused(env, db, tmp_path):
     assert re.fullmatch(r"rtgauge: cannot reach the labgrid coordinator at 127\.0\.0\.1:\d+ \(.+\); start "
                         r"labgrid-coordinator there, or set \[labgrid\] coordinator in the lab file\.\n", p.stderr)
     assert stored_runs(db) == []
+
+
+def test_a_place_that_is_also_listed_by_address_is_refused(boards, labgrid, env, db, tmp_path):
+    p = lab_run(env, tmp_path, lab_file(tmp_path, ["labgrid:place-a", f"ssh://root@{board_ip(boards[0])}:22"], db,
+                                        labgrid.address), timeout=120)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert re.fullmatch(r"rtgauge: targets labgrid:place-a and root@[\d.]+:22 are both ssh://root@[\d.]+:22; a "
+                        r"board is measured once a lab run, remove one of them\.\n", p.stderr)
+    assert labgrid.holder("place-a") is None and stored_runs(db) == []

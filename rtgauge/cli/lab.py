@@ -55,11 +55,22 @@ def cmd_lab_run(args) -> int:
                     if t.place:
                         addresses[t] = places.address(t.place)
                         say(f"[{t.name}] labgrid place {t.place} is {addresses[t]}")
+            check_distinct(addresses)
             if runner.stopped:
                 raise KeyboardInterrupt
             runs = runner.run(lab, addresses)
         stopped = runner.stopped
     return finish(lab, runs, report, stopped)
+
+
+def check_distinct(addresses: dict) -> None:
+    """Two targets that turn out to be one board (a place's address also listed as ssh://)."""
+    seen: dict[str, object] = {}
+    for t, address in addresses.items():
+        if address in seen:
+            raise UserError(f"targets {seen[address].name} and {t.name} are both {address}; a board is measured "
+                            "once a lab run, remove one of them.")
+        seen[address] = t
 
 
 def finish(lab, runs, report: str | None, stopped) -> int:

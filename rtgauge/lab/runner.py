@@ -92,6 +92,18 @@ class LabRunner:
 
     def run(self, lab: Lab, addresses: dict[Target, str]) -> list[TargetRun]:
         self.runs = [TargetRun(t, addresses[t]) for t in lab.targets]
+        try:
+            return self._run(lab)
+        except BaseException:
+            # a fault here must not leave boards measured by nobody's watch: stop them all
+            self._on_signal(signal.SIGINT, None)
+            for r in self.runs:
+                if r.process is not None:
+                    with contextlib.suppress(Exception):
+                        r.process.wait(120)
+            raise
+
+    def _run(self, lab: Lab) -> list[TargetRun]:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         for r in self.runs:              # every process first, then the threads that read them
             if self.stopped:
