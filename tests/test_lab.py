@@ -225,6 +225,9 @@ def test_two_targets_at_once_stored_in_one_database_and_reported_side_by_side(bo
         assert f"[board-{tag}] Run {r['id']}: profile lab-tiny" in p.stdout
         assert re.search(rf"board-{tag} \(ssh://board-{tag}\): run {r['id']} on {r['hostname']}: complete", p.stdout)
     assert "is measuring on this machine" not in p.stdout      # two boards: neither run loads the other's
+    for i, (tag, r) in enumerate((("a", by_target["ssh://board-a"]), ("b", by_target["ssh://board-b"])), 1):
+        log = (tmp_path / "rtgauge-lab-rack-logs" / f"0{i}-board-{tag}.log").read_text()
+        assert f"Run {r['id']}: profile lab-tiny" in log          # each board's own output, kept
     assert nothing_left_on(boards)
 
 
@@ -392,3 +395,27 @@ def test_a_place_that_is_also_listed_by_address_is_refused(boards, labgrid, env,
     assert re.fullmatch(r"rtgauge: targets labgrid:place-a and root@[\d.]+:22 are both ssh://root@[\d.]+:22; a "
                         r"board is measured once a lab run, remove one of them\.\n", p.stderr)
     assert labgrid.holder("place-a") is None and stored_runs(db) == []
+
+
+def test_a_killed_lab_process_stops_every_board_run(boards, env, db, tmp_path):
+    """SIGKILL leaves the lab process no say: the kernel sends each board's run SIGTERM
+    (PR_SET_PDEATHSIG), and each stops as on Ctrl-C, keeping what it measured."""
+    lab = lab_file(tmp_path, ["ssh://board-a", "ssh://board-b"], db, duration=60)
+    p = subprocess.Popen([sys.executable, "-m", "rtgauge", "lab", "run", str(lab), "--no-report"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)
+    try:
+        dirs = wait_until(lambda: (lambda d: d if len(d) == 2 else None)(engine_dirs(boards)), 120,
+                          "both engines to run")
+        time.sleep(1.5)
+        p.kill()
+        p.wait(10)
+        runs = wait_until(lambda: (lambda rs: rs if len(rs) == 2 and all(r["status"] != "running" for r in rs)
+                                   else None)(stored_runs(db)), 60, "both runs to end")
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert all(r["status"] == "interrupted" for r in runs), [(r["status"], r["note"]) for r in runs]
+    for r in runs:
+        [m] = r["measurements"]
+        assert m["interrupted"] and m["metrics"]["cycles"]["value"] > 1000
+    assert nothing_left_on(boards) and not any(d.exists() for d in dirs)

@@ -25,6 +25,8 @@ def register(sub) -> None:
     r.add_argument("--report", metavar="FILE", default=None,
                    help="the HTML report to write (default: the lab file's report, else rtgauge-lab-NAME.html here)")
     r.add_argument("--no-report", action="store_true", help="do not write an HTML report")
+    r.add_argument("--logs", metavar="DIR", default=None,
+                   help="where each target's output is kept, one file a target (default: rtgauge-lab-NAME-logs here)")
     r.set_defaults(func=cmd_lab_run)
     p.set_defaults(func=no_action)
 
@@ -42,6 +44,7 @@ def cmd_lab_run(args) -> int:
     lab = load_lab(args.lab, args.db)
     report = None if args.no_report else (args.report or lab.report or f"rtgauge-lab-{lab.name}.html")
     check_report_path(SimpleNamespace(no_report=report is None, report=report))
+    logs = prepare_logs(args.logs or f"rtgauge-lab-{lab.name}-logs")
     with open_store(lab.db) as store:        # reachable, and its schema ready, before any target starts
         url = store.url
     say(f"Lab {lab.name}: profile {lab.loaded.name} on {len(lab.targets)} targets, results go to {url}")
@@ -58,9 +61,23 @@ def cmd_lab_run(args) -> int:
             check_distinct(addresses)
             if runner.stopped:
                 raise KeyboardInterrupt
-            runs = runner.run(lab, addresses)
+            runs = runner.run(lab, addresses, logs)
         stopped = runner.stopped
     return finish(lab, runs, report, stopped)
+
+
+def prepare_logs(directory: str):
+    from pathlib import Path
+    path = Path(directory)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".rtgauge-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise UserError(f"cannot keep the targets' logs in {directory[:80]} ({e.strerror}); give a writable "
+                        "directory with --logs.") from None
+    return path
 
 
 def check_distinct(addresses: dict) -> None:

@@ -2,7 +2,10 @@
 process a target, each with its own connection, stop flag and run session, all
 storing into the lab's shared database.
 
-The lab process forwards SIGINT and SIGTERM to every child (they are in sessions of
+Each child writes to a log file of its own (LOGDIR/NN-NAME.log), which the lab
+process follows and prints with the target's name in front: a child never writes
+into a pipe that could break, so it ends its run the same way whatever becomes of
+the lab process. The lab process forwards SIGINT and SIGTERM to every child (they are in sessions of
 their own, so a signal reaches them once, through the lab) and waits for them: each
 stops its engine on the board, marks its run interrupted and keeps what it measured.
 Should the lab process die without a word, each child gets SIGTERM from the kernel
@@ -20,7 +23,8 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 
 from rtgauge.lab.config import Lab, Target
 
@@ -36,7 +40,8 @@ class TargetRun:
     run_id: int | None = None           # the run it stored, from its "Run N: profile ..." line
     exit_status: int | None = None
     reason: str | None = None           # its last "rtgauge: ..." sentence
-    readers: list[threading.Thread] = field(default_factory=list)
+    log: Path | None = None             # what it printed, stdout and stderr
+    reader: threading.Thread | None = None
 
     @property
     def ok(self) -> bool:
@@ -90,8 +95,8 @@ class LabRunner:
             # from the handler: a plain write, no lock that the interrupted thread may hold
             os.write(sys.stderr.fileno(), b"rtgauge: stopping every target; each keeps what it measured.\n")
 
-    def run(self, lab: Lab, addresses: dict[Target, str]) -> list[TargetRun]:
-        self.runs = [TargetRun(t, addresses[t]) for t in lab.targets]
+    def run(self, lab: Lab, addresses: dict[Target, str], logs: Path) -> list[TargetRun]:
+        self.runs = [TargetRun(t, addresses[t], log=logs / log_name(i, t)) for i, t in enumerate(lab.targets, 1)]
         try:
             return self._run(lab)
         except BaseException:
@@ -105,20 +110,19 @@ class LabRunner:
 
     def _run(self, lab: Lab) -> list[TargetRun]:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        for r in self.runs:              # every process first, then the threads that read them
+        for r in self.runs:              # every process first, then the threads that follow them
             if self.stopped:
                 break
-            r.process = subprocess.Popen(child_command(lab, r.address), stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                         errors="replace", env=env, start_new_session=True,
-                                         preexec_fn=_die_with_parent)
-            self.say(f"[{r.target.name}] started: rtgauge run --target {r.address} (pid {r.process.pid})")
+            with open(r.log, "w") as out:
+                r.process = subprocess.Popen(child_command(lab, r.address), stdin=subprocess.DEVNULL, stdout=out,
+                                             stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                             preexec_fn=_die_with_parent)
+            self.say(f"[{r.target.name}] started: rtgauge run --target {r.address} (pid {r.process.pid}, "
+                     f"log {r.log})")
         for r in self.runs:
             if r.process is not None:
-                r.readers = [threading.Thread(target=self._read, args=(r, r.process.stdout, False), daemon=True),
-                             threading.Thread(target=self._read, args=(r, r.process.stderr, True), daemon=True)]
-                for t in r.readers:
-                    t.start()
+                r.reader = threading.Thread(target=self._follow, args=(r,), daemon=True)
+                r.reader.start()
         for r in self.runs:
             if r.process is None:
                 r.reason = "not started: the lab run was stopped first"
@@ -126,18 +130,37 @@ class LabRunner:
             while r.process.poll() is None:
                 time.sleep(0.2)          # signals are handled between the sleeps
             r.exit_status = r.process.returncode
-            for t in r.readers:
-                t.join(10)
+            r.reader.join(10)
         return self.runs
 
-    def _read(self, r: TargetRun, stream, is_stderr: bool) -> None:
-        for line in stream:
-            line = line.rstrip("\n")
-            if not is_stderr and r.run_id is None:
-                m = _RUN_LINE.match(line)
-                if m:
-                    r.run_id = int(m.group(1))
-            if is_stderr and line.startswith("rtgauge: "):
-                r.reason = line.removeprefix("rtgauge: ")
-            with self._lock:
-                self.say(f"[{r.target.name}] {line}")
+    def _follow(self, r: TargetRun) -> None:
+        """Print the child's log as it grows, until the child has ended and all is read."""
+        with open(r.log, encoding="utf-8", errors="replace") as f:
+            pending = ""
+            while True:
+                ended = r.process.poll() is not None
+                chunk = f.read()
+                pending += chunk
+                *lines, pending = pending.split("\n")
+                for line in lines:
+                    self._line(r, line)
+                if ended and not chunk:
+                    if pending:
+                        self._line(r, pending)
+                    return
+                if not chunk:
+                    time.sleep(0.1)
+
+    def _line(self, r: TargetRun, line: str) -> None:
+        if r.run_id is None:
+            m = _RUN_LINE.match(line)
+            if m:
+                r.run_id = int(m.group(1))
+        if line.startswith("rtgauge: "):
+            r.reason = line.removeprefix("rtgauge: ")
+        with self._lock:
+            self.say(f"[{r.target.name}] {line}")
+
+
+def log_name(index: int, target: Target) -> str:
+    return f"{index:02d}-{re.sub(r'[^A-Za-z0-9._-]+', '_', target.name)[:60]}.log"
