@@ -66,7 +66,7 @@ def _die_with_parent() -> None:
 
 class LabRunner:
     """with LabRunner(say) as runner:   # SIGINT/SIGTERM now set runner.stopped, never raise
-           if not runner.stopped: runs = runner.run(lab, {target: address})"""
+           if not runner.stopped: runs = runner.run(lab, {target: address}, logs_dir)"""
 
     def __init__(self, say):
         self.say = say                   # say(text): one line out, from any thread
