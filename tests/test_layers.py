@@ -71,7 +71,8 @@ def cycle(g: dict[str, set[str]]) -> list[str] | None:
 # binary's locator sit low because analysis and report read the catalogue too.
 LAYERS: list[tuple[str, list[str]]] = [
     ("command line", ["rtgauge.__main__", "rtgauge.cli"]),
-    ("plan: the plan, its profiles, the run session", ["rtgauge.plan", "rtgauge.profiles"]),
+    ("plan: the plan, its profiles, the run session, a lab of targets",
+     ["rtgauge.plan", "rtgauge.profiles", "rtgauge.lab"]),
     ("engine-facing: sweeps, loads, tools, tracing, tuning, targets",
      ["rtgauge.hil", "rtgauge.tire", "rtgauge.loads", "rtgauge.tools", "rtgauge.trace", "rtgauge.tune",
       "rtgauge.target"]),

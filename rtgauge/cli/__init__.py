@@ -11,7 +11,7 @@ from rtgauge.errors import run_reporting_errors
 
 def build_parser() -> argparse.ArgumentParser:
     from rtgauge.cli import compare, doctor, engine, export, importing, report, run, show
-    from rtgauge.cli import hil, pwcet, tune
+    from rtgauge.cli import hil, lab, pwcet, tune
 
     parser = argparse.ArgumentParser(
         prog="rtgauge",
@@ -20,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"rtgauge {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in (run, show, doctor, engine, tune, report, compare, pwcet, export, importing, hil):
+    for module in (run, show, doctor, engine, tune, report, compare, pwcet, export, importing, hil, lab):
         module.register(sub)
     return parser
 

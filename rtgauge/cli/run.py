@@ -285,6 +285,13 @@ def cmd_run(args) -> int:
     return run_measured(console, args, profiles, plans, jobs, conditions, facts, checks, None)
 
 
+def same_machine(store, run_id: int, facts: dict) -> bool:
+    """Whether another run measures the machine this one measures (a lab measures
+    many boards at once from here, each run on its own target)."""
+    other = store.get_run(run_id, documents=False)
+    return other is None or (other["system"].get("target") or None) == (facts.get("target") or None)
+
+
 def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks, session) -> int:
     from rtgauge.report.terminal import print_summary
     from rtgauge.store import open_store
@@ -299,7 +306,7 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
             run_ids.append(store.begin_run(facts, checks, p.name, p.source, sys.argv))
         run_id = run_ids[0]
         for other in store.running_elsewhere(run_id):
-            if other["id"] in run_ids:
+            if other["id"] in run_ids or not same_machine(store, other["id"], facts):
                 continue
             console.print(f"[yellow]Warning: run {other['id']} (pid {other['pid']}) is measuring on this machine "
                           "into the same database now; the two runs load each other and neither measures "

@@ -1,0 +1,129 @@
+"""`rtgauge lab run LAB.toml`: one profile on many boards at once, every run stored
+in the lab's shared PostgreSQL database, then one HTML report with every target's
+run side by side (docs/lab.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from types import SimpleNamespace
+
+from rtgauge.errors import UserError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("lab", help="run one profile on many boards at once (docs/lab.md)",
+                       description="Measure a lab of boards: ssh:// targets and labgrid places (docs/lab.md).")
+    actions = p.add_subparsers(dest="lab_action", metavar="ACTION")
+    r = actions.add_parser("run", help="run the lab's profile on every target at once and report them side by side",
+                           description="Run LAB.toml's profile on each of its targets concurrently (one "
+                           "`rtgauge run --target` each), store every run in the lab's database, hold labgrid "
+                           "places for the run, and write one report of all the runs.")
+    r.add_argument("lab", metavar="LAB.toml", help="the lab file (docs/lab.md)")
+    r.add_argument("--db", metavar="URL", default=None,
+                   help="the shared PostgreSQL database (postgresql://USER@HOST/DB); default: the lab file's db")
+    r.add_argument("--report", metavar="FILE", default=None,
+                   help="the HTML report to write (default: the lab file's report, else rtgauge-lab-NAME.html here)")
+    r.add_argument("--no-report", action="store_true", help="do not write an HTML report")
+    r.add_argument("--logs", metavar="DIR", default=None,
+                   help="where each target's output is kept, one file a target (default: rtgauge-lab-NAME-logs here)")
+    r.set_defaults(func=cmd_lab_run)
+    p.set_defaults(func=no_action)
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def cmd_lab_run(args) -> int:
+    from rtgauge.cli.run import check_report_path
+    from rtgauge.lab.config import load_lab
+    from rtgauge.lab.runner import LabRunner
+    from rtgauge.store import open_store
+
+    lab = load_lab(args.lab, args.db)
+    report = None if args.no_report else (args.report or lab.report or f"rtgauge-lab-{lab.name}.html")
+    check_report_path(SimpleNamespace(no_report=report is None, report=report))
+    logs = prepare_logs(args.logs or f"rtgauge-lab-{lab.name}-logs")
+    with open_store(lab.db) as store:        # reachable, and its schema ready, before any target starts
+        url = store.url
+    say(f"Lab {lab.name}: profile {lab.loaded.name} on {len(lab.targets)} targets, results go to {url}")
+    with LabRunner(say) as runner:
+        with contextlib.ExitStack() as held:
+            addresses = {t: t.address for t in lab.targets}
+            if lab.places:
+                from rtgauge.lab.places import Places
+                places = held.enter_context(Places(lab.coordinator, lab.places, say))
+                for t in lab.targets:
+                    if t.place:
+                        addresses[t] = places.address(t.place)
+                        say(f"[{t.name}] labgrid place {t.place} is {addresses[t]}")
+            check_distinct(addresses)
+            if runner.stopped:
+                raise KeyboardInterrupt
+            runs = runner.run(lab, addresses, logs)
+        stopped = runner.stopped
+    return finish(lab, runs, report, stopped)
+
+
+def prepare_logs(directory: str):
+    from pathlib import Path
+    path = Path(directory)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".rtgauge-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise UserError(f"cannot keep the targets' logs in {directory[:80]} ({e.strerror}); give a writable "
+                        "directory with --logs.") from None
+    return path
+
+
+def check_distinct(addresses: dict) -> None:
+    """Two targets that turn out to be one board (a place's address also listed as ssh://)."""
+    seen: dict[str, object] = {}
+    for t, address in addresses.items():
+        if address in seen:
+            raise UserError(f"targets {seen[address].name} and {t.name} are both {address}; a board is measured "
+                            "once a lab run, remove one of them.")
+        seen[address] = t
+
+
+def finish(lab, runs, report: str | None, stopped) -> int:
+    from rtgauge.store import open_store
+
+    stored = []
+    say("")
+    say(f"Lab {lab.name}:")
+    with open_store(lab.db) as store:
+        for r in runs:
+            run = store.get_run(r.run_id) if r.run_id is not None else None
+            if run is not None:
+                stored.append(run)
+            where = f"{r.target.name} ({r.address})" if r.address != r.target.name else r.target.name
+            if run is not None:
+                text = f"run {run['id']} on {run['hostname']}: {run['status']}, {run['note']}"
+            else:
+                text = "nothing stored"
+            if not r.ok and not (stopped and r.exit_status == 130):
+                text += f"; failed: {r.reason or f'exit status {r.exit_status}'}"
+            say(f"  {where}: {text}")
+    if report and stored:
+        from rtgauge.cli.report import write_html
+        write_html(report, stored)
+        say(f"Report of {len(stored)} run{'s' if len(stored) != 1 else ''}: {report}")
+    if stopped:
+        print("rtgauge: interrupted; every target kept what it measured.", file=sys.stderr)
+        return 130
+    failed = [r for r in runs if not r.ok]
+    if failed:
+        print(f"rtgauge: {len(failed)} of {len(runs)} targets failed: "
+              + "; ".join(f"{r.target.name}: {r.reason or f'exit status {r.exit_status}'}" for r in failed),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def no_action(args) -> int:
+    raise UserError("rtgauge lab needs an action: `rtgauge lab run LAB.toml` (docs/lab.md).")
