@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rtgauge.analysis import is_fallback, scalar
+from rtgauge.reference import Published, tire_published
 
 HEADLINE_PERIOD_MS = 10.0     # 100 Hz, the published rate
 DEFAULT_PERIOD_MS = {"realtime": 10.0, "pretest": 0.5}    # the engine's defaults (docs/engine.md)
@@ -242,6 +243,17 @@ def cost_fits(run: dict) -> list[dict]:
         if terms:
             out.append({"measurement": m, "terms": terms})
     return out
+
+
+def published_cost_term(name: str) -> Published | None:
+    """The published figure of a fitted cost term (by the end of its metric name), if any."""
+    pub = {p.test.replace("tire_cost_", "").lower(): p for p in tire_published() if p.test.startswith("tire_cost_")}
+    return next((p for k, p in pub.items() if name.lower().replace("_", "").endswith(k)), None)
+
+
+def published_hard_limits() -> list[Published]:
+    """The published hard real-time limits of the tire model (largest n, per system and threads)."""
+    return [p for p in tire_published() if p.test.startswith("tire_hard_rt")]
 
 
 def steps_label(steps: set) -> str:
