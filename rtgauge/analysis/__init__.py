@@ -1,5 +1,5 @@
 """Analysis of stored runs (the dicts Store.get_run returns): the rows of the
-summaries, the headline verdict and rating (verdict.py), microbenchmarks next to the
+summaries, the headline figures and rating (headline.py), microbenchmarks next to the
 published figures (micro.py), the tire sweep (tire.py), system differences
 (systems.py) and regressions between runs (regress.py)."""
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from rtgauge.catalogue import MICRO_KINDS, catalogue
 from rtgauge.analysis.published import published_for
-from rtgauge.reference import Published
+from rtgauge.published import Published
 
 # Options that make two runs of one test measure different things: they name the row.
 VARIANT_PARAMS = ("threads", "primitive", "transport", "scenario", "waiters", "lock", "mode", "contention", "event")

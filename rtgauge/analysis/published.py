@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rtgauge.reference import Published, load_published
+from rtgauge.published import Published, load_published
 
 # (engine test, metric, options that must match)
 Target = tuple[str, str, dict]

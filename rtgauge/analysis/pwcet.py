@@ -618,7 +618,7 @@ def compare_pwcet(meas_a, meas_b, exceedance: float = DEFAULT_EXCEEDANCE, draws:
     """Is B's probable worst case significantly different from A's? meas_a/meas_b are
     stored measurements (dicts) or Pwcet results. The difference B - A of the levels at
     the same per-cycle exceedance gets a parametric-bootstrap interval (each side
-    redrawn from its own fit and refitted, the draws paired at random); the verdict is
+    redrawn from its own fit and refitted, the draws paired at random); the call is
     'worse' when the whole interval is above 0, 'better' when below, otherwise 'no
     significant difference'. p_value is the two-sided bootstrap p-value of no difference
     (twice the share of bootstrap differences on the far side of 0)."""
@@ -627,7 +627,7 @@ def compare_pwcet(meas_a, meas_b, exceedance: float = DEFAULT_EXCEEDANCE, draws:
            "method": f"parametric bootstrap of the difference, {draws} draws a side"}
     if not (ra.applicable and rb.applicable):
         which = [f"{side}: {r.reason}" for side, r in (("A", ra), ("B", rb)) if not r.applicable]
-        out.update(verdict="not applicable", reason="; ".join(which), difference_ns=None, ci_low_ns=None,
+        out.update(call="not applicable", verdict="not applicable", reason="; ".join(which), difference_ns=None, ci_low_ns=None,
                    ci_high_ns=None, p_value=None)
         return out
     rng = np.random.default_rng(seed)
@@ -643,8 +643,9 @@ def compare_pwcet(meas_a, meas_b, exceedance: float = DEFAULT_EXCEEDANCE, draws:
     # two-sided p-value of "no difference": how much of the bootstrap distribution lies
     # on the other side of 0
     p = float(min(1.0, 2 * (1 + min(np.sum(diff <= 0), np.sum(diff >= 0))) / (1 + n)))
-    verdict = "worse" if low > 0 else ("better" if high < 0 else "no significant difference")
-    out.update(verdict=verdict, reason=None, difference_ns=float(d0), ci_low_ns=float(low),
+    call = "worse" if low > 0 else ("better" if high < 0 else "no significant difference")
+    # "verdict": the same, its name before version 2 of compare --json (docs/compare.md)
+    out.update(call=call, verdict=call, reason=None, difference_ns=float(d0), ci_low_ns=float(low),
                ci_high_ns=float(high), p_value=p)
     return out
 

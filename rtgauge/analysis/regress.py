@@ -70,7 +70,7 @@ class Change:
     figure: Figure                 # the candidate's figure (the baseline's when gone)
     base: float | None             # compared estimate of the baseline
     value: float | None            # compared estimate of the candidate
-    verdict: str
+    call: str                      # worse | better | no significant difference | new | gone | invalid
     why: str
     result: noise.Result | None = None
     q_value: float | None = None
@@ -84,7 +84,7 @@ class Change:
 
     @property
     def significant(self) -> bool:
-        return self.verdict in (WORSE, BETTER)
+        return self.call in (WORSE, BETTER)
 
 
 # ---- gathering figures over rounds ------------------------------------------------
@@ -278,7 +278,7 @@ def test_figure(fb: Figure, fa: Figure) -> noise.Result:
                         "(rounds = N) to compare it", None, vb - va, note="no interval")
 
 
-def exact_verdict(fb: Figure, fa: Figure) -> tuple[str, str]:
+def exact_call(fb: Figure, fa: Figure) -> tuple[str, str]:
     a, b = fa.estimate, fb.estimate
     sign = 1 if fb.higher_is_worse else -1
     d = (b - a) * sign
@@ -301,8 +301,8 @@ def compare_runs(base: dict, cand: dict, alpha: float = ALPHA) -> list[Change]:
                               base_figure=g))
             continue
         if f.exact:
-            verdict, why = exact_verdict(f, g)
-            out.append(Change(f, g.estimate, f.estimate, verdict,
+            call, why = exact_call(f, g)
+            out.append(Change(f, g.estimate, f.estimate, call,
                               f"{why} (not a statistical test: a step on a fixed grid)",
                               noise.Result("exact: outcome of a sweep over a fixed grid"), base_figure=g))
             continue
@@ -318,7 +318,7 @@ def compare_runs(base: dict, cand: dict, alpha: float = ALPHA) -> list[Change]:
         d = c.result.difference or 0.0
         if q < alpha and d != 0:
             worse = (d > 0) == c.figure.higher_is_worse
-            c.verdict = WORSE if worse else BETTER
+            c.call = WORSE if worse else BETTER
             c.why = f"q = {q:.2g} < {alpha:g}" + (f"; {c.result.note}" if c.result.note else "")
         else:
             c.why = f"q = {q:.2g}" + (f"; {c.result.note}" if c.result.note else "")
@@ -343,12 +343,13 @@ def change_json(c: Change) -> dict:
         rel_iv = [num(r.interval[0] / abs(c.base)), num(r.interval[1] / abs(c.base))]
     return {
         "key": c.figure.key, "family": c.figure.family, "label": c.figure.label, "unit": c.figure.unit,
-        "higher_is_worse": c.figure.higher_is_worse, "verdict": c.verdict,
+        "higher_is_worse": c.figure.higher_is_worse, "call": c.call,
+        "verdict": c.call,   # the same, its name before version 2 of compare --json (docs/compare.md)
         "baseline": None if base_f is None else {
             "value": num(base_f.value), "estimate": num(c.base), "rounds": [num(v) for v in base_f.rounds],
             "interval": pair(r.base_interval) if r else None, "failed": base_f.failed,
             "steal_ms": base_f.steal_ms},
-        "candidate": None if c.verdict == GONE else {
+        "candidate": None if c.call == GONE else {
             "value": num(c.figure.value), "estimate": num(c.value), "rounds": [num(v) for v in c.figure.rounds],
             "interval": pair(r.cand_interval) if r else None, "failed": c.figure.failed,
             "steal_ms": c.figure.steal_ms},
@@ -419,10 +420,10 @@ class Rule:
         mine = [c for c in changes if c.figure.family == self.family]
         out = []
         for c in mine:
-            if c.verdict == INVALID:
+            if c.call == INVALID:
                 out.append(f"{self.text}: {c.figure.label} cannot be checked in run {cand.get('id')} "
                            f"({c.why}); a gate fails when it has nothing valid to check.")
-            elif c.verdict == GONE:
+            elif c.call == GONE:
                 out.append(f"{self.text}: {c.figure.label} is missing from run {cand.get('id')} "
                            "(its job failed or did not run); a gate fails when it has nothing valid to check.")
             elif c.figure.failed:

@@ -1,9 +1,9 @@
-"""System facts and doctor verdicts of several runs side by side, with the rows
+"""System facts and doctor checks of several runs side by side, with the rows
 that differ between systems marked."""
 
 from __future__ import annotations
 
-from rtgauge.analysis.verdict import tuning_of
+from rtgauge.analysis.headline import tuning_of
 
 
 def _governors(f: dict) -> str | None:

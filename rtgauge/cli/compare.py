@@ -16,11 +16,15 @@ from rich.table import Table
 
 from rtgauge.analysis import latency_measurements, latency_row, system_label
 from rtgauge.analysis.regress import ALPHA, BETTER, SAME, WORSE, change_json, compare_runs, parse_rule
-from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, headline
+from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
 from rtgauge.cli.report import add_db_argument, budget_options, load_runs, write_html
 from rtgauge.errors import UserError
 from rtgauge.report.numbers import fmt_group
 from rtgauge.report.terminal import print_micro, print_published
+
+# compare --json's layout: 2 added "version" and "call" ("verdict", the same value, is kept
+# for readers of version 1); docs/compare.md.
+JSON_VERSION = 2
 
 EXIT_RULE_TRIPPED = 3
 
@@ -38,9 +42,9 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", metavar="FILE", default=None, help="also write an HTML report with the regressions")
     p.add_argument("--all", action="store_true", help="list every compared figure, not only the changed ones")
     p.add_argument("--json", action="store_true",
-                   help="print every compared figure (verdict, size, interval, p and q values) as JSON, no tables")
+                   help="print every compared figure (call, size, interval, p and q values) as JSON, no tables")
     p.add_argument("--alpha", type=float, default=ALPHA, metavar="Q",
-                   help="false discovery rate of the better/worse verdicts over all figures of a comparison "
+                   help="false discovery rate of the better/worse calls over all figures of a comparison "
                    "(Benjamini-Hochberg; default 0.05)")
     p.add_argument("--pwcet", action="store_true",
                    help="also put the probable worst cases (docs/pwcet.md) of each latency measurement side by "
@@ -91,10 +95,10 @@ def cmd_compare(args) -> int:
                 if hit:
                     tripped.append(f"{rule.text} (run {cand['id']}): {hit}")
     if args.json:
-        doc = {"baseline": base["id"], "alpha": args.alpha, "correction": "benjamini-hochberg",
+        doc = {"version": JSON_VERSION, "baseline": base["id"], "alpha": args.alpha, "correction": "benjamini-hochberg",
                "comparisons": [{"candidate": cand["id"],
-                                "worse": sum(c.verdict == WORSE for c in changes),
-                                "better": sum(c.verdict == BETTER for c in changes),
+                                "worse": sum(c.call == WORSE for c in changes),
+                                "better": sum(c.call == BETTER for c in changes),
                                 "figures": [change_json(c) for c in changes],
                                 **({"pwcet": worst_cases[cand["id"]]} if args.pwcet else {})}
                                for cand, changes in comparisons],
@@ -163,13 +167,13 @@ def _us(ns) -> str:
 def print_worst_cases(out: Console, base: dict, cand: dict, rows: list[dict], exceedance: float) -> None:
     t = Table(title=f"Probable worst case, exceeded with probability {exceedance:g} per cycle (µs, 95% interval): "
               f"run {cand['id']} against run {base['id']}", title_justify="left")
-    for col in ("measurement", f"run {base['id']}", f"run {cand['id']}", "B - A", "verdict"):
+    for col in ("measurement", f"run {base['id']}", f"run {cand['id']}", "B - A", "call"):
         t.add_column(col)
     for r in rows:
         diff = "-" if r.get("difference_ns") is None else \
             f"{_us(r['difference_ns'])} [{_us(r['ci_low_ns'])}, {_us(r['ci_high_ns'])}]"
-        verdict = r["verdict"] + (f" ({r['reason']})" if r.get("reason") else "")
-        t.add_row(escape(str(r["name"])), _level(r["a"]), _level(r["b"]), diff, escape(verdict))
+        call = r["call"] + (f" ({r['reason']})" if r.get("reason") else "")
+        t.add_row(escape(str(r["name"])), _level(r["a"]), _level(r["b"]), diff, escape(call))
     if not rows:
         out.print("Probable worst case: no latency measurement is in both runs.")
         return
@@ -249,18 +253,18 @@ def interval_text(iv, unit) -> str:
 
 
 def print_regressions(out: Console, base: dict, cand: dict, changes, show_all: bool, alpha: float = ALPHA) -> None:
-    worse = [c for c in changes if c.verdict == WORSE]
-    better = [c for c in changes if c.verdict == BETTER]
-    others = [c for c in changes if c.verdict not in (WORSE, BETTER, SAME)]
+    worse = [c for c in changes if c.call == WORSE]
+    better = [c for c in changes if c.call == BETTER]
+    others = [c for c in changes if c.call not in (WORSE, BETTER, SAME)]
     table = Table(title=f"Run {cand['id']} against baseline run {base['id']}: {len(worse)} worse, "
                   f"{len(better)} better, {len(changes) - len(worse) - len(better) - len(others)} without a "
                   f"significant difference, {len(changes)} figures (false discovery rate {alpha:g})",
                   title_justify="left")
-    for col in ("figure", "baseline", "candidate", "change [95% interval]", "verdict", "why"):
+    for col in ("figure", "baseline", "candidate", "change [95% interval]", "call", "why"):
         table.add_column(col, justify="right" if col in ("baseline", "candidate") else "left")
     shown = changes if show_all else worse + better + others
     order = {WORSE: 0, BETTER: 1, "invalid": 2, "new": 3, "gone": 4, SAME: 5}
-    for c in sorted(shown, key=lambda c: order.get(c.verdict, 9)):
+    for c in sorted(shown, key=lambda c: order.get(c.call, 9)):
         unit = c.figure.unit
         r = c.result
         rel = c.relative
@@ -269,11 +273,11 @@ def print_regressions(out: Console, base: dict, cand: dict, changes, show_all: b
             size += " " + interval_text(r.interval, unit)
         else:
             size = "-"
-        style = {WORSE: "red", BETTER: "green", "invalid": "red"}.get(c.verdict, "white")
+        style = {WORSE: "red", BETTER: "green", "invalid": "red"}.get(c.call, "white")
         rounds = len(c.figure.rounds)
         cand_text = fmt(c.value, unit) + (f" ({rounds} rounds)" if rounds > 1 else "")
         table.add_row(escape(c.figure.label), fmt(c.base, unit), cand_text, escape(size),
-                      f"[{style}]{escape(c.verdict)}[/]", escape(c.why))
+                      f"[{style}]{escape(c.call)}[/]", escape(c.why))
     if table.row_count:
         out.print(table)
     else:

@@ -2,7 +2,7 @@
 
 Each profile job becomes one engine job per condition and, when it asks for a
 cross-check, a cyclictest job on the same settings right after it (same condition,
-same CPUs), stored as a reference measurement.
+same CPUs), stored flagged as a cross-check (the stored key is `reference`, its first name).
 
 A job with rounds = N > 1 runs N times, each round a separate engine invocation stored
 as its own measurement named `NAME#rK` (K = 1..N) and tagged load.round = {index, of}.
@@ -26,7 +26,7 @@ class Job:
     condition: str
     options: dict = field(default_factory=dict)
     cpus: list[int] = field(default_factory=list)
-    reference: bool = False   # a cross-check by another tool
+    cross_check: bool = False  # a cross-check by another tool (stored as `reference`)
     expected_s: float = 5.0   # for the progress bar
     round: int | None = None  # 1..rounds when the job runs in several rounds
     rounds: int = 1

@@ -404,7 +404,7 @@ def run_job_segments(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> 
 def job_record(job: Job, status: int, delivered: dict, started_at: str, duration_s: float,
                command: list[str], name: str | None = None) -> dict:
     return {"name": name or job.name, "tool": job.tool, "test": job.test, "condition": job.condition,
-            "reference": job.reference, "load": delivered, "started_at": started_at,
+            "reference": job.cross_check, "load": delivered, "started_at": started_at,
             "duration_s": round(duration_s, 3), "exit_status": status, "command": command}
 
 

@@ -13,7 +13,7 @@ from rtgauge.analysis import cross_checks, latency_measurements, latency_row, sc
 from rtgauge.analysis.micro import micro_rows, rhealstone, verdict_rows
 from rtgauge.analysis.tire import held_text, period_text
 from rtgauge.analysis.published import published_verdicts, studies, systems_of
-from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, headline
+from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
 from rtgauge.report.numbers import avg_sigma, fmt_group, latency_figures, us_group
 
 
@@ -52,7 +52,7 @@ def print_summary(console: Console, run: dict, budget_us: float = DEFAULT_BUDGET
 def print_headline(console: Console, run: dict, h: dict) -> None:
     r = h["rating"]
     colour = "green" if (r.stars or 0) >= 4 else ("yellow" if (r.stars or 0) >= 2 else "red")
-    console.print(f"Verdict: [{colour}]{r.glyphs} {escape(r.klass)}[/]"
+    console.print(f"Rating: [{colour}]{r.glyphs} {escape(r.klass)}[/]"
                   + (f" — {escape('; '.join(r.reasons))}" if r.reasons else ""))
     if h["worst_idle_us"] is not None or h["worst_loaded_us"] is not None:
         console.print(f"  worst-case wake-up latency: idle {_f(h['worst_idle_us'])} µs, loaded "

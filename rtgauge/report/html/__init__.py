@@ -2,8 +2,8 @@
 no scripts, no fonts, images or styles fetched from anywhere. Everything that comes
 from the measured system (host names, command lines, error texts) is escaped.
 
-Sections: summary (headline verdict and rating per system), systems (facts and
-doctor verdicts side by side, differences marked), latency (per-CPU histograms,
+Sections: summary (headline figures and rating per system), systems (facts and
+doctor checks side by side, differences marked), latency (per-CPU histograms,
 max per window, T = Ti + Ts + Tw), microbenchmarks (avg/max per system beside the
 published figures; behaviour verdicts), tire (hard/soft real-time maps, real-fast
 curves, cost terms) and method (how every figure was measured).
@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from rtgauge.analysis import system_label
-from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, headline
+from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
 from rtgauge.report.html.hil import render_hil
 from rtgauge.report.html.latency import render_latency
 from rtgauge.report.html.method import render_method
@@ -60,10 +60,10 @@ def render(runs: list[dict], budget_us: float = DEFAULT_BUDGET_US, title: str | 
              "<a href='#micro'>Microbenchmarks</a><a href='#published'>Published</a><a href='#tire'>Tire model</a>"
              "<a href='#tirecost'>Tire cost</a><a href='#hil'>HIL loop</a>"
              "<a href='#method'>Method</a></nav>",
-             section("summary", "Summary: the verdict per system", render_summary(runs, heads, budget_us)),
+             section("summary", "Summary: the rating per system", render_summary(runs, heads, budget_us)),
              (section("regressions", "Regressions against the baseline", render_regressions(runs, comparisons, tripped))
               if comparisons is not None else ""),
-             section("systems", "Systems: facts and doctor verdicts", render_systems(runs)),
+             section("systems", "Systems: facts and doctor checks", render_systems(runs)),
              section("latency", "Wake-up latency", render_latency(runs)),
              section("pwcet", "Probable worst case (extreme value theory)", render_pwcet(runs)),
              section("micro", "Microbenchmarks", render_micro(runs)),

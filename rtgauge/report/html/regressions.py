@@ -14,15 +14,15 @@ def render_regressions(runs: list[dict], comparisons: list, tripped: list[str] |
     if tripped:
         out.append("<p class='bad'>--fail-on tripped:</p><ul>" + "".join(f"<li>{e(t)}</li>" for t in tripped) + "</ul>")
     for cand, changes in comparisons:
-        shown = [c for c in changes if c.verdict in ("worse", "better")]
-        out.append(f"<h3>{e(system_label(cand))}: {sum(c.verdict == 'worse' for c in changes)} worse, "
-                   f"{sum(c.verdict == 'better' for c in changes)} better of {len(changes)} figures</h3>")
+        shown = [c for c in changes if c.call in ("worse", "better")]
+        out.append(f"<h3>{e(system_label(cand))}: {sum(c.call == 'worse' for c in changes)} worse, "
+                   f"{sum(c.call == 'better' for c in changes)} better of {len(changes)} figures</h3>")
         if not shown:
             out.append("<p>No significant difference.</p>")
             continue
         out.append("<table><tr><th class='l'>figure</th><th>baseline</th><th>candidate</th><th>change</th>"
-                   "<th>95 % interval</th><th class='l'>verdict</th><th class='l'>why</th></tr>")
-        for c in sorted(shown, key=lambda c: c.verdict != "worse"):
+                   "<th>95 % interval</th><th class='l'>call</th><th class='l'>why</th></tr>")
+        for c in sorted(shown, key=lambda c: c.call != "worse"):
             rel = c.relative
             unit = c.figure.unit
             def fv(v):
@@ -35,6 +35,6 @@ def render_regressions(runs: list[dict], comparisons: list, tripped: list[str] |
             iv_text = "–" if iv is None else f"{fv(iv[0])} … {fv(iv[1])}"
             out.append(f"<tr><td class='l'>{e(c.figure.label)}</td><td>{e(fv(c.base))}</td><td>{e(fv(c.value))}</td>"
                        f"<td>{'–' if rel is None else f'{rel:+.1%}'}</td><td>{e(iv_text)}</td><td class='l "
-                       f"{'bad' if c.verdict == 'worse' else 'ok'}'>{e(c.verdict)}</td><td class='l'>{e(c.why)}</td></tr>")
+                       f"{'bad' if c.call == 'worse' else 'ok'}'>{e(c.call)}</td><td class='l'>{e(c.why)}</td></tr>")
         out.append("</table>")
     return "".join(out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rtgauge.analysis import system_label
 from rtgauge.analysis.tire import held_text, period_text
-from rtgauge.analysis.verdict import SOFT_MISS_RATIO, SOFT_WORST_US
+from rtgauge.analysis.headline import SOFT_MISS_RATIO, SOFT_WORST_US
 from rtgauge.report.html.page import e, flag, num
 
 

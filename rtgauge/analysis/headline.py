@@ -1,4 +1,4 @@
-"""The headline verdict of one run: worst-case wake-up latency idle and loaded, the
+"""The headline of one run: worst-case wake-up latency idle and loaded, the
 tire model's largest hard-real-time size, and a rating from 0 to 5 stars with the
 criteria written down here and in docs/report.md.
 
