@@ -3,18 +3,17 @@ three parts on average and in the worst case (µs), for the report's budget bars
 
 from __future__ import annotations
 
+from rtgauge.analysis.records import Measurement, as_measurement
 
-def equation_parts(m: dict) -> tuple[float, list] | None:
+
+def equation_parts(m: Measurement | dict) -> tuple[float, list] | None:
     """(period µs, [("average", [(part, µs)...]), ("worst Ti, Ts", [...])]), or None
     when the measurement lacks Ti, Ts, Tw or a period."""
-    metrics = m.get("metrics") or {}
-    ti, ts, tw = metrics.get("ti"), metrics.get("ts"), metrics.get("tw")
-    params = m.get("params") or {}
-    period_us = (params.get("interval_us") or params.get("period_us")
-                 or (params.get("period_ms") or 0) * 1000)
-    if not (ti and ts and tw and period_us) or ti.get("avg") is None or ts.get("avg") is None:
+    m = as_measurement(m)
+    ti, ts, tw = (m.metrics.get(k) for k in ("ti", "ts", "tw"))
+    period_us = m.param("interval_us") or m.param("period_us") or (m.param("period_ms") or 0) * 1000
+    if not (ti and ts and tw and period_us) or ti.avg is None or ts.avg is None:
         return None
-    avg = [("Ti", ti["avg"] / 1000), ("Ts", ts["avg"] / 1000), ("Tw", (tw.get("avg") or 0) / 1000)]
-    worst = [("Ti", (ti.get("max") or 0) / 1000), ("Ts", (ts.get("max") or 0) / 1000),
-             ("Tw", max((tw.get("min") or 0) / 1000, 0))]
+    avg = [("Ti", ti.avg / 1000), ("Ts", ts.avg / 1000), ("Tw", (tw.avg or 0) / 1000)]
+    worst = [("Ti", (ti.max or 0) / 1000), ("Ts", (ts.max or 0) / 1000), ("Tw", max((tw.min or 0) / 1000, 0))]
     return float(period_us), [("average", avg), ("worst Ti, Ts", worst)]

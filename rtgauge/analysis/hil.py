@@ -4,6 +4,7 @@ sustained-rate sweep (the shortest period per step size). The report lays them o
 
 from __future__ import annotations
 
+from rtgauge.analysis.records import Measurement, Run, as_measurement, as_run
 from rtgauge.catalogue import LOOP, catalogue
 
 
@@ -17,42 +18,34 @@ def hil_payload(params: dict) -> str:
     return "none"
 
 
-def scalar_value(m: dict, name: str):
-    return ((m.get("metrics") or {}).get(name) or {}).get("value")
-
-
-def loop_measurements(run: dict) -> list[dict]:
+def loop_measurements(run: Run | dict) -> list[Measurement]:
     """The run's successful loop jobs (kind "loop" in the engine's catalogue)."""
-    return [m for m in run.get("measurements", [])
-            if catalogue().kind_of(m.get("test") or "") == LOOP and m.get("ok")]
+    return [m for m in as_run(run).measurements if catalogue().kind_of(m.test) == LOOP and m.ok]
 
 
-def sustained_measurements(run: dict) -> list[dict]:
+def sustained_measurements(run: Run | dict) -> list[Measurement]:
     """The run's successful sustained-rate sweeps."""
-    return [m for m in run.get("measurements", []) if m.get("test") == "hil-sustained" and m.get("ok")]
+    return [m for m in as_run(run).measurements if m.test == "hil-sustained" and m.ok]
 
 
-def loop_row(m: dict) -> dict:
+def loop_row(m: Measurement | dict) -> dict:
     """One loop job's figures (ns for times, counts for frames), None where not measured."""
-    params, metrics = m.get("params") or {}, m.get("metrics") or {}
-    rt, ti, ts, tw = (metrics.get(k) or {} for k in ("round_trip", "ti", "ts", "tw"))
+    m = as_measurement(m)
+    rt, ti, ts, tw = (m.metric(k) for k in ("round_trip", "ti", "ts", "tw"))
     return {
-        "name": m["name"], "condition": m.get("condition"), "step": hil_payload(params),
-        "period_us": params.get("period_us"), "sent": scalar_value(m, "sent"),
-        "lost": scalar_value(m, "lost_frames"), "misses": scalar_value(m, "misses"),
-        "round_trip_ns": (rt.get("p50"), rt.get("p99"), rt.get("max")),
-        "ti_ns": (ti.get("p99"), ti.get("max")), "ts_ns": (ts.get("avg"), ts.get("max")),
-        "tw_min_ns": tw.get("min"),
+        "name": m.name, "condition": m.condition, "step": hil_payload(m.params),
+        "period_us": m.param("period_us"), "sent": m.scalar("sent"),
+        "lost": m.scalar("lost_frames"), "misses": m.scalar("misses"),
+        "round_trip_ns": (rt.p50, rt.p99, rt.max), "ti_ns": (ti.p99, ti.max), "ts_ns": (ts.avg, ts.max),
+        "tw_min_ns": tw.min,
     }
 
 
-def sustained_rows(m: dict) -> list[tuple[str, float | None, float | None, str | None]]:
+def sustained_rows(m: Measurement | dict) -> list[tuple[str, float | None, float | None, str | None]]:
     """Per step size of a sustained-rate sweep: (step, shortest period µs, rate Hz, detail)."""
-    metrics = m.get("metrics") or {}
+    m = as_measurement(m)
     rows = []
-    for name, v in sorted((m.get("verdicts") or {}).items()):
+    for name, v in sorted(m.verdicts.items()):
         tag = name.split("#", 1)[-1]
-        period = (metrics.get(f"shortest_period#{tag}") or {}).get("value")
-        rate = (metrics.get(f"sustained_rate#{tag}") or {}).get("value")
-        rows.append((tag, period, rate, v.get("detail")))
+        rows.append((tag, m.scalar(f"shortest_period#{tag}"), m.scalar(f"sustained_rate#{tag}"), v.detail))
     return rows

@@ -17,6 +17,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from rtgauge.analysis import system_label
+from rtgauge.analysis.records import Run, as_run
 from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
 from rtgauge.report.html.hil import render_hil
 from rtgauge.report.html.latency import render_latency
@@ -31,17 +32,17 @@ from rtgauge.report.html.systems import render_systems
 from rtgauge.report.html.tire import render_tire, render_tire_cost
 
 
-def write_report(runs: list[dict], path: str, **options) -> None:
+def write_report(runs: list[Run | dict], path: str, **options) -> None:
     text = render(runs, **options)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
 
 
-def render(runs: list[dict], budget_us: float = DEFAULT_BUDGET_US, title: str | None = None,
+def render(runs: list[Run | dict], budget_us: float = DEFAULT_BUDGET_US, title: str | None = None,
            comparisons: list | None = None, tripped: list[str] | None = None) -> str:
     """comparisons: [(candidate run, [Change])] from rtgauge compare, shown as a
     regressions section after the summary."""
-    runs = [r for r in runs if r]
+    runs = [as_run(r) for r in runs if r]
     heads = [headline(r, budget_us) for r in runs]
     title = title or ("rtgauge report: " + ", ".join(system_label(r) for r in runs[:4])
                       + (f" and {len(runs) - 4} more" if len(runs) > 4 else ""))

@@ -48,8 +48,7 @@ def render_hil(runs: list[dict]) -> str:
             for tag, period, rate, detail in sustained_rows(m):
                 out.append(f"<tr><td class='l'>{e(tag)}</td><td>{num(period, 0)}</td><td>{num(rate, 0)}</td>"
                            f"<td class='l'>{e(detail)}</td></tr>")
-            params = m.get("params") or {}
-            out.append(f"</table><p class='note'>The shortest period at which a run of {num(params.get('frames'), 0)} "
+            out.append(f"</table><p class='note'>The shortest period at which a run of {num(m.param('frames'), 0)} "
                        f"frames lost no frame and missed no deadline, per step size: "
                        "the counterpart of the published maximum sustained interrupt rate.</p>")
     return "".join(out) or "<p>No hardware-in-the-loop measurements in these runs.</p>"

@@ -9,27 +9,27 @@ from rtgauge.report.html.page import e, flag, num
 def render_method(runs: list[dict]) -> str:
     out = []
     for run in runs:
-        out.append(f"<h3>{e(system_label(run))}</h3><p class='note'>Profile {e(run.get('profile'))}, "
-                   f"started {e(run.get('started_at'))}, status {e(run.get('status'))}"
-                   + (f" — {e(run.get('note'))}" if run.get("note") else "") + "; command: "
-                   f"<span class='cmd'>{e(' '.join(str(a) for a in run.get('argv') or []))}</span></p>")
+        out.append(f"<h3>{e(system_label(run))}</h3><p class='note'>Profile {e(run.profile)}, "
+                   f"started {e(run.started_at)}, status {e(run.status)}"
+                   + (f" — {e(run.note)}" if run.note else "") + "; command: "
+                   f"<span class='cmd'>{e(' '.join(str(a) for a in run.argv))}</span></p>")
         out.append("<div class='wide'><table><tr><th class='l'>job</th><th class='l'>tool</th><th class='l'>test</th>"
                    "<th class='l'>condition</th><th>duration s</th><th class='l'>policy / priority</th>"
                    "<th class='l'>CPUs</th><th class='l'>result</th><th class='l'>options</th></tr>")
-        for m in run.get("measurements", []):
-            env, params = m.get("env") or {}, m.get("params") or {}
-            result = "ok" if m.get("ok") else f"failed: {m.get('error')}"
+        for m in run.measurements:
+            env, params = m.env, m.params
+            result = "ok" if m.ok else f"failed: {m.error}"
             flags = ""
-            if latency_row(m) and latency_row(m)["fallback"]:
+            if latency_row(m) and m.fallback:
                 flags += flag("fallback: not real-time")
-            if m.get("interrupted"):
+            if m.interrupted:
                 flags += flag("interrupted")
             opts = ", ".join(f"{k}={v}" for k, v in params.items() if v not in (None, False) and k != "out")
-            out.append(f"<tr><td class='l'>{e(m.get('name'))}</td><td class='l'>{e(m.get('tool'))}</td>"
-                       f"<td class='l'>{e(m.get('test'))}</td><td class='l'>{e(m.get('condition'))}</td>"
-                       f"<td>{num(m.get('duration_s'))}</td><td class='l'>{e(env.get('policy'))} / "
+            out.append(f"<tr><td class='l'>{e(m.name)}</td><td class='l'>{e(m.tool)}</td>"
+                       f"<td class='l'>{e(m.test)}</td><td class='l'>{e(m.condition)}</td>"
+                       f"<td>{num(m.duration_s)}</td><td class='l'>{e(env.get('policy'))} / "
                        f"{e(env.get('priority'))}</td><td class='l'>{e(env.get('cpus'))}</td>"
-                       f"<td class='l {'ok' if m.get('ok') else 'bad'}'>{e(result)}{flags}</td>"
+                       f"<td class='l {'ok' if m.ok else 'bad'}'>{e(result)}{flags}</td>"
                        f"<td class='l cmd'>{e(opts)}</td></tr>")
         out.append("</table></div>")
     return "".join(out) or "<p>No runs.</p>"

@@ -3,7 +3,7 @@ other scalar figures and the timestamp cost."""
 
 from __future__ import annotations
 
-from rtgauge.analysis import scalar, system_label
+from rtgauge.analysis import system_label
 from rtgauge.analysis.micro import micro_rows, micro_scalars, rhealstone, verdict_rows
 from rtgauge.report.html.page import e, num
 from rtgauge.report.numbers import us_group
@@ -13,8 +13,8 @@ def render_micro(runs: list[dict]) -> str:
     rows = micro_rows(runs)
     out = []
     if rows:
-        ids = [r.get("id") for r in runs if any(r.get("id") in row.cells for row in rows)]
-        shown = [r for r in runs if r.get("id") in ids]
+        ids = [r.id for r in runs if any(r.id in row.cells for row in rows)]
+        shown = [r for r in runs if r.id in ids]
         out.append("<div class='wide'><table><tr><th class='l' rowspan='2'>test</th><th class='l' rowspan='2'>condition</th>"
                    + "".join(f"<th colspan='2'>{e(system_label(r))}</th>" for r in shown)
                    + "<th class='ref' rowspan='2'>published beside it<br>(same method)</th>"
@@ -22,7 +22,7 @@ def render_micro(runs: list[dict]) -> str:
         for row in rows:
             cells = []
             for r in shown:
-                c = row.cells.get(r.get("id"))
+                c = row.cells.get(r.id)
                 if not c:
                     cells.append("<td>–</td><td>–</td>")
                     continue
@@ -42,14 +42,14 @@ def render_micro(runs: list[dict]) -> str:
                        "rtgauge/analysis/rhealstone.py):<br>" + "<br>".join(e(x) for x in lines) + "</p>")
     vrows = verdict_rows(runs)
     if vrows:
-        shown = [r for r in runs if any(r.get("id") in v["cells"] for v in vrows)]
+        shown = [r for r in runs if any(r.id in v["cells"] for v in vrows)]
         out.append("<h3>Behaviour verdicts</h3><div class='wide'><table><tr><th class='l'>test</th>"
                    "<th class='l'>verdict</th><th class='l'>condition</th>"
                    + "".join(f"<th class='l'>{e(system_label(r))}</th>" for r in shown) + "</tr>")
         for v in vrows:
             cells = []
             for r in shown:
-                c = v["cells"].get(r.get("id"))
+                c = v["cells"].get(r.id)
                 cells.append("<td class='l'>–</td>" if c is None else
                              f"<td class='l'><span class='{'ok' if c['pass'] else 'bad'}'>"
                              f"{'pass' if c['pass'] else 'FAIL'}</span> <small>{e(c['detail'])}</small></td>")
@@ -66,8 +66,8 @@ def render_micro(runs: list[dict]) -> str:
                        f"<td class='l'>{e(metric)}</td><td>{e(value)}</td><td class='l'>{e(unit)}</td></tr>")
         out.append("</table>")
     for run in runs:
-        for m in run.get("measurements", []):
-            mono, tsc = scalar(m, "timestamp_monotonic"), scalar(m, "timestamp_tsc")
+        for m in run.measurements:
+            mono, tsc = m.scalar("timestamp_monotonic"), m.scalar("timestamp_tsc")
             if mono is not None:
                 out.append(f"<p class='note'>Timestamp cost on {e(system_label(run))}: CLOCK_MONOTONIC {num(mono)} ns, "
                            f"TSC {num(tsc) + ' ns' if tsc is not None else 'unavailable'} (published bound: &lt; 100 ns); "

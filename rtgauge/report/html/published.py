@@ -62,7 +62,7 @@ def render_published(runs: list[dict]) -> str:
     found = studies(runs)
     for study, rows in found:
         systems = systems_of(rows)
-        shown = [r for r in runs if any(row.placed.get(r.get("id"), {}).get("status") != "not measured"
+        shown = [r for r in runs if any(row.placed.get(r.id, {}).get("status") != "not measured"
                                         for row in rows)]
         platform = next((p.platform for row in rows for st in row.published.values() for p in st.values()), "")
         out.append(f"<h3 id='pub-{e(study.source)}'>{e(study.title)}</h3><p class='note'>Published on "
@@ -80,7 +80,7 @@ def render_published(runs: list[dict]) -> str:
             cond = row.condition + (f" → {row.our_condition}" if row.our_condition not in (None, row.condition) else "")
             cells = "".join(f"<td class='ref'>{published_cell(study, row.published[s])}</td>" if s in row.published
                             else "<td class='ref'>–</td>" for s in systems)
-            mine = "".join(measured_cell(study, row.placed.get(r.get("id"), {})) for r in shown)
+            mine = "".join(measured_cell(study, row.placed.get(r.id, {})) for r in shown)
             out.append(f"<tr><td class='l'>{e(row.test)}</td><td class='l'>{e(cond)}</td>{cells}{mine}</tr>")
         out.append("</table></div>")
     if not found:
@@ -93,7 +93,7 @@ def render_published(runs: list[dict]) -> str:
         for v in vrows:
             cells = []
             for r in runs:
-                c = v["cells"].get(r.get("id"))
+                c = v["cells"].get(r.id)
                 if c is None:
                     cells.append("<td class='l'>–</td>")
                     continue
@@ -110,8 +110,7 @@ def render_published(runs: list[dict]) -> str:
         out.append("<h3>Wake-up latency of the systems in one figure</h3><div class='figs'>")
         for cond, curves in overlays.items():
             svg = overlaid_histograms(f"Wake-up latency, {cond}: every system",
-                                      [(f"run {r.get('id')}: {(r.get('system') or {}).get('hostname') or r.get('hostname') or '?'}",
-                                        (ti.get("histogram") or {}).get("bins") or [], ti.get("max"))
+                                      [(f"run {r.id}: {r.hostname}", ti.bins, ti.max)
                                        for r, ti in curves])
             out.append(figure(svg, e(f"Histogram of every wake-up (Ti) of each run's first latency job under "
                                      f"condition {cond}, one curve per system (run id and host: "

@@ -16,8 +16,8 @@ def render_pwcet(runs: list[dict]) -> str:
     out = []
     for run in runs:
         rows, figs = [], []
-        for m in run.get("measurements", []):
-            if not is_latency_measurement(m) or not m.get("ok", True):
+        for m in run.measurements:
+            if not is_latency_measurement(m) or m.ok is False:
                 continue
             for r in measurement_pwcet(m):
                 checks = "; ".join(f"{c.name}: {'ok' if c.passed else ('not tested' if c.passed is None else 'FAIL')}"
@@ -28,11 +28,11 @@ def render_pwcet(runs: list[dict]) -> str:
                              f"<td class='l'>{e(r.rate_text())}</td>")
                 else:
                     cells = f"<td colspan='3' class='l warn'>not applicable because {e(r.reason)}</td>"
-                rows.append(f"<tr><td class='l'>{e(m.get('name'))}</td><td class='l'>{e(m.get('condition'))}</td>"
+                rows.append(f"<tr><td class='l'>{e(m.name)}</td><td class='l'>{e(m.condition)}</td>"
                             f"<td>{r.blocks} × {r.block_cycles:,}</td><td>{num((r.observed_max_ns or 0) / 1000)}</td>"
                             f"{cells}<td class='l'><small>{e(checks)}</small></td></tr>")
                 d = plot_data(r)
-                svg = return_level_plot(f"{m.get('name')}: return levels", d["observed"], d["curve"], d["band"],
+                svg = return_level_plot(f"{m.name}: return levels", d["observed"], d["curve"], d["band"],
                                         d["mark"])
                 cap = (f"Block maxima of {r.block_cycles:,} cycles against their return period; " +
                        (f"the fitted GEV (ξ={r.fit.shape:+.2f}) with its 95% profile-likelihood band, and the "

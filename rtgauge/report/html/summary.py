@@ -19,10 +19,11 @@ def render_summary(runs: list[dict], heads: list[dict], budget_us: float) -> str
         flags = []
         if h["fallback"]:
             flags.append(flag("not real-time: fallback in " + ", ".join(h["fallback"])))
-        if run.get("status") != "complete":
-            flags.append(flag(f"run {run.get('status')}"))
-        if any(not m.get("ok") for m in run.get("measurements", [])):
-            flags.append(flag(f"{sum(not m.get('ok') for m in run['measurements'])} job(s) failed"))
+        if run.status != "complete":
+            flags.append(flag(f"run {run.status}"))
+        failed = sum(not m.ok for m in run.measurements)
+        if failed:
+            flags.append(flag(f"{failed} job(s) failed"))
         tire = "<br>".join(
             f"{e(period_text(t['period_ms']))}, {e(t['policy'])}, {e(t['threads_label'])} thread(s), {e(t['solver'])}: "
             f"<b>{num(t['max_masses'], 0) if t['max_masses'] else 'none'}</b>"

@@ -29,7 +29,7 @@ def render_tire(runs: list[dict]) -> str:
         fits = cost_fits(run)
         if not points and not fits:
             continue
-        facts = run.get("system") or {}
+        facts = run.system
         out.append(f"<h3>{e(system_label(run))}</h3>")
         for mode, period in map_keys(points):
             out += tire_maps(points, mode, period, facts)
@@ -43,13 +43,13 @@ def render_tire(runs: list[dict]) -> str:
                                                f"{policy}, solver {solver}; lower is faster.")))
         for fit in fits:
             m = fit["measurement"]
-            out.append(f"<h4>Cost equation fit ({e(m['name'])})</h4><p class='note'>Ts = Nswitch·Tswitch + "
+            out.append(f"<h4>Cost equation fit ({e(m.name)})</h4><p class='note'>Ts = Nswitch·Tswitch + "
                        "4·e·Nipc·Tipc + (2e+1)·Tspring + e·Tmass, e = n / threads nodes per thread.</p>"
                        "<table><tr><th class='l'>term</th><th>value</th><th class='l'>unit</th><th class='l'>published</th></tr>")
             for name, metric in fit["terms"].items():
                 ref = published_cost_term(name)
-                out.append(f"<tr><td class='l'>{e(name)}</td><td>{e(fmt_value(metric.get('value')))}</td>"
-                           f"<td class='l'>{e(metric.get('unit'))}</td><td class='l'>"
+                out.append(f"<tr><td class='l'>{e(name)}</td><td>{e(fmt_value(metric.value))}</td>"
+                           f"<td class='l'>{e(metric.unit)}</td><td class='l'>"
                            f"{e(f'{ref.text} {ref.unit} ({ref.platform})') if ref else '–'}</td></tr>")
             out.append("</table>")
     if out:
@@ -102,13 +102,13 @@ def render_tire_cost(runs: list[dict]) -> str:
     constants, beside the measured one (docs/tire.md "Cost equation")."""
     out = []
     for run in runs:
-        model = run_cost_model(run)
+        model = run_cost_model(run.to_dict())
         for policy, m in (model or {}).items():
             c = m["constants"]
             tsw, micro = m["tswitch_ns"], m["tswitch_micro_ns"]
             spread = "; ".join(f"{k} {v['median']:.2f} ns ({v['min']:.2f}–{v['max']:.2f} over {v['runs']} runs)"
                                for k, v in c.items())
-            out.append(f"<h4>Run {e(run.get('id'))}, {e(system_label(run))} · {e(policy)}</h4><p class='note'>Ts = r·(ops·Tipc + "
+            out.append(f"<h4>Run {e(run.id)}, {e(system_label(run))} · {e(policy)}</h4><p class='note'>Ts = r·(ops·Tipc + "
                        "(2e+1)·Tspring + e·Tmass) + Nswitch·Tswitch, r = threads per CPU, ops = 6e + 4 lock "
                        f"operations per share. Measured by the solver: {e(spread)}. Tswitch (step time outside "
                        f"the timed phases per switch): {e('–' if tsw is None else us(tsw) + ' µs')}"
