@@ -64,9 +64,9 @@ def runs(url, *ids):
 def test_identical_and_noisy_runs_show_no_significant_difference(db):
     url, base, same, noisy, _ = db
     a, b, c = runs(url, base, same, noisy)
-    assert [ch.figure.label for ch in compare_runs(a, b) if ch.verdict != SAME] == []
+    assert [ch.figure.label for ch in compare_runs(a, b) if ch.call != SAME] == []
     changes = compare_runs(a, c)
-    assert [ch.figure.label for ch in changes if ch.verdict != SAME] == []
+    assert [ch.figure.label for ch in changes if ch.call != SAME] == []
     # every tested figure carries an interval of the difference that contains 0
     tested = [ch for ch in changes if ch.result is not None and ch.result.interval is not None]
     assert len(tested) > 20
@@ -79,7 +79,7 @@ def test_a_worse_run_is_caught_figure_by_figure_in_the_right_direction(db):
     url, base, _, _, worse = db
     a, d = runs(url, base, worse)
     changes = compare_runs(a, d)
-    bad = {ch.figure.family for ch in changes if ch.verdict == WORSE}
+    bad = {ch.figure.family for ch in changes if ch.call == WORSE}
     assert {"avg_latency", "p99_latency", "max_latency", "misses", "micro_avg", "micro_p99", "micro_max",
             "tire_max_masses"} <= bad
     # the interval of a 60 % slower average contains the true change and excludes 0
@@ -89,8 +89,8 @@ def test_a_worse_run_is_caught_figure_by_figure_in_the_right_direction(db):
     assert lo <= true <= hi and lo > 0
     # the other way round it is better, not worse
     back = compare_runs(d, a)
-    assert not [ch for ch in back if ch.verdict == WORSE and ch.figure.family not in ("verdict", "failed_verdicts")]
-    assert {"avg_latency", "max_latency", "micro_avg"} <= {ch.figure.family for ch in back if ch.verdict == BETTER}
+    assert not [ch for ch in back if ch.call == WORSE and ch.figure.family not in ("verdict", "failed_verdicts")]
+    assert {"avg_latency", "max_latency", "micro_avg"} <= {ch.figure.family for ch in back if ch.call == BETTER}
 
 
 def test_fail_on_trips_with_exit_status_3(db, tmp_path):
@@ -125,7 +125,7 @@ def test_a_change_rule_ignores_a_change_that_is_not_significant(db):
     changes = compare_runs(a, c)
     # the noisy run moves figures by a per cent or two: beyond +0.5 %, but within the noise
     moved = [ch for ch in changes if ch.figure.family == "micro_avg" and (ch.relative or 0) > 0.005]
-    assert moved and all(ch.verdict == SAME for ch in moved)
+    assert moved and all(ch.call == SAME for ch in moved)
     assert not any(parse_rule("micro_avg>+0.5%").trips(ch) for ch in changes)
 
 

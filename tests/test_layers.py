@@ -81,7 +81,8 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("analysis", ["rtgauge.analysis"]),
     ("engine description and system facts",
      ["rtgauge.catalogue", "rtgauge.enginebin", "rtgauge.sysinfo", "rtgauge.bounds"]),
-    ("base", ["rtgauge", "rtgauge.errors", "rtgauge.printable", "rtgauge.owner", "rtgauge.reference"]),
+    ("base", ["rtgauge", "rtgauge.errors", "rtgauge.printable", "rtgauge.owner", "rtgauge.published",
+              "rtgauge.search"]),
 ]
 
 # Imports that look up, known and each with its reason; none remain today. A new one

@@ -12,7 +12,7 @@ import pytest
 from rtgauge.analysis.histograms import rebin_log
 from rtgauge.analysis.micro import micro_rows
 from rtgauge.analysis.tire import hard_rt_limits, tire_points
-from rtgauge.analysis.verdict import headline
+from rtgauge.analysis.headline import headline
 from rtgauge.report.html import render
 from rtgauge.store import open_store
 from test_report_builders import (

@@ -17,7 +17,7 @@ import pytest
 
 from rtgauge.analysis.micro import micro_rows
 from rtgauge.analysis.published import METHODS, place, published_verdicts, studies
-from rtgauge.reference import load_published
+from rtgauge.published import load_published
 from rtgauge.report.html import render
 from rtgauge.report.numbers import fmt_group
 from rtgauge.store import open_store

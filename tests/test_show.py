@@ -70,7 +70,7 @@ def test_shows_one_run(populated, capsys):
     assert rows["latency-cpu"][8] == "3" and rows["latency-idle"][8] == "0"
     assert rows["latency-cpu"][9] == "-"        # steal: not recorded by this hand-made run
     assert "max_latency FAIL" in rows["latency-cpu"][10]
-    assert rows["cyclictest-cpu"][1] == "cyclictest (ref)"
+    assert rows["cyclictest-cpu"][1] == "cyclictest (x-check)"
     assert rows["latency-io"][3] == "failed"
     assert "latency-io: the measuring thread on cpu 1 could not be started" in out
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from rtgauge.analysis.records import Measurement, Metric, as_measurement
+
 PLOT_BUCKETS_PER_DECADE = 40
 # cyclictest reports whole microseconds: its bin [5000, 5999] holds values in [5, 6) µs.
 
@@ -41,19 +43,20 @@ def step_points(counts: dict[int, float], per_decade: int = PLOT_BUCKETS_PER_DEC
     return [(10 ** (k / per_decade), counts.get(k, 0.0)) for k in range(min(counts), max(counts) + 1)]
 
 
-def thread_distributions(m: dict, metric: str = "ti") -> list[tuple[str, dict]]:
+def thread_distributions(m: Measurement | dict, metric: str = "ti") -> list[tuple[str, Metric]]:
     """(label, distribution) per measuring thread ("CPU n" when the env says where it
     ran), or the whole-run distribution when there is no per-thread one."""
-    metrics = m.get("metrics", {})
-    env_threads = {t.get("index"): t for t in (m.get("env") or {}).get("threads", []) or []}
-    cpus = (m.get("env") or {}).get("cpus") or []
+    m = as_measurement(m)
+    metrics = m.metrics
+    env_threads = {t.get("index"): t for t in m.env.get("threads", []) or []}
+    cpus = m.env.get("cpus") or []
     keys = sorted((k for k in metrics if k.startswith(f"{metric}#") and k[len(metric) + 1:].isdigit()),
                   key=lambda k: int(k[len(metric) + 1:]))
     out = []
     for k in keys:
         idx = int(k[len(metric) + 1:])
         cpu = env_threads.get(idx, {}).get("cpu")
-        if cpu is None and m.get("tool") == "cyclictest" and idx < len(cpus):
+        if cpu is None and m.tool == "cyclictest" and idx < len(cpus):
             cpu = cpus[idx]   # cyclictest pins thread i to the i-th CPU of --affinity
         out.append((f"CPU {cpu}" if cpu is not None else f"thread {idx}", metrics[k]))
     if not out and metric in metrics:
@@ -61,18 +64,19 @@ def thread_distributions(m: dict, metric: str = "ti") -> list[tuple[str, dict]]:
     return out
 
 
-def window_series(m: dict) -> list[tuple[str, list[tuple[float, float]], float]]:
+def window_series(m: Measurement | dict) -> list[tuple[str, list[tuple[float, float]], float]]:
     """(label, [(seconds since start, max µs)], window s) per thread, from ti_window_max#i
     (or ti_window_max when there are no per-thread series)."""
-    metrics = m.get("metrics", {})
+    m = as_measurement(m)
+    metrics = m.metrics
     keys = sorted((k for k in metrics if k.startswith("ti_window_max#")), key=lambda k: int(k.split("#")[1]))
     keys = keys or (["ti_window_max"] if "ti_window_max" in metrics else [])
     labels = dict((i, lbl) for i, (lbl, _) in enumerate(thread_distributions(m)))
     out = []
     for k in keys:
         s = metrics[k]
-        vals = s.get("max") or []
-        win = (s.get("window_ns") or 1e9) / 1e9
+        vals = s.series or []
+        win = (s.window_ns or 1e9) / 1e9
         pts = [((i + 1) * win, v / 1000.0) for i, v in enumerate(vals) if v is not None]
         idx = int(k.split("#")[1]) if "#" in k else None
         out.append((labels.get(idx, "all CPUs") if idx is not None else "all CPUs", pts, win))

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rtgauge.analysis.records import Measurement, Run, as_measurement, as_run
 from rtgauge.catalogue import MICRO_KINDS, catalogue
 from rtgauge.analysis.published import published_for
-from rtgauge.reference import Published
+from rtgauge.published import Published
 
 # Options that make two runs of one test measure different things: they name the row.
 VARIANT_PARAMS = ("threads", "primitive", "transport", "scenario", "waiters", "lock", "mode", "contention", "event")
@@ -31,35 +32,35 @@ class MicroRow:
         return f"{name} [{self.variant}]" if self.variant else name
 
 
-def is_micro(m: dict) -> bool:
+def is_micro(m: Measurement | dict) -> bool:
     """A microbenchmark of the engine (kind micro-performance or micro-behaviour) that ran."""
-    return (m.get("tool", "engine") == "engine" and bool(m.get("ok"))
-            and catalogue().kind_of(str(m.get("test") or "")) in MICRO_KINDS)
+    m = as_measurement(m)
+    return m.tool == "engine" and bool(m.ok) and catalogue().kind_of(m.test) in MICRO_KINDS
 
 
 def variant_of(params: dict) -> str:
     return ", ".join(f"{k}={params[k]}" for k in VARIANT_PARAMS if params.get(k) not in (None, "", False))
 
 
-def micro_rows(runs: list[dict]) -> list[MicroRow]:
+def micro_rows(runs: list[Run | dict]) -> list[MicroRow]:
     rows: dict[tuple, MicroRow] = {}
-    for run in runs:
-        for m in run.get("measurements", []):
+    for run in map(as_run, runs):
+        for m in run.measurements:
             if not is_micro(m):
                 continue
-            params = m.get("params") or {}
-            variant = variant_of(params)
-            for name, metric in (m.get("metrics") or {}).items():
-                if "#" in name or metric.get("kind", "distribution") != "distribution" or not metric.get("count"):
+            variant = variant_of(m.params)
+            for name, metric in m.metrics.items():
+                if "#" in name or not metric.is_distribution or not metric.count:
                     continue
-                key = (m["test"], name, variant, m.get("condition") or "")
+                condition = m.condition or ""
+                key = (m.test, name, variant, condition)
                 row = rows.get(key)
                 if row is None:
-                    row = rows[key] = MicroRow(key, m["test"], name, variant, m.get("condition") or "", params,
-                                               published=published_for(m["test"], name, params, m.get("condition") or "idle"))
-                cell = {"avg": metric.get("avg"), "max": metric.get("max"), "p99": metric.get("p99"),
-                        "count": metric.get("count"), "unit": metric.get("unit", "ns"), "rounds": 1}
-                row.cells[run.get("id")] = pool_rounds(row.cells.get(run.get("id")), cell)
+                    row = rows[key] = MicroRow(key, m.test, name, variant, condition, m.params,
+                                               published=published_for(m.test, name, m.params, m.condition or "idle"))
+                cell = {"avg": metric.avg, "max": metric.max, "p99": metric.p99,
+                        "count": metric.count, "unit": metric.unit or "ns", "rounds": 1}
+                row.cells[run.id] = pool_rounds(row.cells.get(run.id), cell)
     return sorted(rows.values(), key=lambda r: r.key)
 
 
@@ -78,33 +79,33 @@ def pool_rounds(old: dict | None, new: dict) -> dict:
         return new
 
 
-def micro_scalars(run: dict) -> list[tuple[str, str, object, str]]:
+def micro_scalars(run: Run | dict) -> list[tuple[str, str, object, str]]:
     """(measurement, metric, value, unit) of the microbenchmarks' scalar figures
     (breakdown utilisation, counts), excluding per-thread ones."""
     out = []
-    for m in run.get("measurements", []):
+    for m in as_run(run).measurements:
         if not is_micro(m):
             continue
-        for name, metric in (m.get("metrics") or {}).items():
-            if "#" not in name and "value" in metric and metric.get("kind", "scalar") == "scalar":
-                out.append((m["name"], name, metric.get("value"), metric.get("unit", "")))
+        for name, metric in m.metrics.items():
+            if "#" not in name and metric.has("value") and (metric.kind or "scalar") == "scalar":
+                out.append((m.name, name, metric.value, metric.unit or ""))
     return out
 
 
-def verdict_rows(runs: list[dict]) -> list[dict]:
+def verdict_rows(runs: list[Run | dict]) -> list[dict]:
     """Behaviour verdicts: one row per (test, verdict, variant), a cell per run."""
     rows: dict[tuple, dict] = {}
-    for run in runs:
-        for m in run.get("measurements", []):
-            for name, v in (m.get("verdicts") or {}).items():
-                key = (m.get("test") or m["name"], name, variant_of(m.get("params") or {}), m.get("condition") or "")
+    for run in map(as_run, runs):
+        for m in run.measurements:
+            for name, v in m.verdicts.items():
+                key = (m.test or m.name, name, variant_of(m.params), m.condition or "")
                 row = rows.setdefault(key, {"test": key[0], "verdict": name, "variant": key[2],
                                             "condition": key[3], "cells": {}})
-                row["cells"][run.get("id")] = {"pass": bool(v.get("pass")), "detail": v.get("detail") or ""}
+                row["cells"][run.id] = {"pass": v.passed, "detail": v.detail or ""}
     return [rows[k] for k in sorted(rows)]
 
 
-def rhealstone(run: dict) -> list[str]:
+def rhealstone(run: Run | dict) -> list[str]:
     """One line per load condition with the Rhealstone figures, from
     rtgauge.analysis.rhealstone (empty when that module or its figures are missing).
     Another module's failure must not take the whole report down: it becomes a line."""
@@ -113,7 +114,8 @@ def rhealstone(run: dict) -> list[str]:
     except ImportError:
         return []
     try:
-        figures = rhealstone_figures(run)
+        # rhealstone.py reads the stored dicts (and hand-made ones, in its tests)
+        figures = rhealstone_figures(run.to_dict() if isinstance(run, Run) else run)
     except Exception as e:  # noqa: BLE001 - reported in the report, not raised
         return [f"could not be computed ({type(e).__name__}: {e})"]
     lines = []

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rtgauge.reference import Published, load_published
+from rtgauge.analysis.records import Measurement, Metric, Run, as_run
+from rtgauge.published import Published, load_published
 
 # (engine test, metric, options that must match)
 Target = tuple[str, str, dict]
@@ -168,29 +169,28 @@ def params_match(params: dict, want: dict, defaults: dict | None = None) -> bool
 DEFAULTS = {"preempt": {"event": "sem"}, "switch": {"threads": 2}, "shuffle": {"primitive": "sem"}}
 
 
-def find(run: dict, target: tuple, condition: str) -> tuple[dict, dict] | None:
+def find(run: Run | dict, target: tuple, condition: str) -> tuple[Measurement, Metric] | None:
     """(measurement, metric) of run for (test, metric, params) under condition."""
     test, metric, want = target[:3]
-    for m in run.get("measurements", []):
-        if (m.get("test") != test or not m.get("ok") or (m.get("condition") or "idle") != condition
-                or m.get("tool", "engine") != "engine"):
+    for m in as_run(run).measurements:
+        if m.test != test or not m.ok or (m.condition or "idle") != condition or m.tool != "engine":
             continue
-        if not params_match(m.get("params") or {}, want, DEFAULTS.get(test)):
+        if not params_match(m.params, want, DEFAULTS.get(test)):
             continue
-        dist = (m.get("metrics") or {}).get(metric)
-        if dist and dist.get("count"):
+        dist = m.metric(metric)
+        if dist.count:
             return m, dist
     return None
 
 
-def stats_of(dist: dict) -> dict:
+def stats_of(dist: Metric) -> dict:
     """The distribution's figures in µs (what the tables show), with the count."""
-    out = {k: (None if dist.get(k) is None else dist[k] / 1000.0) for k in ("min", "avg", "stddev", "max")}
-    out["count"] = dist.get("count")
+    out = {k: (None if getattr(dist, k) is None else getattr(dist, k) / 1000.0) for k in ("min", "avg", "stddev", "max")}
+    out["count"] = dist.count
     return out
 
 
-def place(run: dict, method: Method, condition: str | None) -> dict:
+def place(run: Run | dict, method: Method, condition: str | None) -> dict:
     """Where a published row sits in run: compared / different method / not measured."""
     if condition is None:
         return {"status": "not measured", "note": "no load condition of rtgauge reproduces this one"}
@@ -198,12 +198,12 @@ def place(run: dict, method: Method, condition: str | None) -> dict:
         hit = find(run, target, condition)
         if hit:
             m, dist = hit
-            return {"status": "compared", "measurement": m.get("name"), "test": target[0], "metric": target[1],
+            return {"status": "compared", "measurement": m.name, "test": target[0], "metric": target[1],
                     "condition": condition, "stats": stats_of(dist)}
     for test, metric, params, why in method.near:
         hit = find(run, (test, metric, params), condition)
         if hit:
-            return {"status": "different method", "measurement": hit[0].get("name"), "test": test, "metric": metric,
+            return {"status": "different method", "measurement": hit[0].name, "test": test, "metric": metric,
                     "condition": condition, "note": why}
     if method.unmatched:
         return {"status": "different method", "note": method.unmatched}
@@ -220,7 +220,8 @@ class Row:
     placed: dict = field(default_factory=dict)      # run id -> place()
 
 
-def study_rows(study: Study, runs: list[dict]) -> list[Row]:
+def study_rows(study: Study, runs: list[Run | dict]) -> list[Row]:
+    runs = [as_run(r) for r in runs]
     rows: dict[tuple, Row] = {}
     for p in load_published():
         if p.source != study.source or p.test.startswith("tire_"):
@@ -233,7 +234,7 @@ def study_rows(study: Study, runs: list[dict]) -> list[Row]:
         if row is None:
             row = rows[key] = Row(p.test, p.condition, our_condition(p), method)
             for run in runs:
-                row.placed[run.get("id")] = place(run, method, row.our_condition)
+                row.placed[run.id] = place(run, method, row.our_condition)
         row.published.setdefault(p.system, {})[p.statistic] = p
     groups: list[str] = []
     for r in rows.values():
@@ -251,9 +252,10 @@ def systems_of(rows: list[Row]) -> list[str]:
     return out
 
 
-def studies(runs: list[dict]) -> list[tuple[Study, list[Row]]]:
+def studies(runs: list[Run | dict]) -> list[tuple[Study, list[Row]]]:
     """Each study with its rows; a study none of whose rows any run measured (compared
     or not) is left out."""
+    runs = [as_run(r) for r in runs]
     out = []
     for study in STUDIES:
         rows = study_rows(study, runs)
@@ -309,40 +311,36 @@ def published_verdict(test: str, verdict: str, params: dict) -> tuple[bool, str]
     return None
 
 
-def published_verdicts(runs: list[dict]) -> list[dict]:
+def published_verdicts(runs: list[Run | dict]) -> list[dict]:
     """Behaviour verdicts that have a published counterpart: per row the published
     verdict and, per run, the measured one and whether they agree."""
     rows: dict[tuple, dict] = {}
-    for run in runs:
-        for m in run.get("measurements", []):
-            params = m.get("params") or {}
-            for name, v in (m.get("verdicts") or {}).items():
-                pub = published_verdict(m.get("test") or "", name, params)
+    for run in map(as_run, runs):
+        for m in run.measurements:
+            for name, v in m.verdicts.items():
+                pub = published_verdict(m.test, name, m.params)
                 if pub is None:
                     continue
-                key = (m.get("test"), name, pub[1], m.get("condition") or "idle")
-                row = rows.setdefault(key, {"test": m.get("test"), "verdict": name, "condition": key[3],
+                key = (m.test, name, pub[1], m.condition or "idle")
+                row = rows.setdefault(key, {"test": m.test, "verdict": name, "condition": key[3],
                                             "published_pass": pub[0], "published": pub[1], "cells": {}})
-                passed = bool(v.get("pass"))
-                row["cells"][run.get("id")] = {"pass": passed, "detail": v.get("detail") or "",
-                                               "agrees": passed == pub[0]}
+                row["cells"][run.id] = {"pass": v.passed, "detail": v.detail or "", "agrees": v.passed == pub[0]}
     return [rows[k] for k in sorted(rows, key=lambda k: tuple(str(x) for x in k))]
 
 
 # ---- histograms of several runs in one figure ---------------------------------
 
-def overlay_curves(runs: list[dict]) -> dict[str, list[tuple[dict, dict]]]:
+def overlay_curves(runs: list[Run | dict]) -> dict[str, list[tuple[Run, Metric]]]:
     """condition -> [(run, the engine latency measurement's ti distribution)], the
     first latency measurement of each run under that condition; only conditions
     measured by two or more runs (the cyclictest study's figures)."""
-    by_cond: dict[str, list[tuple[dict, dict]]] = {}
-    for run in runs:
+    by_cond: dict[str, list[tuple[Run, Metric]]] = {}
+    for run in map(as_run, runs):
         seen = set()
-        for m in run.get("measurements", []):
-            cond = m.get("condition") or "idle"
-            ti = (m.get("metrics") or {}).get("ti")
-            if (m.get("test") != "latency" or m.get("tool", "engine") != "engine" or not m.get("ok")
-                    or cond in seen or not ti or not ti.get("count")):
+        for m in run.measurements:
+            cond = m.condition or "idle"
+            ti = m.metric("ti")
+            if m.test != "latency" or m.tool != "engine" or not m.ok or cond in seen or not ti.count:
                 continue
             seen.add(cond)
             by_cond.setdefault(cond, []).append((run, ti))

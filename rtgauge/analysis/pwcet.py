@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize, special, stats
 
+from rtgauge.analysis.records import Measurement, as_measurement
 from rtgauge.errors import UserError
 
 DEFAULT_EXCEEDANCE = 1e-9
@@ -462,22 +463,23 @@ def _series_keys(metrics: dict) -> list[tuple[str, str]]:
     return out
 
 
-def measurement_series(m: dict, key: str = "ti_window_max") -> tuple[list, int, int] | None:
+def measurement_series(m: Measurement | dict, key: str = "ti_window_max") -> tuple[list, int, int] | None:
     """(block maxima ns, block cycles, interval ns) of one stored series, or None when the
     measurement did not store one. Windows that are not full (the last one, when the run
     did not end on a window edge) are dropped: a shorter block has a smaller maximum."""
-    metrics = m.get("metrics") or {}
+    m = as_measurement(m)
+    metrics = m.metrics
     series = metrics.get(key)
-    interval_us = (m.get("params") or {}).get("interval_us")
-    if not series or not series.get("window_ns") or not interval_us:
+    interval_us = m.params.get("interval_us")
+    if not series or not series.window_ns or not interval_us:
         return None
     interval_ns = int(round(float(interval_us) * 1000))
-    block = int(series["window_ns"] // interval_ns)
+    block = int(series.window_ns // interval_ns)
     if block < 1:
         return None
-    vals = list(series.get("max") or [])
+    vals = list(series.series or [])
     suffix = key[len("ti_window_max"):]
-    elapsed = sum(((metrics.get(f"{n}{suffix}") or {}).get("value") or 0) for n in ("cycles", "skipped"))
+    elapsed = sum((m.scalar(f"{n}{suffix}") or 0) for n in ("cycles", "skipped"))
     if suffix == "" and any(k.startswith("cycles#") for k in metrics):
         # the whole-run counters add the threads; deadlines elapsed are per thread
         threads = sum(1 for k in metrics if k.startswith("cycles#"))
@@ -487,12 +489,13 @@ def measurement_series(m: dict, key: str = "ti_window_max") -> tuple[list, int, 
     return vals, block, interval_ns
 
 
-def measurement_pwcet(m: dict, exceedance: float = DEFAULT_EXCEEDANCE, per_thread: bool = False,
+def measurement_pwcet(m: Measurement | dict, exceedance: float = DEFAULT_EXCEEDANCE, per_thread: bool = False,
                       gof_draws: int = GOF_DRAWS) -> list[Pwcet]:
     """The pWCET of a stored latency measurement: the whole run (all threads), and each
     thread when asked. Empty when it stored no per-window maxima (e.g. cyclictest)."""
+    m = as_measurement(m)
     out = []
-    for key, label in _series_keys(m.get("metrics") or {}):
+    for key, label in _series_keys(m.metrics):
         if key != "ti_window_max" and not per_thread:
             continue
         s = measurement_series(m, key)
@@ -618,7 +621,7 @@ def compare_pwcet(meas_a, meas_b, exceedance: float = DEFAULT_EXCEEDANCE, draws:
     """Is B's probable worst case significantly different from A's? meas_a/meas_b are
     stored measurements (dicts) or Pwcet results. The difference B - A of the levels at
     the same per-cycle exceedance gets a parametric-bootstrap interval (each side
-    redrawn from its own fit and refitted, the draws paired at random); the verdict is
+    redrawn from its own fit and refitted, the draws paired at random); the call is
     'worse' when the whole interval is above 0, 'better' when below, otherwise 'no
     significant difference'. p_value is the two-sided bootstrap p-value of no difference
     (twice the share of bootstrap differences on the far side of 0)."""
@@ -627,7 +630,7 @@ def compare_pwcet(meas_a, meas_b, exceedance: float = DEFAULT_EXCEEDANCE, draws:
            "method": f"parametric bootstrap of the difference, {draws} draws a side"}
     if not (ra.applicable and rb.applicable):
         which = [f"{side}: {r.reason}" for side, r in (("A", ra), ("B", rb)) if not r.applicable]
-        out.update(verdict="not applicable", reason="; ".join(which), difference_ns=None, ci_low_ns=None,
+        out.update(call="not applicable", verdict="not applicable", reason="; ".join(which), difference_ns=None, ci_low_ns=None,
                    ci_high_ns=None, p_value=None)
         return out
     rng = np.random.default_rng(seed)
@@ -643,8 +646,9 @@ def compare_pwcet(meas_a, meas_b, exceedance: float = DEFAULT_EXCEEDANCE, draws:
     # two-sided p-value of "no difference": how much of the bootstrap distribution lies
     # on the other side of 0
     p = float(min(1.0, 2 * (1 + min(np.sum(diff <= 0), np.sum(diff >= 0))) / (1 + n)))
-    verdict = "worse" if low > 0 else ("better" if high < 0 else "no significant difference")
-    out.update(verdict=verdict, reason=None, difference_ns=float(d0), ci_low_ns=float(low),
+    call = "worse" if low > 0 else ("better" if high < 0 else "no significant difference")
+    # "verdict": the same, its name before version 2 of compare --json (docs/compare.md)
+    out.update(call=call, verdict=call, reason=None, difference_ns=float(d0), ci_low_ns=float(low),
                ci_high_ns=float(high), p_value=p)
     return out
 
@@ -654,7 +658,7 @@ def _as_pwcet(m, exceedance: float, gof_draws: int) -> Pwcet:
         return m
     rs = measurement_pwcet(m, exceedance, gof_draws=gof_draws)
     if not rs:
-        raise UserError(f"measurement {m.get('name', '?')} stored no per-window maxima (ti_window_max), "
+        raise UserError(f"measurement {as_measurement(m).name or '?'} stored no per-window maxima (ti_window_max), "
                         "so it has no probable worst case.")
     return rs[0]
 

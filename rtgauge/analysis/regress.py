@@ -22,11 +22,12 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from rtgauge.analysis import is_latency_measurement, scalar
+from rtgauge.analysis import is_latency_measurement
 from rtgauge.catalogue import MICRO_KINDS, catalogue
 from rtgauge.analysis import noise
 from rtgauge.analysis.micro import is_micro, variant_of
 from rtgauge.analysis.stalls import stall_free
+from rtgauge.analysis.records import Measurement, Metric, Run, as_measurement, as_run
 from rtgauge.analysis.tire import headline_limits, tire_points
 
 ALPHA = 0.05
@@ -72,7 +73,7 @@ class Change:
     figure: Figure                 # the candidate's figure (the baseline's when gone)
     base: float | None             # compared estimate of the baseline
     value: float | None            # compared estimate of the candidate
-    verdict: str
+    call: str                      # worse | better | no significant difference | new | gone | invalid
     why: str
     result: noise.Result | None = None
     q_value: float | None = None
@@ -86,55 +87,53 @@ class Change:
 
     @property
     def significant(self) -> bool:
-        return self.verdict in (WORSE, BETTER)
+        return self.call in (WORSE, BETTER)
 
 
 # ---- gathering figures over rounds ------------------------------------------------
 
-def round_index(m: dict) -> int | None:
-    r = (m.get("load") or {}).get("round")
-    if isinstance(r, dict) and isinstance(r.get("index"), int):
-        return r["index"]
-    return None
+def round_index(m: Measurement | dict) -> int | None:
+    return as_measurement(m).round
 
 
-def base_name(m: dict) -> str:
+def base_name(m: Measurement | dict) -> str:
     """The job's name without its round tag (`switch-2@idle#r2` -> `switch-2@idle`)."""
-    name = str(m.get("name") or "")
-    r = round_index(m)
+    m = as_measurement(m)
+    name = str(m.name or "")
+    r = m.round
     if r is not None:
         name = name.replace(f"#r{r}", "", 1)
     return name
 
 
-def _dist_values(metric: dict | None, key: str) -> float | None:
-    if not isinstance(metric, dict):
+def _dist_values(metric: Metric | None, key: str) -> float | None:
+    if not isinstance(metric, Metric):
         return None
-    v = metric.get(key)
+    v = getattr(metric, key)
     return float(v) if noise.is_valid(v) else None
 
 
-def _within(metric: dict, q: float | None = None) -> noise.Within:
-    hist = metric.get("histogram") if isinstance(metric.get("histogram"), dict) else None
+def _within(metric: Metric, q: float | None = None) -> noise.Within:
+    hist = metric.histogram if isinstance(metric.histogram, dict) else None
     bins = hist.get("bins") if hist else None
     if not bins:
-        linear = metric.get("linear")
+        linear = metric.linear
         bins = linear.get("bins") if isinstance(linear, dict) else None
-    count, sd = metric.get("count"), metric.get("stddev")
+    count, sd = metric.count, metric.stddev
     return noise.Within(int(count) if noise.is_valid(count) else None,
                         float(sd) if noise.is_valid(sd) else None,
                         bins if isinstance(bins, list) and bins else None, q)
 
 
 def _dist_figures(add, prefix: str, tag: str, label: str, families: tuple[str, str, str],
-                  metrics: list[dict], failed: list[str]) -> None:
+                  metrics: list[Metric], failed: list[str]) -> None:
     """avg, p99 and max of one distribution over its rounds."""
     avg_f, p99_f, max_f = families
     avgs = [v for v in (_dist_values(m, "avg") for m in metrics) if v is not None]
     p99s = [v for v in (_dist_values(m, "p99") for m in metrics) if v is not None]
     maxs = [v for v in (_dist_values(m, "max") for m in metrics) if v is not None]
-    counts = [m.get("count") or 0 for m in metrics if _dist_values(m, "avg") is not None]
-    unit = next((m.get("unit") for m in metrics if m.get("unit")), "ns")
+    counts = [m.count or 0 for m in metrics if _dist_values(m, "avg") is not None]
+    unit = next((m.unit for m in metrics if m.unit), "ns")
     pooled = (sum(a * c for a, c in zip(avgs, counts)) / sum(counts)) if avgs and sum(counts) else \
         (sum(avgs) / len(avgs) if avgs else None)
     single = metrics[0] if len(metrics) == 1 else None
@@ -146,7 +145,7 @@ def _dist_figures(add, prefix: str, tag: str, label: str, families: tuple[str, s
                within=_within(single) if single else None, failed=list(failed)))
 
 
-def _stall_free_figure(add, key: str, family: str, label: str, ms: list[dict], metric: str, unit: str,
+def _stall_free_figure(add, key: str, family: str, label: str, ms: list[Measurement], metric: str, unit: str,
                        failed: list[str]) -> None:
     """The average without the samples a detected host stall touched (docs/compare.md),
     when every round recorded the engine's host-stall observer."""
@@ -156,12 +155,12 @@ def _stall_free_figure(add, key: str, family: str, label: str, ms: list[dict], m
     avgs = [float(c["avg"]) for c in clean]
     counts = [int(c.get("count") or 0) for c in clean]
     pooled = sum(a * n for a, n in zip(avgs, counts)) / sum(counts) if sum(counts) else sum(avgs) / len(avgs)
-    single = clean[0] if len(clean) == 1 else None
+    single = Metric.from_dict(clean[0]) if len(clean) == 1 else None
     add(Figure(key, family, f"{label} avg without stall-touched samples", pooled, unit, rounds=avgs,
                within=_within(single) if single else None, failed=list(failed)))
 
 
-def _grouped(measurements: list[dict], key) -> dict:
+def _grouped(measurements: list[Measurement], key) -> dict:
     groups: dict = {}
     for m in measurements:
         groups.setdefault(key(m), []).append(m)
@@ -170,33 +169,35 @@ def _grouped(measurements: list[dict], key) -> dict:
     return groups
 
 
-def steal_ms(m: dict) -> float | None:
-    steal = ((m.get("env") or {}).get("counters") or {}).get("steal")
+def steal_ms(m: Measurement | dict) -> float | None:
+    steal = (as_measurement(m).env.get("counters") or {}).get("steal")
     v = steal.get("total_ms") if isinstance(steal, dict) else None
     return float(v) if noise.is_valid(v) else None
 
 
-def failure_reason(m: dict) -> str:
-    r = round_index(m)
+def failure_reason(m: Measurement | dict) -> str:
+    m = as_measurement(m)
+    r = m.round
     where = f"round {r} of job {base_name(m)}" if r else f"job {base_name(m)}"
-    if m.get("ok") is not True:
-        return f"{where} failed ({m.get('error') or 'no result'})"
+    if m.ok is not True:
+        return f"{where} failed ({m.error or 'no result'})"
     return f"{where} has no valid figure"
 
 
-def figures(run: dict) -> dict[str, Figure]:
+def figures(run: Run | dict) -> dict[str, Figure]:
+    run = as_run(run)
     out: dict[str, Figure] = {}
 
     def add(f: Figure):
         out[f.key] = f
 
-    ms = run.get("measurements", [])
+    ms = run.measurements
     # latency jobs (ours and the cyclictest cross-check), failed rounds included
     lat = [m for m in ms if is_latency_measurement(m)]
     for name, group in _grouped(lat, base_name).items():
-        good = [m for m in group if m.get("ok") is True and _dist_values((m.get("metrics") or {}).get("ti"), "count")]
-        failed = [failure_reason(m) for m in group if m not in good]
-        tis = [m["metrics"]["ti"] for m in good]
+        good = [m for m in group if m.ok is True and _dist_values(m.metrics.get("ti"), "count")]
+        failed = [failure_reason(m) for m in group if not any(m is g for g in good)]
+        tis = [m.metrics["ti"] for m in good]
         _dist_figures(add, "lat", name, f"{name}", ("avg_latency", "p99_latency", "max_latency"), tis, failed)
         for suffix, fam in (("avg", "avg_latency"), ("p99", "p99_latency"), ("max", "max_latency")):
             f = out[f"lat:{name}:{suffix}"]
@@ -204,34 +205,32 @@ def figures(run: dict) -> dict[str, Figure]:
             f.steal_ms = [steal_ms(m) for m in good]
         _stall_free_figure(add, f"lat:{name}:avg_stall_free", "avg_latency_stall_free", f"{name} latency", good,
                            "ti", "ns", failed)
-        misses = [scalar(m, "misses") for m in good]
-        cycles = [scalar(m, "cycles") for m in good]
+        misses = [m.scalar("misses") for m in good]
+        cycles = [m.scalar("cycles") for m in good]
         if good and all(noise.is_valid(v) for v in misses):
             exposure = sum(c for c in cycles if noise.is_valid(c)) if all(noise.is_valid(c) for c in cycles) \
-                else sum(m["metrics"]["ti"].get("count") or 0 for m in good)
+                else sum(m.metrics["ti"].count or 0 for m in good)
             add(Figure(f"lat:{name}:misses", "misses", f"{name} missed deadlines", float(sum(misses)), "count",
                        rounds=[float(v) for v in misses], events=(float(sum(misses)), float(exposure or 1)),
                        failed=failed))
     # microbenchmarks: one figure set per (test, metric, variant, condition)
-    micro_ms = [m for m in ms if str(m.get("tool", "engine")) == "engine"
-                and catalogue().kind_of(str(m.get("test") or "")) in MICRO_KINDS]
+    micro_ms = [m for m in ms if m.tool == "engine" and catalogue().kind_of(m.test) in MICRO_KINDS]
     dists: dict[tuple, list[dict]] = {}
     micro_failed: dict[tuple, list[str]] = {}
     steals: dict[tuple, list] = {}
-    owners: dict[tuple, list[dict]] = {}
-    for m in sorted(micro_ms, key=lambda m: round_index(m) or 0):
+    owners: dict[tuple, list[Measurement]] = {}
+    for m in sorted(micro_ms, key=lambda m: m.round or 0):
         if not is_micro(m):
-            micro_failed.setdefault((m.get("test"), variant_of(m.get("params") or {}), m.get("condition") or ""),
-                                    []).append(failure_reason(m))
+            micro_failed.setdefault((m.test, variant_of(m.params), m.condition or ""), []).append(failure_reason(m))
             continue
-        variant = variant_of(m.get("params") or {})
-        for mname, metric in (m.get("metrics") or {}).items():
-            if "#" in mname or not isinstance(metric, dict) or metric.get("kind", "distribution") != "distribution" \
-                    or not metric.get("count"):
+        variant = variant_of(m.params)
+        for mname, metric in m.metrics.items():
+            if "#" in mname or not metric.is_distribution or not metric.count:
                 continue
-            dists.setdefault((m["test"], mname, variant, m.get("condition") or ""), []).append(metric)
-            owners.setdefault((m["test"], mname, variant, m.get("condition") or ""), []).append(m)
-            steals.setdefault((m["test"], mname, variant, m.get("condition") or ""), []).append(steal_ms(m))
+            key = (m.test, mname, variant, m.condition or "")
+            dists.setdefault(key, []).append(metric)
+            owners.setdefault(key, []).append(m)
+            steals.setdefault(key, []).append(steal_ms(m))
     for (test, mname, variant, condition), metrics in sorted(dists.items()):
         name = test if mname in (test, "") else f"{test} {mname}"
         label = (f"{name} [{variant}]" if variant else name) + f" ({condition})"
@@ -251,7 +250,7 @@ def figures(run: dict) -> dict[str, Figure]:
         if p.mode == "realfast" and p.wall_s is not None:
             tag = f"tire real-fast {p.solver} {p.policy} threads={p.threads} n={p.masses}"
             add(Figure(f"wall:{tag}", "wall_time", f"{tag} wall time", p.wall_s, "s", rounds=[float(p.wall_s)]))
-    stamps = [v for v in (scalar(m, "timestamp_monotonic") for m in ms) if v is not None]
+    stamps = [v for v in (m.scalar("timestamp_monotonic") for m in ms) if v is not None]
     if stamps:
         valid = [float(v) for v in stamps if noise.is_valid(v)]
         add(Figure("timestamp:monotonic", "timestamp_cost", "timestamp cost (CLOCK_MONOTONIC)",
@@ -259,9 +258,9 @@ def figures(run: dict) -> dict[str, Figure]:
     # behaviour verdicts: failing rounds of each verdict
     verdicts: dict[tuple, list[bool]] = {}
     for m in ms:
-        for vname, v in (m.get("verdicts") or {}).items():
-            key = (m.get("test") or base_name(m), vname, variant_of(m.get("params") or {}), m.get("condition") or "")
-            verdicts.setdefault(key, []).append(bool((v or {}).get("pass")) if isinstance(v, dict) else bool(v))
+        for vname, v in m.verdicts.items():
+            key = (m.test or base_name(m), vname, variant_of(m.params), m.condition or "")
+            verdicts.setdefault(key, []).append(v.passed)
     failed_rows, failed_cells, cells = 0, 0, 0
     for (test, vname, variant, condition), passes in sorted(verdicts.items()):
         tag = f"{test} {vname}" + (f" [{variant}]" if variant else "")
@@ -302,7 +301,7 @@ def test_figure(fb: Figure, fa: Figure) -> noise.Result:
                         "(rounds = N) to compare it", None, vb - va, note="no interval")
 
 
-def exact_verdict(fb: Figure, fa: Figure) -> tuple[str, str]:
+def exact_call(fb: Figure, fa: Figure) -> tuple[str, str]:
     a, b = fa.estimate, fb.estimate
     sign = 1 if fb.higher_is_worse else -1
     d = (b - a) * sign
@@ -325,8 +324,8 @@ def compare_runs(base: dict, cand: dict, alpha: float = ALPHA) -> list[Change]:
                               base_figure=g))
             continue
         if f.exact:
-            verdict, why = exact_verdict(f, g)
-            out.append(Change(f, g.estimate, f.estimate, verdict,
+            call, why = exact_call(f, g)
+            out.append(Change(f, g.estimate, f.estimate, call,
                               f"{why} (not a statistical test: a step on a fixed grid)",
                               noise.Result("exact: outcome of a sweep over a fixed grid"), base_figure=g))
             continue
@@ -342,7 +341,7 @@ def compare_runs(base: dict, cand: dict, alpha: float = ALPHA) -> list[Change]:
         d = c.result.difference or 0.0
         if q < alpha and d != 0:
             worse = (d > 0) == c.figure.higher_is_worse
-            c.verdict = WORSE if worse else BETTER
+            c.call = WORSE if worse else BETTER
             c.why = f"q = {q:.2g} < {alpha:g}" + (f"; {c.result.note}" if c.result.note else "")
         else:
             c.why = f"q = {q:.2g}" + (f"; {c.result.note}" if c.result.note else "")
@@ -367,12 +366,13 @@ def change_json(c: Change) -> dict:
         rel_iv = [num(r.interval[0] / abs(c.base)), num(r.interval[1] / abs(c.base))]
     return {
         "key": c.figure.key, "family": c.figure.family, "label": c.figure.label, "unit": c.figure.unit,
-        "higher_is_worse": c.figure.higher_is_worse, "verdict": c.verdict,
+        "higher_is_worse": c.figure.higher_is_worse, "call": c.call,
+        "verdict": c.call,   # the same, its name before version 2 of compare --json (docs/compare.md)
         "baseline": None if base_f is None else {
             "value": num(base_f.value), "estimate": num(c.base), "rounds": [num(v) for v in base_f.rounds],
             "interval": pair(r.base_interval) if r else None, "failed": base_f.failed,
             "steal_ms": base_f.steal_ms},
-        "candidate": None if c.verdict == GONE else {
+        "candidate": None if c.call == GONE else {
             "value": num(c.figure.value), "estimate": num(c.value), "rounds": [num(v) for v in c.figure.rounds],
             "interval": pair(r.cand_interval) if r else None, "failed": c.figure.failed,
             "steal_ms": c.figure.steal_ms},
@@ -439,22 +439,23 @@ class Rule:
                 f"{c.figure.label}: {c.base:g} → {c.value:g} {c.figure.unit} ({change:+.1f}{self.unit or ''})") \
             if hit else None
 
-    def fails_closed(self, changes: list[Change], cand: dict) -> list[str]:
+    def fails_closed(self, changes: list[Change], cand: Run | dict) -> list[str]:
         """Sentences for what this rule cannot check: a gate fails closed."""
+        cand = as_run(cand)
         mine = [c for c in changes if c.figure.family == self.family]
         out = []
         for c in mine:
-            if c.verdict == INVALID:
-                out.append(f"{self.text}: {c.figure.label} cannot be checked in run {cand.get('id')} "
+            if c.call == INVALID:
+                out.append(f"{self.text}: {c.figure.label} cannot be checked in run {cand.id} "
                            f"({c.why}); a gate fails when it has nothing valid to check.")
-            elif c.verdict == GONE:
-                out.append(f"{self.text}: {c.figure.label} is missing from run {cand.get('id')} "
+            elif c.call == GONE:
+                out.append(f"{self.text}: {c.figure.label} is missing from run {cand.id} "
                            "(its job failed or did not run); a gate fails when it has nothing valid to check.")
             elif c.figure.failed:
-                out.append(f"{self.text}: {c.figure.label} in run {cand.get('id')} lost rounds "
+                out.append(f"{self.text}: {c.figure.label} in run {cand.id} lost rounds "
                            f"({'; '.join(c.figure.failed)}); a gate fails when part of its figure failed.")
         if not mine:
-            out.append(f"{self.text}: run {cand.get('id')} has no {self.family} figure to check "
+            out.append(f"{self.text}: run {cand.id} has no {self.family} figure to check "
                        "(a job failed, was not run, or the baseline lacks it); a gate fails when it has "
                        "nothing to check.")
         elif self.signed and not any(c.base is not None and c.value is not None for c in mine):

@@ -20,7 +20,7 @@ We give two figures: from the averages (Kar & Porter's) and from the worst cases
 the one that matters for real time. A component that the run did not measure is listed
 in "missing" and the figure is the mean of the others ("complete": false): such a
 figure is not comparable with a complete one. Only engine measurements that finished
-(ok) count; reference tools (cyclictest) are not mixed in. Arithmetic is exact
+(ok) count; cross-checks (cyclictest) are not mixed in. Arithmetic is exact
 (fractions) until the final figure.
 """
 

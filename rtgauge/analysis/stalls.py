@@ -29,8 +29,13 @@ class StallFigure:
                 "max_all_samples": self.max_all}
 
 
-def stall_env(m: dict) -> dict | None:
-    s = (m.get("env") or {}).get("stalls")
+def _plain(m) -> dict:
+    """A stored measurement as a dict, whether given as one or as a typed record."""
+    return m if isinstance(m, dict) else m.to_dict()
+
+
+def stall_env(m) -> dict | None:
+    s = (_plain(m).get("env") or {}).get("stalls")
     return s if isinstance(s, dict) else None
 
 
@@ -71,7 +76,7 @@ def stall_figures(m: dict, touched_only: bool = False) -> list[StallFigure]:
     if not s or not s.get("observed"):
         return []
     out = []
-    metrics = m.get("metrics") or {}
+    metrics = _plain(m).get("metrics") or {}
     per = s.get("metrics") if isinstance(s.get("metrics"), dict) else {}
     for name, v in per.items():
         if "#" in name or not isinstance(v, dict):

@@ -1,9 +1,10 @@
-"""System facts and doctor verdicts of several runs side by side, with the rows
+"""System facts and doctor checks of several runs side by side, with the rows
 that differ between systems marked."""
 
 from __future__ import annotations
 
-from rtgauge.analysis.verdict import tuning_of
+from rtgauge.analysis.headline import tuning_of
+from rtgauge.analysis.records import Run, as_run
 
 
 def _governors(f: dict) -> str | None:
@@ -31,8 +32,8 @@ def _list(value):
 
 
 FACTS = (
-    ("host", lambda r, f: f.get("hostname") or r.get("hostname")),
-    ("kernel", lambda r, f: f.get("kernel_release") or r.get("kernel_release")),
+    ("host", lambda r, f: f.get("hostname") or r.extra.get("hostname")),
+    ("kernel", lambda r, f: f.get("kernel_release") or r.extra.get("kernel_release")),
     ("kernel build", lambda r, f: f.get("kernel_version")),
     ("preemption model", lambda r, f: f.get("preempt_model")),
     ("PREEMPT_RT kernel", lambda r, f: f.get("realtime")),
@@ -52,19 +53,20 @@ FACTS = (
     ("real-time tuning", lambda r, f: ", ".join(tuning_of(f)) or "none (out of the box)"),
     ("kernel debug options", lambda r, f: _list(f.get("kernel_debug_options"))),
     ("kernel command line", lambda r, f: f.get("cmdline")),
-    ("profile", lambda r, f: r.get("profile")),
-    ("run status", lambda r, f: r.get("status")),
-    ("started (UTC)", lambda r, f: r.get("started_at")),
-    ("rtgauge", lambda r, f: r.get("rtgauge_version")),
+    ("profile", lambda r, f: r.profile),
+    ("run status", lambda r, f: r.status),
+    ("started (UTC)", lambda r, f: r.started_at),
+    ("rtgauge", lambda r, f: r.extra.get("rtgauge_version")),
 )
 
 
-def fact_rows(runs: list[dict]) -> list[dict]:
+def fact_rows(runs: list[Run | dict]) -> list[dict]:
     """[{"fact", "values": [...per run], "differs": bool}] (differs only with ≥ 2 runs;
     the run's own status and start time are not differences between systems)."""
+    runs = [as_run(r) for r in runs]
     out = []
     for label, get in FACTS:
-        values = [get(r, r.get("system") or {}) for r in runs]
+        values = [get(r, r.system) for r in runs]
         if all(v is None for v in values):
             continue
         text = ["–" if v is None else str(v) for v in values]
@@ -73,16 +75,17 @@ def fact_rows(runs: list[dict]) -> list[dict]:
     return out
 
 
-def doctor_rows(runs: list[dict]) -> list[dict]:
+def doctor_rows(runs: list[Run | dict]) -> list[dict]:
     """[{"check", "cells": [{"status","value","advice"} | None per run], "differs"}]"""
+    runs = [as_run(r) for r in runs]
     names: list[str] = []
     for r in runs:
-        for c in r.get("doctor") or []:
+        for c in r.doctor:
             if c.get("name") not in names:
                 names.append(c.get("name"))
     out = []
     for name in names:
-        cells = [next((c for c in r.get("doctor") or [] if c.get("name") == name), None) for r in runs]
+        cells = [next((c for c in r.doctor if c.get("name") == name), None) for r in runs]
         statuses = {(c or {}).get("status") for c in cells}
         out.append({"check": name, "cells": cells, "differs": len(runs) > 1 and len(statuses) > 1})
     return out

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rtgauge.analysis import is_fallback, scalar
+from rtgauge.analysis.records import Measurement, Run, as_run
+from rtgauge.published import Published, tire_published
 
 HEADLINE_PERIOD_MS = 10.0     # 100 Hz, the published rate
 DEFAULT_PERIOD_MS = {"realtime": 10.0, "pretest": 0.5}    # the engine's defaults (docs/engine.md)
@@ -35,7 +36,7 @@ class TirePoint:
     ts_avg_ns: float | None
     ts_max_ns: float | None
     fallback: bool
-    measurement: dict
+    measurement: Measurement
     steps_asked: int | None = None
     stopped_on_miss: bool = False
 
@@ -57,23 +58,23 @@ def effective_period_ms(params: dict, mode: str, physics: dict | None = None) ->
     return DEFAULT_PERIOD_MS.get(mode)
 
 
-def tire_points(run: dict) -> list[TirePoint]:
+def tire_points(run: Run | dict) -> list[TirePoint]:
     out = []
-    for m in run.get("measurements", []):
-        if m.get("test") != "tire" or not m.get("ok"):
+    for m in as_run(run).measurements:
+        if m.test != "tire" or not m.ok:
             continue
-        p = m.get("params") or {}
+        p = m.params
         if p.get("masses") is None or p.get("threads") is None:
             continue
-        ts = (m.get("metrics") or {}).get("ts") or {}
-        mode = str(p.get("mode") or "realtime")
-        physics = (m.get("document") or {}).get("physics")
+        ts = m.metric("ts")
+        mode = str(m.param("mode") or "realtime")
+        physics = (m.extra.get("document") or {}).get("physics")
         out.append(TirePoint(
-            int(p["masses"]), int(p["threads"]), str(p.get("policy") or (m.get("env") or {}).get("policy") or "?"),
-            str(p.get("solver") or "locked"), mode, effective_period_ms(p, mode, physics),
-            scalar(m, "misses"), scalar(m, "steps"), scalar(m, "wall_s"),
-            ts.get("avg"), ts.get("max"), is_fallback(m), m,
-            None if p.get("steps") is None else int(p["steps"]), bool(p.get("stop_on_miss"))))
+            int(p["masses"]), int(p["threads"]), str(m.param("policy") or m.policy or "?"),
+            str(m.param("solver") or "locked"), mode, effective_period_ms(p, mode, physics),
+            m.scalar("misses"), m.scalar("steps"), m.scalar("wall_s"),
+            ts.avg, ts.max, m.fallback, m,
+            None if m.param("steps") is None else int(p["steps"]), bool(m.param("stop_on_miss"))))
     return out
 
 
@@ -128,18 +129,16 @@ def hard_rt_limits(points: list[TirePoint], period_ms: float | None = None) -> l
     return out
 
 
-def sweep_limits(run: dict) -> list[dict]:
+def sweep_limits(run: Run | dict) -> list[dict]:
     """The orchestrator's bisection results (a tire-sweep measurement with metrics
     largest_masses#threads=T,policy=P), in the shape of hard_rt_limits."""
     out = []
-    for m in run.get("measurements", []):
-        if m.get("test") != "tire-sweep":
+    for m in as_run(run).measurements:
+        if m.test != "tire-sweep":
             continue
-        params = m.get("params") or {}
-        solver = str(params.get("solver") or "locked")
-        period = float(params.get("period_ms") or HEADLINE_PERIOD_MS)
-        metrics = m.get("metrics") or {}
-        for name, metric in metrics.items():
+        solver = str(m.param("solver") or "locked")
+        period = float(m.param("period_ms") or HEADLINE_PERIOD_MS)
+        for name, metric in m.metrics.items():
             if not name.startswith("largest_masses#"):
                 continue
             fields = dict(kv.split("=", 1) for kv in name.split("#", 1)[1].split(",") if "=" in kv)
@@ -147,8 +146,8 @@ def sweep_limits(run: dict) -> list[dict]:
                 threads = int(fields.get("threads", 0))
             except ValueError:
                 continue
-            value = metric.get("value")
-            lost = (metrics.get("lost_at_masses#" + name.split("#", 1)[1]) or {}).get("value")
+            value = metric.value
+            lost = m.scalar("lost_at_masses#" + name.split("#", 1)[1])
             out.append({"solver": solver, "policy": fields.get("policy", "?"), "threads": threads,
                         "period_ms": period, "max_masses": value or None, "lost_at": lost or None,
                         "points": None, "source": "sweep",
@@ -157,13 +156,14 @@ def sweep_limits(run: dict) -> list[dict]:
     return out
 
 
-def headline_limits(run: dict) -> list[dict]:
+def headline_limits(run: Run | dict) -> list[dict]:
     """The sweep's bisection results where the run has them, else the grid's; per
     period (the 10 ms ones first), solver, policy and thread count. Each says the
     period it was measured at (period_ms)."""
     def key(x: dict) -> tuple:
         return (not same_period(x["period_ms"], HEADLINE_PERIOD_MS), x["period_ms"], x["solver"], x["policy"],
                 x["threads"])
+    run = as_run(run)
     found = {key(x): x for x in hard_rt_limits(tire_points(run))}
     for x in sweep_limits(run):
         k = key(x)
@@ -227,21 +227,32 @@ def realfast_curves(points: list[TirePoint]) -> dict:
     return out
 
 
-def cost_fits(run: dict) -> list[dict]:
+def cost_fits(run: Run | dict) -> list[dict]:
     """Fitted cost-equation terms stored by the orchestrator: every measurement whose
-    metrics name the terms of Ts = Nswitch·Tswitch + 4·e·Nipc·Tipc + (2e+1)·Tspring + e·Tmass."""
+    metrics name the terms of Ts = Nswitch·Tswitch + 4·e·Nipc·Tipc + (2e+1)·Tspring + e·Tmass.
+    {"measurement": Measurement, "terms": {name: Metric}}."""
     out = []
-    for m in run.get("measurements", []):
-        metrics = m.get("metrics") or {}
+    for m in as_run(run).measurements:
         terms = {}
-        for name, metric in metrics.items():
+        for name, metric in m.metrics.items():
             key = name.lower().replace("_", "").replace("-", "")
             for term in COST_TERMS:
-                if key.endswith(term) and "value" in metric:
+                if key.endswith(term) and metric.has("value"):
                     terms[name] = metric
         if terms:
             out.append({"measurement": m, "terms": terms})
     return out
+
+
+def published_cost_term(name: str) -> Published | None:
+    """The published figure of a fitted cost term (by the end of its metric name), if any."""
+    pub = {p.test.replace("tire_cost_", "").lower(): p for p in tire_published() if p.test.startswith("tire_cost_")}
+    return next((p for k, p in pub.items() if name.lower().replace("_", "").endswith(k)), None)
+
+
+def published_hard_limits() -> list[Published]:
+    """The published hard real-time limits of the tire model (largest n, per system and threads)."""
+    return [p for p in tire_published() if p.test.startswith("tire_hard_rt")]
 
 
 def steps_label(steps: set) -> str:

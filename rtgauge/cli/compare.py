@@ -16,12 +16,17 @@ from rich.table import Table
 
 from rtgauge.analysis import latency_measurements, latency_row, system_label
 from rtgauge.analysis.regress import ALPHA, BETTER, SAME, WORSE, change_json, compare_runs, parse_rule
-from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, headline
+from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
+from rtgauge.analysis.records import Run, as_run
 from rtgauge.cli.report import add_db_argument, budget_options, load_runs, write_html
 from rtgauge.errors import UserError
 from rtgauge.report.numbers import fmt_group
 from rtgauge.report.stalls import print_stalls, stalls_json
 from rtgauge.report.terminal import print_micro, print_published
+
+# compare --json's layout: 2 added "version" and "call" ("verdict", the same value, is kept
+# for readers of version 1); docs/compare.md.
+JSON_VERSION = 2
 
 EXIT_RULE_TRIPPED = 3
 
@@ -39,9 +44,9 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", metavar="FILE", default=None, help="also write an HTML report with the regressions")
     p.add_argument("--all", action="store_true", help="list every compared figure, not only the changed ones")
     p.add_argument("--json", action="store_true",
-                   help="print every compared figure (verdict, size, interval, p and q values) as JSON, no tables")
+                   help="print every compared figure (call, size, interval, p and q values) as JSON, no tables")
     p.add_argument("--alpha", type=float, default=ALPHA, metavar="Q",
-                   help="false discovery rate of the better/worse verdicts over all figures of a comparison "
+                   help="false discovery rate of the better/worse calls over all figures of a comparison "
                    "(Benjamini-Hochberg; default 0.05)")
     p.add_argument("--pwcet", action="store_true",
                    help="also put the probable worst cases (docs/pwcet.md) of each latency measurement side by "
@@ -63,7 +68,7 @@ def cmd_compare(args) -> int:
     if not 0 < args.alpha < 1:
         raise UserError(f"--alpha {args.alpha:g} is not a rate; give a number between 0 and 1, e.g. 0.05.")
     options = budget_options(args)
-    runs = load_runs(args.db, args.runs, default_latest=False)
+    runs = [as_run(r) for r in load_runs(args.db, args.runs, default_latest=False)]
     if len(runs) < 2:
         raise UserError("compare needs two or more different runs (the first is the baseline); "
                         "`rtgauge show` lists the runs.")
@@ -82,24 +87,24 @@ def cmd_compare(args) -> int:
         if not args.json:
             print_regressions(out, base, cand, changes, args.all, args.alpha)
         if args.pwcet:
-            worst_cases[cand["id"]] = compare_worst_cases(base, cand, exceedance)
+            worst_cases[cand.id] = compare_worst_cases(base, cand, exceedance)
             if not args.json:
-                print_worst_cases(out, base, cand, worst_cases[cand["id"]], exceedance)
+                print_worst_cases(out, base, cand, worst_cases[cand.id], exceedance)
         for rule in rules:
             closed += rule.fails_closed(changes, cand)
             for c in changes:
                 hit = rule.trips(c)
                 if hit:
-                    tripped.append(f"{rule.text} (run {cand['id']}): {hit}")
+                    tripped.append(f"{rule.text} (run {cand.id}): {hit}")
     if args.json:
-        doc = {"baseline": base["id"], "alpha": args.alpha, "correction": "benjamini-hochberg",
-               "comparisons": [{"candidate": cand["id"],
-                                "worse": sum(c.verdict == WORSE for c in changes),
-                                "better": sum(c.verdict == BETTER for c in changes),
+        doc = {"version": JSON_VERSION, "baseline": base.id, "alpha": args.alpha, "correction": "benjamini-hochberg",
+               "comparisons": [{"candidate": cand.id,
+                                "worse": sum(c.call == WORSE for c in changes),
+                                "better": sum(c.call == BETTER for c in changes),
                                 "figures": [change_json(c) for c in changes],
-                                **({"pwcet": worst_cases[cand["id"]]} if args.pwcet else {})}
+                                **({"pwcet": worst_cases[cand.id]} if args.pwcet else {})}
                                for cand, changes in comparisons],
-               "host_stalls": {str(r["id"]): [j for m in r.get("measurements", []) if (j := stalls_json(m))]
+               "host_stalls": {str(r.id): [j for m in r.measurements if (j := stalls_json(m))]
                                for r in runs},
                "rules": [r.text for r in rules], "tripped": tripped, "failed_closed": closed,
                "gate": None if not rules else ("fail" if tripped or closed else "pass")}
@@ -137,17 +142,17 @@ def pwcet_exceedance(args) -> float:
     return args.exceedance
 
 
-def compare_worst_cases(base: dict, cand: dict, exceedance: float) -> list[dict]:
+def compare_worst_cases(base: Run, cand: Run, exceedance: float) -> list[dict]:
     """The probable worst case of each latency measurement (ours, not the cyclictest
     cross-check) present in both runs under the same name, A against B."""
     from rtgauge.analysis.pwcet import compare_pwcet
-    ours = {m["name"]: m for m in latency_measurements(base) if m.get("tool", "engine") == "engine"}
+    ours = {m.name: m for m in latency_measurements(base) if m.tool == "engine"}
     out = []
     for m in latency_measurements(cand):
-        if m.get("tool", "engine") != "engine" or m["name"] not in ours:
+        if m.tool != "engine" or m.name not in ours:
             continue
-        result = compare_pwcet(ours[m["name"]], m, exceedance=exceedance)
-        out.append({"name": m["name"], "condition": m.get("condition"), **result})
+        result = compare_pwcet(ours[m.name], m, exceedance=exceedance)
+        out.append({"name": m.name, "condition": m.condition, **result})
     return out
 
 
@@ -163,16 +168,16 @@ def _us(ns) -> str:
     return "-" if ns is None else f"{ns / 1000:,.1f}"
 
 
-def print_worst_cases(out: Console, base: dict, cand: dict, rows: list[dict], exceedance: float) -> None:
+def print_worst_cases(out: Console, base: Run, cand: Run, rows: list[dict], exceedance: float) -> None:
     t = Table(title=f"Probable worst case, exceeded with probability {exceedance:g} per cycle (µs, 95% interval): "
-              f"run {cand['id']} against run {base['id']}", title_justify="left")
-    for col in ("measurement", f"run {base['id']}", f"run {cand['id']}", "B - A", "verdict"):
+              f"run {cand.id} against run {base.id}", title_justify="left")
+    for col in ("measurement", f"run {base.id}", f"run {cand.id}", "B - A", "call"):
         t.add_column(col)
     for r in rows:
         diff = "-" if r.get("difference_ns") is None else \
             f"{_us(r['difference_ns'])} [{_us(r['ci_low_ns'])}, {_us(r['ci_high_ns'])}]"
-        verdict = r["verdict"] + (f" ({r['reason']})" if r.get("reason") else "")
-        t.add_row(escape(str(r["name"])), _level(r["a"]), _level(r["b"]), diff, escape(verdict))
+        call = r["call"] + (f" ({r['reason']})" if r.get("reason") else "")
+        t.add_row(escape(str(r["name"])), _level(r["a"]), _level(r["b"]), diff, escape(call))
     if not rows:
         out.print("Probable worst case: no latency measurement is in both runs.")
         return
@@ -183,14 +188,14 @@ def _f(v, digits=1) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
 
 
-def print_side_by_side(out: Console, runs: list[dict], budget_us: float) -> None:
+def print_side_by_side(out: Console, runs: list[Run], budget_us: float) -> None:
     table = Table(title="Systems side by side", title_justify="left")
     table.add_column("")
     for r in runs:
         table.add_column(escape(system_label(r)), justify="right")
     heads = [headline(r, budget_us) for r in runs]
     table.add_row("rating", *(escape(f"{h['rating'].glyphs} {h['rating'].klass}") for h in heads))
-    facts = [r.get("system") or {} for r in runs]
+    facts = [r.system for r in runs]
     for label, key in (("preemption", "preempt_model"), ("CPU", "cpu_model"), ("CPUs", "cpus")):
         vals = [str(f.get(key)) for f in facts]
         mark = " ≠" if len(set(vals)) > 1 else ""
@@ -218,12 +223,12 @@ def print_side_by_side(out: Console, runs: list[dict], budget_us: float) -> None
     names = []
     for r in runs:
         for m in latency_measurements(r):
-            if m["name"] not in names:
-                names.append(m["name"])
+            if m.name not in names:
+                names.append(m.name)
     for name in names:
         cells = []
         for r in runs:
-            m = next((m for m in latency_measurements(r) if m["name"] == name), None)
+            m = next((m for m in latency_measurements(r) if m.name == name), None)
             row = latency_row(m) if m else None
             figs = None if row is None else fmt_group([row["avg_us"], row["p99_us"], row["max_us"]], dash="-")
             cells.append("-" if row is None else f"{figs[0]} / {figs[1]} / [bold]{figs[2]}[/]"
@@ -252,19 +257,19 @@ def interval_text(iv, unit) -> str:
     return f"[{fmt(iv[0], unit)}, {fmt(iv[1], unit)}]"
 
 
-def print_regressions(out: Console, base: dict, cand: dict, changes, show_all: bool, alpha: float = ALPHA) -> None:
-    worse = [c for c in changes if c.verdict == WORSE]
-    better = [c for c in changes if c.verdict == BETTER]
-    others = [c for c in changes if c.verdict not in (WORSE, BETTER, SAME)]
-    table = Table(title=f"Run {cand['id']} against baseline run {base['id']}: {len(worse)} worse, "
+def print_regressions(out: Console, base: Run, cand: Run, changes, show_all: bool, alpha: float = ALPHA) -> None:
+    worse = [c for c in changes if c.call == WORSE]
+    better = [c for c in changes if c.call == BETTER]
+    others = [c for c in changes if c.call not in (WORSE, BETTER, SAME)]
+    table = Table(title=f"Run {cand.id} against baseline run {base.id}: {len(worse)} worse, "
                   f"{len(better)} better, {len(changes) - len(worse) - len(better) - len(others)} without a "
                   f"significant difference, {len(changes)} figures (false discovery rate {alpha:g})",
                   title_justify="left")
-    for col in ("figure", "baseline", "candidate", "change [95% interval]", "verdict", "why"):
+    for col in ("figure", "baseline", "candidate", "change [95% interval]", "call", "why"):
         table.add_column(col, justify="right" if col in ("baseline", "candidate") else "left")
     shown = changes if show_all else worse + better + others
     order = {WORSE: 0, BETTER: 1, "invalid": 2, "new": 3, "gone": 4, SAME: 5}
-    for c in sorted(shown, key=lambda c: order.get(c.verdict, 9)):
+    for c in sorted(shown, key=lambda c: order.get(c.call, 9)):
         unit = c.figure.unit
         r = c.result
         rel = c.relative
@@ -273,15 +278,15 @@ def print_regressions(out: Console, base: dict, cand: dict, changes, show_all: b
             size += " " + interval_text(r.interval, unit)
         else:
             size = "-"
-        style = {WORSE: "red", BETTER: "green", "invalid": "red"}.get(c.verdict, "white")
+        style = {WORSE: "red", BETTER: "green", "invalid": "red"}.get(c.call, "white")
         rounds = len(c.figure.rounds)
         cand_text = fmt(c.value, unit) + (f" ({rounds} rounds)" if rounds > 1 else "")
         table.add_row(escape(c.figure.label), fmt(c.base, unit), cand_text, escape(size),
-                      f"[{style}]{escape(c.verdict)}[/]", escape(c.why))
+                      f"[{style}]{escape(c.call)}[/]", escape(c.why))
     if table.row_count:
         out.print(table)
     else:
-        out.print(f"Run {cand['id']} against baseline run {base['id']}: no significant difference "
+        out.print(f"Run {cand.id} against baseline run {base.id}: no significant difference "
                   f"({len(changes)} figures compared, false discovery rate {alpha:g}).")
 
 

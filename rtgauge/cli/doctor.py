@@ -8,7 +8,7 @@ import os
 
 from rtgauge.errors import UserError
 
-VERDICT_STYLE = {"ok": "green", "info": "cyan", "warn": "yellow", "bad": "bold red"}
+STATUS_STYLE = {"ok": "green", "info": "cyan", "warn": "yellow", "bad": "bold red"}
 
 
 def register(subparsers) -> None:
@@ -17,7 +17,7 @@ def register(subparsers) -> None:
         help="check this system for what spoils real-time measurements, and how to fix it",
         description="Check privileges, RT throttling, governor, SMT, isolated CPUs, idle states, "
         "preemption model, clocksource, swap, THP, irqbalance and tracer availability; "
-        "each gets a verdict (ok/info/warn/bad) and what to change. Exit status 0: it is advice.",
+        "each gets a status (ok/info/warn/bad) and what to change. Exit status 0: it is advice.",
     )
     p.add_argument("--json", action="store_true", help='print {"facts": ..., "checks": [...]} as JSON')
     p.add_argument("--strict", action="store_true", help="exit with status 1 when a check is bad")
@@ -30,7 +30,7 @@ def register(subparsers) -> None:
 
 def doctor(args: argparse.Namespace) -> int:
     from rtgauge.sysinfo import collect_facts, run_doctor
-    from rtgauge.sysinfo.checks import count_verdicts
+    from rtgauge.sysinfo.checks import count_statuses
 
     if not os.path.isdir(os.path.join(args.root, "proc")):
         raise UserError(f"--root {args.root} has no proc directory; give the root of a system tree (default /).")
@@ -45,14 +45,14 @@ def doctor(args: argparse.Namespace) -> int:
         print(json.dumps({"facts": facts, "checks": checks}, indent=2, ensure_ascii=False))
     else:
         print_table(facts, checks)
-    return 1 if args.strict and count_verdicts(checks)["bad"] else 0
+    return 1 if args.strict and count_statuses(checks)["bad"] else 0
 
 
 def print_table(facts: dict, checks: list[dict]) -> None:
     from rtgauge.report.safe import SafeConsole as Console
     from rich.table import Table
 
-    from rtgauge.sysinfo.checks import count_verdicts
+    from rtgauge.sysinfo.checks import count_statuses
 
     console = Console()
     title = (
@@ -61,16 +61,16 @@ def print_table(facts: dict, checks: list[dict]) -> None:
     )
     table = Table(title=title, show_lines=True)
     table.add_column("check", no_wrap=True)
-    table.add_column("verdict", no_wrap=True)
+    table.add_column("status", no_wrap=True)
     # fold, never truncate: advice lines carry commands the user copies.
     table.add_column("value", ratio=2, overflow="fold")
     table.add_column("advice", ratio=3, overflow="fold")
     for c in checks:
-        style = VERDICT_STYLE.get(c["status"], "")
+        style = STATUS_STYLE.get(c["status"], "")
         # Advice holds shell commands with [brackets]; keep rich from reading them as markup.
         table.add_row(c["name"], f"[{style}]{c['status']}[/]", escape(c["value"]), escape(c["advice"]))
     console.print(table)
-    counts = count_verdicts(checks)
+    counts = count_statuses(checks)
     console.print(
         f"[bold red]{counts['bad']} bad[/], [yellow]{counts['warn']} warn[/], "
         f"{counts['info']} info, {counts['ok']} ok"

@@ -14,7 +14,7 @@ from rtgauge import __version__
 from rtgauge.analysis import latency_measurements, latency_row, system_label
 from rtgauge.analysis.micro import micro_rows, verdict_rows
 from rtgauge.analysis.tire import held_text, period_text
-from rtgauge.analysis.verdict import headline
+from rtgauge.analysis.headline import headline
 from rtgauge.cli.report import add_db_argument, load_runs
 from rtgauge.errors import UserError
 
@@ -93,7 +93,7 @@ def export_md(run: dict) -> str:
              f"Profile {md_cell(run.get('profile'))}, started {md_cell(run.get('started_at'))}, status "
              f"{md_cell(run.get('status'))}; kernel {md_cell(s.get('kernel_release'))} "
              f"({md_cell(s.get('preempt_model'))}), {md_cell(s.get('cpus'))} × {md_cell(s.get('cpu_model'))}.", "",
-             f"**Verdict: {h['rating'].glyphs} {h['rating'].klass}** — worst-case wake-up latency idle "
+             f"**Rating: {h['rating'].glyphs} {h['rating'].klass}** — worst-case wake-up latency idle "
              f"{md_cell(_f(h['worst_idle_us']))} µs, loaded {md_cell(_f(h['worst_loaded_us']))} µs; "
              f"{md_cell(h['misses'])} missed deadlines.", ""]
     for t in h["tire"]:

@@ -11,8 +11,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
-from rtgauge.plan import Job, build_plan, plan_seconds
-from rtgauge.plan.execute import apply_overrides, execute
+from rtgauge.plan import Job, build_plan, plan_seconds, sweep_jobs
+from rtgauge.plan.execute import apply_overrides, execute, execute_sweeps
 from rtgauge.plan.session import conditions_settings
 from rtgauge.profiles import MAX_ROUNDS, load_profile, valid_rounds
 from rtgauge.store.spool import Spool
@@ -328,12 +328,8 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
                     per_run = [outcomes]
                 else:
                     status, per_run = execute_interleaved(store, run_ids, plans, profile.warmup_s, view, settings)
-            if profile.tire is not None and status == "complete":
-                from rtgauge.tire.sweep import sweep_and_store
-                sweep_and_store(store, run_id, profile.tire, console.print)
-            if profile.hil_sustained is not None and status == "complete":
-                from rtgauge.hil.sustained import sustained_and_store
-                sustained_and_store(store, run_id, profile.hil_sustained, console.print)
+            if status == "complete":
+                execute_sweeps(store, run_id, sweep_jobs(profile), console.print)
         except BaseException as e:
             try:
                 for rid in run_ids:

@@ -239,7 +239,7 @@ def print_run(run: dict) -> None:
     table.add_column("verdicts")
     for m in run["measurements"]:
         ti = m["metrics"].get("ti", {})
-        tool = f"{m['tool']} (ref)" if m["reference"] else m["tool"]
+        tool = f"{m['tool']} (x-check)" if m["reference"] else m["tool"]
         table.add_row(escape(m["name"]), escape(tool), escape(m["condition"]), outcome(m),
                       *(microseconds(ti.get(stat)) for stat in PERIODIC_STATS),
                       scalar(m["metrics"], "misses"), steal_text(m), verdict_summary(m["verdicts"]))

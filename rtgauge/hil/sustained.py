@@ -21,6 +21,7 @@ from typing import Callable
 
 from rtgauge.catalogue import catalogue, within
 from rtgauge.errors import UserError
+from rtgauge.search import hardest_holding
 
 
 @dataclass
@@ -76,46 +77,21 @@ def holds(doc: dict) -> bool:
 def shortest_holding(probe: Callable[[int], bool], start: int, lo: int, hi: int,
                      precision: float) -> tuple[int | None, list[tuple[int, bool]]]:
     """Shortest period in [lo, hi] (us) for which probe holds, assuming a longer period
-    never does worse; None when even hi fails. Returns it with every probe, in order."""
-    probes: list[tuple[int, bool]] = []
-
-    def check(p: int) -> bool:
-        ok = probe(p)
-        probes.append((p, ok))
-        return ok
-
-    p = min(max(start, lo), hi)
-    good = bad = None
-    if check(p):
-        good = p
-        while good > lo:
-            p = max(lo, good // 2)
-            if check(p):
-                good = p
-            else:
-                bad = p
-                break
-    else:
-        bad = p
-        while bad < hi:
-            p = min(hi, bad * 2)
-            if check(p):
-                good = p
-                break
-            bad = p
-    if good is None:
-        return None, probes
-    while bad is not None and good / bad - 1 > precision and good - bad > 1:
+    never does worse; None when even hi fails. Returns it with every probe, in order.
+    The search is rtgauge/search.py's, the one the tire sweep uses: from start, halve
+    the period while it holds (double it while it fails), then a geometric bisection."""
+    def middle(good: int, bad: int) -> int | None:
+        if not (good / bad - 1 > precision and good - bad > 1):
+            return None
         mid = int(round((good * bad) ** 0.5))
         if mid <= bad or mid >= good:
             mid = (good + bad) // 2
-        if mid <= bad or mid >= good:
-            break
-        if check(mid):
-            good = mid
-        else:
-            bad = mid
-    return good, probes
+        return None if mid <= bad or mid >= good else mid
+
+    return hardest_holding(probe, min(max(start, lo), hi),
+                           harder=lambda p: max(lo, p // 2) if p > lo else None,
+                           easier=lambda p: min(hi, p * 2) if p < hi else None,
+                           middle=middle)
 
 
 def run_sustained(engine: str, spec: SustainedSpec, progress: Callable[[str], None] | None = None) -> dict:

@@ -2,7 +2,7 @@
 
 Each profile job becomes one engine job per condition and, when it asks for a
 cross-check, a cyclictest job on the same settings right after it (same condition,
-same CPUs), stored as a reference measurement.
+same CPUs), stored flagged as a cross-check (the stored key is `reference`, its first name).
 
 A job with rounds = N > 1 runs N times, each round a separate engine invocation stored
 as its own measurement named `NAME#rK` (K = 1..N) and tagged load.round = {index, of}.
@@ -26,7 +26,7 @@ class Job:
     condition: str
     options: dict = field(default_factory=dict)
     cpus: list[int] = field(default_factory=list)
-    reference: bool = False   # a cross-check by another tool
+    cross_check: bool = False  # a cross-check by another tool (stored as `reference`)
     expected_s: float = 5.0   # for the progress bar
     round: int | None = None  # 1..rounds when the job runs in several rounds
     rounds: int = 1
@@ -104,3 +104,34 @@ def build_plan(profile: Profile, rounds: int | None = None) -> list[Job]:
 
 def plan_seconds(jobs: list[Job], warmup_s: float) -> float:
     return sum(j.expected_s + (warmup_s if j.condition != "idle" else 0) for j in jobs)
+
+
+# ---- sweeps: a kind of plan job -------------------------------------------------------
+
+TIRE_SWEEP, HIL_SUSTAINED = "tire-sweep", "hil-sustained"
+
+
+@dataclass
+class SweepJob:
+    """A sweep as a job of the plan: a search (rtgauge/search.py) over one setting whose
+    every probe is an engine run, run after the plan's engine jobs by
+    plan/execute.py:execute_sweeps. kind "tire-sweep" (a [tire] table: the largest model
+    that holds, each probe stored as a `tire` measurement and the limits as one
+    "tire-sweep" measurement) or "hil-sustained" ([hil_sustained]: the shortest period
+    that holds, stored as one "hil-sustained" measurement)."""
+    kind: str
+    spec: object      # rtgauge.tire.sweep.SweepSpec or rtgauge.hil.sustained.SustainedSpec
+
+    @property
+    def name(self) -> str:
+        return self.kind
+
+
+def sweep_jobs(profile: Profile) -> list[SweepJob]:
+    """The profile's sweeps, in the order they run: the tire sweep, then the HIL one."""
+    out = []
+    if profile.tire is not None:
+        out.append(SweepJob(TIRE_SWEEP, profile.tire))
+    if profile.hil_sustained is not None:
+        out.append(SweepJob(HIL_SUSTAINED, profile.hil_sustained))
+    return out

@@ -35,7 +35,7 @@ from rtgauge.errors import UserError
 from rtgauge.loads import Load, LoadContext, judge_delivery, make_load
 from rtgauge.loads.partition import Partition, apply_cpusets, join_placement
 from rtgauge.loads.supervise import die_with_parent, workdir_prefix
-from rtgauge.plan import Job
+from rtgauge.plan import HIL_SUSTAINED, TIRE_SWEEP, Job, SweepJob
 from rtgauge.tools import cyclictest
 from rtgauge.trace import ThresholdTrace, Tracefs
 from rtgauge.trace.counters import counters, take_snapshot
@@ -404,7 +404,7 @@ def run_job_segments(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> 
 def job_record(job: Job, status: int, delivered: dict, started_at: str, duration_s: float,
                command: list[str], name: str | None = None) -> dict:
     return {"name": name or job.name, "tool": job.tool, "test": job.test, "condition": job.condition,
-            "reference": job.reference, "load": delivered, "started_at": started_at,
+            "reference": job.cross_check, "load": delivered, "started_at": started_at,
             "duration_s": round(duration_s, 3), "exit_status": status, "command": command}
 
 
@@ -466,3 +466,21 @@ def execute(store, run_id: int, jobs: list[Job], warmup_s: float, progress=None,
     if s.live is not None:
         s.live.close()
     return status, outcomes
+
+
+def execute_sweeps(store, run_id: int, sweeps: list[SweepJob], say: Callable[[str], None],
+                   engine: str | None = None) -> list[dict]:
+    """Run the plan's sweep jobs (plan.SweepJob) into run_id, in order, each storing its
+    probes and its result as it goes; the documents of the sweeps' results. The search
+    is the same for both kinds (rtgauge/search.py); what differs is the probe."""
+    docs = []
+    for job in sweeps:
+        if job.kind == TIRE_SWEEP:
+            from rtgauge.tire.sweep import sweep_and_store
+            docs.append(sweep_and_store(store, run_id, job.spec, say, engine))
+        elif job.kind == HIL_SUSTAINED:
+            from rtgauge.hil.sustained import sustained_and_store
+            docs.append(sustained_and_store(store, run_id, job.spec, say, engine))
+        else:
+            raise ValueError(f"unknown sweep kind {job.kind!r}")
+    return docs

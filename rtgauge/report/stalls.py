@@ -30,6 +30,7 @@ def stall_rows(runs: list[dict]) -> list[dict]:
     """One row per measurement with observer data: the summary and its touched figures."""
     rows = []
     for run in runs:
+        run = run if isinstance(run, dict) else run.to_dict()
         for m in run.get("measurements", []):
             s = stall_summary(m)
             if s is None:

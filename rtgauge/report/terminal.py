@@ -9,11 +9,12 @@ from rich.console import Console
 from rtgauge.report.safe import markup as escape
 from rich.table import Table
 
-from rtgauge.analysis import cross_checks, latency_measurements, latency_row, scalar, system_label
+from rtgauge.analysis import cross_checks, latency_measurements, latency_row, system_label
 from rtgauge.analysis.micro import micro_rows, rhealstone, verdict_rows
 from rtgauge.analysis.tire import held_text, period_text
 from rtgauge.analysis.published import published_verdicts, studies, systems_of
-from rtgauge.analysis.verdict import DEFAULT_BUDGET_US, headline
+from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
+from rtgauge.analysis.records import Run, as_run
 from rtgauge.report.stalls import print_stalls
 from rtgauge.report.numbers import avg_sigma, fmt_group, latency_figures, us_group
 
@@ -26,26 +27,27 @@ def _us(ns, digits=1) -> str:
     return "-" if ns is None else f"{ns / 1000:,.{digits}f}"
 
 
-def print_summary(console: Console, run: dict, budget_us: float = DEFAULT_BUDGET_US) -> None:
-    system = run.get("system") or {}
-    console.print(f"[bold]Run {run['id']}[/] ({escape(str(run.get('profile')))}) on "
+def print_summary(console: Console, run: Run | dict, budget_us: float = DEFAULT_BUDGET_US) -> None:
+    run = as_run(run)
+    system = run.system
+    console.print(f"[bold]Run {run.id}[/] ({escape(str(run.profile))}) on "
                   f"{escape(str(system.get('hostname', '?')))}, kernel {escape(str(system.get('kernel_release', '?')))}, "
-                  f"preemption {escape(str(system.get('preempt_model', '?')))}: [bold]{escape(str(run.get('status')))}[/]")
+                  f"preemption {escape(str(system.get('preempt_model', '?')))}: [bold]{escape(str(run.status))}[/]")
     h = headline(run, budget_us)
     print_headline(console, run, h)
     print_latency(console, run)
     print_micro(console, [run])
     print_stalls(console, [run])
-    for m in run.get("measurements", []):
-        if not m.get("ok"):
-            console.print(f"[red]{escape(m['name'])}: failed: {escape(str(m.get('error')))}[/]")
+    for m in run.measurements:
+        if not m.ok:
+            console.print(f"[red]{escape(m.name)}: failed: {escape(str(m.error))}[/]")
             continue
-        mono, tsc = scalar(m, "timestamp_monotonic"), scalar(m, "timestamp_tsc")
+        mono, tsc = m.scalar("timestamp_monotonic"), m.scalar("timestamp_tsc")
         if mono is not None:
             console.print(f"Timestamp cost: CLOCK_MONOTONIC {_f(mono)} ns"
                           + (f", TSC {_f(tsc)} ns" if tsc is not None else ", TSC unavailable")
                           + " (published bound: < 100 ns)")
-    bad = [c for c in run.get("doctor", []) if c.get("status") in ("bad", "warn")]
+    bad = [c for c in run.doctor if c.get("status") in ("bad", "warn")]
     if bad:
         console.print(f"Doctor: {sum(c['status'] == 'bad' for c in bad)} bad, "
                       f"{sum(c['status'] == 'warn' for c in bad)} warnings — `rtgauge doctor` says what to change.")
@@ -54,7 +56,7 @@ def print_summary(console: Console, run: dict, budget_us: float = DEFAULT_BUDGET
 def print_headline(console: Console, run: dict, h: dict) -> None:
     r = h["rating"]
     colour = "green" if (r.stars or 0) >= 4 else ("yellow" if (r.stars or 0) >= 2 else "red")
-    console.print(f"Verdict: [{colour}]{r.glyphs} {escape(r.klass)}[/]"
+    console.print(f"Rating: [{colour}]{r.glyphs} {escape(r.klass)}[/]"
                   + (f" — {escape('; '.join(r.reasons))}" if r.reasons else ""))
     if h["worst_idle_us"] is not None or h["worst_loaded_us"] is not None:
         console.print(f"  worst-case wake-up latency: idle {_f(h['worst_idle_us'])} µs, loaded "
@@ -68,7 +70,8 @@ def print_headline(console: Console, run: dict, h: dict) -> None:
         console.print(f"[red]  not real-time: {escape(', '.join(h['fallback']))} ran without real-time scheduling[/]")
 
 
-def print_latency(console: Console, run: dict) -> None:
+def print_latency(console: Console, run: Run | dict) -> None:
+    run = as_run(run)
     table = Table(title="Wake-up latency (µs)", title_justify="left")
     for col in ("job", "tool", "condition", "samples", "min", "avg ± σ", "p99", "p99.99", "max", "misses"):
         table.add_column(col, justify="right" if col not in ("job", "tool", "condition") else "left", no_wrap=True)
@@ -76,13 +79,13 @@ def print_latency(console: Console, run: dict) -> None:
         row = latency_row(m)
         flag = " (fallback: not real-time)" if row["fallback"] else ""
         flag += " (interrupted)" if row["interrupted"] else ""
-        table.add_row(escape(m["name"].split("/")[0] + flag), escape(row["tool"]), escape(str(row["condition"])),
+        table.add_row(escape(m.name.split("/")[0] + flag), escape(row["tool"]), escape(str(row["condition"])),
                       f"{row['samples']:,}", latency_figures(row, "-")[0], avg_sigma(row, "-"),
                       *latency_figures(row, "-")[2:4], f"[bold]{latency_figures(row, '-')[4]}[/]",
                       "-" if row["misses"] is None else str(row["misses"]))
     if table.row_count:
         console.print(table)
-    for pair in cross_checks(run.get("measurements", [])):
+    for pair in cross_checks(run.measurements):
         parts = []
         for k, label in (("avg_us", "avg"), ("p99_us", "p99"), ("max_us", "max")):
             a, b, ratio = pair[k]
@@ -127,9 +130,10 @@ def _measured_cell(study, placed: dict) -> str:
     return "[dim]not measured[/]"
 
 
-def print_published(console: Console, runs: list[dict]) -> None:
+def print_published(console: Console, runs: list[Run | dict]) -> None:
     """Each published study's rows beside the runs' measurements of the same method
     (rtgauge/analysis/published.py), then the published behaviour verdicts."""
+    runs = [as_run(r) for r in runs]
     for study, rows in studies(runs):
         systems = systems_of(rows)
         table = Table(title=f"{study.title}: {study.layout} µs; published, then measured", title_justify="left")
@@ -145,7 +149,7 @@ def print_published(console: Console, runs: list[dict]) -> None:
             pub = [_published_cell(study, row.published[s]) if s in row.published else "-" for s in systems]
             mine = []
             for r in runs:
-                placed = row.placed.get(r.get("id"), {})
+                placed = row.placed.get(r.id, {})
                 mine.append(_measured_cell(study, placed))
                 if placed.get("status") == "different method" and placed.get("note") not in notes:
                     notes.append(placed.get("note"))
@@ -164,7 +168,7 @@ def print_published(console: Console, runs: list[dict]) -> None:
         for v in vrows:
             cells = []
             for r in runs:
-                c = v["cells"].get(r.get("id"))
+                c = v["cells"].get(r.id)
                 cells.append("-" if c is None else ("[green]pass[/]" if c["pass"] else "[red]FAIL[/]")
                              + ("" if c["agrees"] else " [bold red](disagrees)[/]"))
             table.add_row(escape(v["test"]), escape(v["verdict"]),
@@ -172,7 +176,8 @@ def print_published(console: Console, runs: list[dict]) -> None:
         console.print(table)
 
 
-def print_micro(console: Console, runs: list[dict]) -> None:
+def print_micro(console: Console, runs: list[Run | dict]) -> None:
+    runs = [as_run(r) for r in runs]
     rows = micro_rows(runs)
     if rows:
         table = Table(title="Microbenchmarks (µs): avg / max, published figures beside", title_justify="left")
@@ -184,7 +189,7 @@ def print_micro(console: Console, runs: list[dict]) -> None:
         for row in rows:
             cells = []
             for r in runs:
-                c = row.cells.get(r.get("id"))
+                c = row.cells.get(r.id)
                 if not c:
                     cells.append("-")
                     continue
@@ -205,7 +210,7 @@ def print_micro(console: Console, runs: list[dict]) -> None:
         for v in vrows:
             cells = []
             for r in runs:
-                c = v["cells"].get(r.get("id"))
+                c = v["cells"].get(r.id)
                 cells.append("-" if c is None else ("[green]pass[/]" if c["pass"] else "[red]FAIL[/]")
                              + (f" {escape(c['detail'])}" if c and len(runs) == 1 else ""))
             label = v["test"] + (f" [{v['variant']}]" if v["variant"] else "")

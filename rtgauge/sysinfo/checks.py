@@ -1,8 +1,8 @@
-"""run_doctor(facts): a verdict per thing that stands between this machine and
+"""run_doctor(facts): a status per thing that stands between this machine and
 real-time, and what to change. A pure function of the facts, so a stored snapshot
 can be judged again and tests can feed any machine they like.
 
-Verdicts: ok (nothing to do), info (worth knowing, nothing to fix here),
+Statuses: ok (nothing to do), info (worth knowing, nothing to fix here),
 warn (adds latency or jitter; fix it for serious measurements),
 bad (real-time results would be wrong or impossible)."""
 
@@ -39,7 +39,7 @@ def run_doctor(facts: dict) -> list[dict]:
     return checks
 
 
-def count_verdicts(checks: list[dict]) -> dict[str, int]:
+def count_statuses(checks: list[dict]) -> dict[str, int]:
     counts = {OK: 0, INFO: 0, WARN: 0, BAD: 0}
     for c in checks:
         counts[c["status"]] = counts.get(c["status"], 0) + 1
@@ -140,7 +140,7 @@ def rt_kernel_advice(f: dict) -> str:
     return f"a PREEMPT_RT kernel (Debian: `apt install linux-image-rt-{deb}`, then reboot into it)"
 
 
-def preempt_verdict(mode: str) -> str:
+def preempt_status(mode: str) -> str:
     if mode in ("full", "lazy"):
         return WARN
     if mode in ("none", "voluntary", "voluntary or none"):
@@ -174,20 +174,20 @@ def check_preemption(f: dict) -> dict:
             )
             if boot is None:
                 return check("preemption", WARN, "PREEMPT_DYNAMIC, active mode unknown", f"{see}; {switch}")
-            verdict = preempt_verdict(boot)
-            advice = full_text if verdict == WARN else switch
+            status = preempt_status(boot)
+            advice = full_text if status == WARN else switch
             return check(
-                "preemption", verdict,
+                "preemption", status,
                 f"PREEMPT_DYNAMIC, active mode unknown (booted as {boot})",
                 f"{advice}; {see}",
             )
-        verdict = preempt_verdict(mode)
+        status = preempt_status(mode)
         return check(
-            "preemption", verdict, f"PREEMPT_DYNAMIC, active mode {mode}",
-            full_text if verdict == WARN else switch,
+            "preemption", status, f"PREEMPT_DYNAMIC, active mode {mode}",
+            full_text if status == WARN else switch,
         )
-    verdict = preempt_verdict(model)
-    if verdict == BAD:
+    status = preempt_status(model)
+    if status == BAD:
         return check(
             "preemption", BAD,
             f"{model}: the kernel only switches to an RT task at its own preemption points",

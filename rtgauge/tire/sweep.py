@@ -32,6 +32,7 @@ from typing import Callable
 
 from rtgauge.catalogue import catalogue, within
 from rtgauge.errors import UserError
+from rtgauge.search import hardest_holding, narrow
 
 STUDY_STEPS = 6000          # the study's probes: 60 s of simulated time at 10 ms
 PRETEST_PERIOD_MS = 0.5     # the engine's --mode pretest (docs/engine.md)
@@ -96,44 +97,28 @@ def round4(n: float) -> int:
 def largest_holding(holds: Callable[[int], bool], lo: int, hi: int, ratio: float,
                     precision: float) -> tuple[int | None, list[tuple[int, bool]]]:
     """Largest n in [lo, hi] (a multiple of 4) with holds(n), assuming monotonicity;
-    None when even lo fails. Returns it with every probe made, in order."""
-    probes: list[tuple[int, bool]] = []
+    None when even lo fails. Returns it with every probe made, in order. The search is
+    rtgauge/search.py's, the one the HIL sustained-rate sweep uses: from lo up a ×ratio
+    grid until a size fails, then a geometric bisection to `precision`."""
+    def harder(n: int) -> int | None:
+        if n >= hi:
+            return None
+        nxt = min(round4(n * ratio), round4(hi))
+        return nxt if nxt > n else None
 
-    def probe(n: int) -> bool:
-        ok = holds(n)
-        probes.append((n, ok))
-        return ok
-
-    n = round4(lo)
-    if not probe(n):
-        return None, probes
-    good, bad = n, None
-    while bad is None and good < hi:
-        n = min(round4(good * ratio), round4(hi))
-        if n <= good:
-            break
-        if probe(n):
-            good = n
-        else:
-            bad = n
-    if bad is None:
-        return good, probes
-    return bisect(probe, good, bad, precision), probes
+    return hardest_holding(holds, round4(lo), harder=harder, easier=lambda n: None,
+                           middle=lambda good, bad: midpoint(good, bad, precision))
 
 
-def bisect(probe: Callable[[int], bool], good: int, bad: int, precision: float) -> int:
-    """Narrow [good, bad) (good holds, bad does not) to `precision`; the last good."""
-    while bad / good - 1 > precision and bad - good > 4:
-        mid = round4((good * bad) ** 0.5)
-        if mid <= good or mid >= bad:
-            mid = round4((good + bad) / 2)
-        if mid <= good or mid >= bad:
-            break
-        if probe(mid):
-            good = mid
-        else:
-            bad = mid
-    return good
+def midpoint(good: int, bad: int, precision: float) -> int | None:
+    """The next size to try in [good, bad) (good holds, bad does not), a multiple of 4;
+    None once the interval is within `precision` (or 4 masses)."""
+    if not (bad / good - 1 > precision and bad - good > 4):
+        return None
+    mid = round4((good * bad) ** 0.5)
+    if mid <= good or mid >= bad:
+        mid = round4((good + bad) / 2)
+    return None if mid <= good or mid >= bad else mid
 
 
 def grid_sizes(lo: int, hi: int, ratio: float) -> list[int]:
@@ -265,7 +250,8 @@ def run_sweep(engine: str, spec: SweepSpec, progress: Callable[[str], None] | No
                     ok = holds_realtime(prober.realtime(n, threads, policy, stop_on_miss=True))
                     probes.append({"masses": n, "holds": ok})
                     return ok
-                best = bisect(probe, grid[first_late - 1]["masses"], lost, spec.precision)
+                best = narrow(probe, grid[first_late - 1]["masses"], lost,
+                              lambda good, bad: midpoint(good, bad, spec.precision))
                 lost = min(p["masses"] for p in probes if not p["holds"] and p["masses"] > best)
             row = {"threads": threads, "policy": policy, "period_ms": spec.period_ms,
                    "largest_masses": best, "lost_at": lost, "probes": probes, "soft": grid}
@@ -362,7 +348,8 @@ def _either(choices: tuple[str, ...], word: str) -> str:
     return ", ".join(choices[:-1]) + f" {word} {choices[-1]}" if len(choices) > 1 else choices[0]
 
 
-def sweep_and_store(store, run_id: int, spec: SweepSpec, say: Callable[[str], None]) -> dict:
+def sweep_and_store(store, run_id: int, spec: SweepSpec, say: Callable[[str], None],
+                    engine: str | None = None) -> dict:
     """Run the sweep after a plan's jobs, each probe stored as it ends (a `tire`
     measurement named tire-sweep/MODE/POLICY/Kt/N), then fit the cost equation to the
     probes and store the limits, curves and fit as one measurement (test "tire-sweep")."""
@@ -375,7 +362,7 @@ def sweep_and_store(store, run_id: int, spec: SweepSpec, say: Callable[[str], No
         store.add_measurement(run_id, {"name": label, "tool": "engine", "test": "tire", "condition": "idle",
                                        "command": ["rtgauge-engine", *args]}, doc)
 
-    result = run_sweep(engine_path(), spec, say, keep)
+    result = run_sweep(engine or engine_path(), spec, say, keep)
     points = [p for p in (point_from_doc(d) for d in result["probe_docs"]) if p]
     doc = sweep_document(result, fit_cost(points))
     store.add_measurement(run_id, {"name": "tire-sweep", "tool": "rtgauge", "test": "tire-sweep",

@@ -1,4 +1,4 @@
-"""cyclictest (rt-tests) as a reference measurement of the same condition.
+"""cyclictest (rt-tests) as a cross-check of the same condition.
 
 cyclictest reports wake-up latency in whole microseconds: its per-thread histogram
 (-h LIMIT, 1 µs buckets, values >= LIMIT counted as overflows), min, avg and max. We

@@ -1,5 +1,4 @@
-"""The published reference figures (published.csv, a copy of the shared
-reference/published.csv) and the mapping from their test names to rtgauge's
+"""The published figures (published.csv) and the mapping from their test names to rtgauge's
 measurements, so a report can put a measured figure beside the published one.
 
 A published value may be a bound ("<0.1", ">1000000"); it is kept as text for

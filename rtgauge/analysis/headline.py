@@ -1,4 +1,4 @@
-"""The headline verdict of one run: worst-case wake-up latency idle and loaded, the
+"""The headline of one run: worst-case wake-up latency idle and loaded, the
 tire model's largest hard-real-time size, and a rating from 0 to 5 stars with the
 criteria written down here and in docs/report.md.
 
@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rtgauge.analysis import latency_row, latency_measurements, scalar
+from rtgauge.analysis import latency_row, latency_measurements
+from rtgauge.analysis.records import Run, as_run
 from rtgauge.analysis.tire import headline_limits, thread_label
 
 DEFAULT_BUDGET_US = 100.0
@@ -57,12 +58,12 @@ def tuning_of(facts: dict) -> list[str]:
     return found
 
 
-def engine_latency_rows(run: dict) -> list[dict]:
-    ours = [m for m in latency_measurements(run) if m.get("tool", "engine") == "engine"]
+def engine_latency_rows(run: Run | dict) -> list[dict]:
+    ours = [m for m in latency_measurements(run) if m.tool == "engine"]
     rows = []
     for m in ours:
         row = latency_row(m)
-        cycles = scalar(m, "cycles")
+        cycles = m.scalar("cycles")
         row["cycles"] = cycles if cycles else row["samples"]
         rows.append(row)
     return rows
@@ -98,17 +99,18 @@ def rate(rows: list[dict], facts: dict, budget_us: float = DEFAULT_BUDGET_US) ->
     return Rating(1, f"not soft real-time {how}: real-time scheduling works but deadlines are missed", tuned, reasons)
 
 
-def headline(run: dict, budget_us: float = DEFAULT_BUDGET_US) -> dict:
-    facts = run.get("system") or {}
+def headline(run: Run | dict, budget_us: float = DEFAULT_BUDGET_US) -> dict:
+    run = as_run(run)
+    facts = run.system
     rows = engine_latency_rows(run)
     worst_idle, worst_loaded, loaded_condition = worst_by_condition(rows)
     limits = headline_limits(run)
     for lim in limits:
         lim["threads_label"] = thread_label(lim["threads"], facts)
-    fallback = [m["name"] for m in run.get("measurements", []) if latency_row(m) and latency_row(m)["fallback"]]
+    fallback = [m.name for m in run.measurements if latency_row(m) and m.fallback]
     return {
-        "run": run.get("id"), "rating": rate(rows, facts, budget_us), "worst_idle_us": worst_idle,
+        "run": run.id, "rating": rate(rows, facts, budget_us), "worst_idle_us": worst_idle,
         "worst_loaded_us": worst_loaded, "loaded_condition": loaded_condition,
         "misses": sum(r["misses"] or 0 for r in rows) if rows else None,
-        "tire": limits, "fallback": fallback, "status": run.get("status"),
+        "tire": limits, "fallback": fallback, "status": run.status,
     }

@@ -1,0 +1,230 @@
+"""Typed records of what flows between the store, analysis and the report: a run, its
+measurements and their metrics. Small frozen dataclasses, each read from the dict the
+store returns (`from_dict`) and written back to the same dict (`to_dict`), in the
+manner of pyperf's _bench.py: the stored documents and the JSON contract do not change,
+the code that reads them says what it reads (`m.metric("ti").max`, `run.system_label`)
+instead of chains of `.get(`.
+
+A key the record does not name is kept in `extra` and written back, so `to_dict` gives
+back what `from_dict` was given (tests/test_records.py checks it on real engine runs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+STATS = ("min", "avg", "stddev", "p50", "p90", "p99", "p999", "p9999", "max")
+DISTRIBUTION, SCALAR, SERIES = "distribution", "scalar", "series"
+
+
+def _mapping(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric of the engine's contract: a distribution (count and statistics, ns,
+    with its log-linear `histogram` and optional `linear` one), a scalar (`value`) or a
+    series (a per-window maximum: `window_ns`, `start_ns` and the values)."""
+    kind: str | None = None             # as stored; None when the dict did not say (readers default it)
+    unit: str | None = None
+    value: Any = None
+    count: int | None = None
+    min: float | None = None
+    avg: float | None = None
+    stddev: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    p999: float | None = None
+    p9999: float | None = None
+    max: float | None = None
+    histogram: dict | None = None
+    linear: dict | None = None
+    series: list | None = None          # a series' values (its "max" key in the contract)
+    window_ns: int | None = None        # a series' window
+    start_ns: int | None = None
+    nulls: tuple = ()                   # known keys the dict gave as null (kept apart from absent ones)
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Metric:
+        d = _mapping(d)
+        kind = d.get("kind")
+        known = {"kind", "unit", "value", "count", "histogram", "linear", "window_ns", "start_ns", *STATS}
+        series = None
+        stats = {k: d.get(k) for k in STATS}
+        if isinstance(stats["max"], list):           # a series keeps its values under "max"
+            series, stats["max"] = stats["max"], None
+        return cls(kind=kind, unit=d.get("unit"), value=d.get("value"), count=d.get("count"),
+                   histogram=d.get("histogram"), linear=d.get("linear"), series=series,
+                   window_ns=d.get("window_ns"), start_ns=d.get("start_ns"),
+                   nulls=tuple(k for k in known if k in d and d[k] is None),
+                   extra={k: v for k, v in d.items() if k not in known}, **stats)
+
+    def to_dict(self, *, with_kind: bool = True) -> dict:
+        out: dict = {"kind": self.kind} if with_kind and self.kind is not None else {}
+        for key in ("unit", "value", "count", *STATS, "histogram", "linear", "window_ns", "start_ns"):
+            v = getattr(self, key)
+            if v is not None:
+                out[key] = v
+        if self.series is not None:
+            out["max"] = self.series
+        out.update({k: None for k in self.nulls if k not in out})
+        out.update(self.extra)
+        return out
+
+    def has(self, key: str) -> bool:
+        """Whether the stored metric names `key` (even as null), as `key in metric` did."""
+        return key in self.nulls or (key == "max" and self.series is not None) or (
+            hasattr(self, key) and getattr(self, key) is not None) or key in self.extra
+
+    @property
+    def is_distribution(self) -> bool:
+        return (self.kind or DISTRIBUTION) == DISTRIBUTION
+
+    @property
+    def bins(self) -> list:
+        """The log-linear histogram's bins, or []."""
+        return _mapping(self.histogram).get("bins") or []
+
+
+NO_METRIC = Metric(kind="absent")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A behaviour test's pass/fail and what it saw (docs/design.md, "One meaning a word")."""
+    passed: bool
+    detail: str | None = None
+
+    @classmethod
+    def from_dict(cls, d) -> Verdict:
+        if not isinstance(d, dict):
+            return cls(bool(d))
+        return cls(bool(d.get("pass")), d.get("detail"))
+
+    def to_dict(self) -> dict:
+        return {"pass": self.passed, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One stored job: the engine's (or a cross-check tool's) result and how it ran."""
+    name: str
+    tool: str = "engine"
+    test: str = ""
+    condition: str | None = None
+    cross_check: bool = False           # stored as "reference" (docs/store.md)
+    ok: bool | None = None              # as stored (None: not said)
+    interrupted: bool = False
+    error: str | None = None
+    duration_s: float | None = None
+    params: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)
+    load: dict = field(default_factory=dict)
+    metrics: dict[str, Metric] = field(default_factory=dict)
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+
+    KEYS = ("name", "tool", "test", "condition", "reference", "ok", "interrupted", "error", "duration_s",
+            "params", "env", "load", "metrics", "verdicts")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Measurement:
+        return cls(
+            name=d.get("name") or "", tool=d.get("tool") or "engine", test=d.get("test") or "",
+            condition=d.get("condition"), cross_check=bool(d.get("reference")), ok=d.get("ok"),
+            interrupted=bool(d.get("interrupted")), error=d.get("error"), duration_s=d.get("duration_s"),
+            params=_mapping(d.get("params")), env=_mapping(d.get("env")), load=_mapping(d.get("load")),
+            metrics={k: Metric.from_dict(v) for k, v in _mapping(d.get("metrics")).items()},
+            verdicts={k: Verdict.from_dict(v) for k, v in _mapping(d.get("verdicts")).items()},
+            extra={k: v for k, v in d.items() if k not in cls.KEYS})
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "tool": self.tool, "test": self.test, "condition": self.condition,
+                "reference": self.cross_check, "ok": self.ok, "interrupted": self.interrupted,
+                "error": self.error, "duration_s": self.duration_s, "params": self.params, "env": self.env,
+                "load": self.load, "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
+                "verdicts": {k: v.to_dict() for k, v in self.verdicts.items()}, **self.extra}
+
+    def metric(self, name: str) -> Metric:
+        """The metric, or an empty one (every field None) when the job did not emit it."""
+        return self.metrics.get(name, NO_METRIC)
+
+    def scalar(self, name: str):
+        return self.metric(name).value
+
+    def param(self, name: str, default=None):
+        v = self.params.get(name)
+        return default if v is None else v
+
+    @property
+    def policy(self) -> str | None:
+        """The scheduling policy the job ran with (as the engine reports it)."""
+        return self.env.get("policy")
+
+    @property
+    def fallback(self) -> bool:
+        """True when the measurement ran without the real-time policy it asked for."""
+        if self.env.get("fallback"):
+            return True
+        asked, got = self.params.get("policy"), self.policy
+        return bool(asked in ("fifo", "rr") and got is not None and got != asked)
+
+    @property
+    def round(self) -> int | None:
+        """1..N when the job ran in rounds (load.round.index), else None."""
+        r = self.load.get("round")
+        return r["index"] if isinstance(r, dict) and isinstance(r.get("index"), int) else None
+
+
+@dataclass(frozen=True)
+class Run:
+    """One stored run: its system and its measurements, in the order they ran."""
+    id: int | None
+    profile: str | None = None
+    status: str | None = None
+    started_at: str | None = None
+    note: str | None = None
+    argv: list = field(default_factory=list)
+    system: dict = field(default_factory=dict)
+    doctor: list = field(default_factory=list)    # the doctor's checks when the run began
+    measurements: tuple[Measurement, ...] = ()
+    extra: dict = field(default_factory=dict)
+
+    KEYS = ("id", "profile", "status", "started_at", "note", "argv", "system", "doctor", "measurements")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Run:
+        return cls(id=d.get("id"), profile=d.get("profile"), status=d.get("status"), started_at=d.get("started_at"),
+                   note=d.get("note"), argv=list(d.get("argv") or []), system=_mapping(d.get("system")),
+                   doctor=list(d.get("doctor") or []),
+                   measurements=tuple(Measurement.from_dict(m) for m in d.get("measurements") or []),
+                   extra={k: v for k, v in d.items() if k not in cls.KEYS})
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "profile": self.profile, "status": self.status, "started_at": self.started_at,
+                "note": self.note, "argv": self.argv, "system": self.system, "doctor": self.doctor,
+                "measurements": [m.to_dict() for m in self.measurements], **self.extra}
+
+    @property
+    def hostname(self) -> str:
+        return self.system.get("hostname") or self.extra.get("hostname") or "?"
+
+    @property
+    def kernel_release(self) -> str:
+        return self.system.get("kernel_release") or self.extra.get("kernel_release") or "?"
+
+    @property
+    def label(self) -> str:
+        """A short name for the run's system in column headers: host, kernel, run id."""
+        return f"{self.hostname} {self.kernel_release} (run {self.id})"
+
+
+def as_run(run: Run | dict) -> Run:
+    return run if isinstance(run, Run) else Run.from_dict(run)
+
+
+def as_measurement(m: Measurement | dict) -> Measurement:
+    return m if isinstance(m, Measurement) else Measurement.from_dict(m)

@@ -1,0 +1,38 @@
+"""The systems section: facts and doctor checks side by side, differences marked."""
+
+from __future__ import annotations
+
+from rtgauge.analysis.systems import doctor_rows, fact_rows
+from rtgauge.report.html.page import e, run_headers
+
+
+def render_systems(runs: list[dict]) -> str:
+    if not runs:
+        return "<p>No runs.</p>"
+    out = ["<div class='wide'><table>", run_headers(runs, "fact")]
+    for row in fact_rows(runs):
+        cls = " class='diff'" if row["differs"] else ""
+        cells = "".join(f"<td class='l{' cmd' if row['fact'] == 'kernel command line' else ''}'>{e(v)}</td>"
+                        for v in row["values"])
+        out.append(f"<tr{cls}><th class='l'>{e(row['fact'])}</th>{cells}</tr>")
+    out.append("</table></div>")
+    if len(runs) > 1:
+        out.append("<p class='note'>Rows marked ≠ (highlighted) differ between the systems.</p>")
+    drows = doctor_rows(runs)
+    if drows:
+        out.append("<h3>Doctor: what stands between each system and real time</h3><div class='wide'><table>")
+        out.append(run_headers(runs, "check"))
+        for row in drows:
+            cls = " class='diff'" if row["differs"] else ""
+            cells = []
+            for c in row["cells"]:
+                if c is None:
+                    cells.append("<td class='l'>–</td>")
+                    continue
+                st = str(c.get("status"))
+                cells.append(f"<td class='l'><span class='{e(st)}'>{e(st)}</span>: {e(c.get('value'))}"
+                             + (f"<br><small>{e(c.get('advice'))}</small>" if c.get("advice") and st != "ok" else "")
+                             + "</td>")
+            out.append(f"<tr{cls}><th class='l'>{e(row['check'])}</th>{''.join(cells)}</tr>")
+        out.append("</table></div>")
+    return "".join(out)
