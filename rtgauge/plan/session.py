@@ -45,6 +45,7 @@ class RunConditions:
             raise UserError("--rt-throttling-off only applies with --tuned; add --tuned or drop it.")
         self.live = bool(getattr(args, "live", False))
         self.mount_tracefs = bool(getattr(args, "mount_tracefs", False))
+        self.target = None      # rtgauge.target.session.TargetSession: tuning goes there
 
     def data_dir(self, store) -> str | None:
         """Where the io load writes: --load-dir, else the SQLite database's directory."""
@@ -80,6 +81,8 @@ class RunConditions:
                 settings.tracefs = Tracefs.open(self.mount_tracefs)
                 if not settings.tracefs.path:
                     say(f"[yellow]{settings.tracefs.note}[/]")
+            if self.tuned and self.target is not None:
+                raise UserError(f"--tuned cannot run on {self.target.address} yet; drop it.")
             if self.tuned:
                 recover_stale_tuning(state_path, say)
                 if os.path.lexists(state_path):

@@ -11,34 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from rtgauge.errors import RunFailed
-from rtgauge.owner import hash_machine_id
-from rtgauge.sysinfo.facts import parse_cmdline, read_preemption
 from rtgauge.target import target
 from rtgauge.target.remote import ConnectionLost, RemoteRun
-
-# one line per fact: key=value, read with the plainest commands a board has
-_FACTS = "; ".join(f'echo "{k}=$({cmd})"' for k, cmd in (
-    ("hostname", "uname -n"),
-    ("kernel_release", "uname -r"),
-    ("kernel_version", "uname -v"),
-    ("arch", "uname -m"),
-    ("cpus", "getconf _NPROCESSORS_ONLN 2>/dev/null || grep -c ^processor /proc/cpuinfo"),
-    ("cpu_model", "grep -m1 -i -e '^model name' -e '^cpu model' -e '^Hardware' /proc/cpuinfo 2>/dev/null "
-                  "| cut -d: -f2-"),
-    ("machine_id", "cat /etc/machine-id 2>/dev/null"),
-    ("cmdline", "cat /proc/cmdline 2>/dev/null"),
-    ("preempt", "cat /sys/kernel/debug/sched/preempt 2>/dev/null"),
-    ("realtime", "cat /sys/kernel/realtime 2>/dev/null"),
-))
-# where read_preemption looks for the two files above
-_PREEMPT_FILES = {"preempt": "sys/kernel/debug/sched/preempt", "realtime": "sys/kernel/realtime"}
 
 
 @dataclass
@@ -95,26 +75,40 @@ class TargetSession:
         return bool(self.sh(f"command -v {shlex.quote(program)} 2>/dev/null").strip())
 
     def facts(self) -> dict:
-        """The target's identity and a few facts, read over the connection."""
-        facts: dict = {}
-        for line in self.sh(_FACTS).splitlines():
-            key, _, value = line.partition("=")
-            facts[key] = value.strip() or None
-        cpus = facts.get("cpus")
-        facts["cpus"] = int(cpus) if cpus and cpus.isdigit() else None
-        facts["machine_id"] = hash_machine_id(facts.get("machine_id"))
-        # the preemption model, by the doctor's own reader, from the target's files
-        with tempfile.TemporaryDirectory(prefix="rtgauge-target-") as root:
-            for key, rel in _PREEMPT_FILES.items():
-                text = facts.pop(key, None)
-                if text:
-                    Path(root, rel).parent.mkdir(parents=True, exist_ok=True)
-                    Path(root, rel).write_text(text + "\n")
-            facts.update(read_preemption(root, facts.get("kernel_version"), {},
-                                         parse_cmdline(facts.get("cmdline") or "")))
-        facts["target"] = self.address
-        facts["facts_from"] = f"{self.address} (identity only: the doctor's checks read this machine, not the target)"
-        return facts
+        """The doctor's facts of the target: its /proc, /sys and /etc read over the
+        connection by the facts readers (rtgauge/target/facts.py)."""
+        from rtgauge.target.facts import target_facts
+        return target_facts(self.read_files, self.address)
+
+    def read_files(self, paths: str, extra: str = "") -> dict[str, bytes]:
+        """Files (paths and globs) of the target in one read (SshTarget.read_files)."""
+        return self._call(self.target.read_files(paths, extra), 60)
+
+    def start_kept(self, argv, atexit: str | None = None):
+        """A load (or a tuning) kept on the target while this session lives (SshTarget.start_kept)."""
+        return self._call(self.target.start_kept(argv, atexit), 60)
+
+    def kept_running(self, kept) -> bool:
+        return self.target.kept_running(kept)
+
+    def stop_kept(self, kept, files: tuple[str, ...] = ("log",)) -> dict[str, bytes]:
+        return self._call(self.target.stop_kept(kept, files), 40)
+
+    def stat_lines(self) -> bytes:
+        return self._call(self.target.stat_lines(), 20)
+
+    def cpus(self) -> int:
+        """The target's online CPUs (the workers a load starts there)."""
+        if not hasattr(self, "_cpus"):
+            out = self.sh("getconf _NPROCESSORS_ONLN 2>/dev/null || grep -c ^processor /proc/cpuinfo").strip()
+            self._cpus = int(out) if out.isdigit() and int(out) > 0 else 1
+        return self._cpus
+
+    def clock_ticks(self) -> int:
+        if not hasattr(self, "_ticks"):
+            out = self.sh("getconf CLK_TCK 2>/dev/null").strip()
+            self._ticks = int(out) if out.isdigit() and int(out) > 0 else 100
+        return self._ticks
 
     async def _run(self, start) -> TargetOutcome:
         self._task = asyncio.current_task()
