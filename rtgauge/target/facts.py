@@ -53,7 +53,7 @@ EXTRA = "; ".join([
     "frame @config; (gzip -dc /proc/config.gz || zcat /proc/config.gz) 2>/dev/null",
     "frame @machine; uname -m",
     "[ -w /dev/cpu_dma_latency ] && frame /dev/cpu_dma_latency",
-    *(f"command -v {tool} >/dev/null 2>&1 && {{ frame @tool/{tool}; "
+    *(f"p=$(command -v {tool} 2>/dev/null) && [ -f \"$p\" ] && [ -x \"$p\" ] && {{ frame @tool/{tool}; "
       f"{tool} {' '.join(args)} 2>&1 </dev/null | head -n 5; }}"
       for tool, args in VERSION_QUERIES.items()),
     "true",

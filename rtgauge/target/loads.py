@@ -150,8 +150,8 @@ class TargetLoad(Load):
                 self.lost = str(e) or type(e).__name__
         if self.lost is not None:
             delivered["alive_until_stop"] = False
-            delivered["problem"] = (f"the connection to {self.session.address} was lost during the load; it "
-                                    "stops there by itself")
+            delivered["connection"] = (f"lost during the load ({self.lost[:200]}); the load stops there by "
+                                       "itself")
         self.kept = None
         return delivered
 

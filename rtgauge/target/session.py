@@ -20,6 +20,10 @@ from rtgauge.errors import RunFailed
 from rtgauge.target import target
 from rtgauge.target.remote import ConnectionLost, RemoteRun
 
+# a program the login finds on its PATH, a regular file it may execute (bash's
+# `command -v` also names a file it may not execute)
+HAS = 'p=$(command -v {0} 2>/dev/null) && [ -f "$p" ] && [ -x "$p" ] && echo "$p"'
+
 
 @dataclass
 class TargetOutcome:
@@ -29,9 +33,10 @@ class TargetOutcome:
 
 
 class TargetSession:
-    def __init__(self, address: str, engine: Path | None = None):
+    def __init__(self, address: str, engine: Path | None = None, needs_engine: bool = True):
         self.address = address
         self.engine = engine
+        self.needs_engine = needs_engine
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="rtgauge-target", daemon=True)
         self.target = target(address)
@@ -41,7 +46,7 @@ class TargetSession:
         self.thread.start()
         try:
             self._call(self.target.__aenter__())
-            if self.engine is None and hasattr(self.target, "machine") and str(self.target) != "local":
+            if self.needs_engine and self.engine is None and hasattr(self.target, "machine") and str(self.target) != "local":
                 # built (or taken from the cache) before anything is stored
                 from rtgauge.target import engines
                 self.engine = engines.build(engines.arch_for_machine(self.target.machine)).binary
@@ -72,7 +77,7 @@ class TargetSession:
         return self._call(self.target._sh(command, check=False), 60)
 
     def has(self, program: str) -> bool:
-        return bool(self.sh(f"command -v {shlex.quote(program)} 2>/dev/null").strip())
+        return bool(self.sh(HAS.format(shlex.quote(program))).strip())
 
     def facts(self) -> dict:
         """The doctor's facts of the target: its /proc, /sys and /etc read over the
