@@ -76,6 +76,10 @@ class TargetSession:
         """Run a shell command on the target; its output ('' when it failed)."""
         return self._call(self.target._sh(command, check=False), 60)
 
+    def sh_input(self, command: str, text: str) -> str:
+        """Run a shell command there with `text` on its stdin; its output."""
+        return self._call(self.target._sh(command, input=text.encode(), check=False), 60)
+
     def has(self, program: str) -> bool:
         return bool(self.sh(HAS.format(shlex.quote(program))).strip())
 
