@@ -5,7 +5,8 @@
 # connection that died without closing, which sshd may notice only much later)
 # stop the engine with SIGTERM (it exits 130 keeping what it measured), then
 # SIGKILL 5 s later if it is still there. The document goes to DIR/doc.json, the
-# engine's stderr to DIR/err. Plain POSIX sh, date, sleep, kill: BusyBox will do.
+# engine's stderr to DIR/err; when rtgauge is gone (no "stop"), DIR is removed.
+# Plain POSIX sh, date, sleep, kill: BusyBox will do.
 d=$1
 t=$2
 shift 2
@@ -22,19 +23,23 @@ stop() {
 }
 
 (
+    said=
     while IFS= read -r line; do
-        [ "$line" = stop ] && break
+        [ "$line" = stop ] && said=1 && break
         date +%s >"$d/alive"
     done
+    if [ -n "$said" ]; then : >"$d/said"; else : >"$d/orphan"; fi
     stop
 ) <&3 >/dev/null 2>&1 &
 r=$!
 (
     while kill -0 "$e" 2>/dev/null; do
         sleep 1
+        [ -f "$d/said" ] && break
         last=$(cat "$d/alive" 2>/dev/null || echo 0)
         if [ $(($(date +%s) - last)) -gt "$t" ]; then
             echo "rtgauge: no word from the client for $t s: stopping the engine" >>"$d/err"
+            : >"$d/orphan"
             stop
             break
         fi
@@ -46,4 +51,6 @@ wait "$e"
 s=$?
 kill "$r" "$w" 2>/dev/null
 echo "$s" >"$d/status"
+# rtgauge is gone (the end of stdin, or silence): nobody reads DIR back, remove it
+[ -f "$d/orphan" ] && rm -rf "$d"
 exit "$s"
