@@ -1,7 +1,7 @@
 """Loads, the doctor's facts and the cross-check on a target (tests/sshlab.py),
 against real OpenSSH servers: a cpu load runs on the target (its processes are in
 the board's UTS namespace, its CPU seconds are read there) and ends with the run;
-a cut link mid-load leaves no load or engine process behind; a condition the
+Ctrl-C ends it there; a cut link mid-load leaves no load or engine process behind; a condition the
 target cannot run is refused with nothing stored; the facts describe the target
 where it differs from this machine (a hostname of its own, and a machine-id and
 missing tools injected into its mount namespace); cyclictest missing there is a
@@ -151,6 +151,31 @@ def test_a_cpu_load_runs_on_the_target_and_ends_with_the_run(lab, tmp_path):
     assert load["stress_ng_cpu_s"] == pytest.approx(load["cpu_s"], rel=0.25, abs=0.3)
     assert cpu["document"]["env"]["hostname"] == lab.hostname
     assert len(dirs) >= 3 and not any(d.exists() for d in dirs)   # 2 engine runs, a load: removed there
+
+
+def test_ctrl_c_mid_load_ends_the_load_there(lab, tmp_path):
+    db = tmp_path / "r.db"
+    p = subprocess.Popen([sys.executable, "-m", "rtgauge", "run", "--no-report", "--profile",
+                          profile(tmp_path, '"sched"', duration=60), "--target", "ssh://board", "--db", str(db)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=client_env(lab), cwd=REPO)
+    try:
+        deadline = time.monotonic() + 120
+        while not (board_processes(lab, "hackbench") and board_processes(lab, "rtgauge-engine")):
+            assert p.poll() is None and time.monotonic() < deadline, "the load and the engine did not start there"
+            time.sleep(0.2)
+        dirs = board_dirs(lab)
+        time.sleep(1.5)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 130, out + err
+        # stopped before rtgauge exits: nothing to wait for
+        assert board_processes(lab, "hackbench") == board_processes(lab, "rtgauge-engine") == []
+        assert not any(d.exists() for d in dirs)
+        [m] = only_run(db)["measurements"]
+        assert m["interrupted"] and m["load"]["hackbench_runs"] >= 1 and m["load"]["target"] == "ssh://board"
+    finally:
+        if p.poll() is None:
+            p.kill()
 
 
 def test_a_cut_link_mid_load_leaves_nothing_on_the_target(lab, tmp_path):
