@@ -1,13 +1,15 @@
 """`run --tuned --target ssh://...` against a real OpenSSH server (tests/sshlab.py):
 the tuning is applied on the target for the run (seen in the target's files while
 the engine runs) and reverted byte for byte after it, when the link is cut, and,
-when its keeper there was killed, by the next run there.
+when its keeper there was killed (which `doctor --target` then reports), by the
+next run there.
 
 The board shares this machine's kernel, so its /sys and /proc/irq are this
 machine's: the test reads them here, and compares them byte for byte."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -158,6 +160,10 @@ def test_a_tuning_left_there_is_reverted_by_the_next_run(lab, tmp_path, thp_not_
             p.kill()
         for d in dirs:     # the killed keeper's (the engine's guard removes its own)
             shutil.rmtree(d, ignore_errors=True)
+    d = subprocess.run([sys.executable, "-m", "rtgauge", "doctor", "--json", "--target", "ssh://board"],
+                       capture_output=True, text=True, env=client_env(lab), cwd=REPO, timeout=120)
+    [check] = [c for c in json.loads(d.stdout)["checks"] if c["name"] == "tuning"]
+    assert check["status"] == "bad" and "whose keeper is gone" in check["value"], check
     q = rtgauge_run(client_env(lab), "--profile", profile(tmp_path, '"idle"', duration=0.3),
                     "--target", "ssh://board", "--tuned", "--db", str(tmp_path / "r2.db"))
     assert q.returncode == 0, q.stdout + q.stderr

@@ -46,7 +46,9 @@ def doctor(args: argparse.Namespace) -> int:
         from rtgauge.target.session import TargetSession
         with TargetSession(str(parse(target)), needs_engine=False) as session:
             facts = session.facts()
-        checks = run_doctor(facts)
+            from rtgauge.target.tune import tuning_check
+            tuning = tuning_check(session)
+        checks = run_doctor(facts) + ([tuning] if tuning else [])
     elif not os.path.isdir(os.path.join(args.root, "proc")):
         raise UserError(f"--root {args.root} has no proc directory; give the root of a system tree (default /).")
     else:

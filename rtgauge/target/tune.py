@@ -110,6 +110,10 @@ class TargetTuning:
                             f"({out.strip().splitlines()[-1]}); check those settings there and remove {STATE_DIR}.")
 
     def apply(self) -> dict:
+        for tool, package in (("setsid", "util-linux"), ("cmp", "diffutils")):
+            if not self.session.has(tool):
+                raise UserError(f"--tuned cannot run on {self.session.address}: it needs {tool}, which is not "
+                                f"installed there; install {package} there (BusyBox has both), or drop --tuned.")
         self.recover_stale()
         root = tuning_tree(self.session.read_files)
         try:
@@ -118,6 +122,9 @@ class TargetTuning:
             remove_tree(root)
         # the keeper first: from here on, a lost connection reverts what was written
         self.kept = self.session.start_kept(lambda d: HOLD, atexit=ATEXIT)
+        if not self.kept.pid or not self.session.kept_running(self.kept):
+            self._release()
+            raise UserError(f"the keeper of the tuning did not start on {self.session.address}; nothing was tuned.")
         out = self.session.sh_input("sh -s", apply_script(tuner.changes, self.kept.pid))
         if "@busy" in out:
             self._release()
@@ -153,3 +160,20 @@ class TargetTuning:
     def _release(self) -> dict:
         kept, self.kept = self.kept, None
         return self.session.stop_kept(kept, ()) if kept is not None else {}
+
+
+def tuning_check(session) -> dict | None:
+    """For `doctor --target`: a tuning of rtgauge's in place there, held by a running
+    run or left by one whose keeper is gone."""
+    s = STATE_DIR
+    out = session.sh(f'if [ -d {s} ]; then o=$(cat {s}/owner 2>/dev/null); n=$(ls {s} | grep -c "^done\\.") ; '
+                     f'if [ -n "$o" ] && kill -0 "$o" 2>/dev/null; then echo "held $n"; else echo "left $n"; fi; fi')
+    words = out.split()
+    if len(words) != 2:
+        return None
+    if words[0] == "held":
+        return {"name": "tuning", "status": "info", "value": f"{words[1]} setting(s) tuned by a running "
+                "`rtgauge run --tuned --target`", "advice": "reverted when that run ends"}
+    return {"name": "tuning", "status": "bad", "value": f"{words[1]} setting(s) tuned by a `rtgauge run --tuned "
+            "--target` whose keeper is gone, not reverted", "advice": f"the next `rtgauge run --tuned --target "
+            f"{session.address}` reverts them (state {STATE_DIR} there)"}
