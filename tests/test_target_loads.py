@@ -130,7 +130,7 @@ def test_a_cpu_load_runs_on_the_target_and_ends_with_the_run(lab, tmp_path):
     watcher.start()
     try:
         db = tmp_path / "r.db"
-        p = rtgauge_run(client_env(lab), "--profile", profile(tmp_path, '"idle", "cpu"', duration=1.5),
+        p = rtgauge_run(client_env(lab), "--profile", profile(tmp_path, '"idle", "cpu"', duration=1.5, cross=True),
                         "--target", "ssh://board", "--db", str(db))
     finally:
         done.set()
@@ -139,8 +139,15 @@ def test_a_cpu_load_runs_on_the_target_and_ends_with_the_run(lab, tmp_path):
     assert len(seen) >= 3                      # stress-ng and its two workers (two CPUs there), in its namespace
     assert board_processes(lab, "stress-ng") == []           # ended with the run
     run = only_run(db)
-    idle, cpu = run["measurements"]
+    idle, idle_ct, cpu, cpu_ct = run["measurements"]
     assert idle["load"]["condition"] == "idle" and "target" not in idle["load"]
+    # the cyclictest cross-check ran there too, the second one under its own cpu load there
+    for ct in (idle_ct, cpu_ct):
+        assert ct["tool"] == "cyclictest" and ct["ok"] and ct["document"]["env"]["target"] == "ssh://board"
+        # cyclictest counts whole seconds (-D 2 for 1.5 s): 1 kHz on every CPU
+        assert ct["metrics"]["cycles"]["value"] == pytest.approx(2000 * os.cpu_count(), rel=0.05)
+    assert cpu_ct["load"]["condition"] == "cpu" and cpu_ct["load"]["target"] == "ssh://board"
+    assert cpu_ct["load"]["bogo_ops"] > 0
     load = cpu["load"]
     assert cpu["ok"] and load["ok"] and load["target"] == "ssh://board" and load["tool"] == "stress-ng"
     assert load["workers"] == os.cpu_count() and load["alive_until_stop"]
@@ -150,7 +157,7 @@ def test_a_cpu_load_runs_on_the_target_and_ends_with_the_run(lab, tmp_path):
     # what stress-ng says it used agrees with the target's process accounting (ticks, whole run)
     assert load["stress_ng_cpu_s"] == pytest.approx(load["cpu_s"], rel=0.25, abs=0.3)
     assert cpu["document"]["env"]["hostname"] == lab.hostname
-    assert len(dirs) >= 3 and not any(d.exists() for d in dirs)   # 2 engine runs, a load: removed there
+    assert len(dirs) >= 6 and not any(d.exists() for d in dirs)   # 4 runs there, 2 loads: removed there
 
 
 def test_ctrl_c_mid_load_ends_the_load_there(lab, tmp_path):
