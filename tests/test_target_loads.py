@@ -28,6 +28,7 @@ import pytest
 import sshlab
 from rtgauge.owner import hash_machine_id
 from rtgauge.sysinfo import collect_facts
+from rtgauge.sysinfo.facts import TRACEFS_PATHS
 from test_run_target import REPO, only_run, rtgauge_run
 from test_target_ssh import engine_processes
 
@@ -249,6 +250,11 @@ def test_doctor_facts_come_from_the_target(bare):
     assert facts["hostname"] == bare.hostname != here["hostname"]
     assert facts["machine_id"] == hash_machine_id(BARE_ID) != here["machine_id"]
     assert here["tools"]["hackbench"] and facts["tools"]["hackbench"] is None
+    # and what its mount namespace mounts (`ip netns exec` mounts a /sys of its own there)
+    mounts = [line.split()[1:3] for line in Path(f"/proc/{bare.sshd.pid}/mounts").read_text().splitlines()]
+    assert facts["tracefs_mounted"] == any([p, "tracefs"] in mounts for p in TRACEFS_PATHS)
+    assert facts["cgroup_v2"] == (["/sys/fs/cgroup", "cgroup2"] in mounts)
+    assert (facts["tracefs_mounted"], facts["cgroup_mode"]) != (here["tracefs_mounted"], here["cgroup_mode"])
     assert facts["tools"]["stress-ng"] == here["tools"]["stress-ng"]
     # where it is this machine (one kernel), the same readers read the same
     for key in ("kernel_release", "kernel_version", "cpus", "cpus_list", "preempt_model", "clocksource",
