@@ -30,7 +30,6 @@ from rtgauge.owner import hash_machine_id
 from rtgauge.sysinfo import collect_facts
 from rtgauge.sysinfo.facts import TRACEFS_PATHS
 from test_run_target import REPO, only_run, rtgauge_run
-from test_target_ssh import engine_processes
 
 pytestmark = pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or "")
 
