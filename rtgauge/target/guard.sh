@@ -5,7 +5,7 @@
 # connection that died without closing, which sshd may notice only much later)
 # stop the engine with SIGTERM (it exits 130 keeping what it measured), then
 # SIGKILL 5 s later if it is still there. The document goes to DIR/doc.json, the
-# engine's stderr to DIR/err; when rtgauge is gone (no "stop"), DIR is removed.
+# engine's stderr to DIR/err (kept there when rtgauge is gone: what it measured).
 # Plain POSIX sh, date, sleep, kill: BusyBox will do.
 d=$1
 t=$2
@@ -28,7 +28,7 @@ stop() {
         [ "$line" = stop ] && said=1 && break
         date +%s >"$d/alive"
     done
-    if [ -n "$said" ]; then : >"$d/said"; else : >"$d/orphan"; fi
+    [ -n "$said" ] && : >"$d/said"
     stop
 ) <&3 >/dev/null 2>&1 &
 r=$!
@@ -39,7 +39,6 @@ r=$!
         last=$(cat "$d/alive" 2>/dev/null || echo 0)
         if [ $(($(date +%s) - last)) -gt "$t" ]; then
             echo "rtgauge: no word from the client for $t s: stopping the engine" >>"$d/err"
-            : >"$d/orphan"
             stop
             break
         fi
@@ -51,6 +50,4 @@ wait "$e"
 s=$?
 kill "$r" "$w" 2>/dev/null
 echo "$s" >"$d/status"
-# rtgauge is gone (the end of stdin, or silence): nobody reads DIR back, remove it
-[ -f "$d/orphan" ] && rm -rf "$d"
 exit "$s"

@@ -62,6 +62,7 @@ kill -0 -"$e" 2>/dev/null && stop
 kill "$r" "$w" 2>/dev/null
 if [ -f "$d/atexit" ]; then sh "$d/atexit" >>"$d/atexit.log" 2>&1; fi
 echo "$s" >"$d/status"
-# nobody will read the directory back: leave nothing on the target
+# nobody will read the directory back (a load's log, a tuning's keeper: nothing
+# measured): leave nothing on the target
 [ -f "$d/orphan" ] && rm -rf "$d"
 exit "$s"
