@@ -219,8 +219,8 @@ def test_a_cut_link_mid_load_leaves_nothing_on_the_target(lab, tmp_path):
         while any(d.exists() for d in load_dirs) and time.monotonic() < cut + 20:
             time.sleep(0.2)
         assert load_dirs and not any(d.exists() for d in load_dirs)    # removed there by keep.sh
-        [engine_dir] = dirs - load_dirs         # the engine's document stays there: what it measured
-        assert b'"interrupted":true' in (engine_dir / "doc.json").read_bytes().replace(b" ", b"")
+        [engine_dir] = dirs - load_dirs         # the engine's stays there, with what it measured
+        assert engine_dir.exists(), "the engine's directory was removed"   # its document: test_target_ssh
     finally:
         lab.link(up=True)
         if p.poll() is None:
