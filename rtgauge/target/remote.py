@@ -139,6 +139,9 @@ class SshTarget:
         r = await self.conn.run(command, input=input, encoding=None if input is not None else "utf-8",
                                 check=False)
         out = r.stdout.decode() if isinstance(r.stdout, bytes) else (r.stdout or "")
+        if check and r.exit_status is None and r.exit_signal is None:
+            raise ConnectionLost(f"the session of `{command.split()[0]}` on {self.address} ended without an exit "
+                                 "status (the connection or sshd there went away).")
         if check and r.exit_status != 0:
             err = r.stderr.decode() if isinstance(r.stderr, bytes) else (r.stderr or "")
             raise RunFailed(f"`{command.split()[0]}` failed on {self.address} ({err.strip() or r.exit_status}).")

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import asyncssh
+
 from rtgauge.errors import RunFailed
 from rtgauge.target import target
 from rtgauge.target.remote import ConnectionLost, RemoteRun
@@ -59,7 +61,12 @@ class TargetSession:
         self.close()
 
     def _call(self, coro, timeout: float | None = None):
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+        try:
+            return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+        except (asyncssh.Error, OSError) as e:     # a channel refused, the connection gone
+            why = getattr(e, "reason", None) or str(e) or type(e).__name__
+            raise ConnectionLost(f"lost the connection to {self.address} ({why}); what rtgauge started there "
+                                 "stops by itself within seconds.") from None
 
     def close(self) -> None:
         """Disconnect and stop the loop's thread. The loop is left open: the child
@@ -128,6 +135,9 @@ class TargetSession:
             return TargetOutcome(self.target.last_run, True, None)
         except ConnectionLost as e:
             return TargetOutcome(None, True, str(e))
+        except (asyncssh.Error, OSError) as e:    # a channel refused or closed before the guard ran
+            why = getattr(e, "reason", None) or str(e) or type(e).__name__
+            return TargetOutcome(None, True, f"lost the connection to {self.address} ({why}).")
         except RunFailed as e:     # past its time limit (stopped there), a command failing there
             return TargetOutcome(self.target.last_run, False, str(e))
 

@@ -24,6 +24,7 @@ import shlex
 from rtgauge import tune
 from rtgauge.errors import UserError
 from rtgauge.target.facts import remove_tree, tuning_tree
+from rtgauge.target.remote import ConnectionLost
 
 STATE_DIR = "/run/rtgauge/target-tune"
 HOLD = ["sleep", "86400000"]      # ends at SIGINT (a shell loop would go on)
@@ -144,9 +145,7 @@ class TargetTuning:
         before is an error naming it (the state stays there)."""
         try:
             files = self._release()
-        except UserError:
-            raise
-        except Exception:
+        except ConnectionLost:
             self.say(f"[yellow]lost the connection to {self.session.address}: its keeper there reverts the "
                      "tuning by itself within seconds[/]")
             return
