@@ -51,7 +51,9 @@ class Lab:
         sh("ip", "netns", "exec", self.ns_board, "ip", "link", "set", self.board_if, "up" if up else "down")
 
 
-def start() -> Lab:
+def start(prelude: str = "") -> Lab:
+    """prelude: shell commands run on the board before sshd starts, in a mount
+    namespace of its own (private: a bind mount there changes the board only)."""
     tag = secrets.token_hex(3)
     net = 10 + int(tag, 16) % 240
     client_ip, board_ip = f"10.201.{net}.1", f"10.201.{net}.2"
@@ -128,8 +130,9 @@ Host board-user
 """)
         Path("/run/sshd").mkdir(exist_ok=True)   # sshd's privilege separation directory
         lab.sshd = subprocess.Popen(
-            ["ip", "netns", "exec", lab.ns_board, "unshare", "--uts", "sh", "-c",
-             f"hostname {lab.hostname} && exec {SSHD} -D -e -f {srv / 'sshd_config'}"],
+            ["ip", "netns", "exec", lab.ns_board, "unshare", "--uts", *(["--mount"] if prelude else []), "sh", "-c",
+             f"hostname {lab.hostname} && {prelude + ' && ' if prelude else ''}"
+             f"exec {SSHD} -D -e -f {srv / 'sshd_config'}"],
             stdout=subprocess.DEVNULL, stderr=open(srv / "sshd.log", "w"), start_new_session=True)
         deadline = time.monotonic() + 10
         while sh("ip", "netns", "exec", lab.ns_client, "nc", "-z", "-w", "1", board_ip, "22",

@@ -1,7 +1,7 @@
 """`rtgauge run --target ssh://...` against a real OpenSSH server in a network
 namespace (tests/sshlab.py): a small profile measured there is stored here with
 the target's identity; an unreachable, unauthenticated or unprivileged target,
-and a load that cannot run there, are refused before anything is stored; Ctrl-C
+and a load that can never run there, are refused before anything is stored; Ctrl-C
 and a cut link leave no engine on the target and keep what was measured."""
 
 from __future__ import annotations
@@ -125,7 +125,8 @@ def test_target_option_wins_over_the_profile(lab, env, tmp_path):
     ("ssh://board-closed", '"idle"', r"cannot reach ssh://board-closed \(.*\); check the address"),
     ("ssh://board-stranger", '"idle"', r"ssh://board-stranger refused the login; give it your public key"),
     ("ssh://board-user", '"idle"', r"is not root and may not use real-time priorities \(rtprio limit 0\)"),
-    ("ssh://board", '"idle", "cpu"', r"condition cpu cannot run on ssh://board yet"),
+    ("ssh://board", '"idle", "ping-tcp"', r"^rtgauge: condition ping-tcp cannot run on a target: it joins two "
+                                          r"network namespaces"),
 ])
 def test_refusals_store_nothing(lab, env, tmp_path, target, conditions, sentence):
     import re
@@ -138,10 +139,10 @@ def test_refusals_store_nothing(lab, env, tmp_path, target, conditions, sentence
     assert not db.exists()
 
 
-def test_tuning_on_a_target_is_refused(lab, env, tmp_path):
+def test_rt_throttling_off_on_a_target_is_refused(lab, env, tmp_path):
     p = rtgauge_run(env, "--profile", profile(tmp_path), "--target", "ssh://board", "--tuned",
-                    "--db", str(tmp_path / "r.db"))
-    assert p.returncode == 2 and "--tuned cannot run on ssh://board yet" in p.stderr
+                    "--rt-throttling-off", "--db", str(tmp_path / "r.db"))
+    assert p.returncode == 2 and "--rt-throttling-off cannot run on ssh://board yet" in p.stderr
     assert not (tmp_path / "r.db").exists()
 
 

@@ -25,6 +25,10 @@ def register(subparsers) -> None:
         "--root", default="/", metavar="DIR",
         help="read /proc, /sys and /etc under DIR instead of / (a copied or fake tree)",
     )
+    p.add_argument(
+        "--target", default=None, metavar="ssh://[user@]host[:port]",
+        help="check that machine over SSH: its /proc, /sys and /etc are read over the connection",
+    )
     p.set_defaults(func=doctor)
 
 
@@ -32,11 +36,25 @@ def doctor(args: argparse.Namespace) -> int:
     from rtgauge.sysinfo import collect_facts, run_doctor
     from rtgauge.sysinfo.checks import count_statuses
 
-    if not os.path.isdir(os.path.join(args.root, "proc")):
+    target = getattr(args, "target", None)
+    if target in ("", "local"):
+        target = None
+    if target is not None:
+        if args.root != "/":
+            raise UserError("--root and --target exclude each other; give one.")
+        from rtgauge.target.remote import parse
+        from rtgauge.target.session import TargetSession
+        with TargetSession(str(parse(target)), needs_engine=False) as session:
+            facts = session.facts()
+            from rtgauge.target.tune import tuning_check
+            tuning = tuning_check(session)
+        checks = run_doctor(facts) + ([tuning] if tuning else [])
+    elif not os.path.isdir(os.path.join(args.root, "proc")):
         raise UserError(f"--root {args.root} has no proc directory; give the root of a system tree (default /).")
-    facts = collect_facts(args.root)
-    checks = run_doctor(facts)
-    if os.path.realpath(args.root) == "/":
+    else:
+        facts = collect_facts(args.root)
+        checks = run_doctor(facts)
+    if target is None and os.path.realpath(args.root) == "/":
         from rtgauge.plan.session import stale_tuning_check
         tuning = stale_tuning_check()
         if tuning:

@@ -160,14 +160,15 @@ def prepare_jobs(console: Console, profile, args, conditions, address: str | Non
     jobs = build_plan(profile, args.rounds)
     apply_overrides(jobs, conditions.duration_s, conditions.partition.rt_cpus if conditions.partition else None)
     if address:     # cross-checks are looked for on the target once connected
-        check_target_conditions(jobs, address)
+        check_target_conditions(jobs, address, conditions.allow_netns)
     # cross-checks need their tool; drop them with a note when it is missing
     from rtgauge.tools import cyclictest
     if not address and any(j.tool == "cyclictest" for j in jobs) and not cyclictest.cyclictest_path():
         console.print("[yellow]cyclictest is not installed (apt-get install rt-tests): "
                       "the cross-check is skipped.[/]")
         jobs = [j for j in jobs if j.tool != "cyclictest"]
-    check_tools([j for j in jobs if not (address and j.tool == "cyclictest")])
+    if not address:     # a target's loads are checked there once connected
+        check_tools(jobs)
     from rtgauge.plan.optional import resolve_optional
     resolve_optional(jobs, lambda text: console.print(f"[yellow]{markup(text)}[/]"))
     validate_engine_jobs(jobs)
@@ -184,7 +185,8 @@ def target_address(args, profiles) -> str | None:
 
 def check_target_run(address: str, args, profiles) -> None:
     """What a run on a target cannot do yet, refused before anything is stored."""
-    for flag, given in (("--tuned", args.tuned), ("--rt-cpus", args.rt_cpus), ("--load-cpus", args.load_cpus),
+    for flag, given in (("--rt-throttling-off", args.rt_throttling_off), ("--load-dir", args.load_dir),
+                        ("--rt-cpus", args.rt_cpus), ("--load-cpus", args.load_cpus),
                         ("--housekeeping-cpus", args.housekeeping_cpus), ("--live", args.live),
                         ("--trace-threshold-us", args.trace_threshold_us is not None)):
         if given:
@@ -195,12 +197,13 @@ def check_target_run(address: str, args, profiles) -> None:
                             f"{address} yet; run it here or on the board itself.")
 
 
-def check_target_conditions(jobs: list[Job], address: str) -> None:
-    """No load runs on a target yet: a condition other than idle is refused."""
+def check_target_conditions(jobs: list[Job], address: str, allow_netns: bool = False) -> None:
+    """A condition that can never run on a target (ping-tcp, net with --allow-netns)
+    is refused before connecting; the tools the others need are looked for there."""
+    from rtgauge.loads import LoadContext
+    from rtgauge.target.loads import tools_for
     for job in jobs:
-        if job.condition != "idle":
-            raise UserError(f"condition {job.condition} cannot run on {address} yet; measure there with "
-                            "conditions = [\"idle\"], or run rtgauge on the board itself.")
+        tools_for(job.condition, LoadContext(allow_netns=allow_netns))
 
 
 def fit_cross_checks_to_target(console: Console, plans: list[list[Job]], session, cpus: int | None) -> None:
@@ -209,9 +212,13 @@ def fit_cross_checks_to_target(console: Console, plans: list[list[Job]], session
     if not any(j.tool == "cyclictest" for plan in plans for j in plan):
         return
     if not session.has("cyclictest"):
-        console.print(f"[yellow]{markup(session.address)} has no cyclictest (rt-tests): the cross-check is "
-                      "skipped.[/]")
+        note = f"{session.address} has no cyclictest (rt-tests): the cyclictest cross-check was not run there"
+        console.print(f"[yellow]{markup(note)}.[/]")
         for plan in plans:
+            crossed = {(j.test, j.condition, j.round) for j in plan if j.tool == "cyclictest"}
+            for j in plan:      # stored with the measurement it would have checked (env.notes)
+                if j.tool == "engine" and (j.test, j.condition, j.round) in crossed:
+                    j.notes.append(note)
             plan[:] = [j for j in plan if j.tool != "cyclictest"]
         return
     for job in (j for plan in plans for j in plan):
@@ -269,10 +276,15 @@ def cmd_run(args) -> int:
         console.print(f"Connecting to {address} ...", markup=False)
         session = TargetSession(address).__enter__()    # refuses an unreachable, unauthenticated or
         try:                                            # unprivileged target before anything is stored
+            from rtgauge.loads import LoadContext
+            from rtgauge.target.loads import check_on_target
+            check_on_target([j.condition for j in jobs], session, LoadContext(allow_netns=conditions.allow_netns))
             facts = session.facts()
             checks = [{"name": "target", "status": "info", "value": f"measured on {address} "
                        f"({facts.get('hostname')}, {facts.get('arch')}, Linux {facts.get('kernel_release')})",
-                       "advice": "the doctor's checks are not run on a target yet; run `rtgauge doctor` there"}]
+                       "advice": "the checks below read the target's /proc and /sys over the connection"}]
+            checks += run_doctor(facts)
+            conditions.target = session
             console.print(f"Target {address}: {facts.get('hostname')}, {facts.get('arch')}, "
                           f"kernel {facts.get('kernel_release')}", markup=False)
             fit_cross_checks_to_target(console, plans, session, facts.get("cpus"))

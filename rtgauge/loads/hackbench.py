@@ -21,14 +21,19 @@ class Hackbench(ProcessLoad):
         return "hackbench"
 
     def details(self) -> dict:
+        return self.parse_times((self.workdir / "log.txt").read_text(errors="replace"))
+
+    @classmethod
+    def parse_times(cls, log: str) -> dict:
+        """What hackbench's output says: its runs and their times."""
         times = []
-        for line in (self.workdir / "log.txt").read_text(errors="replace").splitlines():
+        for line in log.splitlines():
             if line.startswith("Time:"):
                 try:
                     times.append(float(line.split()[1]))
                 except (IndexError, ValueError):
                     pass
-        out = {"groups": self.GROUPS, "loops": self.LOOPS, "hackbench_runs": len(times)}
+        out = {"groups": cls.GROUPS, "loops": cls.LOOPS, "hackbench_runs": len(times)}
         if times:
             out.update(hackbench_mean_s=round(sum(times) / len(times), 4),
                        hackbench_max_s=max(times), hackbench_total_s=round(sum(times), 3))

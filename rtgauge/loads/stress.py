@@ -142,6 +142,11 @@ def read_stress_ng_metrics(path: Path) -> dict:
         text = path.read_text()
     except OSError:
         return {"metrics": "stress-ng wrote no metrics"}
+    return parse_stress_ng_metrics(text)
+
+
+def parse_stress_ng_metrics(text: str) -> dict:
+    """read_stress_ng_metrics of the file's text (a file read from a target)."""
     per: dict[str, dict] = {}
     current: dict | None = None
     in_metrics = False

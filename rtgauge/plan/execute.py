@@ -349,7 +349,11 @@ def run_job_segments(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> 
     """Start the job's load, measure each segment, stop the load (also when the
     consumer stops early or anything fails). The load of the last segment is stopped
     before it is yielded, so its full report (bogo-ops, ...) goes with it."""
-    load = make_load(job.condition, load_context(s))
+    if s.target is not None:     # started there, over the run's connection (rtgauge/target/loads.py)
+        from rtgauge.target.loads import target_load
+        load = target_load(job.condition, s.target, load_context(s))
+    else:
+        load = make_load(job.condition, load_context(s))
     segments = split_segments(job, s.segment_s)
     stopped = False
     try:

@@ -45,6 +45,7 @@ class RunConditions:
             raise UserError("--rt-throttling-off only applies with --tuned; add --tuned or drop it.")
         self.live = bool(getattr(args, "live", False))
         self.mount_tracefs = bool(getattr(args, "mount_tracefs", False))
+        self.target = None      # rtgauge.target.session.TargetSession: tuning goes there
 
     def data_dir(self, store) -> str | None:
         """Where the io load writes: --load-dir, else the SQLite database's directory."""
@@ -72,7 +73,7 @@ class RunConditions:
         settings = RunSettings(warmup_s=warmup_s, partition=self.partition, segment_s=self.segment_s,
                                trace_threshold_us=self.trace_threshold_us, say=say,
                                load_ctx=LoadContext(data_dir=self.data_dir(store), allow_netns=self.allow_netns))
-        state_path, tuned_here = tune.default_state_path(), False
+        state_path, tuned_here, target_tuning = tune.default_state_path(), False, None
         # until execute() takes SIGTERM over, it must unwind through the finally below
         old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
@@ -80,7 +81,13 @@ class RunConditions:
                 settings.tracefs = Tracefs.open(self.mount_tracefs)
                 if not settings.tracefs.path:
                     say(f"[yellow]{settings.tracefs.note}[/]")
-            if self.tuned:
+            if self.tuned and self.target is not None:     # there, held and reverted there
+                from rtgauge.target.tune import TargetTuning
+                target_tuning = TargetTuning(self.target, say)
+                settings.record["tuned"] = target_tuning.apply()
+                say(f"tuned {self.target.address}: {len(settings.record['tuned']['changed'])} setting(s) changed "
+                    "for the run, reverted after")
+            elif self.tuned:
                 recover_stale_tuning(state_path, say)
                 if os.path.lexists(state_path):
                     say(f"already tuned (state in {state_path}); leaving the settings as they are")
@@ -105,6 +112,9 @@ class RunConditions:
                 if tuned_here:
                     tune.revert(state_path, root="/")
                     say("tuning reverted")
+                if target_tuning is not None and target_tuning.kept is not None:
+                    target_tuning.revert()
+                    say(f"tuning of {self.target.address} reverted")
             finally:
                 if settings.tracefs:
                     settings.tracefs.close()

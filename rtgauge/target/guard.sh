@@ -5,7 +5,8 @@
 # connection that died without closing, which sshd may notice only much later)
 # stop the engine with SIGTERM (it exits 130 keeping what it measured), then
 # SIGKILL 5 s later if it is still there. The document goes to DIR/doc.json, the
-# engine's stderr to DIR/err. Plain POSIX sh, date, sleep, kill: BusyBox will do.
+# engine's stderr to DIR/err (kept there when rtgauge is gone: what it measured).
+# Plain POSIX sh, date, sleep, kill: BusyBox will do.
 d=$1
 t=$2
 shift 2
@@ -22,16 +23,19 @@ stop() {
 }
 
 (
+    said=
     while IFS= read -r line; do
-        [ "$line" = stop ] && break
+        [ "$line" = stop ] && said=1 && break
         date +%s >"$d/alive"
     done
+    [ -n "$said" ] && : >"$d/said"
     stop
 ) <&3 >/dev/null 2>&1 &
 r=$!
 (
     while kill -0 "$e" 2>/dev/null; do
         sleep 1
+        [ -f "$d/said" ] && break
         last=$(cat "$d/alive" 2>/dev/null || echo 0)
         if [ $(($(date +%s) - last)) -gt "$t" ]; then
             echo "rtgauge: no word from the client for $t s: stopping the engine" >>"$d/err"

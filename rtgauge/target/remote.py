@@ -36,6 +36,8 @@ SILENCE_S = 5          # the guard stops the engine after this long without a he
 CONNECT_TIMEOUT_S = 15
 KEEPALIVE_S = 2        # and asyncssh gives up on a silent connection after 3 of these
 GUARD = Path(__file__).with_name("guard.sh")
+KEEP = Path(__file__).with_name("keep.sh")
+FRAME = b"\n\x1ertgauge-file "   # starts each file in a framed read (read_files)
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,23 @@ def parse(text: str) -> Address:
 
 class ConnectionLost(RunFailed):
     """The connection to the target went away during a run; the guard there stops the engine."""
+
+
+@dataclass
+class Kept:
+    """A process kept on the target under keep.sh (a load, a tuning held for a run)."""
+    directory: str
+    proc: object             # the asyncssh process running keep.sh
+    beat: asyncio.Task       # the heartbeat
+    pid: int | None = None   # its session (and process group) id there
+
+
+def parse_frames(out: bytes) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    for chunk in out.split(FRAME)[1:]:
+        name, _, content = chunk.partition(b"\n")
+        files[name.decode(errors="replace")] = content
+    return files
 
 
 @dataclass
@@ -120,10 +139,82 @@ class SshTarget:
         r = await self.conn.run(command, input=input, encoding=None if input is not None else "utf-8",
                                 check=False)
         out = r.stdout.decode() if isinstance(r.stdout, bytes) else (r.stdout or "")
+        if check and r.exit_status is None and r.exit_signal is None:
+            raise ConnectionLost(f"the session of `{command.split()[0]}` on {self.address} ended without an exit "
+                                 "status (the connection or sshd there went away).")
         if check and r.exit_status != 0:
             err = r.stderr.decode() if isinstance(r.stderr, bytes) else (r.stderr or "")
             raise RunFailed(f"`{command.split()[0]}` failed on {self.address} ({err.strip() or r.exit_status}).")
         return out
+
+    async def _sh_bytes(self, command: str) -> bytes:
+        r = await self.conn.run(command, encoding=None, check=False)
+        return r.stdout or b""
+
+    async def read_files(self, paths: str, extra: str = "") -> dict[str, bytes]:
+        """Many files of the target in one command: `paths` is a list of paths and
+        shell globs (expanded there); the readable regular files come back by path,
+        byte for byte. `extra`: more shell commands whose output is framed the same
+        way (`frame NAME; command`)."""
+        script = ("frame() { printf '\\n\\036rtgauge-file %s\\n' \"$1\"; }; "
+                  f"for f in {paths}; do [ -f \"$f\" ] && [ -r \"$f\" ] || continue; "
+                  "frame \"$f\"; cat \"$f\" 2>/dev/null; done; " + extra)
+        return parse_frames(await self._sh_bytes(script))
+
+    async def start_kept(self, argv, atexit: str | None = None) -> Kept:
+        """Start argv(directory) on the target under keep.sh, in a fresh temporary
+        directory, in a session of its own, for as long as this connection says so
+        (a heartbeat a second): stop_kept() ends it; a lost connection ends it there
+        within silence_s seconds. `atexit`: a shell script run there after it ends."""
+        d = (await self._sh("mktemp -d /tmp/rtgauge.XXXXXX")).strip()
+        if not d.startswith("/tmp/rtgauge."):
+            raise RunFailed(f"mktemp -d gave {d!r} on {self.address}; check that /tmp is writable there.")
+        qd = shlex.quote(d)
+        await self._sh(f"cat > {qd}/keep.sh", input=KEEP.read_bytes())
+        if atexit is not None:
+            await self._sh(f"cat > {qd}/atexit", input=atexit.encode())
+        cmd = " ".join(shlex.quote(x) for x in ["sh", f"{d}/keep.sh", d, str(self.silence_s), *argv(d)])
+        proc = await self.conn.create_process(cmd, encoding=None)
+
+        async def heartbeat() -> None:
+            with contextlib.suppress(Exception):
+                while True:
+                    proc.stdin.write(b"\n")
+                    await asyncio.sleep(1)
+
+        kept = Kept(d, proc, asyncio.create_task(heartbeat()))
+        for _ in range(50):      # keep.sh writes the session id first
+            pid = (await self._sh(f"cat {qd}/pid 2>/dev/null", check=False)).strip()
+            if pid.isdigit():
+                kept.pid = int(pid)
+                break
+            await asyncio.sleep(0.05)
+        return kept
+
+    def kept_running(self, kept: Kept) -> bool:
+        return kept.proc.exit_status is None and kept.proc.exit_signal is None and self.conn is not None \
+            and not kept.proc.is_closing()
+
+    async def stop_kept(self, kept: Kept, files: tuple[str, ...] = ("log",)) -> dict[str, bytes]:
+        """Stop a kept process (its whole session), wait for keep.sh to end (and its
+        atexit), read `files` of its directory back and remove the directory."""
+        kept.beat.cancel()
+        qd = shlex.quote(kept.directory)
+        try:
+            with contextlib.suppress(Exception):
+                kept.proc.stdin.write(b"stop\n")
+                kept.proc.stdin.write_eof()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(kept.proc.wait(check=False), 15)
+            names = " ".join(shlex.quote(f"{kept.directory}/{f}") for f in (*files, "status", "atexit.log"))
+            got = await self.read_files(names)
+            return {k.rsplit("/", 1)[1]: v for k, v in got.items()}
+        finally:
+            await self._remove(qd)
+
+    async def stat_lines(self) -> bytes:
+        """/proc/PID/stat of every process there (process accounting of loads)."""
+        return await self._sh_bytes("cat /proc/[0-9]*/stat 2>/dev/null")
 
     async def _check(self) -> None:
         out = await self._sh("uname -m; uname -n; id -u; ulimit -r 2>/dev/null || echo 0", check=False)

@@ -11,34 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import asyncssh
+
 from rtgauge.errors import RunFailed
-from rtgauge.owner import hash_machine_id
-from rtgauge.sysinfo.facts import parse_cmdline, read_preemption
 from rtgauge.target import target
 from rtgauge.target.remote import ConnectionLost, RemoteRun
 
-# one line per fact: key=value, read with the plainest commands a board has
-_FACTS = "; ".join(f'echo "{k}=$({cmd})"' for k, cmd in (
-    ("hostname", "uname -n"),
-    ("kernel_release", "uname -r"),
-    ("kernel_version", "uname -v"),
-    ("arch", "uname -m"),
-    ("cpus", "getconf _NPROCESSORS_ONLN 2>/dev/null || grep -c ^processor /proc/cpuinfo"),
-    ("cpu_model", "grep -m1 -i -e '^model name' -e '^cpu model' -e '^Hardware' /proc/cpuinfo 2>/dev/null "
-                  "| cut -d: -f2-"),
-    ("machine_id", "cat /etc/machine-id 2>/dev/null"),
-    ("cmdline", "cat /proc/cmdline 2>/dev/null"),
-    ("preempt", "cat /sys/kernel/debug/sched/preempt 2>/dev/null"),
-    ("realtime", "cat /sys/kernel/realtime 2>/dev/null"),
-))
-# where read_preemption looks for the two files above
-_PREEMPT_FILES = {"preempt": "sys/kernel/debug/sched/preempt", "realtime": "sys/kernel/realtime"}
+# a program the login finds on its PATH, a regular file it may execute (bash's
+# `command -v` also names a file it may not execute)
+HAS = 'p=$(command -v {0} 2>/dev/null) && [ -f "$p" ] && [ -x "$p" ] && echo "$p"'
 
 
 @dataclass
@@ -49,9 +35,10 @@ class TargetOutcome:
 
 
 class TargetSession:
-    def __init__(self, address: str, engine: Path | None = None):
+    def __init__(self, address: str, engine: Path | None = None, needs_engine: bool = True):
         self.address = address
         self.engine = engine
+        self.needs_engine = needs_engine
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="rtgauge-target", daemon=True)
         self.target = target(address)
@@ -61,7 +48,7 @@ class TargetSession:
         self.thread.start()
         try:
             self._call(self.target.__aenter__())
-            if self.engine is None and hasattr(self.target, "machine") and str(self.target) != "local":
+            if self.needs_engine and self.engine is None and hasattr(self.target, "machine") and str(self.target) != "local":
                 # built (or taken from the cache) before anything is stored
                 from rtgauge.target import engines
                 self.engine = engines.build(engines.arch_for_machine(self.target.machine)).binary
@@ -74,7 +61,12 @@ class TargetSession:
         self.close()
 
     def _call(self, coro, timeout: float | None = None):
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+        try:
+            return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+        except (asyncssh.Error, OSError) as e:     # a channel refused, the connection gone
+            why = getattr(e, "reason", None) or str(e) or type(e).__name__
+            raise ConnectionLost(f"lost the connection to {self.address} ({why}); what rtgauge started there "
+                                 "stops by itself within seconds.") from None
 
     def close(self) -> None:
         """Disconnect and stop the loop's thread. The loop is left open: the child
@@ -91,30 +83,48 @@ class TargetSession:
         """Run a shell command on the target; its output ('' when it failed)."""
         return self._call(self.target._sh(command, check=False), 60)
 
+    def sh_input(self, command: str, text: str) -> str:
+        """Run a shell command there with `text` on its stdin; its output."""
+        return self._call(self.target._sh(command, input=text.encode(), check=False), 60)
+
     def has(self, program: str) -> bool:
-        return bool(self.sh(f"command -v {shlex.quote(program)} 2>/dev/null").strip())
+        return bool(self.sh(HAS.format(shlex.quote(program))).strip())
 
     def facts(self) -> dict:
-        """The target's identity and a few facts, read over the connection."""
-        facts: dict = {}
-        for line in self.sh(_FACTS).splitlines():
-            key, _, value = line.partition("=")
-            facts[key] = value.strip() or None
-        cpus = facts.get("cpus")
-        facts["cpus"] = int(cpus) if cpus and cpus.isdigit() else None
-        facts["machine_id"] = hash_machine_id(facts.get("machine_id"))
-        # the preemption model, by the doctor's own reader, from the target's files
-        with tempfile.TemporaryDirectory(prefix="rtgauge-target-") as root:
-            for key, rel in _PREEMPT_FILES.items():
-                text = facts.pop(key, None)
-                if text:
-                    Path(root, rel).parent.mkdir(parents=True, exist_ok=True)
-                    Path(root, rel).write_text(text + "\n")
-            facts.update(read_preemption(root, facts.get("kernel_version"), {},
-                                         parse_cmdline(facts.get("cmdline") or "")))
-        facts["target"] = self.address
-        facts["facts_from"] = f"{self.address} (identity only: the doctor's checks read this machine, not the target)"
-        return facts
+        """The doctor's facts of the target: its /proc, /sys and /etc read over the
+        connection by the facts readers (rtgauge/target/facts.py)."""
+        from rtgauge.target.facts import target_facts
+        return target_facts(self.read_files, self.address)
+
+    def read_files(self, paths: str, extra: str = "") -> dict[str, bytes]:
+        """Files (paths and globs) of the target in one read (SshTarget.read_files)."""
+        return self._call(self.target.read_files(paths, extra), 60)
+
+    def start_kept(self, argv, atexit: str | None = None):
+        """A load (or a tuning) kept on the target while this session lives (SshTarget.start_kept)."""
+        return self._call(self.target.start_kept(argv, atexit), 60)
+
+    def kept_running(self, kept) -> bool:
+        return self.target.kept_running(kept)
+
+    def stop_kept(self, kept, files: tuple[str, ...] = ("log",)) -> dict[str, bytes]:
+        return self._call(self.target.stop_kept(kept, files), 40)
+
+    def stat_lines(self) -> bytes:
+        return self._call(self.target.stat_lines(), 20)
+
+    def cpus(self) -> int:
+        """The target's online CPUs (the workers a load starts there)."""
+        if not hasattr(self, "_cpus"):
+            out = self.sh("getconf _NPROCESSORS_ONLN 2>/dev/null || grep -c ^processor /proc/cpuinfo").strip()
+            self._cpus = int(out) if out.isdigit() and int(out) > 0 else 1
+        return self._cpus
+
+    def clock_ticks(self) -> int:
+        if not hasattr(self, "_ticks"):
+            out = self.sh("getconf CLK_TCK 2>/dev/null").strip()
+            self._ticks = int(out) if out.isdigit() and int(out) > 0 else 100
+        return self._ticks
 
     async def _run(self, start) -> TargetOutcome:
         self._task = asyncio.current_task()
@@ -125,6 +135,9 @@ class TargetSession:
             return TargetOutcome(self.target.last_run, True, None)
         except ConnectionLost as e:
             return TargetOutcome(None, True, str(e))
+        except (asyncssh.Error, OSError) as e:    # a channel refused or closed before the guard ran
+            why = getattr(e, "reason", None) or str(e) or type(e).__name__
+            return TargetOutcome(None, True, f"lost the connection to {self.address} ({why}).")
         except RunFailed as e:     # past its time limit (stopped there), a command failing there
             return TargetOutcome(self.target.last_run, False, str(e))
 

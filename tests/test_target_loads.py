@@ -1,0 +1,283 @@
+"""Loads, the doctor's facts and the cross-check on a target (tests/sshlab.py),
+against real OpenSSH servers: a cpu load runs on the target (its processes are in
+the board's UTS namespace, its CPU seconds are read there) and ends with the run;
+Ctrl-C ends it there; a cut link mid-load leaves no load or engine process behind; a condition the
+target cannot run is refused with nothing stored; the facts describe the target
+where it differs from this machine (a hostname of its own, and a machine-id and
+missing tools injected into its mount namespace); cyclictest missing there is a
+stored note.
+
+The second board ("bare") differs from this machine in what the test controls:
+in a mount namespace of its own, /etc/machine-id is another file and hackbench
+and cyclictest are /dev/null (not executable: `command -v` does not find them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import sshlab
+from rtgauge.owner import hash_machine_id
+from rtgauge.sysinfo import collect_facts
+from rtgauge.sysinfo.facts import TRACEFS_PATHS
+from test_run_target import REPO, only_run, rtgauge_run
+
+pytestmark = pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or "")
+
+BARE_ID = "0123456789abcdef0123456789abcdef"
+
+PROFILE = """\
+name = "board-load"
+[[jobs]]
+name = "latency"
+test = "latency"
+conditions = [{conditions}]
+{cross}
+[jobs.options]
+duration-s = {duration}
+threads = 1
+"""
+
+
+@pytest.fixture(scope="module")
+def lab():
+    lab = sshlab.start()
+    yield lab
+    sshlab.stop(lab)
+
+
+@pytest.fixture(scope="module")
+def bare(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bare")
+    (d / "machine-id").write_text(BARE_ID + "\n")
+    lab = sshlab.start(prelude=f"mount --bind {d / 'machine-id'} /etc/machine-id && "
+                               "mount --bind /dev/null /usr/bin/hackbench && "
+                               "mount --bind /dev/null /usr/bin/cyclictest")
+    yield lab
+    sshlab.stop(lab)
+
+
+def client_env(lab) -> dict:
+    e = dict(os.environ, HOME=str(lab.home), RTGAUGE_CACHE=os.environ.get("RTGAUGE_CACHE")
+             or str(REPO / "build" / "cross"))
+    e.pop("SSH_AUTH_SOCK", None)
+    return e
+
+
+def profile(tmp_path, conditions='"cpu"', duration=1.5, cross=False) -> str:
+    path = tmp_path / "load.toml"
+    path.write_text(PROFILE.format(conditions=conditions, duration=duration,
+                                   cross='cross_check = ["cyclictest"]' if cross else ""))
+    return str(path)
+
+
+def uts(pid) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/uts")
+    except OSError:
+        return None
+
+
+def board_processes(lab, name: str) -> list[int]:
+    """Processes in the board's UTS namespace (its sshd's) whose name starts with `name`."""
+    ns = uts(lab.sshd.pid)
+    found = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit() and uts(p.name) == ns:
+            try:
+                if (p / "comm").read_text().startswith(name):
+                    found.append(int(p.name))
+            except OSError:
+                pass
+    return found
+
+
+def board_dirs(lab) -> set[Path]:
+    """The temporary directories there named by the board's processes (guard.sh, keep.sh)."""
+    ns, found = uts(lab.sshd.pid), set()
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit() and uts(p.name) == ns:
+            try:
+                cmdline = (p / "cmdline").read_bytes()
+            except OSError:
+                continue
+            found.update(Path(m.decode()) for m in re.findall(rb"/tmp/rtgauge\.[A-Za-z0-9]{6}", cmdline))
+    return found
+
+
+def test_a_cpu_load_runs_on_the_target_and_ends_with_the_run(lab, tmp_path):
+    assert uts(lab.sshd.pid) != uts(os.getpid())
+    seen: set[int] = set()
+    dirs: set[Path] = set()
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            seen.update(board_processes(lab, "stress-ng"))
+            dirs.update(board_dirs(lab))
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        db = tmp_path / "r.db"
+        p = rtgauge_run(client_env(lab), "--profile", profile(tmp_path, '"idle", "cpu"', duration=1.5, cross=True),
+                        "--target", "ssh://board", "--db", str(db))
+    finally:
+        done.set()
+        watcher.join()
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert len(seen) >= 3                      # stress-ng and its two workers (two CPUs there), in its namespace
+    assert board_processes(lab, "stress-ng") == []           # ended with the run
+    run = only_run(db)
+    idle, idle_ct, cpu, cpu_ct = run["measurements"]
+    assert idle["load"]["condition"] == "idle" and "target" not in idle["load"]
+    # the cyclictest cross-check ran there too, the second one under its own cpu load there
+    for ct in (idle_ct, cpu_ct):
+        assert ct["tool"] == "cyclictest" and ct["ok"] and ct["document"]["env"]["target"] == "ssh://board"
+        # cyclictest counts whole seconds (-D 2 for 1.5 s): 1 kHz on every CPU
+        assert ct["metrics"]["cycles"]["value"] == pytest.approx(2000 * os.cpu_count(), rel=0.1)
+    assert cpu_ct["load"]["condition"] == "cpu" and cpu_ct["load"]["target"] == "ssh://board"
+    assert cpu_ct["load"]["bogo_ops"] > 0
+    load = cpu["load"]
+    assert cpu["ok"] and load["ok"] and load["target"] == "ssh://board" and load["tool"] == "stress-ng"
+    assert load["workers"] == os.cpu_count() and load["alive_until_stop"]
+    # CPU-bound workers on a machine shared with other work (and a SCHED_FIFO engine): a tenth at least
+    assert load["cpu_s"] > load["workers"] * load["wall_s"] / 10, load
+    assert load["bogo_ops"] > 0 and load["stressors"]["cpu"]["bogo_ops"] == load["bogo_ops"]
+    # what stress-ng says it used agrees with the target's process accounting (ticks, whole run)
+    assert load["stress_ng_cpu_s"] == pytest.approx(load["cpu_s"], rel=0.25, abs=0.3)
+    assert cpu["document"]["env"]["hostname"] == lab.hostname
+    assert len(dirs) >= 6 and not any(d.exists() for d in dirs)   # 4 runs there, 2 loads: removed there
+
+
+def test_ctrl_c_mid_load_ends_the_load_there(lab, tmp_path):
+    db = tmp_path / "r.db"
+    p = subprocess.Popen([sys.executable, "-m", "rtgauge", "run", "--no-report", "--profile",
+                          profile(tmp_path, '"sched"', duration=60), "--target", "ssh://board", "--db", str(db)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=client_env(lab), cwd=REPO)
+    try:
+        deadline = time.monotonic() + 120
+        while not (board_processes(lab, "hackbench") and board_processes(lab, "rtgauge-engine")):
+            assert p.poll() is None and time.monotonic() < deadline, "the load and the engine did not start there"
+            time.sleep(0.2)
+        dirs = board_dirs(lab)
+        time.sleep(1.5)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 130, out + err
+        # stopped before rtgauge exits: nothing to wait for
+        assert board_processes(lab, "hackbench") == board_processes(lab, "rtgauge-engine") == []
+        assert not any(d.exists() for d in dirs)
+        [m] = only_run(db)["measurements"]
+        assert m["interrupted"] and m["load"]["hackbench_runs"] >= 1 and m["load"]["target"] == "ssh://board"
+    finally:
+        if p.poll() is None:
+            p.kill()
+
+
+def test_a_cut_link_mid_load_leaves_nothing_on_the_target(lab, tmp_path):
+    db, dirs = tmp_path / "r.db", set()
+    p = subprocess.Popen([sys.executable, "-m", "rtgauge", "run", "--no-report", "--profile",
+                          profile(tmp_path, '"cpu"', duration=120), "--target", "ssh://board", "--db", str(db)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=client_env(lab), cwd=REPO)
+    try:
+        deadline = time.monotonic() + 120
+        while not (board_processes(lab, "stress-ng") and board_processes(lab, "rtgauge-engine")):
+            assert p.poll() is None and time.monotonic() < deadline, "the load and the engine did not start there"
+            time.sleep(0.2)
+        time.sleep(1)
+        dirs = board_dirs(lab)
+        assert len(dirs) == 2                  # the engine's and the load's
+        load_dirs = {d for d in dirs if (d / "keep.sh").exists()}
+        lab.link(up=False)
+        cut = time.monotonic()
+        out, err = p.communicate(timeout=90)
+        assert p.returncode == 130, out + err
+        # the guards there: 5 s of silence, then SIGINT, SIGKILL 5 s later at most
+        while (board_processes(lab, "stress-ng") or board_processes(lab, "rtgauge-engine")) \
+                and time.monotonic() < cut + 20:
+            time.sleep(0.2)
+        assert board_processes(lab, "stress-ng") == [], "the load outlived its connection"
+        assert board_processes(lab, "rtgauge-engine") == [], ("the engine outlived its connection", [
+            Path(f"/proc/{pid}/status").read_text() for pid in board_processes(lab, "rtgauge-engine")])
+        run = only_run(db)
+        assert run["status"] == "interrupted"
+        [m] = run["measurements"]
+        assert m["interrupted"] and not m["ok"]
+        assert m["load"]["connection"].startswith("lost during the load") and m["load"]["ok"] is False
+        while any(d.exists() for d in load_dirs) and time.monotonic() < cut + 20:
+            time.sleep(0.2)
+        assert load_dirs and not any(d.exists() for d in load_dirs)    # removed there by keep.sh
+        [engine_dir] = dirs - load_dirs         # the engine's stays there, with what it measured
+        assert engine_dir.exists(), "the engine's directory was removed"   # its document: test_target_ssh
+    finally:
+        lab.link(up=True)
+        if p.poll() is None:
+            p.kill()
+        for d in dirs:      # left there by the cut
+            shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("conditions, sentence", [
+    ('"idle", "sched"', r"^condition sched cannot run on ssh://board: it needs hackbench, which is not "
+                        r"installed there; install rt-tests there, or drop the condition\.$"),
+    ('"ping-tcp"', r"^condition ping-tcp cannot run on a target: it joins two network namespaces"),
+])
+def test_a_condition_the_target_cannot_run_is_refused_with_nothing_stored(bare, tmp_path, conditions, sentence):
+    db = tmp_path / "r.db"
+    p = rtgauge_run(client_env(bare), "--profile", profile(tmp_path, conditions), "--target", "ssh://board",
+                    "--db", str(db), timeout=120)
+    assert p.returncode == 2, p.stdout + p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and re.search(sentence, lines[0].removeprefix("rtgauge: ")), p.stderr
+    assert not db.exists()
+    assert board_processes(bare, "stress-ng") == board_processes(bare, "rtgauge-engine") == []
+
+
+def test_doctor_facts_come_from_the_target(bare):
+    p = subprocess.run([sys.executable, "-m", "rtgauge", "doctor", "--json", "--target", "ssh://board"],
+                       capture_output=True, text=True, env=client_env(bare), cwd=REPO, timeout=120)
+    assert p.returncode == 0, p.stderr
+    facts = json.loads(p.stdout)["facts"]
+    here = collect_facts()
+    # where the target differs: its UTS namespace, and what its mount namespace shows
+    assert facts["hostname"] == bare.hostname != here["hostname"]
+    assert facts["machine_id"] == hash_machine_id(BARE_ID) != here["machine_id"]
+    assert here["tools"]["hackbench"] and facts["tools"]["hackbench"] is None
+    # and what its mount namespace mounts (`ip netns exec` mounts a /sys of its own there)
+    mounts = [line.split()[1:3] for line in Path(f"/proc/{bare.sshd.pid}/mounts").read_text().splitlines()]
+    assert facts["tracefs_mounted"] == any([p, "tracefs"] in mounts for p in TRACEFS_PATHS)
+    assert facts["cgroup_v2"] == (["/sys/fs/cgroup", "cgroup2"] in mounts)
+    assert (facts["tracefs_mounted"], facts["cgroup_mode"]) != (here["tracefs_mounted"], here["cgroup_mode"])
+    assert facts["tools"]["stress-ng"] == here["tools"]["stress-ng"]
+    # where it is this machine (one kernel), the same readers read the same
+    for key in ("kernel_release", "kernel_version", "cpus", "cpus_list", "preempt_model", "clocksource",
+                "rt_runtime_us", "thp", "governors", "virtualization", "euid", "smt"):
+        assert facts[key] == here[key], key
+    assert facts["target"] == "ssh://board" and "read over the connection" in facts["facts_from"]
+
+
+def test_a_target_run_stores_the_targets_doctor_and_a_missing_cross_check(bare, tmp_path):
+    db = tmp_path / "r.db"
+    p = rtgauge_run(client_env(bare), "--profile", profile(tmp_path, '"idle"', duration=0.3, cross=True),
+                    "--target", "ssh://board", "--db", str(db))
+    assert p.returncode == 0, p.stdout + p.stderr
+    run = only_run(db)
+    assert run["system"]["hostname"] == bare.hostname
+    assert run["system"]["tools"]["cyclictest"] is None
+    names = {c["name"] for c in run["doctor"]}
+    assert {"target", "privileges", "rt_throttling"} <= names, names
+    [m] = run["measurements"]
+    [note] = m["document"]["env"]["notes"]
+    assert note == "ssh://board has no cyclictest (rt-tests): the cyclictest cross-check was not run there"
