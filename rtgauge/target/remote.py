@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import re
 import shlex
 from dataclasses import dataclass
@@ -31,6 +32,18 @@ import asyncssh
 
 from rtgauge.errors import RunFailed, UserError
 from rtgauge.target import engines
+
+class _ReapedTwice(logging.Filter):
+    """asyncio's child watcher warns "Unknown child process pid N" when a
+    ProxyCommand ends as its connection fails: asyncio's own transport reaped it
+    first (a race inside asyncio). It says nothing to a user who was told in one
+    sentence that the target cannot be reached, so it is not printed."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Unknown child process pid")
+
+
+logging.getLogger("asyncio").addFilter(_ReapedTwice())
 
 SILENCE_S = 5          # the guard stops the engine after this long without a heartbeat
 CONNECT_TIMEOUT_S = 15
