@@ -1,4 +1,4 @@
-/* hil: the hardware-in-the-loop loop (SPEC.md T = Ti + Ts + Tw, with Ti from a
+/* hil: the hardware-in-the-loop loop (docs/method.md: T = Ti + Ts + Tw, with Ti from a
  * frame's arrival). --role both (default) runs a device thread and a simulation
  * thread in this process over loopback; --role sim / device run one side, the
  * other being at --address (another namespace, or a real device on a NIC).

@@ -13,7 +13,7 @@
 #include "samples.h"
 #include "test.h"
 
-/* The published bound for one timestamp (SPEC.md). */
+/* The published bound for one timestamp (docs/method.md). */
 #define RTG_TIMESTAMP_BOUND_NS 100.0
 
 static const rtg_opt overhead_opts[] = {

@@ -1,4 +1,4 @@
-/* tire: the application benchmark of SPEC.md. A ring of --masses point masses
+/* tire: the application benchmark of docs/tire.md. A ring of --masses point masses
  * falls onto a floor and settles; each step is one symplectic Euler step split
  * among --threads solver threads (tire/solver.h, tire/team.h).
  *   realtime: the periodic driver paces steps at --period-ms; one driver thread
