@@ -23,6 +23,23 @@ const char *rtg_prim_name(rtg_prim p)
     return p < RTG_PRIM_COUNT ? names[p] : "?";
 }
 
+rtg_prim rtg_prim_by_name(const char *name, rtg_prim fallback)
+{
+    for (int p = 0; p < RTG_PRIM_COUNT; p++)
+        if (strcmp(names[p], name) == 0)
+            return (rtg_prim)p;
+    return fallback;
+}
+
+rtg_prim rtg_mutex_protocol(const char *protocol)
+{
+    if (strcmp(protocol, "inherit") == 0)
+        return RTG_PRIM_PI_MUTEX;
+    if (strcmp(protocol, "protect") == 0)
+        return RTG_PRIM_PROTECT_MUTEX;
+    return RTG_PRIM_MUTEX;
+}
+
 bool rtg_prim_available(rtg_prim p, char *why, size_t len)
 {
     if (p != RTG_PRIM_FUTEX && p != RTG_PRIM_PI_WAITERS)

@@ -31,6 +31,12 @@ typedef enum {
 } rtg_prim;
 
 const char *rtg_prim_name(rtg_prim p);
+/* The primitive named name (rtg_prim_name's spelling: "mutex", "pi-mutex", "sem",
+ * "spin", ...), or fallback when no primitive has that name. */
+rtg_prim rtg_prim_by_name(const char *name, rtg_prim fallback);
+/* The mutex kind of a --protocol option's word: "inherit" (PI_MUTEX), "protect"
+ * (PROTECT_MUTEX), anything else (MUTEX: "none"). */
+rtg_prim rtg_mutex_protocol(const char *protocol);
 /* True when this build can use p; otherwise why (one sentence fragment:
  * "unavailable in this build because ...") goes to why. */
 bool rtg_prim_available(rtg_prim p, char *why, size_t len);

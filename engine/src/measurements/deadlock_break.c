@@ -127,7 +127,7 @@ static int deadlock_run(const rtg_opts *o, rtg_result *res)
         rtg_scn_join(&s, res, "");
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for the samples; ask for fewer --iterations.");
     }
-    rtg_mutex_init(&d.lock, strcmp(rtg_opt_str(o, "protocol"), "inherit") == 0 ? RTG_PRIM_PI_MUTEX : RTG_PRIM_MUTEX, 0);
+    rtg_mutex_init(&d.lock, rtg_mutex_protocol(rtg_opt_str(o, "protocol")), 0);
     sem_init(&d.go_medium, 0, 0);
     sem_init(&d.go_high, 0, 0);
     /* the inversion fixture: high and medium blocked on their semaphores, then low runs the loop */

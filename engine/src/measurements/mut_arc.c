@@ -16,25 +16,16 @@ static const rtg_opt mut_arc_opts[] = {
     {"hog-ms", RTG_OPT_INT, "50", 5, 2000, NULL, "how long the medium thread runs before it stops"},
     {"cs-ms", RTG_OPT_INT, "10", 1, 500, NULL, "CPU time the low thread needs inside the mutex"},
     {"priority", RTG_OPT_INT, "10", 1, 96, NULL,
-     "priority of the low thread; medium, high and the controller run at +1, +2, +3"},
+     "priority of the low thread; medium and high run at +1 and +2 (the controller is the watchdog, FIFO 99 on another CPU)"},
     {"policy", RTG_OPT_ENUM, "fifo", 0, 0, "fifo", "the scenario runs under SCHED_FIFO"},
     {0},
 };
-
-static rtg_prim parse_protocol(const char *s)
-{
-    if (strcmp(s, "none") == 0)
-        return RTG_PRIM_MUTEX;
-    if (strcmp(s, "protect") == 0)
-        return RTG_PRIM_PROTECT_MUTEX;
-    return RTG_PRIM_PI_MUTEX;
-}
 
 static int mut_arc_run(const rtg_opts *o, rtg_result *res)
 {
     rtg_inv_cfg cfg;
     rtg_inv_result r;
-    int status = rtg_inversion_run(o, parse_protocol(rtg_opt_str(o, "protocol")), &cfg, &r, res);
+    int status = rtg_inversion_run(o, rtg_mutex_protocol(rtg_opt_str(o, "protocol")), &cfg, &r, res);
     if (status != RTG_EXIT_OK)
         return status;
 

@@ -142,7 +142,7 @@ static int init_mtest(mtest *t, const rtg_opts *o)
 {
     t->n = WARMUP + (size_t)rtg_opt_int(o, "iterations");
     t->hog_ns = rtg_opt_int(o, "hog-us") * 1000;
-    rtg_mutex_init(&t->m, strcmp(rtg_opt_str(o, "protocol"), "inherit") == 0 ? RTG_PRIM_PI_MUTEX : RTG_PRIM_MUTEX, 0);
+    rtg_mutex_init(&t->m, rtg_mutex_protocol(rtg_opt_str(o, "protocol")), 0);
     sem_init(&t->go_high, 0, 0);
     sem_init(&t->go_medium, 0, 0);
     for (int k = 0; k < NMETRICS; k++)

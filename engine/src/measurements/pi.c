@@ -18,27 +18,16 @@ static const rtg_opt pi_opts[] = {
     {"hog-ms", RTG_OPT_INT, "200", 10, 2000, NULL, "how long the medium thread hogs the CPU before it stops"},
     {"cs-ms", RTG_OPT_INT, "20", 1, 500, NULL, "CPU time the low thread needs inside the lock"},
     {"priority", RTG_OPT_INT, "10", 1, 96, NULL,
-     "priority of the low thread; medium, high and the controller run at +1, +2, +3"},
+     "priority of the low thread; medium and high run at +1 and +2 (the controller is the watchdog, FIFO 99 on another CPU)"},
     {"policy", RTG_OPT_ENUM, "fifo", 0, 0, "fifo", "the scenario runs under SCHED_FIFO"},
     {0},
 };
-
-static rtg_prim parse_kind(const char *s)
-{
-    if (strcmp(s, "mutex") == 0)
-        return RTG_PRIM_MUTEX;
-    if (strcmp(s, "sem") == 0)
-        return RTG_PRIM_SEM;
-    if (strcmp(s, "spin") == 0)
-        return RTG_PRIM_SPIN;
-    return RTG_PRIM_PI_MUTEX;
-}
 
 static int pi_run(const rtg_opts *o, rtg_result *res)
 {
     rtg_inv_cfg cfg;
     rtg_inv_result r;
-    int status = rtg_inversion_run(o, parse_kind(rtg_opt_str(o, "primitive")), &cfg, &r, res);
+    int status = rtg_inversion_run(o, rtg_prim_by_name(rtg_opt_str(o, "primitive"), RTG_PRIM_PI_MUTEX), &cfg, &r, res);
     if (status != RTG_EXIT_OK)
         return status;
     bool protected_ = r.acquired && r.t_acquire < r.t_med_end;
