@@ -29,13 +29,23 @@ class StallFigure:
                 "max_all_samples": self.max_all}
 
 
-def _plain(m) -> dict:
-    """A stored measurement as a dict, whether given as one or as a typed record."""
-    return m if isinstance(m, dict) else m.to_dict()
+def _env(m) -> dict:
+    """A stored measurement's env, whether given as a dict or as a typed record."""
+    env = m.get("env") if isinstance(m, dict) else m.env
+    return env if isinstance(env, dict) else {}
+
+
+def _metric(m, name: str) -> dict:
+    """One metric of a measurement as a dict (only that one is converted)."""
+    if isinstance(m, dict):
+        v = (m.get("metrics") or {}).get(name)
+        return v if isinstance(v, dict) else {}
+    v = m.metrics.get(name)
+    return v.to_dict() if v is not None else {}
 
 
 def stall_env(m) -> dict | None:
-    s = (_plain(m).get("env") or {}).get("stalls")
+    s = _env(m).get("stalls")
     return s if isinstance(s, dict) else None
 
 
@@ -76,12 +86,11 @@ def stall_figures(m: dict, touched_only: bool = False) -> list[StallFigure]:
     if not s or not s.get("observed"):
         return []
     out = []
-    metrics = _plain(m).get("metrics") or {}
     per = s.get("metrics") if isinstance(s.get("metrics"), dict) else {}
     for name, v in per.items():
         if "#" in name or not isinstance(v, dict):
             continue
-        full = metrics.get(name) if isinstance(metrics.get(name), dict) else {}
+        full = _metric(m, name)
         without = v.get("without") if isinstance(v.get("without"), dict) else {}
         touched = _count(v.get("touched"))
         if touched_only and touched == 0:

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rtgauge.analysis.stalls import stall_figures, stall_summary
+from rtgauge.analysis.records import as_run
 from rtgauge.report.safe import markup as escape
 
 ALL = "avg, all samples"
@@ -29,13 +30,12 @@ def _us(v, digits: int = 3) -> str:
 def stall_rows(runs: list[dict]) -> list[dict]:
     """One row per measurement with observer data: the summary and its touched figures."""
     rows = []
-    for run in runs:
-        run = run if isinstance(run, dict) else run.to_dict()
-        for m in run.get("measurements", []):
+    for run in map(as_run, runs):
+        for m in run.measurements:
             s = stall_summary(m)
             if s is None:
                 continue
-            rows.append({"run": run.get("id"), "measurement": m.get("name") or m.get("test") or "?",
+            rows.append({"run": run.id, "measurement": m.name or m.test or "?",
                          "summary": s, "figures": stall_figures(m, touched_only=True)})
     return rows
 
