@@ -58,6 +58,27 @@ def test_identical_quantised_rounds_are_no_difference_not_a_division_by_zero():
     assert r.p_value > 0.001
 
 
+def test_the_clock_step_is_read_from_the_histogram_and_floors_the_spread():
+    """Ground truth: samples of a short call taken with a clock that steps by 10 ns
+    (read up to 1 ns late, as a scaled TSC does) cluster 10 ns apart; wide bins of a
+    log-linear histogram, or too few clusters, say nothing about the clock."""
+    rng = np.random.default_rng(5)
+    true = rng.uniform(15, 65, 5000)
+    read = np.floor(true / 10) * 10 + rng.integers(0, 2, len(true))
+    values, counts = np.unique(read, return_counts=True)
+    bins = [[int(v), int(v), int(c)] for v, c in zip(values, counts)]
+    assert noise.clock_step(bins) == 10.0
+    assert noise.clock_step([[5000, 5039, 3], [5040, 5079, 2], [5080, 5119, 1]]) == 1.0
+    assert noise.clock_step([[20, 20, 5], [30, 30, 5]]) == 1.0 and noise.clock_step(None) == 1.0
+    # a maximum that read 40 ns in every round of one run and 31 ns in every round of the
+    # other (one clock step apart): at a 1 ns resolution that looked certain; at the
+    # clock's step it is a one-step difference the rounds cannot resolve on their own
+    assert noise.compare_rounds([40.0] * 3, [31.0] * 3).p_value < 1e-4
+    assert noise.compare_rounds([40.0] * 3, [31.0] * 3, step=9.0).p_value > 0.005
+    # a real change many steps wide is still called
+    assert noise.compare_rounds([40.0, 41.0, 40.0], [400.0, 401.0, 400.0], step=9.0).p_value < 1e-4
+
+
 def test_run_interval_uses_the_bootstrap_with_enough_rounds():
     rng = np.random.default_rng(4)
     x = list(rng.normal(500, 20, 12))

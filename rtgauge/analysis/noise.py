@@ -9,8 +9,9 @@ Two runs are compared figure by figure:
   difference of the means and its 95 % interval come from the same test. The noise floor
   is the smallest difference that pair of runs could call (the half-width of that
   interval). Round values are floored at a quantisation spread (1/128 of the value, the
-  resolution of the engine's log-linear histogram, and at least 1 unit), so identical
-  quantised values do not make a zero variance.
+  resolution of the engine's log-linear histogram, and at least the clock's step as the
+  figure's own histogram shows it, or 1 unit), so identical quantised values do not
+  make a zero variance.
 - a single round on both sides: only the uncertainty inside each run is known, which
   understates the noise between runs (every result says so): averages by their standard
   errors (stddev/sqrt(count), a z-test); percentiles by a two-by-two test of how many
@@ -86,20 +87,34 @@ class Result:
     extra: dict = field(default_factory=dict)
 
 
-def quantisation_sd(values: np.ndarray) -> float:
-    """The spread a quantised figure has even when every round reads the same."""
+def clock_step(bins) -> float:
+    """The step of the clock that took a distribution's samples, as its exact-value
+    histogram bins show it: samples of a short call cluster a clock step apart (here
+    CLOCK_MONOTONIC reads 20/21, 29-31, 40 ns: a step of 9-10 ns). Clusters are runs of
+    populated values at most 2 units apart; the step is the smallest distance between
+    the starts of consecutive clusters, with three clusters at least; else 1 unit."""
+    exact = sorted(float(lo) for lo, hi, c in (bins or []) if c and lo == hi)
+    starts = [v for i, v in enumerate(exact) if i == 0 or v - exact[i - 1] > 2]
+    if len(starts) < 3:
+        return 1.0
+    return max(1.0, min(b - a for a, b in zip(starts, starts[1:])))
+
+
+def quantisation_sd(values: np.ndarray, step: float = 1.0) -> float:
+    """The spread a quantised figure has even when every round reads the same: its
+    histogram's resolution or the clock's step, whichever is coarser."""
     np, stats = _libs()
     level = float(np.mean(np.abs(values))) if len(values) else 0.0
-    return max(level * RESOLUTION, 1.0) / math.sqrt(12)
+    return max(level * RESOLUTION, step, 1.0) / math.sqrt(12)
 
 
-def floored_sd(values: np.ndarray) -> float:
+def floored_sd(values: np.ndarray, step: float = 1.0) -> float:
     np, stats = _libs()
     sd = float(np.std(values, ddof=1)) if len(values) >= 2 else 0.0
-    return max(sd, quantisation_sd(values))
+    return max(sd, quantisation_sd(values, step))
 
 
-def run_interval(values: list[float]) -> tuple[float, float] | None:
+def run_interval(values: list[float], step: float = 1.0) -> tuple[float, float] | None:
     """95 % interval of the mean of one run's round values."""
     np, stats = _libs()
     x = np.asarray(values, float)
@@ -111,16 +126,17 @@ def run_interval(values: list[float]) -> tuple[float, float] | None:
         lo, hi = res.confidence_interval
         if math.isfinite(lo) and math.isfinite(hi):
             return float(lo), float(hi)
-    sd = floored_sd(x)
+    sd = floored_sd(x, step)
     lo, hi = stats.t.interval(LEVEL, len(x) - 1, loc=float(np.mean(x)), scale=sd / math.sqrt(len(x)))
     return float(lo), float(hi)
 
 
-def compare_rounds(a: list[float], b: list[float]) -> Result:
-    """Round values of the baseline (a) and the candidate (b); at least one side has 2+."""
+def compare_rounds(a: list[float], b: list[float], step: float = 1.0) -> Result:
+    """Round values of the baseline (a) and the candidate (b); at least one side has 2+.
+    step: the clock step of the samples behind the values (clock_step)."""
     np, stats = _libs()
     x, y = np.asarray(a, float), np.asarray(b, float)
-    sx, sy = floored_sd(x), floored_sd(y)
+    sx, sy = floored_sd(x, step), floored_sd(y, step)
     nx, ny = len(x), len(y)
     diff = float(np.mean(y) - np.mean(x))
     if nx >= 2 and ny >= 2:
@@ -130,7 +146,7 @@ def compare_rounds(a: list[float], b: list[float]) -> Result:
         method = f"Welch t-test over rounds ({nx} and {ny})"
     else:
         pooled = (((nx - 1) * sx ** 2 if nx > 1 else 0.0) + ((ny - 1) * sy ** 2 if ny > 1 else 0.0)) / (nx + ny - 2)
-        pooled = max(pooled, quantisation_sd(np.concatenate([x, y])) ** 2)
+        pooled = max(pooled, quantisation_sd(np.concatenate([x, y]), step) ** 2)
         se = math.sqrt(pooled * (1 / nx + 1 / ny))
         df = nx + ny - 2
         method = (f"Student t-test over rounds ({nx} and {ny}; the single-round side borrows "
@@ -138,7 +154,7 @@ def compare_rounds(a: list[float], b: list[float]) -> Result:
     t = diff / se
     p = float(2 * stats.t.sf(abs(t), df))
     half = float(stats.t.ppf(0.5 + LEVEL / 2, df) * se)
-    return Result(method, p, diff, (diff - half, diff + half), half, run_interval(a), run_interval(b),
+    return Result(method, p, diff, (diff - half, diff + half), half, run_interval(a, step), run_interval(b, step),
                   extra={"df": round(df, 2), "rounds": [nx, ny]})
 
 

@@ -53,6 +53,7 @@ class Figure:
     failed: list[str] = field(default_factory=list)    # why rounds of its job failed
     exact: bool = False                                # compared without statistics (tire grid)
     steal_ms: list = field(default_factory=list)       # hypervisor steal on the measured CPUs, per round
+    clock_step: float = 1.0                            # the clock's step behind its samples (noise.clock_step)
 
     @property
     def estimate(self) -> float | None:
@@ -113,16 +114,20 @@ def _dist_values(metric: Metric | None, key: str) -> float | None:
     return float(v) if noise.is_valid(v) else None
 
 
-def _within(metric: Metric, q: float | None = None) -> noise.Within:
+def _bins(metric: Metric) -> list | None:
+    """The metric's histogram bins [[lo, hi, count], ...] (or its linear ones)."""
     hist = metric.histogram if isinstance(metric.histogram, dict) else None
     bins = hist.get("bins") if hist else None
     if not bins:
         linear = metric.linear
         bins = linear.get("bins") if isinstance(linear, dict) else None
+    return bins if isinstance(bins, list) and bins else None
+
+
+def _within(metric: Metric, q: float | None = None) -> noise.Within:
     count, sd = metric.count, metric.stddev
     return noise.Within(int(count) if noise.is_valid(count) else None,
-                        float(sd) if noise.is_valid(sd) else None,
-                        bins if isinstance(bins, list) and bins else None, q)
+                        float(sd) if noise.is_valid(sd) else None, _bins(metric), q)
 
 
 def _dist_figures(add, prefix: str, tag: str, label: str, families: tuple[str, str, str],
@@ -137,12 +142,14 @@ def _dist_figures(add, prefix: str, tag: str, label: str, families: tuple[str, s
     pooled = (sum(a * c for a, c in zip(avgs, counts)) / sum(counts)) if avgs and sum(counts) else \
         (sum(avgs) / len(avgs) if avgs else None)
     single = metrics[0] if len(metrics) == 1 else None
+    step = max((noise.clock_step(_bins(m)) for m in metrics), default=1.0)
     add(Figure(f"{prefix}:{tag}:avg", avg_f, f"{label} avg", pooled, unit, rounds=avgs,
-               within=_within(single) if single else None, failed=list(failed)))
+               within=_within(single) if single else None, failed=list(failed), clock_step=step))
     add(Figure(f"{prefix}:{tag}:p99", p99_f, f"{label} p99", sum(p99s) / len(p99s) if p99s else None, unit,
-               rounds=p99s, within=_within(single, 0.99) if single else None, failed=list(failed)))
+               rounds=p99s, within=_within(single, 0.99) if single else None, failed=list(failed),
+               clock_step=step))
     add(Figure(f"{prefix}:{tag}:max", max_f, f"{label} max", max(maxs) if maxs else None, unit, rounds=maxs,
-               within=_within(single) if single else None, failed=list(failed)))
+               within=_within(single) if single else None, failed=list(failed), clock_step=step))
 
 
 def _stall_free_figure(add, key: str, family: str, label: str, ms: list[Measurement], metric: str, unit: str,
@@ -286,7 +293,7 @@ def test_figure(fb: Figure, fa: Figure) -> noise.Result:
     if fb.family == "misses" and fa.events and fb.events:
         return noise.compare_rates(fa.events[0], fa.events[1], fb.events[0], fb.events[1])
     if len(a) >= 2 or len(b) >= 2:
-        return noise.compare_rounds(a, b)
+        return noise.compare_rounds(a, b, max(fa.clock_step, fb.clock_step))
     wa, wb = fa.within, fb.within
     va, vb = a[0], b[0]
     if wa and wb:
