@@ -6,17 +6,27 @@ import sys
 
 from rtgauge.printable import printable
 
+# The exit statuses of every rtgauge command: one table, documented in `rtgauge --help`
+# and docs/exit-status.md. Gates (--fail-on, a budget's verdict) use 3, 4 and 5.
+EXIT_OK = 0            # done; every rule kept, the verdict (if any) is "yes"
+EXIT_FAILED = 1        # a measurement, a target or the database failed (RunFailed, StoreError)
+EXIT_USAGE = 2         # bad input or a missing prerequisite (UserError): one sentence says what to do
+EXIT_GATE_TRIPPED = 3  # a rule is broken or the verdict against the budget is "no"
+EXIT_UNDECIDED = 4     # the evidence cannot decide a rule or the verdict (run longer, more rounds)
+EXIT_INCOMPLETE = 5    # a gate read an interrupted, partial or abandoned measurement: it fails closed
+EXIT_INTERRUPTED = 130 # Ctrl-C or SIGTERM; what was measured is kept
+
 
 class UserError(Exception):
     """Bad input or a missing prerequisite; the message says what to do."""
 
-    exit_status = 2
+    exit_status = EXIT_USAGE
 
 
 class RunFailed(UserError):
     """A measurement could not be taken; the message says why."""
 
-    exit_status = 1
+    exit_status = EXIT_FAILED
 
 
 def run_reporting_errors(command) -> int:
@@ -29,4 +39,4 @@ def run_reporting_errors(command) -> int:
         return e.exit_status
     except KeyboardInterrupt:
         print("rtgauge: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED

@@ -19,7 +19,7 @@ from rtgauge.analysis.regress import ALPHA, BETTER, SAME, WORSE, change_json, co
 from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
 from rtgauge.analysis.records import Run, as_run
 from rtgauge.cli.report import add_db_argument, budget_options, load_runs, write_html
-from rtgauge.errors import UserError
+from rtgauge.errors import EXIT_GATE_TRIPPED, UserError
 from rtgauge.report.numbers import fmt_group
 from rtgauge.report.stalls import print_stalls, stalls_json
 from rtgauge.report.terminal import print_micro, print_published
@@ -27,8 +27,6 @@ from rtgauge.report.terminal import print_micro, print_published
 # compare --json's layout: 2 added "version" and "call" ("verdict", the same value, is kept
 # for readers of version 1); docs/compare.md.
 JSON_VERSION = 2
-
-EXIT_RULE_TRIPPED = 3
 
 
 def register(sub) -> None:
@@ -124,7 +122,7 @@ def cmd_compare(args) -> int:
         else:
             for t in tripped + closed:
                 print(f"rtgauge: --fail-on: {t}", file=sys.stderr)
-        return EXIT_RULE_TRIPPED
+        return EXIT_GATE_TRIPPED
     if rules and not args.json:
         out.print(f"[green]--fail-on: no rule tripped ({len(rules)} rule{'s' if len(rules) != 1 else ''}).[/]")
     return 0
