@@ -3,7 +3,8 @@ regression view of each later run against the first (the baseline): every figure
 better, worse or with no significant difference, with the size of the change and its
 interval (statistics in rtgauge/analysis/noise.py, docs/compare.md). --json prints
 every compared figure for CI. --fail-on rules make the exit status 3 when they trip
-on a significant change, and when they have nothing valid to check (fail closed)."""
+on a significant change, and when they have nothing valid to check (fail closed);
+status 4 (undecided) when a change beyond a rule is within the noise."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from rtgauge.analysis.regress import ALPHA, BETTER, SAME, WORSE, change_json, co
 from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
 from rtgauge.analysis.records import Run, as_run
 from rtgauge.cli.report import add_db_argument, budget_options, load_runs, write_html
-from rtgauge.errors import EXIT_GATE_TRIPPED, UserError
+from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_UNDECIDED, UserError
 from rtgauge.report.numbers import fmt_group
 from rtgauge.report.stalls import print_stalls, stalls_json
 from rtgauge.report.terminal import print_micro, print_published
@@ -38,7 +39,8 @@ def register(sub) -> None:
     p.add_argument("--fail-on", action="append", default=[], metavar="RULE",
                    help="e.g. 'max_latency>+20%%', 'micro_avg>+10%%', 'avg_latency>+5us', 'misses>0', "
                    "'tire_max_masses<-10%%' (repeatable); a change trips only when significant; exit status 3 "
-                   "when one trips or has nothing valid to check")
+                   "when one trips or has nothing valid to check, 4 (undecided) when a change beyond a rule "
+                   "is within the noise")
     p.add_argument("-o", "--output", metavar="FILE", default=None, help="also write an HTML report with the regressions")
     p.add_argument("--all", action="store_true", help="list every compared figure, not only the changed ones")
     p.add_argument("--json", action="store_true",
@@ -76,6 +78,7 @@ def cmd_compare(args) -> int:
     base = runs[0]
     tripped: list[str] = []
     closed: list[str] = []
+    undecided: list[str] = []
     comparisons = []
     exceedance = pwcet_exceedance(args)
     worst_cases: dict[int, list[dict]] = {}
@@ -94,6 +97,9 @@ def cmd_compare(args) -> int:
                 hit = rule.trips(c)
                 if hit:
                     tripped.append(f"{rule.text} (run {cand.id}): {hit}")
+                open_ = rule.undecided(c)
+                if open_:
+                    undecided.append(f"{rule.text} (run {cand.id}): {open_}")
     if args.json:
         doc = {"version": JSON_VERSION, "baseline": base.id, "alpha": args.alpha, "correction": "benjamini-hochberg",
                "comparisons": [{"candidate": cand.id,
@@ -105,7 +111,9 @@ def cmd_compare(args) -> int:
                "host_stalls": {str(r.id): [j for m in r.measurements if (j := stalls_json(m))]
                                for r in runs},
                "rules": [r.text for r in rules], "tripped": tripped, "failed_closed": closed,
-               "gate": None if not rules else ("fail" if tripped or closed else "pass")}
+               "undecided": undecided,
+               "gate": None if not rules else ("fail" if tripped or closed else ("undecided" if undecided
+                                                                                 else "pass"))}
         sys.stdout.write(json.dumps(doc, indent=1, allow_nan=False) + "\n")
     if args.output:
         write_html(args.output, runs, comparisons=comparisons, tripped=tripped + closed, **options)
@@ -123,6 +131,15 @@ def cmd_compare(args) -> int:
             for t in tripped + closed:
                 print(f"rtgauge: --fail-on: {t}", file=sys.stderr)
         return EXIT_GATE_TRIPPED
+    if undecided:
+        if not args.json:
+            out.print(f"[yellow bold]--fail-on undecided ({len(undecided)}):[/]")
+            for t in undecided:
+                out.print(f"  [yellow]{escape(t)}[/]")
+        else:
+            for t in undecided:
+                print(f"rtgauge: --fail-on undecided: {t}", file=sys.stderr)
+        return EXIT_UNDECIDED
     if rules and not args.json:
         out.print(f"[green]--fail-on: no rule tripped ({len(rules)} rule{'s' if len(rules) != 1 else ''}).[/]")
     return 0

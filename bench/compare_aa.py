@@ -1,0 +1,266 @@
+"""A/A and A/B experiments of `rtgauge compare` with the default settings a user has
+(docs/compare.md "Single runs", docs/performance.md "compare: A/A and A/B").
+
+    .venv/bin/python bench/compare_aa.py collect --until 13:00   # measure (root; minutes to an hour)
+    .venv/bin/python bench/compare_aa.py analyse                 # compare the stored runs, write the doc section
+
+collect measures, one after the other until the given time (or --cycles), a cycle of:
+the shipped quick profile, the shipped micro profile, and every --ab-every cycles the
+quick profile again with a FIFO spinner (`rtgauge-engine spin`, priority 90, 3 ms every
+30 ms) on the last allowed CPU, started beside the run: same profile, same condition
+names. Every run is stored in one SQLite database (default experiments/compare.db,
+not in git) and listed in a journal beside it (which profile, which arm), so the runs
+can be analysed again with a later method.
+
+analyse compares, with `rtgauge compare --json` and the default settings (one round,
+alpha 0.05, no option):
+- A/A: each quick run with the next quick run without the spinner, each micro run with
+  the next micro run (consecutive pairs: with N runs, N-1 comparisons; neighbouring
+  comparisons share a run, so they are not independent);
+- A/B: each spinner run against the quick run just before it, with the gate
+  `--fail-on 'p99_latency>+20%'`.
+It prints the counts and, with --write, replaces the section in docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+DEFAULT_DIR = ROOT / "experiments"
+if not os.environ.get("RTGAUGE_ENGINE") and (ROOT / "build/engine/src/rtgauge-engine").exists():
+    os.environ["RTGAUGE_ENGINE"] = str(ROOT / "build/engine/src/rtgauge-engine")   # the worktree's build
+GATE = "p99_latency>+20%"
+SPIN = ["--priority", "90", "--busy-us", "3000", "--period-us", "30000"]
+
+
+SRC = ROOT   # collect --src: measure with a frozen copy of the package while this one is edited
+
+
+def rtgauge(*args, timeout=3600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=SRC)
+
+
+def last_run_id(db: Path) -> int | None:
+    if not db.exists():
+        return None
+    with sqlite3.connect(db) as c:
+        row = c.execute("select max(id) from runs").fetchone()
+    return row[0] if row else None
+
+
+def measure(db: Path, journal: Path, profile: str, arm: str) -> None:
+    from rtgauge.enginebin import engine_path
+    before = last_run_id(db)
+    spinner = None
+    cpu = max(os.sched_getaffinity(0))
+    if arm == "spinner":
+        spinner = subprocess.Popen([engine_path(), "spin", "--cpu", str(cpu), *SPIN, "--duration-s", "900"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    start = time.time()
+    try:
+        p = rtgauge("run", "--profile", profile, "--db", f"sqlite:///{db}", "--no-report")
+    finally:
+        if spinner is not None:
+            spinner.terminate()
+            spinner.wait(timeout=60)
+    after = last_run_id(db)
+    row = {"run": after if after != before else None, "profile": profile, "arm": arm,
+           "status": p.returncode, "started": datetime.fromtimestamp(start, timezone.utc).isoformat(),
+           "seconds": round(time.time() - start, 1), **({"spinner_cpu": cpu} if spinner else {})}
+    with journal.open("a") as f:
+        f.write(json.dumps(row) + "\n")
+    print(json.dumps(row), flush=True)
+
+
+def collect(args) -> int:
+    global SRC
+    if args.src:
+        SRC = Path(args.src)
+    out = Path(args.dir)
+    out.mkdir(parents=True, exist_ok=True)
+    db, journal = out / "compare.db", out / "journal.jsonl"
+    deadline = None
+    if args.until:
+        h, m = (int(x) for x in args.until.split(":"))
+        now = datetime.now()
+        deadline = now.replace(hour=h, minute=m, second=0, microsecond=0).timestamp()
+    cycle = 0
+    while (args.cycles is None or cycle < args.cycles) and (deadline is None or time.time() < deadline):
+        cycle += 1
+        plan = [("quick", "plain"), ("micro", "plain")]
+        if args.ab_every and cycle % args.ab_every == 0:
+            plan.append(("quick", "spinner"))
+        for profile, arm in plan:
+            if deadline is not None and time.time() > deadline:
+                break
+            measure(db, journal, profile, arm)
+    return 0
+
+
+def compare(db: Path, a: int, b: int, *rules: str) -> tuple[int, dict]:
+    args = ["compare", str(a), str(b), "--db", f"sqlite:///{db}", "--json"]
+    for r in rules:
+        args += ["--fail-on", r]
+    p = rtgauge(*args, timeout=600)
+    return p.returncode, json.loads(p.stdout)
+
+
+def called(doc: dict) -> list[str]:
+    return [f"{f['label']} ({f['call']}, q={f['q_value']:.2g})" for f in doc["comparisons"][0]["figures"]
+            if f["call"] in ("worse", "better")]
+
+
+def drift_pairs(db: Path, pairs: list[tuple[int, int]]) -> dict[str, list[float]]:
+    """Per family, the log ratio of every figure between the two runs of each A/A pair."""
+    from rtgauge.analysis.regress import figures
+    from rtgauge.store import open_store
+
+    out: dict[str, list[float]] = {}
+    with open_store(f"sqlite:///{db}") as store:
+        runs = {i: figures(store.get_run(i)) for pair in pairs for i in pair}
+    for a, b in pairs:
+        fa, fb = runs[a], runs[b]
+        for key, f in fb.items():
+            g = fa.get(key)
+            if g is None or f.family not in DRIFT_FAMILIES:
+                continue
+            if f.family == "misses":
+                (ka, na), (kb, nb) = g.events, f.events
+                va, vb = (ka + 0.5) / na, (kb + 0.5) / nb
+            else:
+                if len(f.rounds) != 1 or len(g.rounds) != 1:
+                    continue
+                va, vb = g.rounds[0], f.rounds[0]
+            if va > 0 and vb > 0:
+                out.setdefault(f.family, []).append(math.log(vb / va))
+    return out
+
+
+DRIFT_FAMILIES = ("avg_latency", "p99_latency", "max_latency", "avg_latency_stall_free", "micro_avg", "micro_p99",
+                  "micro_max", "micro_avg_stall_free", "misses")
+
+
+def fit_drift(ratios: list[float]) -> tuple[float, float]:
+    """The run-to-run drift of one family: a Student t fitted (maximum likelihood,
+    centred on 0) to the log ratios of A/A pairs; the ratio of two runs carries the
+    drift of both, so the drift of one run is the scale over sqrt(2). (tau, df)"""
+    import numpy as np
+    from scipy import stats
+    x = np.asarray(ratios, float)
+    df, _, scale = stats.t.fit(x, floc=0)
+    df = float(min(max(df, 1.0), 30.0))
+    _, _, scale = stats.t.fit(x, fdf=df, floc=0)
+    return float(scale / math.sqrt(2)), df
+
+
+def plain_pairs(rows: list[dict], profile: str) -> list[tuple[int, int]]:
+    plain = [r["run"] for r in rows if r["profile"] == profile and r["arm"] == "plain"]
+    return list(zip(plain, plain[1:]))
+
+
+def drift(args) -> int:
+    out = Path(args.dir)
+    db, journal = out / "compare.db", out / "journal.jsonl"
+    rows = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if r.get("run") and r.get("status") == 0]
+    pairs = plain_pairs(rows, "quick") + plain_pairs(rows, "micro")
+    if args.first:
+        pairs = plain_pairs(rows, "quick")[:args.first] + plain_pairs(rows, "micro")[:args.first]
+    ratios = drift_pairs(db, pairs)
+    print(f"{len(pairs)} A/A pairs")
+    for fam in DRIFT_FAMILIES:
+        if fam in ratios and len(ratios[fam]) >= 5:
+            tau, df = fit_drift(ratios[fam])
+            x = sorted(abs(v) for v in ratios[fam])
+            print(f"{fam:24} n={len(x):4} tau={tau:.3f} df={df:.1f} median|d|={x[len(x) // 2]:.3f} max|d|={x[-1]:.3f}")
+    return 0
+
+
+def analyse(args) -> int:
+    out = Path(args.dir)
+    db, journal = out / "compare.db", out / "journal.jsonl"
+    rows = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if r.get("run") and r.get("status") == 0]
+    lines = []
+    summary = {}
+    for profile in ("quick", "micro"):
+        plain = [r["run"] for r in rows if r["profile"] == profile and r["arm"] == "plain"]
+        pairs = list(zip(plain, plain[1:]))
+        with_call, figures, calls = 0, 0, []
+        for a, b in pairs:
+            status, doc = compare(db, a, b)
+            c = called(doc)
+            figures = len(doc["comparisons"][0]["figures"])
+            with_call += bool(c)
+            calls.append((a, b, c))
+            print(f"A/A {profile} {a} vs {b}: {len(c)} called of {figures}" + (f": {'; '.join(c)}" if c else ""),
+                  flush=True)
+        summary[profile] = (len(pairs), with_call, figures)
+        lines.append(f"| A/A {profile} | {len(pairs)} | {len(pairs) - with_call} of {len(pairs)} without a call "
+                     f"({figures} figures each) |")
+        for a, b, c in calls:
+            if c:
+                lines.append(f"| | runs {a} → {b} | {'; '.join(c)} |")
+    ab = []
+    for i, r in enumerate(rows):
+        if r["arm"] != "spinner":
+            continue
+        base = next((q["run"] for q in reversed(rows[:i]) if q["profile"] == "quick" and q["arm"] == "plain"), None)
+        if base is None:
+            continue
+        status, doc = compare(db, base, r["run"], GATE)
+        figs = {f["key"]: f for f in doc["comparisons"][0]["figures"]}
+        tail = [f"{f['label']}: {f['call']}" for k, f in figs.items()
+                if k.startswith("lat:latency@") and k.rsplit(":", 1)[1] in ("p99", "max")]
+        print(f"A/B {base} vs {r['run']}: exit {status}; {'; '.join(tail)}", flush=True)
+        ab.append((base, r["run"], status, tail))
+        lines.append(f"| A/B spinner | runs {base} → {r['run']} | exit {status} (gate `{GATE}`); "
+                     f"{'; '.join(tail)} |")
+    if args.write:
+        from perfdoc import write_section
+        date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+        body = (f"Measured {date} on this shared 2-vCPU VM (other engineers' jobs running), default settings "
+                f"(one round, alpha 0.05). Command: `sudo .venv/bin/python bench/compare_aa.py collect --until HH:MM` "
+                f"then `.venv/bin/python bench/compare_aa.py analyse --write`. A/A pairs are consecutive runs of "
+                f"the same shipped profile (neighbouring pairs share a run).\n\n"
+                "| experiment | comparisons | result |\n|---|---|---|\n" + "\n".join(lines) + "\n")
+        write_section("compare: A/A and A/B with the default settings", body)
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dir", default=str(DEFAULT_DIR), help="where the database and journal live")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("collect", help="measure the runs")
+    c.add_argument("--until", help="stop starting runs after HH:MM (local time)")
+    c.add_argument("--cycles", type=int, default=None, help="number of quick+micro cycles")
+    c.add_argument("--src", help="directory holding the rtgauge package to measure with (default: this one)")
+    c.add_argument("--ab-every", type=int, default=4, help="a spinner run every N cycles (0: none)")
+    c.set_defaults(func=collect)
+    a = sub.add_parser("analyse", help="compare the stored runs")
+    a.add_argument("--write", action="store_true", help="replace the section of docs/performance.md")
+    a.set_defaults(func=analyse)
+    d = sub.add_parser("drift", help="fit the run-to-run drift of each family to the A/A pairs")
+    d.add_argument("--first", type=int, default=None, help="only the first N pairs of each profile")
+    d.set_defaults(func=drift)
+    args = ap.parse_args()
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
