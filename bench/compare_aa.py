@@ -154,17 +154,18 @@ DRIFT_FAMILIES = ("avg_latency", "p99_latency", "max_latency", "avg_latency_stal
                   "micro_max", "micro_avg_stall_free", "misses")
 
 
-def fit_drift(ratios: list[float]) -> tuple[float, float]:
-    """The run-to-run drift of one family: a Student t fitted (maximum likelihood,
-    centred on 0) to the log ratios of A/A pairs; the ratio of two runs carries the
-    drift of both, so the drift of one run is the scale over sqrt(2). (tau, df)"""
+def fit_drift(ratios: list[float], family: str) -> tuple[float, float]:
+    """The run-to-run drift of one family: a Student t with the shipped degrees of
+    freedom (noise.drift_df) fitted by maximum likelihood, centred on 0, to the log
+    ratios of A/A pairs; the ratio of two runs carries the drift of both, so the drift
+    of one run is the scale over sqrt(2). (tau, the df a free fit would give)"""
     import numpy as np
     from scipy import stats
+    from rtgauge.analysis import noise
     x = np.asarray(ratios, float)
-    df, _, scale = stats.t.fit(x, floc=0)
-    df = float(min(max(df, 1.0), 30.0))
-    _, _, scale = stats.t.fit(x, fdf=df, floc=0)
-    return float(scale / math.sqrt(2)), df
+    free_df, _, _ = stats.t.fit(x, floc=0)
+    _, _, scale = stats.t.fit(x, fdf=noise.drift_df(family), floc=0)
+    return float(scale / math.sqrt(2)), float(min(free_df, 100.0))
 
 
 def plain_pairs(rows: list[dict], profile: str) -> list[tuple[int, int]]:
@@ -184,38 +185,63 @@ def drift(args) -> int:
     print(f"{len(pairs)} A/A pairs")
     for fam in DRIFT_FAMILIES:
         if fam in ratios and len(ratios[fam]) >= 5:
-            tau, df = fit_drift(ratios[fam])
+            tau, df = fit_drift(ratios[fam], fam)
             x = sorted(abs(v) for v in ratios[fam])
-            print(f"{fam:24} n={len(x):4} tau={tau:.3f} df={df:.1f} median|d|={x[len(x) // 2]:.3f} max|d|={x[-1]:.3f}")
+            print(f"{fam:24} n={len(x):4} tau={tau:.3f} (free fit df={df:.1f}) median|d|={x[len(x) // 2]:.3f} max|d|={x[-1]:.3f}")
     return 0
 
 
+def aa_calls(db: Path, pairs: list[tuple[int, int]]) -> list[tuple[int, int, int, list[str]]]:
+    """Each A/A pair compared with the default settings (compare_runs in this process,
+    the same statistics as `rtgauge compare`): (a, b, figures, called figures)."""
+    from rtgauge.analysis.regress import BETTER, WORSE, compare_runs
+    from rtgauge.store import open_store
+
+    out = []
+    with open_store(f"sqlite:///{db}") as store:
+        for a, b in pairs:
+            changes = compare_runs(store.get_run(a), store.get_run(b))
+            called = [f"{c.figure.label} ({c.call}, q={c.q_value:.2g})" for c in changes if c.call in (WORSE, BETTER)]
+            out.append((a, b, len(changes), called))
+    return out
+
+
 def analyse(args) -> int:
+    from rtgauge.analysis import noise
+
     out = Path(args.dir)
     db, journal = out / "compare.db", out / "journal.jsonl"
     rows = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
     rows = [r for r in rows if r.get("run") and r.get("status") == 0]
     lines = []
-    summary = {}
     for profile in ("quick", "micro"):
-        plain = [r["run"] for r in rows if r["profile"] == profile and r["arm"] == "plain"]
-        pairs = list(zip(plain, plain[1:]))
-        with_call, figures, calls = 0, 0, []
-        for a, b in pairs:
-            status, doc = compare(db, a, b)
-            c = called(doc)
-            figures = len(doc["comparisons"][0]["figures"])
-            with_call += bool(c)
-            calls.append((a, b, c))
-            print(f"A/A {profile} {a} vs {b}: {len(c)} called of {figures}" + (f": {'; '.join(c)}" if c else ""),
-                  flush=True)
-        summary[profile] = (len(pairs), with_call, figures)
-        lines.append(f"| A/A {profile} | {len(pairs)} | {len(pairs) - with_call} of {len(pairs)} without a call "
-                     f"({figures} figures each) |")
-        for a, b, c in calls:
+        pairs = plain_pairs(rows, profile)
+        results = aa_calls(db, pairs)
+        with_call = sum(bool(c) for *_, c in results)
+        for a, b, n, c in results:
+            print(f"A/A {profile} {a} vs {b}: {len(c)} called of {n}" + (f": {'; '.join(c)}" if c else ""), flush=True)
+        figures = results[0][2] if results else 0
+        lines.append(f"| A/A {profile}, shipped drift model | {len(pairs)} | {len(pairs) - with_call} of {len(pairs)} "
+                     f"without a call (about {figures} figures each) |")
+        for a, b, n, c in results:
             if c:
                 lines.append(f"| | runs {a} → {b} | {'; '.join(c)} |")
-    ab = []
+        # out of sample: the drift fitted to the first half of the pairs, tested on the second
+        half = len(pairs) // 2
+        if half >= 3:
+            fitted = {fam: fit_drift(r, fam)[0] for fam, r in drift_pairs(db, pairs[:half]).items() if len(r) >= 5}
+            shipped = dict(noise.DRIFT)
+            noise.DRIFT.update(fitted)
+            try:
+                later = aa_calls(db, pairs[half:])
+            finally:
+                noise.DRIFT.clear()
+                noise.DRIFT.update(shipped)
+            calls = sum(bool(c) for *_, c in later)
+            print(f"A/A {profile}, drift fitted to the first {half} pairs, on the other {len(later)}: "
+                  f"{calls} with a call", flush=True)
+            lines.append(f"| A/A {profile}, drift fitted to the first {half} pairs only | {len(later)} (the others) | "
+                         f"{len(later) - calls} of {len(later)} without a call |")
     for i, r in enumerate(rows):
         if r["arm"] != "spinner":
             continue
@@ -224,19 +250,20 @@ def analyse(args) -> int:
             continue
         status, doc = compare(db, base, r["run"], GATE)
         figs = {f["key"]: f for f in doc["comparisons"][0]["figures"]}
-        tail = [f"{f['label']}: {f['call']}" for k, f in figs.items()
-                if k.startswith("lat:latency@") and k.rsplit(":", 1)[1] in ("p99", "max")]
-        print(f"A/B {base} vs {r['run']}: exit {status}; {'; '.join(tail)}", flush=True)
-        ab.append((base, r["run"], status, tail))
-        lines.append(f"| A/B spinner | runs {base} → {r['run']} | exit {status} (gate `{GATE}`); "
+        tail = [f"{f['label']}: {f['call']}" + (f" (q={f['q_value']:.2g})" if f["q_value"] is not None else "")
+                for k, f in figs.items() if k.startswith("lat:latency@") and k.rsplit(":", 1)[1] in ("p99", "max")]
+        gate = doc.get("gate")
+        print(f"A/B {base} vs {r['run']}: exit {status}, gate {gate}; {'; '.join(tail)}", flush=True)
+        lines.append(f"| A/B spinner | runs {base} → {r['run']} | gate `{GATE}`: {gate} (exit {status}); "
                      f"{'; '.join(tail)} |")
     if args.write:
         from perfdoc import write_section
         date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
         body = (f"Measured {date} on this shared 2-vCPU VM (other engineers' jobs running), default settings "
                 f"(one round, alpha 0.05). Command: `sudo .venv/bin/python bench/compare_aa.py collect --until HH:MM` "
-                f"then `.venv/bin/python bench/compare_aa.py analyse --write`. A/A pairs are consecutive runs of "
-                f"the same shipped profile (neighbouring pairs share a run).\n\n"
+                f"then `.venv/bin/python bench/compare_aa.py analyse --write` (and `... drift` for the fitted "
+                f"drift). A/A pairs are consecutive runs of the same shipped profile (neighbouring pairs share a "
+                f"run, so they are not independent repetitions).\n\n"
                 "| experiment | comparisons | result |\n|---|---|---|\n" + "\n".join(lines) + "\n")
         write_section("compare: A/A and A/B with the default settings", body)
     return 0

@@ -29,9 +29,9 @@ BATCHES, PER_BATCH = 20, 200
 def synthetic_run(rng, level: float, family: str, shift: float = 1.0) -> Figure:
     """One single-round figure of a run: BATCHES batches of PER_BATCH lognormal samples;
     the run's level drifts by the documented run-to-run drift of the family (t with
-    DRIFT_DF degrees of freedom), each batch's level by 5 % more, and `shift` multiplies
+    drift_df(family) degrees of freedom), each batch's level by 5 % more, and `shift` multiplies
     the whole candidate (the known answer)."""
-    run_level = level * shift * math.exp(noise.DRIFT[family] * rng.standard_t(noise.DRIFT_DF))
+    run_level = level * shift * math.exp(noise.DRIFT[family] * rng.standard_t(noise.drift_df(family)))
     batches = [run_level * math.exp(rng.normal(0, 0.05)) * rng.lognormal(0, 0.5, PER_BATCH) for _ in range(BATCHES)]
     x = np.concatenate(batches)
     bins = engine_bins(x)

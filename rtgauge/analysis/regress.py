@@ -8,7 +8,9 @@ rtgauge/analysis/noise.py and docs/compare.md. Verdicts:
 - worse / better: the difference is significant after the Benjamini-Hochberg adjustment
   over all tested figures of the comparison (false discovery rate alpha, default 5 %);
 - no significant difference: it is not, or the figure has no interval (a single value
-  without within-run uncertainty, e.g. one wall time);
+  without within-run uncertainty, e.g. one wall time); a single round on each side is
+  never called on within-run uncertainty alone (noise.compare_single adds the
+  run-to-run drift), and a figure not called says what would decide it;
 - new / gone: only in one run; invalid: a job failed or a value is not a number.
 
 The one exception to "only when significant": the tire's largest hard-real-time n is the
@@ -318,7 +320,8 @@ def test_figure(fb: Figure, fa: Figure) -> noise.Result:
     elif within.base_interval and within.cand_interval:
         se_a = noise._log_se(a[0], within.base_interval, None)
         se_b = noise._log_se(b[0], within.cand_interval, None)
-    return noise.compare_single(a[0], b[0], drift, se_a, se_b, within, floor=max(fa.clock_step, fb.clock_step, 1.0))
+    return noise.compare_single(a[0], b[0], drift, se_a, se_b, within, floor=max(fa.clock_step, fb.clock_step, 1.0),
+                                df=noise.drift_df(fb.family))
 
 
 def within_run(fb: Figure, fa: Figure) -> noise.Result | None:
