@@ -154,18 +154,20 @@ DRIFT_FAMILIES = ("avg_latency", "p99_latency", "max_latency", "avg_latency_stal
                   "micro_max", "micro_avg_stall_free", "misses")
 
 
-def fit_drift(ratios: list[float], family: str) -> tuple[float, float]:
-    """The run-to-run drift of one family: a Student t with the shipped degrees of
-    freedom (noise.drift_df) fitted by maximum likelihood, centred on 0, to the log
-    ratios of A/A pairs; the ratio of two runs carries the drift of both, so the drift
-    of one run is the scale over sqrt(2). (tau, the df a free fit would give)"""
+def fit_drift(ratios: list[float], family: str = "") -> tuple[float, float]:
+    """The run-to-run drift of one family: a Student t centred on 0 fitted by maximum
+    likelihood to the log ratios of A/A pairs. Its degrees of freedom are the free
+    fit's, rounded down and kept within 2..10 (heavy tails are the point; a few dozen
+    ratios cannot show a tail lighter than t10); its scale is refitted with that df.
+    The ratio of two runs carries the drift of both, so the drift of one run is the
+    scale over sqrt(2). (tau, df)"""
     import numpy as np
     from scipy import stats
-    from rtgauge.analysis import noise
     x = np.asarray(ratios, float)
     free_df, _, _ = stats.t.fit(x, floc=0)
-    _, _, scale = stats.t.fit(x, fdf=noise.drift_df(family), floc=0)
-    return float(scale / math.sqrt(2)), float(min(free_df, 100.0))
+    df = float(min(max(math.floor(free_df), 2), 10))
+    _, _, scale = stats.t.fit(x, fdf=df, floc=0)
+    return float(scale / math.sqrt(2)), df
 
 
 def plain_pairs(rows: list[dict], profile: str) -> list[tuple[int, int]]:
@@ -179,15 +181,15 @@ def drift(args) -> int:
     rows = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
     rows = [r for r in rows if r.get("run") and r.get("status") == 0]
     pairs = plain_pairs(rows, "quick") + plain_pairs(rows, "micro")
-    if args.first:
-        pairs = plain_pairs(rows, "quick")[:args.first] + plain_pairs(rows, "micro")[:args.first]
+    if args.fit_before:
+        pairs = [(a, b) for a, b in pairs if b < args.fit_before]
     ratios = drift_pairs(db, pairs)
     print(f"{len(pairs)} A/A pairs")
     for fam in DRIFT_FAMILIES:
         if fam in ratios and len(ratios[fam]) >= 5:
             tau, df = fit_drift(ratios[fam], fam)
             x = sorted(abs(v) for v in ratios[fam])
-            print(f"{fam:24} n={len(x):4} tau={tau:.3f} (free fit df={df:.1f}) median|d|={x[len(x) // 2]:.3f} max|d|={x[-1]:.3f}")
+            print(f"{fam:24} n={len(x):4} tau={tau:.3f} df={df:g} median|d|={x[len(x) // 2]:.3f} max|d|={x[-1]:.3f}")
     return 0
 
 
@@ -223,20 +225,28 @@ def analyse(args) -> int:
         figures = results[0][2] if results else 0
         lines.append(f"| A/A {profile}, shipped drift model | {len(pairs)} | {len(pairs) - with_call} of {len(pairs)} "
                      f"without a call (about {figures} figures each) |")
+        if args.fit_before:
+            later = [r for r in results if r[1] >= args.fit_before]
+            lines.append(f"| A/A {profile}, only the pairs not used to fit the shipped drift (fitted to runs before "
+                         f"{args.fit_before}) | {len(later)} | {sum(not c for *_, c in later)} of {len(later)} "
+                         "without a call |")
         for a, b, n, c in results:
             if c:
                 lines.append(f"| | runs {a} → {b} | {'; '.join(c)} |")
         # out of sample: the drift fitted to the first half of the pairs, tested on the second
         half = len(pairs) // 2
         if half >= 3:
-            fitted = {fam: fit_drift(r, fam)[0] for fam, r in drift_pairs(db, pairs[:half]).items() if len(r) >= 5}
-            shipped = dict(noise.DRIFT)
-            noise.DRIFT.update(fitted)
+            fitted = {fam: fit_drift(r, fam) for fam, r in drift_pairs(db, pairs[:half]).items() if len(r) >= 5}
+            shipped, shipped_df = dict(noise.DRIFT), dict(noise.DRIFT_DF_BY_FAMILY)
+            noise.DRIFT.update({fam: tau for fam, (tau, _) in fitted.items()})
+            noise.DRIFT_DF_BY_FAMILY.update({fam: df for fam, (_, df) in fitted.items()})
             try:
                 later = aa_calls(db, pairs[half:])
             finally:
                 noise.DRIFT.clear()
                 noise.DRIFT.update(shipped)
+                noise.DRIFT_DF_BY_FAMILY.clear()
+                noise.DRIFT_DF_BY_FAMILY.update(shipped_df)
             calls = sum(bool(c) for *_, c in later)
             print(f"A/A {profile}, drift fitted to the first {half} pairs, on the other {len(later)}: "
                   f"{calls} with a call", flush=True)
@@ -256,6 +266,16 @@ def analyse(args) -> int:
         print(f"A/B {base} vs {r['run']}: exit {status}, gate {gate}; {'; '.join(tail)}", flush=True)
         lines.append(f"| A/B spinner | runs {base} → {r['run']} | gate `{GATE}`: {gate} (exit {status}); "
                      f"{'; '.join(tail)} |")
+    all_pairs = plain_pairs(rows, "quick") + plain_pairs(rows, "micro")
+    fit_pairs = [(a, b) for a, b in all_pairs if not args.fit_before or b < args.fit_before]
+    drift_rows = []
+    fitted, everything = drift_pairs(db, fit_pairs), drift_pairs(db, all_pairs)
+    for fam in DRIFT_FAMILIES:
+        if len(fitted.get(fam, [])) >= 5 and len(everything.get(fam, [])) >= 5:
+            (t1, d1), (t2, d2) = fit_drift(fitted[fam], fam), fit_drift(everything[fam], fam)
+            x = sorted(abs(v) for v in everything[fam])
+            drift_rows.append(f"| {fam} | {noise.DRIFT.get(fam)} ({noise.drift_df(fam):g}) | {t1:.3f} ({d1:g}) | "
+                              f"{t2:.3f} ({d2:g}) | {len(x)} | {x[len(x) // 2]:.2f} | {x[-1]:.2f} |")
     if args.write:
         from perfdoc import write_section
         date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
@@ -264,7 +284,12 @@ def analyse(args) -> int:
                 f"then `.venv/bin/python bench/compare_aa.py analyse --write` (and `... drift` for the fitted "
                 f"drift). A/A pairs are consecutive runs of the same shipped profile (neighbouring pairs share a "
                 f"run, so they are not independent repetitions).\n\n"
-                "| experiment | comparisons | result |\n|---|---|---|\n" + "\n".join(lines) + "\n")
+                "| experiment | comparisons | result |\n|---|---|---|\n" + "\n".join(lines) + "\n\n"
+                "The run-to-run drift, log(figure of run B / figure of run A) of every figure of a family over "
+                "the A/A pairs: τ (t degrees of freedom) shipped in rtgauge/analysis/noise.py, fitted to the "
+                "pairs used for it, and refitted to every pair; |d| is the absolute log ratio.\n\n"
+                "| family | shipped τ (df) | fitted (df) | all pairs (df) | ratios | median abs(d) | max abs(d) |\n"
+                "|---|---|---|---|---|---|---|\n" + "\n".join(drift_rows) + "\n")
         write_section("compare: A/A and A/B with the default settings", body)
     return 0
 
@@ -281,9 +306,11 @@ def main() -> int:
     c.set_defaults(func=collect)
     a = sub.add_parser("analyse", help="compare the stored runs")
     a.add_argument("--write", action="store_true", help="replace the section of docs/performance.md")
+    a.add_argument("--fit-before", type=int, default=None, metavar="RUN",
+                   help="the shipped drift was fitted to pairs of runs before RUN: count the other pairs apart")
     a.set_defaults(func=analyse)
     d = sub.add_parser("drift", help="fit the run-to-run drift of each family to the A/A pairs")
-    d.add_argument("--first", type=int, default=None, help="only the first N pairs of each profile")
+    d.add_argument("--fit-before", type=int, default=None, metavar="RUN", help="only pairs of runs before RUN")
     d.set_defaults(func=drift)
     args = ap.parse_args()
     return args.func(args)

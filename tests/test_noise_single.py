@@ -71,7 +71,7 @@ def any_call(ps: list[float]) -> bool:
 
 def test_a_a_with_between_run_drift_is_called_at_about_the_nominal_rate_and_within_run_only_fails():
     rng = np.random.default_rng(18)
-    reps, called, broken = 80, 0, 0
+    reps, called, broken = 60, 0, 0
     for _ in range(reps):
         pairs = comparison(rng)
         called += any_call([regress.test_figure(b, a).p_value for a, b in pairs])

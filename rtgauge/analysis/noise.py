@@ -272,18 +272,23 @@ def compare_max_within(a: Within, b: Within, va: float, vb: float) -> Result:
 # compared between single rounds carries it on both sides, so one round never calls a
 # change on within-run uncertainty alone. The drift is heavy-tailed (most figures
 # barely move, a few move by a factor of several): the test refers the statistic to a
-# Student t with drift_df(family) degrees of freedom, not to the normal.
-DRIFT = {
-    "avg_latency": 0.15, "p99_latency": 0.25, "max_latency": 0.6, "avg_latency_stall_free": 0.15,
-    "micro_avg": 0.12, "micro_p99": 0.2, "micro_max": 0.6, "micro_avg_stall_free": 0.12,
-    "misses": 0.8,
+# Student t with drift_df(family) degrees of freedom (fitted too), not to the normal.
+DRIFT = {   # fitted 2026-11-25 to the 12 A/A pairs of runs 1-16 (bench/compare_aa.py drift --fit-before 17)
+    "avg_latency": 0.37, "p99_latency": 0.61, "max_latency": 0.93, "avg_latency_stall_free": 0.15,
+    "micro_avg": 0.071, "micro_p99": 0.17, "micro_max": 0.87, "micro_avg_stall_free": 0.071,
+    "misses": 0.42,
 }
-DRIFT_DF = 3
-DRIFT_DF_BY_FAMILY = {"micro_p99": 2, "micro_max": 2}    # heavier tails still (a free fit gives ~2)
+DRIFT_DF = 3   # a family without its own fit
+DRIFT_DF_BY_FAMILY = {   # the same fit's degrees of freedom (free fit rounded down, within 2..10)
+    "avg_latency": 10, "p99_latency": 10, "max_latency": 4, "avg_latency_stall_free": 2,
+    "micro_avg": 2, "micro_p99": 2, "micro_max": 2, "micro_avg_stall_free": 2, "misses": 10,
+}
 
 
 def drift_df(family: str) -> float:
     return DRIFT_DF_BY_FAMILY.get(family, DRIFT_DF)
+
+
 MAX_ROUNDS_ADVISED = 30
 
 
