@@ -46,8 +46,11 @@ def measured_cell(study, placed: dict) -> str:
     status = placed.get("status")
     if status == "compared":
         st = placed["stats"]
+        caveat = (f"<br><small class='warn'>{e(placed['max_note'])}</small>"
+                  if placed.get("max_comparable") is False else "")
         return (f"<td>{layout_cell(study, [st.get(k) for k in study.stats])}<br><small>{e(placed['measurement'])} "
-                f"{e(placed['metric'])}, {st.get('count') or 0:,} samples</small></td>")
+                f"{e(placed['metric'])}{' (' + e(placed['tool']) + ')' if placed.get('tool', 'engine') != 'engine' else ''}"
+                f", {st.get('count') or 0:,} samples</small>{caveat}</td>")
     if status == "different method":
         name = f"{e(placed['measurement'])}: " if placed.get("measurement") else ""
         return f"<td class='l info'><small>{name}{e(placed.get('note'))}; not compared</small></td>"
