@@ -304,3 +304,63 @@ def test_real_engine_runs_place_the_interrupt_rows_beside_ti_irq(tmp_path, run_e
     assert cmp.returncode == 0, cmp.stderr
     assert "interrupt-latency / context-switch study" in cmp.stdout and "RTEMS native" in cmp.stdout
     assert place(run, METHODS["context_switch"], "ping-tcp")["status"] == "not measured"
+
+
+def _system(realtime: bool, virt: str | None = None) -> dict:
+    from test_report_builders import SYSTEM
+    return dict(SYSTEM, realtime=realtime, preempt_model="PREEMPT_RT" if realtime else "full",
+                virtualisation=virt)
+
+
+def _latency_run(url, median_ns, spike_ns, realtime, virt=None, cpu_scale=1.5):
+    docs = [(job("latency@idle", "latency"), latency_document(median_ns=median_ns, spike_ns=spike_ns)),
+            (job("latency@cpu", "latency", "cpu"),
+             latency_document(median_ns=median_ns * cpu_scale, spike_ns=spike_ns, seed=3))]
+    return store_run(url, docs, system=_system(realtime, virt))
+
+
+def test_conclusions_are_checked_per_run_and_across_systems(tmp_path):
+    """The cyclictest study's findings: one run decides 'the stressor raises the
+    average'; 'PREEMPT_RT below mainline' needs both kinds, and is not drawn from a
+    virtualised system. Both outcomes of each check are reachable."""
+    from rtgauge.analysis.conclusions import check_conclusions
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    rt = _latency_run(url, 8000, 40000, True)
+    gp = _latency_run(url, 9000, 900000, False)
+    flat = _latency_run(url, 9000, 30000, False, cpu_scale=0.7)     # cpu not worse: the check fails
+    vm = _latency_run(url, 9000, 900000, False, virt="kvm")
+    with open_store(url) as s:
+        rt, gp, flat, vm = (s.get_run(i) for i in (rt, gp, flat, vm))
+    src = {"xenomai3-arm-2016"}
+    one = {c.conclusion.key: c for c in check_conclusions([rt], src)}
+    assert one["stressed-average-worse"].status == "holds"
+    assert one["rt-below-mainline"].status == "needs a second system"
+    assert {c.conclusion.key: c for c in check_conclusions([flat], src)}["stressed-average-worse"].status \
+        == "does not hold"
+    both = {c.conclusion.key: c for c in check_conclusions([rt, gp], src)}
+    assert both["rt-below-mainline"].status == "holds"
+    # swap the roles: the 'real-time' run with the larger worst case fails the check
+    swapped = {c.conclusion.key: c for c in check_conclusions(
+        [dict(rt, system=_system(False)), dict(gp, system=_system(True))], src)}
+    assert swapped["rt-below-mainline"].status == "does not hold"
+    assert {c.conclusion.key: c for c in check_conclusions([rt, vm], src)}["rt-below-mainline"].status == "emulated"
+    html = section(render([rt, gp]), "published")
+    assert "conclusions, checked on these runs" in html and "worst case is far below mainline" in html
+
+
+def test_the_interrupt_studys_conclusions_on_split_runs(tmp_path):
+    from rtgauge.analysis.conclusions import check_conclusions
+    idle = (job("interrupt-latency@idle", "latency"), split_latency())
+    loaded_doc = split_latency(2)
+    loaded_doc["metrics"]["ti_irq"] = distribution([1500 + (k * 37) % 900 for k in range(2999)] + [90000])
+    loaded = (job("interrupt-latency@ping-tcp", "latency", "ping-tcp"), loaded_doc)
+    [run] = stored(tmp_path, [idle, loaded])
+    got = {c.conclusion.key: c for c in check_conclusions([run], {"rtlinux-rtems-2000"})}
+    # ti_irq idle: values 1500..2399, avg ~1950 -> avg/max ~0.81: not an order of magnitude
+    assert got["averages-tenth-of-maxima"].status == "does not hold"
+    assert got["loaded-worse-than-idle"].status == "holds"       # 90 µs against 2.4 µs
+    out = subprocess.run([sys.executable, "-m", "rtgauge", "show", str(run["id"]), "--json", "--db",
+                          f"sqlite:///{tmp_path / 'r.db'}"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    keys = {c["key"]: c["status"] for c in json.loads(out.stdout)["published"]["conclusions"]}
+    assert keys["loaded-worse-than-idle"] == "holds"
