@@ -17,7 +17,8 @@ predict the step time of the others:
     Ts_pred = r·(ops·Tipc + (2e+1)·Tspring + e·Tmass) + Nswitch·Tswitch
 
 with r = ceil(threads / CPUs) the shares one CPU runs in sequence (threads are
-pinned round-robin) and Nswitch the context switches of all solver threads per
+pinned round-robin; for the paper's solver r = 1: each thread's Ts is its own
+share, timed from when it runs, and the wait for its CPU is its Ti) and Nswitch the context switches of all solver threads per
 step divided by the CPUs used (what one CPU goes through per step). The
 measured Ts is the median step time (the mean of a short run is pulled by a
 single host stall; both are kept)."""
@@ -92,7 +93,8 @@ def tswitch_in_run(p: CostPoint) -> float | None:
     the run made no switch."""
     if p.nswitch <= 0:
         return None
-    return (p.ts_median_ns - math.ceil(p.threads / p.cpus) * p.share_ns) / p.nswitch
+    r = 1 if p.solver == "paper" else math.ceil(p.threads / p.cpus)
+    return (p.ts_median_ns - r * p.share_ns) / p.nswitch
 
 
 def constants(points: list[CostPoint]) -> dict:
@@ -109,7 +111,9 @@ def constants(points: list[CostPoint]) -> dict:
 def predict(pt: CostPoint, const: dict, tswitch_ns: float | None) -> float:
     """Ts predicted for pt's configuration from constants measured elsewhere."""
     c = {k: const[k]["median"] for k in CONSTANTS}
-    r = math.ceil(pt.threads / pt.cpus)
+    # locked: the driver's Ts is the whole step, r shares in sequence on a CPU; paper:
+    # each thread's Ts is its own share from when it runs (waiting for the CPU is Ti)
+    r = 1 if pt.solver == "paper" else math.ceil(pt.threads / pt.cpus)
     share = pt.lock_ops * c["Tipc"] + (2 * pt.e + 1) * c["Tspring"] + pt.e * c["Tmass"]
     return r * share + pt.nswitch * (tswitch_ns or 0.0)
 
