@@ -216,8 +216,10 @@ def analyse(args) -> int:
     rows = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
     rows = [r for r in rows if r.get("run") and r.get("status") == 0]
     lines = []
+    counts = {"ab": sum(1 for r in rows if r["arm"] == "spinner")}
     for profile in ("quick", "micro"):
         pairs = plain_pairs(rows, profile)
+        counts[profile] = len(pairs)
         results = aa_calls(db, pairs)
         with_call = sum(bool(c) for *_, c in results)
         for a, b, n, c in results:
@@ -283,7 +285,9 @@ def analyse(args) -> int:
                 f"(one round, alpha 0.05). Command: `sudo .venv/bin/python bench/compare_aa.py collect --until HH:MM` "
                 f"then `.venv/bin/python bench/compare_aa.py analyse --write` (and `... drift` for the fitted "
                 f"drift). A/A pairs are consecutive runs of the same shipped profile (neighbouring pairs share a "
-                f"run, so they are not independent repetitions).\n\n"
+                f"run, so they are not independent repetitions). Repetitions done: {counts['quick']} A/A pairs of quick, "
+                f"{counts['micro']} of micro and {counts['ab']} A/B pairs (the issue asks for 20 A/A repetitions; one "
+                f"hour of this machine gave these).\n\n"
                 "| experiment | comparisons | result |\n|---|---|---|\n" + "\n".join(lines) + "\n\n"
                 "The run-to-run drift, log(figure of run B / figure of run A) of every figure of a family over "
                 "the A/A pairs: τ (t degrees of freedom) shipped in rtgauge/analysis/noise.py, fitted to the "
