@@ -48,3 +48,30 @@ def is_root() -> bool:
 
 
 needs_root = pytest.mark.skipif(not is_root(), reason="needs root for SCHED_FIFO and mlockall")
+
+
+def tracefs_in_kernel() -> bool:
+    try:
+        with open("/proc/filesystems") as f:
+            return any(line.split()[-1] == "tracefs" for line in f if line.strip())
+    except OSError:
+        return False
+
+
+# A machine in its fresh state has no tracefs mounted; the suite must not depend on
+# a mount left by earlier work, nor change the host's mounts to show that path. This
+# runs CMD in a private mount namespace (`unshare -m`) where every tracefs mount of
+# the host is lazily unmounted first: what CMD mounts there vanishes with it, and
+# other users of the machine see nothing.
+UNMOUNT_TRACEFS = ('for m in $(awk \'$3 == "tracefs" {print $2}\' /proc/self/mounts | sort -r); do '
+                   'umount -l "$m" || exit 97; done; exec "$@"')
+
+needs_mount_namespace = pytest.mark.skipif(
+    not is_root() or not tracefs_in_kernel() or subprocess.run(["sh", "-c", "command -v unshare"],
+                                                                capture_output=True).returncode != 0,
+    reason="needs root, unshare(1) and a kernel with tracefs")
+
+
+def without_tracefs(cmd: list[str]) -> list[str]:
+    """CMD as run on a machine where tracefs is not mounted (see UNMOUNT_TRACEFS)."""
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c", UNMOUNT_TRACEFS, "sh", *cmd]
