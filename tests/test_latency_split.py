@@ -57,7 +57,6 @@ def run_split(engine_bin: str, with_spin: bool) -> dict:
 
 
 @needs_root
-@pytest.mark.flaky(reruns=2)
 def test_a_higher_priority_spinner_raises_ti_sched_not_ti_irq(engine_bin):
     why = split_unavailable(engine_bin)
     if why:
@@ -75,9 +74,10 @@ def test_a_higher_priority_spinner_raises_ti_sched_not_ti_irq(engine_bin):
     # about one cycle in 24 falls into a burst: the spinner shows in ti_sched's p99 ...
     assert spun["metrics"]["ti_sched"]["p99"] > 0.8 * burst_late_ns, spun["metrics"]["ti_sched"]
     assert quiet["metrics"]["ti_sched"]["p99"] < 0.2 * burst_late_ns, quiet["metrics"]["ti_sched"]
-    # ... and not in ti_irq, which stays where it was without it (host stalls aside)
+    # ... and not in ti_irq: the interrupt is not held back by a thread, so no cycle in
+    # ten (the spinner reaches one in 24) shows anything near the burst there
     for doc in (quiet, spun):
-        assert doc["metrics"]["ti_irq"]["p90"] < 500_000, doc["metrics"]["ti_irq"]
+        assert doc["metrics"]["ti_irq"]["p90"] < 0.2 * burst_late_ns, doc["metrics"]["ti_irq"]
 
 
 def test_split_per_thread_and_env(engine_bin):
