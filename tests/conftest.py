@@ -15,14 +15,17 @@ from rtgauge.enginebin import engine_path
 from pgserver import postgres_server  # noqa: F401  (one server for the session)
 
 # Nothing from earlier work on the machine: the suite's rtgauge processes keep their
-# caches (the engine catalogue) and default database in a directory of this session,
-# not in ~/.cache/rtgauge or ~/.local/share/rtgauge, which they would otherwise read
-# and write. Set before any test runs; pytest-xdist workers inherit it.
+# default database (and anything else under $XDG_DATA_HOME/rtgauge) in a directory
+# of this session, not in ~/.local/share/rtgauge, which they would otherwise read and
+# write. Caches stay where they are: each entry is keyed by what it was made from
+# (the engine catalogue by the engine's path, mtime and size; cross-built engines by
+# source hash and compiler), so a leftover one is never used for something else, and
+# a fresh machine only pays for building them. Set before any test runs;
+# pytest-xdist workers inherit it.
 _OWN_XDG = None
 if not os.environ.get("RTGAUGE_TEST_XDG"):
     _OWN_XDG = tempfile.mkdtemp(prefix="rtgauge-tests-xdg-")
-    os.environ.update(RTGAUGE_TEST_XDG=_OWN_XDG, XDG_CACHE_HOME=os.path.join(_OWN_XDG, "cache"),
-                      XDG_DATA_HOME=os.path.join(_OWN_XDG, "data"))
+    os.environ.update(RTGAUGE_TEST_XDG=_OWN_XDG, XDG_DATA_HOME=os.path.join(_OWN_XDG, "data"))
 
 
 def pytest_unconfigure(config):
