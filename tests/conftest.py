@@ -97,14 +97,15 @@ def without_tracefs(cmd: list[str]) -> list[str]:
     return ["unshare", "-m", "--propagation", "private", "sh", "-c", UNMOUNT_TRACEFS, "sh", *cmd]
 
 
-# scripts/test.sh runs the suite on two pytest-xdist workers (`-n 2 --dist loadgroup`).
-# The files below all run on one worker, one test after another: their claims are
-# about a measured CPU free of the suite's own real-time work (ground truth against a
-# FIFO spinner, host stalls, A/B statistics, cyclictest cross-checks), or they start
-# such work themselves, or they change machine-wide state (tuning, cpusets, RT
-# throttling, the tune state file). The rest (pure Python, stores, reports, the
-# engine's contract and stop tests, which hold on a loaded machine) is shared out.
-# Without xdist (pytest -p no:xdist, or a single file) the mark does nothing.
+# scripts/test.sh runs the suite in two passes: everything but the files below on
+# two pytest-xdist workers (`--machine-tests none -n 2`), then the files below alone,
+# one test after another (`--machine-tests only`). Their claims are about a measured
+# CPU free of the suite's own real-time work (ground truth against a FIFO spinner,
+# host stalls, A/B statistics, cyclictest cross-checks), or they start such work
+# themselves, or they change machine-wide state (tuning, cpusets, RT throttling, the
+# tune state file). The rest (pure Python, stores, reports, the engine's contract and
+# stop tests, which hold on a loaded machine) may share the CPUs. Plain `pytest`
+# runs everything in one pass.
 ONE_AT_A_TIME = {
     "test_compare_engine.py", "test_cyclictest.py", "test_engine_disturbance.py", "test_engine_latency.py",
     "test_hartstone.py", "test_hil_sustained.py", "test_host_stalls.py", "test_interference.py",
@@ -114,7 +115,19 @@ ONE_AT_A_TIME = {
 }
 
 
+def pytest_addoption(parser):
+    parser.addoption("--machine-tests", choices=("all", "only", "none"), default="all",
+                     help="the tests that need the machine to themselves (tests/conftest.py "
+                          "ONE_AT_A_TIME): run them with the rest (all), alone (only) or not (none)")
+
+
 def pytest_collection_modifyitems(config, items):
+    which = config.getoption("machine_tests")
+    if which == "all":
+        return
+    keep, drop = [], []
     for item in items:
-        if item.path.name in ONE_AT_A_TIME:
-            item.add_marker(pytest.mark.xdist_group("machine"))
+        (keep if (item.path.name in ONE_AT_A_TIME) == (which == "only") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
