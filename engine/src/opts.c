@@ -96,12 +96,12 @@ static void add_table(rtg_opts *o, const rtg_opt *table, unsigned skip_cpus)
     }
 }
 
-static const char *type_name(rtg_opt_type t)
+static const char *type_name(const rtg_opt *d)
 {
-    switch (t) {
+    switch (d->type) {
     case RTG_OPT_INT: return "INT";
     case RTG_OPT_NUM: return "NUM";
-    case RTG_OPT_STR: return "FILE";
+    case RTG_OPT_STR: return d->choices ? d->choices : "FILE";   /* a text option's metavar */
     case RTG_OPT_ENUM: return "CHOICE";
     case RTG_OPT_CPUS: return "LIST";
     case RTG_OPT_FLAG: return "";
@@ -336,7 +336,7 @@ int rtg_opts_parse(rtg_opts *o, int argc, char **argv, char *err, size_t errlen)
         } else {
             if (i + 1 >= argc)
                 return bad(err, errlen, "--%s needs a value (%s); give one after it.", name,
-                           type_name(v->def->type));
+                           type_name(v->def));
             value = argv[++i];
         }
         int rc = set_value(v, value, err, errlen);
@@ -384,7 +384,7 @@ void rtg_opts_help(FILE *f, const rtg_test *t)
     for (int i = 0; o && i < o->n; i++) {
         const rtg_opt *d = o->v[i].def;
         char left[96], a[32], b[32], range[160] = "";
-        snprintf(left, sizeof left, "--%s %s", d->name, type_name(d->type));
+        snprintf(left, sizeof left, "--%s %s", d->name, type_name(d));
         if (d->type == RTG_OPT_INT || d->type == RTG_OPT_NUM)
             snprintf(range, sizeof range, "range %s..%s", rtg_fmt_bound(d->min, a, sizeof a),
                      rtg_fmt_bound(d->max, b, sizeof b));

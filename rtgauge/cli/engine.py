@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sys
 
-from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
 
 
@@ -20,6 +19,7 @@ def register(sub) -> None:
 def passthrough(args: list[str]) -> int:
     """Replace this process with the engine so signals and exit status pass through.
     With --target ssh://... first, run it on that target instead (docs/cross.md)."""
+    from rtgauge.enginebin import engine_path
     if args[:1] == ["--target"] or (args and args[0].startswith("--target=")):
         target, rest = (args[1] if len(args) > 1 else "", args[2:]) if args[0] == "--target" \
             else (args[0].split("=", 1)[1], args[1:])

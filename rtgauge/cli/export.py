@@ -11,11 +11,7 @@ import sys
 from datetime import datetime, timezone
 
 from rtgauge import __version__
-from rtgauge.analysis import latency_measurements, latency_row, system_label
-from rtgauge.analysis.micro import micro_rows, verdict_rows
-from rtgauge.analysis.tire import held_text, period_text
-from rtgauge.analysis.headline import headline
-from rtgauge.cli.report import add_db_argument, load_runs
+from rtgauge.cli.report import add_db_argument
 from rtgauge.errors import UserError
 
 EXPORT_FORMAT = 1
@@ -87,6 +83,10 @@ def _f(v, d=1):
 
 
 def export_md(run: dict) -> str:
+    from rtgauge.analysis.headline import headline
+    from rtgauge.analysis.tire import held_text, period_text
+    from rtgauge.analysis import latency_measurements, latency_row, system_label
+    from rtgauge.analysis.micro import micro_rows, verdict_rows
     h = headline(run)
     s = run.get("system") or {}
     lines = [f"# rtgauge run {run['id']}: {md_cell(system_label(run))}", "",
@@ -127,6 +127,7 @@ def export_md(run: dict) -> str:
 
 
 def cmd_export(args) -> int:
+    from rtgauge.cli.report import load_runs
     [run] = load_runs(args.db, [args.run], documents=True)
     text = {"json": export_json, "csv": export_csv, "md": export_md}[args.format](run)
     if args.output:

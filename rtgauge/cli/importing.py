@@ -16,9 +16,6 @@ import tempfile
 from pathlib import Path
 
 from rtgauge.errors import UserError
-from rtgauge.report.safe import say
-from rtgauge.store import open_store
-from rtgauge.store import validate
 
 FINAL = ("complete", "interrupted", "failed", "abandoned")
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -42,6 +39,7 @@ def job_of(m: dict) -> dict:
 
 def check_export_run(data, where: str) -> dict:
     """The export's run, checked by the schema and read as show/report will read it."""
+    from rtgauge.store import validate
     run = validate.check_export(data, where)
     dry_read(run, where)
     return run
@@ -74,6 +72,7 @@ def store_run(store, run: dict, source: str) -> int:
 
 
 def read_json(path: Path):
+    from rtgauge.store import validate
     return validate.read_json_file(path)
 
 
@@ -96,6 +95,7 @@ def facts_from_env(env: dict) -> dict:
 
 
 def engine_documents(paths: list[Path], condition: str) -> tuple[dict, list[tuple[dict, dict]]]:
+    from rtgauge.store import validate
     docs = []
     for path in paths:
         doc = read_json(path)
@@ -145,6 +145,8 @@ def rtgauge_database_runs(path: Path) -> list[int]:
 
 
 def cmd_import(args) -> int:
+    from rtgauge.store import open_store
+    from rtgauge.report.safe import say
     source = Path(args.source)
     if not source.exists():
         raise UserError(f"{source} does not exist; give an export file, a database or a directory of engine documents.")
@@ -178,6 +180,8 @@ def cmd_import(args) -> int:
 
 
 def import_documents(args, paths: list[Path], where: str) -> int:
+    from rtgauge.store import open_store
+    from rtgauge.report.safe import say
     facts, docs = engine_documents(paths, args.condition)
     with open_store(args.db) as store:
         run_id = store.begin_run(facts, [], "imported", f"engine documents from {where}",
@@ -203,6 +207,8 @@ def exportable(run: dict) -> dict:
 
 
 def import_database(args, path: Path) -> int:
+    from rtgauge.store import open_store
+    from rtgauge.report.safe import say
     ids = rtgauge_database_runs(path)
     if not ids:
         raise UserError(f"{path} holds no runs; nothing to import.")
@@ -234,6 +240,7 @@ def import_database(args, path: Path) -> int:
 def dry_read(run: dict, where: str) -> None:
     """Read the run the way show, report, compare and export will; a reader that fails
     on it means the data is not what rtgauge writes."""
+    from rtgauge.store import validate
     import io
 
     from rtgauge.cli.export import export_csv, export_md

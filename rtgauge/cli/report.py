@@ -7,14 +7,11 @@ import time
 
 from rtgauge.bounds import run_range
 from rtgauge.errors import UserError
-from rtgauge.store import open_store
-from rtgauge.store.urls import display_url, normalise_url, sqlite_file
+from rtgauge.config import DB_HELP
 
 
 def add_db_argument(p) -> None:
-    p.add_argument("--db", metavar="URL", default=None,
-                   help="results database: a file path, sqlite:///PATH or postgresql://USER@HOST/DB "
-                   "(default: $XDG_DATA_HOME/rtgauge/rtgauge.db)")
+    p.add_argument("--db", metavar="URL", default=None, help=DB_HELP)
 
 
 def register(sub) -> None:
@@ -54,12 +51,13 @@ def load_runs(db: str | None, texts: list[str], default_latest: bool = True,
               documents: bool = False) -> list[dict]:
     """The stored runs named by texts (the latest one when texts is empty); with
     documents=True each measurement also carries its original engine document."""
+    from rtgauge.store.urls import database_to_read, display_url, normalise_url
+    from rtgauge.store import open_store
     wanted = parse_run_ids(texts) or (["latest"] if default_latest else [])
-    url = normalise_url(db)
-    path = sqlite_file(url)
-    if path is not None and not path.exists():
-        raise UserError(f"there are no runs in {display_url(url)} yet; `rtgauge run` measures this machine, "
-                        "or give the database with --db.")
+    url = database_to_read(db)
+    if url is None:
+        raise UserError(f"there are no runs in {display_url(normalise_url(None))} yet; `rtgauge run` measures "
+                        "this machine, or give the database with --db.")
     runs = []
     with open_store(db) as store:
         from rtgauge.cli.show import tell_abandoned

@@ -7,16 +7,9 @@ import os
 import subprocess
 import sys
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from rtgauge.enginebin import engine_path
+from rtgauge.config import DB_HELP
 from rtgauge.errors import UserError
-from rtgauge.plan import Job, build_plan, plan_seconds, sweep_jobs
-from rtgauge.plan.execute import apply_overrides, execute, execute_sweeps
-from rtgauge.plan.session import conditions_settings
-from rtgauge.profiles import MAX_ROUNDS, load_profile, valid_rounds
-from rtgauge.store.spool import Spool
-from rtgauge.report.safe import SafeConsole as Console, markup
 
 
 def register(sub) -> None:
@@ -25,7 +18,7 @@ def register(sub) -> None:
                    help="quick (about 3 min), standard (about 25 min), micro, hil, a published study "
                    "(tire-study, interrupt-study, rtos-evaluation, cyclictest-study, each also NAME-quick; "
                    "docs/studies.md) or a TOML file (default: quick)")
-    p.add_argument("--db", default=None, help="database URL or SQLite file (default: the user's data dir)")
+    p.add_argument("--db", metavar="URL", default=None, help=DB_HELP)
     p.add_argument("--report", default=None, metavar="FILE",
                    help="HTML report to write at the end (default: rtgauge-run-N.html here)")
     p.add_argument("--no-report", action="store_true", help="do not write an HTML report")
@@ -74,6 +67,8 @@ class ProgressView:
     """One bar for the whole plan, advanced by elapsed time within each job."""
 
     def __init__(self, console: Console, jobs: list[Job], warmup_s: float):
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rtgauge.plan import Job, plan_seconds
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
                                  TextColumn("left"), TimeRemainingColumn(), console=console,
                                  refresh_per_second=2, transient=False)
@@ -90,6 +85,7 @@ class ProgressView:
         return self.progress.__exit__(*exc)
 
     def start_job(self, job: Job) -> None:
+        from rtgauge.report.safe import markup
         self.current = job
         self.progress.update(self.task, description=f"{markup(job.name, 64):<32}", completed=self.done)
 
@@ -111,6 +107,7 @@ class ProgressView:
 def validate_engine_jobs(jobs: list[Job]) -> None:
     """Check every engine job's options with the engine itself (--dry-run) before
     anything is stored, so a bad profile stores nothing."""
+    from rtgauge.enginebin import engine_path
     exe = engine_path()
     seen = set()
     for job in jobs:
@@ -157,6 +154,9 @@ def _sigterm_as_interrupt(signum, frame):
 
 
 def prepare_jobs(console: Console, profile, args, conditions, address: str | None = None) -> list[Job]:
+    from rtgauge.plan.execute import apply_overrides
+    from rtgauge.plan import build_plan
+    from rtgauge.report.safe import markup
     jobs = build_plan(profile, args.rounds)
     apply_overrides(jobs, conditions.duration_s, conditions.partition.rt_cpus if conditions.partition else None)
     if address:     # cross-checks are looked for on the target once connected
@@ -209,6 +209,7 @@ def check_target_conditions(jobs: list[Job], address: str, allow_netns: bool = F
 def fit_cross_checks_to_target(console: Console, plans: list[list[Job]], session, cpus: int | None) -> None:
     """The cyclictest cross-check runs on the target when it has cyclictest (on the
     target's CPUs unless the job names them), else it is skipped with a note."""
+    from rtgauge.report.safe import markup
     if not any(j.tool == "cyclictest" for plan in plans for j in plan):
         return
     if not session.has("cyclictest"):
@@ -229,6 +230,7 @@ def fit_cross_checks_to_target(console: Console, plans: list[list[Job]], session
 def execute_interleaved(store, run_ids: list[int], plans: list[list[Job]], warmup_s: float, view, settings):
     """Round 1 of every run, then round 2, ...: a change of the machine during the
     measurement falls on every run alike. Returns (status, outcomes per run)."""
+    from rtgauge.plan.execute import execute
     outcomes: list[list] = [[] for _ in run_ids]
     last = max((j.round or 1 for jobs in plans for j in jobs), default=1)
     for r in range(1, last + 1):
@@ -244,6 +246,9 @@ def execute_interleaved(store, run_ids: list[int], plans: list[list[Job]], warmu
 
 
 def cmd_run(args) -> int:
+    from rtgauge.report.safe import SafeConsole as Console
+    from rtgauge.profiles import MAX_ROUNDS, load_profile, valid_rounds
+    from rtgauge.plan.session import conditions_settings
     from rtgauge.sysinfo import collect_facts, run_doctor
 
     console = Console()
@@ -305,6 +310,10 @@ def same_machine(store, run_id: int, facts: dict) -> bool:
 
 
 def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks, session) -> int:
+    from rtgauge.store.spool import Spool
+    from rtgauge.plan.execute import execute, execute_sweeps
+    from rtgauge.report.safe import markup
+    from rtgauge.plan import plan_seconds, sweep_jobs
     from rtgauge.report.terminal import print_summary
     from rtgauge.store import open_store
 

@@ -7,14 +7,9 @@ import json
 import sys
 from datetime import datetime
 
-from rich.table import Table
 
-from rtgauge.analysis.tirecost import run_cost_model
 from rtgauge.errors import UserError
-from rtgauge.report.safe import SafeConsole, markup as escape, printable, say
-from rtgauge.report.stalls import print_stalls, stalls_json
-from rtgauge.store import open_store
-from rtgauge.store.urls import display_url, normalise_url, sqlite_file
+from rtgauge.config import DB_HELP
 
 PERIODIC_STATS = ("min", "avg", "p99", "max")
 
@@ -25,9 +20,7 @@ def register(subparsers) -> None:
         description="Without RUN, list the runs in the results database; with RUN (an id or "
         "'latest'), show that run's system, doctor warnings and measurements.")
     p.add_argument("run", nargs="?", metavar="RUN", help="a run id, or 'latest'")
-    p.add_argument("--db", metavar="URL", default=None,
-                   help="results database: a file path, sqlite:///PATH or postgresql://USER@HOST/DB "
-                   "(default: $XDG_DATA_HOME/rtgauge/rtgauge.db)")
+    p.add_argument("--db", metavar="URL", default=None, help=DB_HELP)
     p.add_argument("--json", action="store_true", help="print the data as JSON instead of tables")
     p.set_defaults(func=show)
 
@@ -47,12 +40,15 @@ def parse_run_argument(text: str | None) -> int | str | None:
 
 
 def show(args: argparse.Namespace) -> int:
+    from rtgauge.store.urls import database_to_read, display_url, normalise_url
+    from rtgauge.store import open_store
+    from rtgauge.analysis.tirecost import run_cost_model
+    from rtgauge.report.stalls import stalls_json
     wanted = parse_run_argument(args.run)
-    url = normalise_url(args.db)
-    path = sqlite_file(url)
+    url = database_to_read(args.db)
     # Looking must not create an empty database file as a side effect.
-    if path is not None and not path.exists():
-        return say_no_runs(display_url(url), args.json, wanted)
+    if url is None:
+        return say_no_runs(display_url(normalise_url(None)), args.json, wanted)
     with open_store(args.db) as store:
         tell_abandoned(store)
         if wanted is None:
@@ -106,6 +102,7 @@ def tell_abandoned(store) -> None:
 
 
 def say_no_runs(where: str, as_json: bool, wanted) -> int:
+    from rtgauge.report.safe import say
     if wanted not in (None, "latest"):
         raise UserError(f"no run {wanted} in {where}; it has no runs yet, `rtgauge run` makes one.")
     if as_json:
@@ -122,6 +119,7 @@ def print_json(data) -> None:
 
 def console() -> SafeConsole:
     # Wide enough for the measurement table when piped (no terminal to ask).
+    from rtgauge.report.safe import SafeConsole
     return SafeConsole(width=None if sys.stdout.isatty() else 140, highlight=False)
 
 
@@ -149,10 +147,13 @@ STATUS_STYLE = {"complete": "green", "running": "yellow", "interrupted": "yellow
 
 
 def styled_status(status: str) -> str:
+    from rtgauge.report.safe import markup as escape
     return f"[{STATUS_STYLE.get(status, 'white')}]{escape(status)}[/]"
 
 
 def print_run_list(runs: list[dict], where: str) -> None:
+    from rich.table import Table
+    from rtgauge.report.safe import markup as escape
     table = Table(title=f"Runs in {where}", title_justify="left")
     for column in ("run", "started", "status", "profile", "host", "kernel"):
         table.add_column(column)
@@ -195,6 +196,7 @@ def outcome(m: dict) -> str:
 
 
 def verdict_summary(verdicts: dict) -> str:
+    from rtgauge.report.safe import markup as escape
     return ", ".join(f"{escape(name)} {'[green]pass[/]' if v['pass'] else '[red]FAIL[/]'}"
                      for name, v in verdicts.items())
 
@@ -212,6 +214,9 @@ def steal_text(m: dict) -> str:
 
 
 def print_run(run: dict) -> None:
+    from rich.table import Table
+    from rtgauge.report.safe import markup as escape, printable
+    from rtgauge.report.stalls import print_stalls
     out = console()
     duration = elapsed(run["started_at"], run["finished_at"])
     out.print(f"[bold]Run {run['id']}[/] · {styled_status(run['status'])} · profile {escape(run['profile'])} · "
@@ -289,6 +294,8 @@ def print_pwcet(run: dict) -> None:
 def print_tire_cost(run: dict) -> None:
     """The tire cost equation of the run: constants measured by the solver, and
     each configuration's step time predicted from the others' (docs/tire.md)."""
+    from rich.table import Table
+    from rtgauge.analysis.tirecost import run_cost_model
     model = run_cost_model(run)
     if not model:
         return

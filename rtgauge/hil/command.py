@@ -79,7 +79,26 @@ def sustained_main(argv: list[str], prog: str = "rtgauge hil") -> int:
     return 0
 
 
+VETH_HELP = """usage: {prog} veth [ENGINE hil OPTIONS]
+
+Run the engine's hil test with --role sim in one network namespace and --role device
+in another, joined by a veth pair (root), and print their merged JSON document. The
+namespaces are made for the run and removed after it. The options are the engine's
+hil options (rtgauge engine hil --help lists them), given to both sides.
+docs/hil.md tells more."""
+
+MODES = ("veth", "sustained")
+
+
+def asks_for_help(options: list[str]) -> bool:
+    """-h or --help anywhere among the options: help is printed and nothing is done."""
+    return any(o in ("-h", "--help") for o in options)
+
+
 def main(argv: list[str], prog: str = "rtgauge hil") -> int:
+    if argv[:1] == ["veth"] and asks_for_help(argv[1:]):
+        print(VETH_HELP.format(prog=prog))
+        return 0
     if argv[:1] == ["veth"]:
         return run_reporting_errors(lambda: veth_main(argv[1:]))
     if argv[:1] == ["sustained"]:
