@@ -56,13 +56,16 @@ def cmd_compare(args) -> int:
     from rtgauge.analysis.regress import BETTER, WORSE, change_json, compare_runs, parse_rule
     from rtgauge.analysis.headline import DEFAULT_BUDGET_US
     from rtgauge.analysis.records import as_run
-    from rtgauge.cli.report import budget_options, load_runs, write_html
+    from rtgauge.cli.report import budget_options, check_writable, load_runs, write_html
     from rich.markup import escape
     from rtgauge.report.stalls import stalls_json
+    # every option is checked before anything is read or printed
     rules = [parse_rule(r) for r in args.fail_on]
     if not 0 < args.alpha < 1:
         raise UserError(f"--alpha {args.alpha:g} is not a rate; give a number between 0 and 1, e.g. 0.05.")
     options = budget_options(args)
+    exceedance = pwcet_exceedance(args)
+    check_writable("-o", args.output)
     runs = [as_run(r) for r in load_runs(args.db, args.runs, default_latest=False)]
     if len(runs) < 2:
         raise UserError("compare needs two or more different runs (the first is the baseline); "
@@ -74,7 +77,6 @@ def cmd_compare(args) -> int:
     tripped: list[str] = []
     closed: list[str] = []
     comparisons = []
-    exceedance = pwcet_exceedance(args)
     worst_cases: dict[int, list[dict]] = {}
     for cand in runs[1:]:
         changes = compare_runs(base, cand, args.alpha)

@@ -25,7 +25,7 @@ def register(sub) -> None:
     p.add_argument("run", metavar="RUN", help="a run id, or 'latest'")
     add_db_argument(p)
     p.add_argument("--format", choices=("json", "csv", "md"), default="json", help="output format (default json)")
-    p.add_argument("-o", "--output", metavar="FILE", default=None, help="file to write (default: standard output)")
+    p.add_argument("-o", "--output", metavar="FILE", default=None, help="file to write; - or none: standard output")
     p.set_defaults(func=cmd_export)
 
 
@@ -130,7 +130,7 @@ def cmd_export(args) -> int:
     from rtgauge.cli.report import load_runs
     [run] = load_runs(args.db, [args.run], documents=True)
     text = {"json": export_json, "csv": export_csv, "md": export_md}[args.format](run)
-    if args.output:
+    if args.output and args.output != "-":
         try:
             with open(args.output, "w", encoding="utf-8") as f:
                 f.write(text)

@@ -25,7 +25,8 @@ def register(sub) -> None:
     p = sub.add_parser("import", help="import results measured elsewhere",
                        description="Store runs from an rtgauge JSON export, another rtgauge SQLite database, or "
                        "a directory of engine JSON documents (a board without Python).")
-    p.add_argument("source", metavar="FILE|DIR", help="export file, database file, engine document or directory of them")
+    p.add_argument("source", metavar="FILE|DIR|-",
+                   help="export file, database file, engine document or directory of them; - reads standard input")
     p.add_argument("--db", metavar="URL", default=None, help="results database to import into (default: the user's)")
     p.add_argument("--condition", default="idle",
                    help="load condition of engine documents whose name does not say it (NAME@CONDITION.json); default idle")
@@ -145,9 +146,23 @@ def rtgauge_database_runs(path: Path) -> list[int]:
 
 
 def cmd_import(args) -> int:
+    if args.source != "-":
+        return import_source(args, Path(args.source))
+    # standard input: kept in a private temporary file, then read as any file would be
+    import sys
+    with tempfile.TemporaryDirectory(prefix="rtgauge-import-") as tmp:
+        path = Path(tmp) / "stdin"
+        with open(path, "wb") as f:
+            shutil.copyfileobj(sys.stdin.buffer, f)
+        if path.stat().st_size == 0:
+            raise UserError("standard input is empty; pipe an export, a database or an engine document into "
+                            "`rtgauge import -`.")
+        return import_source(args, path)
+
+
+def import_source(args, source: Path) -> int:
     from rtgauge.store import open_store
     from rtgauge.report.safe import say
-    source = Path(args.source)
     if not source.exists():
         raise UserError(f"{source} does not exist; give an export file, a database or a directory of engine documents.")
     if source.is_dir():

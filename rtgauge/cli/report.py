@@ -83,6 +83,21 @@ def budget_options(args) -> dict:
     return {"budget_us": args.budget_us}
 
 
+def check_writable(option: str, path: str | None) -> None:
+    """A file written at the end (-o) is checked before anything is read or printed."""
+    import os
+    from pathlib import Path
+
+    if not path:
+        return
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK) \
+            or (p.exists() and not os.access(p, os.W_OK)):
+        raise UserError(f"{option} {path[:80]} is not a file rtgauge can write (a directory, or its directory "
+                        "is missing or read-only); give a writable file path.")
+
+
 def default_output(prefix: str, runs: list[dict]) -> str:
     ids = [r["id"] for r in runs]
     tag = f"{ids[0]}" if len(ids) == 1 else (f"{ids[0]}-{ids[-1]}" if len(ids) > 3 else "-".join(map(str, ids)))
@@ -99,6 +114,7 @@ def write_html(path: str, runs: list[dict], **options) -> None:
 
 def cmd_report(args) -> int:
     options = budget_options(args)
+    check_writable("-o", args.output)
     runs = load_runs(args.db, args.runs)
     path = args.output or default_output("rtgauge-report", runs)
     t0 = time.monotonic()

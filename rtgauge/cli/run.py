@@ -9,19 +9,23 @@ import sys
 
 
 from rtgauge.config import DB_HELP
+from rtgauge.units import time_option
 from rtgauge.errors import UserError
 
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="measure this system with a profile and store the results")
-    p.add_argument("--profile", default="quick",
+    p.add_argument("--profile", default=None,
                    help="quick (about 3 min), standard (about 25 min), micro, hil, a published study "
                    "(tire-study, interrupt-study, rtos-evaluation, cyclictest-study, each also NAME-quick; "
-                   "docs/studies.md) or a TOML file (default: quick)")
+                   "docs/studies.md) or a TOML file (default: $RTGAUGE_PROFILE, else the config file's profile, else quick)")
     p.add_argument("--db", metavar="URL", default=None, help=DB_HELP)
     p.add_argument("--report", default=None, metavar="FILE",
                    help="HTML report to write at the end (default: rtgauge-run-N.html here)")
     p.add_argument("--no-report", action="store_true", help="do not write an HTML report")
+    p.add_argument("--json", action="store_true",
+                   help="print the stored run as `rtgauge show RUN --json` gives it on standard output; "
+                   "progress, warnings and the summary go to standard error")
     p.add_argument("--rounds", type=int, default=None, metavar="N",
                    help="run every job N times, each round a separate engine run, so that `rtgauge compare` "
                    "knows each figure's noise (default: the profile's rounds, usually 1)")
@@ -56,7 +60,7 @@ def add_conditions_options(p) -> None:
     g.add_argument("--rt-throttling-off", action="store_true",
                    help="with --tuned: also switch RT throttling off, restored by a watchdog at the "
                         "run's expected end plus a margin even if rtgauge dies")
-    g.add_argument("--trace-threshold-us", type=int, metavar="N",
+    g.add_argument("--trace-threshold-us", type=time_option("us"), metavar="N",
                    help="trace the measured CPUs and stop a latency job at its first wake-up later than N µs, "
                         "storing the end of the trace")
     g.add_argument("--mount-tracefs", action="store_true",
@@ -251,9 +255,10 @@ def cmd_run(args) -> int:
     from rtgauge.plan.session import conditions_settings
     from rtgauge.sysinfo import collect_facts, run_doctor
 
-    console = Console()
+    # with --json, standard output carries the run's document only: the rest goes to stderr
+    console = Console(stderr=args.json)
     if not console.is_terminal:      # a log file or pipe: do not squeeze the tables to 80 columns
-        console = Console(width=120)
+        console = Console(width=120, stderr=args.json)
     import signal
     # SIGTERM before the measurement's own handling starts ends the command as Ctrl-C does
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
@@ -262,6 +267,8 @@ def cmd_run(args) -> int:
     remove_stale_workdirs()
     if args.rounds is not None and not valid_rounds(args.rounds):
         raise UserError(f"--rounds {args.rounds} is out of range; give a whole number from 1 to {MAX_ROUNDS}.")
+    from rtgauge.config import default_profile
+    args.profile = default_profile(args.profile) or "quick"
     profiles = [load_profile(args.profile)]
     if args.interleave:
         profiles.append(load_profile(args.interleave))
@@ -375,6 +382,10 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
             run = store.get_run(rid)
             runs.append(run)
             print_summary(console, run)
+        if args.json:
+            from rtgauge.cli.show import print_json, run_document
+            docs = [run_document(store.get_run(rid)) for rid in run_ids]
+            print_json(docs[0] if len(docs) == 1 else docs)
         if not args.no_report:
             path = args.report or f"rtgauge-run-{run_id}.html"
             from rtgauge.cli.report import write_html

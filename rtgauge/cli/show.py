@@ -42,8 +42,6 @@ def parse_run_argument(text: str | None) -> int | str | None:
 def show(args: argparse.Namespace) -> int:
     from rtgauge.store.urls import database_to_read, display_url, normalise_url
     from rtgauge.store import open_store
-    from rtgauge.analysis.tirecost import run_cost_model
-    from rtgauge.report.stalls import stalls_json
     wanted = parse_run_argument(args.run)
     url = database_to_read(args.db)
     # Looking must not create an empty database file as a side effect.
@@ -67,23 +65,31 @@ def show(args: argparse.Namespace) -> int:
                 return say_no_runs(store.url, args.json, wanted)
             raise UserError(f"no run {run_id} in {store.url}; `rtgauge show` lists the runs.")
         if args.json:
-            from rtgauge.analysis.tire import tire_summary
-            tire = tire_summary(run)      # what the report draws of the tire model: maps, limits, curves
-            if any(tire.values()):
-                run.setdefault("analysis", {})["tire"] = tire
-            cost = run_cost_model(run)
-            run = with_pwcet(run)
-            for m in run.get("measurements", []):
-                stalls = stalls_json(m)
-                if stalls is not None:
-                    m["host_stalls"] = stalls
-            extra = {"published": published_json(run), **({"tire_cost": cost} if cost else {})}
-            print_json(dict(run, **extra))
+            print_json(run_document(run))
         else:
             print_run(run)
             print_pwcet(run)
             print_tire_cost(run)
         return 0
+
+
+def run_document(run: dict) -> dict:
+    """A stored run as `show RUN --json` (and `run --json`) print it: the run with its
+    analyses (tire model, pWCET, host stalls, published studies, tire cost)."""
+    from rtgauge.analysis.tire import tire_summary
+    from rtgauge.analysis.tirecost import run_cost_model
+    from rtgauge.report.stalls import stalls_json
+    tire = tire_summary(run)      # what the report draws of the tire model: maps, limits, curves
+    if any(tire.values()):
+        run.setdefault("analysis", {})["tire"] = tire
+    cost = run_cost_model(run)
+    run = with_pwcet(run)
+    for m in run.get("measurements", []):
+        stalls = stalls_json(m)
+        if stalls is not None:
+            m["host_stalls"] = stalls
+    extra = {"published": published_json(run), **({"tire_cost": cost} if cost else {})}
+    return dict(run, **extra)
 
 
 def published_json(run: dict) -> dict:

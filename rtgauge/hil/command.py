@@ -10,6 +10,7 @@ import json
 import sys
 
 from rtgauge.errors import UserError, run_reporting_errors
+from rtgauge.units import time_option
 
 
 def veth_main(options: list[str]) -> int:
@@ -38,9 +39,10 @@ def sustained_main(argv: list[str], prog: str = "rtgauge hil") -> int:
     p.add_argument("--payload", default="none", help="none, work or tire (the engine's hil --payload)")
     p.add_argument("--sizes", default="0", help="comma list: work-us (work) or masses (tire)")
     p.add_argument("--frames", type=int, default=1_000_000)
-    p.add_argument("--start-us", type=int, default=1000)
-    p.add_argument("--min-us", type=int, default=None, help="default: the engine's shortest hil --period-us")
-    p.add_argument("--max-us", type=int, default=100_000)
+    p.add_argument("--start-us", type=time_option("us"), default=1000, help="first period (a unit may be given: 1ms)")
+    p.add_argument("--min-us", type=time_option("us"), default=None,
+                   help="default: the engine's shortest hil --period-us")
+    p.add_argument("--max-us", type=time_option("us"), default=100_000)
     p.add_argument("--precision", type=float, default=0.05)
     p.add_argument("--retries", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
