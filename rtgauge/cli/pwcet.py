@@ -11,6 +11,7 @@ import sys
 
 
 from rtgauge.analysis.defaults import DEFAULT_EXCEEDANCE
+from rtgauge.cli.show import add_format_argument
 from rtgauge.errors import UserError
 from rtgauge.config import DB_HELP
 
@@ -31,6 +32,7 @@ def register(subparsers) -> None:
                    "about 100 blocks)")
     p.add_argument("--db", metavar="URL", default=None, help=DB_HELP)
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_format_argument(p)
     p.set_defaults(func=pwcet)
 
 
@@ -57,8 +59,9 @@ def parse_block(text: str | None) -> int | None:
 
 
 def pwcet(args: argparse.Namespace) -> int:
-    from rtgauge.cli.show import console
+    from rtgauge.cli.show import TABLE_FORMAT, console
     from rich.markup import escape
+    TABLE_FORMAT["format"] = args.format
     from rtgauge.analysis import is_latency_measurement
     from rtgauge.analysis.pwcet import measurement_pwcet, samples_pwcet
     p = parse_probability(args.exceedance)

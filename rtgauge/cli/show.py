@@ -22,7 +22,18 @@ def register(subparsers) -> None:
     p.add_argument("run", nargs="?", metavar="RUN", help="a run id, or 'latest'")
     p.add_argument("--db", metavar="URL", default=None, help=DB_HELP)
     p.add_argument("--json", action="store_true", help="print the data as JSON instead of tables")
+    add_format_argument(p)
     p.set_defaults(func=show)
+
+
+# How tables are printed: drawn for a terminal, TSV for a pipe or a file (--format chooses)
+TABLE_FORMAT: dict[str, str | None] = {"format": None}
+
+
+def add_format_argument(p) -> None:
+    p.add_argument("--format", choices=("table", "tsv"), default=None,
+                   help="tables drawn for a terminal (table) or as tab-separated values (tsv); "
+                   "default: table on a terminal, tsv otherwise")
 
 
 def parse_run_argument(text: str | None) -> int | str | None:
@@ -40,6 +51,7 @@ def parse_run_argument(text: str | None) -> int | str | None:
 
 
 def show(args: argparse.Namespace) -> int:
+    TABLE_FORMAT["format"] = args.format
     from rtgauge.store.urls import database_to_read, display_url, normalise_url
     from rtgauge.store import open_store
     wanted = parse_run_argument(args.run)
@@ -124,9 +136,11 @@ def print_json(data) -> None:
 
 
 def console() -> SafeConsole:
-    # Wide enough for the measurement table when piped (no terminal to ask).
+    """Tables drawn on a terminal, TSV into a pipe or file, unless --format says."""
     from rtgauge.report.safe import SafeConsole
-    return SafeConsole(width=None if sys.stdout.isatty() else 140, highlight=False)
+    tty = sys.stdout.isatty()
+    plain = TABLE_FORMAT["format"] == "tsv" or (TABLE_FORMAT["format"] is None and not tty)
+    return SafeConsole(width=None if tty else 140, highlight=False, plain=plain)
 
 
 def when(iso: str | None) -> str:
