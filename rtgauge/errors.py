@@ -72,7 +72,7 @@ def run_reporting_errors(command) -> int:
         try:
             sys.stdout.flush()
         except BrokenPipeError:
-            stdout_closed()
+            return stdout_closed()
         raise
     except UserError as e:
         print(f"rtgauge: {printable(e)}", file=sys.stderr)   # no raw control character

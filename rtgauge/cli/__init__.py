@@ -8,36 +8,14 @@ that uses them, so `rtgauge --help` and a mistyped option answer at once
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 
 from rtgauge import __version__
+from rtgauge.argparsing import Parser
 from rtgauge.errors import EXIT_USAGE, run_reporting_errors
 
 COMMAND_MODULES = ("run", "show", "doctor", "engine", "tune", "report", "compare", "pwcet", "export",
                    "importing", "hil", "lab", "completion")
-
-
-def suggestion(word: str, choices) -> str:
-    """' (did you mean --duration?)' for a near miss among choices, else ''."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]}?" if close else ""
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse, with a 'did you mean' for a mistyped command or option, and the usage
-    of the subcommand the mistake was made in (subparsers are made of this class too)."""
-
-    def error(self, message: str):
-        if "invalid choice:" in message:
-            word = message.split("invalid choice:", 1)[1].split("(", 1)[0].strip().strip("'\"")
-            choices = [c for a in self._actions if a.choices for c in a.choices]
-            message += suggestion(word, choices)
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
-
-    def option_strings(self) -> list[str]:
-        return [o for a in self._actions for o in a.option_strings]
 
 
 def build_parser() -> Parser:
@@ -80,10 +58,7 @@ def parser_used(parser: Parser, args: argparse.Namespace) -> Parser:
 def parse(parser: Parser, argv: list[str]) -> argparse.Namespace:
     args, extra = parser.parse_known_args(argv)
     if extra:
-        used = parser_used(parser, args)
-        first = next((e for e in extra if e.startswith("-")), extra[0])
-        hint = suggestion(first.split("=", 1)[0], used.option_strings()) if first.startswith("-") else ""
-        used.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+        parser_used(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     return args
 
 

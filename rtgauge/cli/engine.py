@@ -33,6 +33,10 @@ def passthrough(args: list[str]) -> int:
         return e.exit_status
     sys.stdout.flush()
     sys.stderr.flush()
+    # Python ignores SIGPIPE and an ignored signal stays ignored across exec: give the
+    # engine the default back, so `rtgauge engine ... | head` ends it as it ends any C tool
+    import signal
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     os.execv(exe, [exe, *args])
     return 127  # not reached
 

@@ -333,15 +333,20 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
         for p in profiles:
             run_ids.append(store.begin_run(facts, checks, p.name, p.source, sys.argv))
         run_id = run_ids[0]
-        for other in store.running_elsewhere(run_id):
-            if other["id"] in run_ids or not same_machine(store, other["id"], facts):
-                continue
-            console.print(f"[yellow]Warning: run {other['id']} (pid {other['pid']}) is measuring on this machine "
-                          "into the same database now; the two runs load each other and neither measures "
-                          "this machine alone.[/]")
-        for p, rid, plan in zip(profiles, run_ids, plans):
-            console.print(f"Run {rid}: profile {p.name}, {len(plan)} jobs, about "
-                          f"{plan_seconds(plan, p.warmup_s) / 60:.1f} min; results go to {store.url}", markup=False)
+        try:       # a failure here (stdout closed: `| head`) must not leave the runs running
+            for other in store.running_elsewhere(run_id):
+                if other["id"] in run_ids or not same_machine(store, other["id"], facts):
+                    continue
+                console.print(f"[yellow]Warning: run {other['id']} (pid {other['pid']}) is measuring on this machine "
+                              "into the same database now; the two runs load each other and neither measures "
+                              "this machine alone.[/]")
+            for p, rid, plan in zip(profiles, run_ids, plans):
+                console.print(f"Run {rid}: profile {p.name}, {len(plan)} jobs, about "
+                              f"{plan_seconds(plan, p.warmup_s) / 60:.1f} min; results go to {store.url}", markup=False)
+        except BaseException as e:
+            for rid in run_ids:
+                store.finish_run(rid, "failed", f"{type(e).__name__}: {e}")
+            raise
         if len(run_ids) > 1:
             console.print(f"Runs {' and '.join(map(str, run_ids))} are measured round by round, interleaved.")
         else:

@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 
+from rtgauge.argparsing import Parser, suggestion
 from rtgauge.errors import UserError, run_reporting_errors
 from rtgauge.units import time_option
 
@@ -35,7 +36,7 @@ docs/hil.md tells both."""
 def sustained_main(argv: list[str], prog: str = "rtgauge hil") -> int:
     from rtgauge.hil.sustained import SustainedSpec, check_spec, run_sustained, sustained_document
 
-    p = argparse.ArgumentParser(prog=f"{prog} sustained")
+    p = Parser(prog=f"{prog} sustained")
     p.add_argument("--payload", default="none", help="none, work or tire (the engine's hil --payload)")
     p.add_argument("--sizes", default="0", help="comma list: work-us (work) or masses (tire)")
     p.add_argument("--frames", type=int, default=1_000_000)
@@ -109,6 +110,7 @@ def main(argv: list[str], prog: str = "rtgauge hil") -> int:
         print(USAGE.format(prog=prog))
         return 0
     if argv:
-        print(f"rtgauge: unknown hil mode {argv[0]!r}; choose veth or sustained.", file=sys.stderr)
+        print(f"rtgauge: unknown hil mode {argv[0]!r}; choose veth or sustained{suggestion(argv[0], MODES)}",
+              file=sys.stderr)
     print(USAGE.format(prog=prog), file=sys.stderr)
     return 2

@@ -38,6 +38,11 @@ class SafeConsole(Console):
     def render_str(self, text: str, *args, **kwargs):
         return super().render_str(_CONTROL.sub(_visible, text), *args, **kwargs)
 
+    def on_broken_pipe(self) -> None:
+        # rich would exit with status 1 here; the entry point ends every command alike (141)
+        self.quiet = True
+        raise BrokenPipeError
+
     def print(self, *objects, **kwargs):
         from rich.table import Table
         if len(objects) != 1 or not isinstance(objects[0], Table):
