@@ -22,7 +22,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from rtgauge.analysis.records import Measurement, as_measurement
-from rtgauge.analysis.defaults import DEFAULT_EXCEEDANCE
+from rtgauge.defaults import DEFAULT_EXCEEDANCE
 from rtgauge.errors import UserError
 
 CONFIDENCE = 0.95

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from rtgauge.analysis import is_latency_measurement
 from rtgauge.catalogue import MICRO_KINDS, catalogue
 from rtgauge.analysis import noise
-from rtgauge.analysis.defaults import REGRESSION_ALPHA
+from rtgauge.defaults import REGRESSION_ALPHA
 from rtgauge.analysis.micro import is_micro, variant_of
 from rtgauge.analysis.stalls import stall_free
 from rtgauge.analysis.records import Measurement, Metric, Run, as_measurement, as_run

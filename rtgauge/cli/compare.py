@@ -7,11 +7,10 @@ on a significant change, and when they have nothing valid to check (fail closed)
 
 from __future__ import annotations
 
-import json
 import sys
 
 
-from rtgauge.analysis.defaults import REGRESSION_ALPHA as ALPHA
+from rtgauge.defaults import REGRESSION_ALPHA as ALPHA
 from rtgauge.cli.report import add_db_argument
 from rtgauge.errors import EXIT_GATE_TRIPPED, UserError
 
@@ -53,6 +52,7 @@ def console() -> Console:
 
 
 def cmd_compare(args) -> int:
+    import json
     from rtgauge.analysis.regress import BETTER, WORSE, change_json, compare_runs, parse_rule
     from rtgauge.analysis.headline import DEFAULT_BUDGET_US
     from rtgauge.analysis.records import as_run

@@ -4,11 +4,8 @@ or a page of text (md: the summary tables in Markdown)."""
 
 from __future__ import annotations
 
-import csv
 import io
-import json
 import sys
-from datetime import datetime, timezone
 
 from rtgauge import __version__
 from rtgauge.cli.report import add_db_argument
@@ -30,6 +27,8 @@ def register(sub) -> None:
 
 
 def export_json(run: dict) -> str:
+    from datetime import datetime, timezone
+    import json
     from rtgauge.owner import hash_machine_id
     run = dict(run)
     if isinstance(run.get("system"), dict):   # runs stored before facts hashed it hold the raw id
@@ -59,6 +58,7 @@ def csv_rows(run: dict):
 
 
 def export_csv(run: dict) -> str:
+    import csv
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["run", "host", "kernel", "measurement", "tool", "test", "condition", "metric", "kind", "unit",

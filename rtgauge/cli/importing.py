@@ -9,10 +9,6 @@ Everything is read and checked before anything is stored."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import sqlite3
-import tempfile
 from pathlib import Path
 
 from rtgauge.errors import UserError
@@ -131,6 +127,7 @@ def engine_documents(paths: list[Path], condition: str) -> tuple[dict, list[tupl
 
 def rtgauge_database_runs(path: Path) -> list[int]:
     """Run ids of another rtgauge SQLite database, read-only (never creates tables there)."""
+    import sqlite3
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
@@ -146,6 +143,8 @@ def rtgauge_database_runs(path: Path) -> list[int]:
 
 
 def cmd_import(args) -> int:
+    import shutil
+    import tempfile
     if args.source != "-":
         return import_source(args, Path(args.source))
     # standard input: kept in a private temporary file, then read as any file would be
@@ -222,6 +221,8 @@ def exportable(run: dict) -> dict:
 
 
 def import_database(args, path: Path) -> int:
+    import shutil
+    import tempfile
     from rtgauge.store import open_store
     from rtgauge.report.safe import say
     ids = rtgauge_database_runs(path)

@@ -5,12 +5,11 @@ from extreme value theory (rtgauge/analysis/pwcet.py, docs/pwcet.md)."""
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 
 
-from rtgauge.analysis.defaults import DEFAULT_EXCEEDANCE
+from rtgauge.defaults import DEFAULT_EXCEEDANCE
 from rtgauge.cli.show import add_format_argument
 from rtgauge.errors import UserError
 from rtgauge.config import DB_HELP
@@ -122,6 +121,7 @@ def load_run(text: str, db: str | None) -> dict:
 
 
 def dump(data) -> None:
+    import json
     json.dump(data, sys.stdout, indent=2)
     sys.stdout.write("\n")
 

@@ -4,7 +4,6 @@ and write the report."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 
@@ -111,6 +110,7 @@ class ProgressView:
 def validate_engine_jobs(jobs: list[Job]) -> None:
     """Check every engine job's options with the engine itself (--dry-run) before
     anything is stored, so a bad profile stores nothing."""
+    import subprocess
     from rtgauge.enginebin import engine_path
     exe = engine_path()
     seen = set()

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from datetime import datetime
 
 
 from rtgauge.errors import UserError
@@ -131,6 +129,7 @@ def say_no_runs(where: str, as_json: bool, wanted) -> int:
 
 
 def print_json(data) -> None:
+    import json
     json.dump(data, sys.stdout, indent=2)
     sys.stdout.write("\n")
 
@@ -145,6 +144,7 @@ def console() -> SafeConsole:
 
 def when(iso: str | None) -> str:
     """A stored UTC timestamp as local time, to the second."""
+    from datetime import datetime
     if not iso:
         return "-"
     try:
@@ -154,6 +154,7 @@ def when(iso: str | None) -> str:
 
 
 def elapsed(start: str | None, end: str | None) -> str:
+    from datetime import datetime
     try:
         seconds = (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
     except (TypeError, ValueError):

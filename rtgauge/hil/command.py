@@ -5,7 +5,6 @@ cli imports hil)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
