@@ -109,7 +109,7 @@ def main(argv: list[str], prog: str = "rtgauge hil") -> int:
         print(USAGE.format(prog=prog))
         return 0
     if argv:
-        print(f"rtgauge: unknown hil mode {argv[0]!r}; choose veth or sustained{suggestion(argv[0], MODES)}",
-              file=sys.stderr)
+        hint = suggestion(argv[0], MODES)
+        print(f"rtgauge: unknown hil mode {argv[0]!r}; choose veth or sustained{hint or '.'}", file=sys.stderr)
     print(USAGE.format(prog=prog), file=sys.stderr)
     return 2
