@@ -92,7 +92,7 @@ def test_json_matches_the_store(populated, capsys):
     shown.pop("analysis", None)           # derived figures (tests/test_tire_study.py), not the store's
     # besides the stored run: what the report shows of the published evaluations
     published = shown.pop("published")
-    assert set(published) == {"studies", "verdicts"}
+    assert set(published) == {"studies", "verdicts", "conclusions"}   # conclusions: bebb739
     # show adds the probable worst case (docs/pwcet.md) to each latency measurement with
     # per-window maxima; everything else is the store's
     pwcet = {m["name"]: m.pop("pwcet", None) for m in shown["measurements"]}
