@@ -75,7 +75,7 @@ def main() -> int:
     ratio = result["rtgauge --help"]["ratio"]
     verdict = "within" if ratio <= TARGET_RATIO else "OVER"
     body = (f"Measured {date.today().isoformat()} with `python3 bench/startup.py --rounds {a.rounds}` "
-            f"({os.cpu_count()} CPUs, the machine's ordinary load): medians of {a.rounds} interleaved rounds.\n\n"
+            f"({os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.0f} at the end): medians of {a.rounds} interleaved rounds.\n\n"
             + "\n".join(lines)
             + f"\n\n`rtgauge --help` takes {ratio:.1f}× a bare interpreter's start: {verdict} the target of "
             f"{TARGET_RATIO}×. Help and usage errors import no numpy, scipy, SQLAlchemy or rich "
