@@ -20,3 +20,4 @@ bench: setup
 	.venv/bin/python bench/tire.py
 	.venv/bin/python bench/tirecost.py
 	.venv/bin/python bench/stop.py
+	.venv/bin/python bench/startup.py
