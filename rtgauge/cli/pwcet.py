@@ -124,24 +124,34 @@ def dump(data) -> None:
     sys.stdout.write("\n")
 
 
+def tail_text(r: Pwcet) -> str:
+    if r.tail is None:
+        return "-"
+    lo = "?" if r.shape_low is None else f"{r.shape_low:+.2f}"
+    hi = "?" if r.shape_high is None else f"{r.shape_high:+.2f}"
+    return f"{r.tail} (ξ {lo}…{hi})"
+
+
 def print_results(out, results: list[Pwcet]) -> None:
+    """The same answer as `--json`, `show` and the report (Pwcet.summary): observed
+    maximum, the estimate with its interval or the refusal code, the run needed."""
     table = Table(title_justify="left")
-    for col in ("series", "blocks", "observed max µs", "pWCET µs", "95% CI µs", "at this rate", "run to observe it"):
-        table.add_column(col, justify="left" if col in ("series", "at this rate", "run to observe it") else "right",
+    for col in ("series", "blocks", "observed max µs", "tail", "estimate µs", "95% CI µs", "run needed for p"):
+        table.add_column(col, justify="left" if col in ("series", "tail", "run needed for p") else "right",
                          overflow="fold")
     notes = []
     for r in results:
         blocks = f"{r.blocks} × {r.block_cycles:,}"
         observed = "-" if r.observed_max_ns is None else f"{r.observed_max_ns / 1000:,.1f}"
+        needed = "-" if r.run_needed_s is None else duration_text(r.run_needed_s)
         if r.applicable:
-            high = "unbounded" if r.ci_high_ns is None else f"{r.ci_high_ns / 1000:,.1f}"
-            reach = r.run_to_reach_s
-            table.add_row(escape(r.label), blocks, observed, f"[bold]{r.level_ns / 1000:,.1f}[/]",
-                          f"{r.ci_low_ns / 1000:,.1f}–{high}", escape(r.rate_text()),
-                          "-" if reach is None else escape(duration_text(reach)))
+            table.add_row(escape(r.label), blocks, observed, escape(tail_text(r)), f"[bold]{r.level_ns / 1000:,.1f}[/]",
+                          f"{r.ci_low_ns / 1000:,.1f}–{r.ci_high_ns / 1000:,.1f}", escape(needed))
+            notes.append(f"{r.label}: {r.summary()}")
         else:
-            table.add_row(escape(r.label), blocks, observed, "[yellow]n/a[/]", "-", "-", "-")
-            notes.append(f"{r.label}: not applicable because {r.reason}")
+            table.add_row(escape(r.label), blocks, observed, escape(tail_text(r)), f"[yellow]none[/] ({escape(r.code)})",
+                          "-", escape(needed))
+            notes.append(f"{r.label}: {r.summary()}")
     out.print(table)
     for n in notes:
         out.print(f"  {n}", markup=False)
