@@ -233,18 +233,19 @@ def test_rare_host_stalls_are_a_mixture_and_a_heavy_tail_is_not():
     assert called <= 1, called
 
 
-def test_the_held_out_check_refuses_a_later_stall():
-    """The second half holds one far larger maximum than the first half's fit allows (not
-    a gap pattern: it stands alone); the held-out check refuses."""
+def test_the_held_out_check_fails_both_ways():
+    """A second half far below the first half's fit, or holding one maximum far above what
+    it allows (even at the far end of its confidence region): the held-out check fails."""
     _, draw_max = TAILS["exponential"]
     x = 20_000 + 3_000 * draw_max(np.random.default_rng(15), 300, 100)
     assert pw.holdout_check(x).passed
-    x[250] = 20_000 + 3_000 * 40      # e^-40: far beyond what 150 blocks of this tail reach
-    c = pw.holdout_check(x)
-    assert c.passed is False and c.p_value > 0.995
     y = x.copy()
     y[150:] = 20_000 + 0.2 * (y[150:] - 20_000)    # a second half far below the first's
-    assert pw.holdout_check(y).passed is False
+    c = pw.holdout_check(y)
+    assert c.passed is False and c.p_value < 0.005 and "lowest level" in c.detail
+    x[250] = 20_000 + 3_000 * 40      # e^-40: far beyond what 150 blocks of this tail reach
+    c = pw.holdout_check(x)
+    assert c.passed is False and c.p_value > 0.995 and "highest level" in c.detail
 
 
 def test_worst_case_is_the_one_answer():

@@ -25,8 +25,10 @@ def register(subparsers) -> None:
         "pwcet", help="the probable worst-case latency of a run or samples file (extreme value theory)",
         description="Fit a GEV distribution to the block maxima of wake-up latency (the per-window maxima a "
         "run stored, or blocks of a raw samples file) and give the latency exceeded with probability P per "
-        "cycle, with its 95%% confidence interval, after checking that the maxima are independent, identically "
-        "distributed and fitted well; otherwise say why it is not applicable. docs/pwcet.md explains it.")
+        "cycle, with its 95% confidence interval, only where the data support it: the maxima independent, "
+        "identically distributed, one regime, fitted well and predicting a held-out half, the tail not heavy, "
+        "P within the evidence. Otherwise no number but a reason code (heavy-tail, not-iid, mixture, ...), the "
+        "level at the smallest probability the data support, and the run length P needs. docs/pwcet.md explains it.")
     p.add_argument("run", nargs="?", metavar="RUN", help="a run id, or 'latest'")
     p.add_argument("--samples", metavar="FILE", help="a raw samples file (docs/samples.md) instead of a run")
     p.add_argument("--exceedance", metavar="P", type=str, default=str(DEFAULT_EXCEEDANCE),
@@ -143,7 +145,7 @@ def print_results(out, results: list[Pwcet]) -> None:
     for r in results:
         blocks = f"{r.blocks} × {r.block_cycles:,}"
         observed = "-" if r.observed_max_ns is None else f"{r.observed_max_ns / 1000:,.1f}"
-        needed = "-" if r.run_needed_s is None else duration_text(r.run_needed_s)
+        needed = duration_text(r.run_needed_s) if r.length_helps and r.run_needed_s is not None else "-"
         if r.applicable:
             table.add_row(escape(r.label), blocks, observed, escape(tail_text(r)), f"[bold]{r.level_ns / 1000:,.1f}[/]",
                           f"{r.ci_low_ns / 1000:,.1f}–{r.ci_high_ns / 1000:,.1f}", escape(needed))
