@@ -107,17 +107,19 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", action="append", default=[], help="a database of stored runs (latest run used)")
     ap.add_argument("--cases", type=int, default=100)
+    ap.add_argument("--answers", type=int, default=10, help="series of each tail given to analyse")
     ap.add_argument("--write", action="store_true", help="rewrite the section of docs/performance.md")
     args = ap.parse_args()
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    body = [f"Measured {stamp} with `scripts/pwcet_calibration.py --cases {args.cases}"
+    body = [f"Measured {stamp} with `scripts/pwcet_calibration.py --cases {args.cases} --answers {args.answers}"
             + "".join(f" --db {d}" for d in args.db) + " --write`. A GEV is fitted to 300 block maxima of 100 cycles "
             "and judged on a held-out part as long (×1) or 100 times as long (×100), whose maximum and block counts "
             "are drawn exactly from the known tail (rtgauge/analysis/pwcet_calibration.py). ✗ marks a failed test "
             "(p ≤ 0.01).", ""]
     body += synthetic_table(args.cases)
-    body += ["", "The answers `analyse` gives (10 series of each tail, 300 block maxima of 100 cycles):", ""]
-    body += synthetic_answers(10)
+    body += ["", f"The answers `analyse` gives ({args.answers} series of each tail, 300 block maxima of 100 cycles):",
+             ""]
+    body += synthetic_answers(args.answers)
     body += ["", "On real runs here (`rtgauge run`, the quick profile, 0.1 s windows):", ""]
     body += real_table(args.db)
     text = "\n".join(body)
