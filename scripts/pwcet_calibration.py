@@ -11,7 +11,8 @@ deliberately inflated (x1.5) and deflated (/1.5) ones. Then the answers of `anal
 (estimate or refusal code) on 10 series of each tail, and on the real runs given
 (stored runs' latency measurements: all threads and each thread; held-out halves).
 
-Usage: scripts/pwcet_calibration.py [--db RUNS.db ...] [--cases N] [--write]
+Usage: scripts/pwcet_calibration.py [--db RUNS.db ...] [--cases N] [--answers N] [--write]
+(opening a stored run looks for the engine: set RTGAUGE_ENGINE when it is not installed)
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def synthetic_table(cases: int) -> list[str]:
                 lines.append(f"| {tail} | ×{ahead} | {method} | {c.ks_p:.2g}{'' if c.passed else ' ✗'} | "
                              f"{c.sharpness_median:.2f} ({c.sharpness_q1:.2f}–{c.sharpness_q3:.2f}) | "
                              f"{c.exceedances} / {c.expected:.0f} | {c.binomial_p:.2g}{'' if c.reliable else ' ✗'} |")
-            print(lines[-1], flush=True)
+                print(lines[-1], flush=True)
     return lines
 
 
