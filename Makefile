@@ -19,3 +19,4 @@ bench: setup
 	.venv/bin/python bench/report.py
 	.venv/bin/python bench/tire.py
 	.venv/bin/python bench/startup.py
+	.venv/bin/python bench/pwcet_runlength.py
