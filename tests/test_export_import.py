@@ -40,7 +40,29 @@ def test_json_export_imports_unchanged_into_another_database(tmp_path):
     assert f'"machine_id": "{original["system"]["machine_id"]}"' not in out.read_text()
     assert dict(imported["system"], machine_id=None) == dict(original["system"], machine_id=None)
     assert imported["doctor"] == original["doctor"]
-    assert "imported from run.json" in imported["note"] and imported["status"] == "complete"
+    assert imported["status"] == "complete" and imported["note"] == original["note"]
+    # the run keeps its own start and end, and says where it came from (stored and shown)
+    assert (imported["started_at"], imported["finished_at"]) == (original["started_at"], original["finished_at"])
+    assert imported["origin"]["format"] == "rtgauge export" and imported["origin"]["file"] == "run.json"
+    assert imported["origin"]["run"] == run_id
+    shown = rtgauge("show", str(imported["id"]), "--db", dst)
+    assert "origin: imported from rtgauge export run.json" in shown.stdout, shown.stdout
+    # the same export again, or the imported run exported and imported again: no second run
+    again = rtgauge("import", str(out), "--db", dst)
+    assert again.returncode == 0 and f"imported before as run {imported['id']}" in again.stdout, again.stderr
+    out2 = tmp_path / "again.json"
+    assert rtgauge("export", str(imported["id"]), "--db", dst, "-o", str(out2)).returncode == 0
+    assert rtgauge("import", str(out2), "--db", dst).returncode == 0
+    home = rtgauge("import", str(out2), "--db", src)        # back home: it is the original run itself
+    assert home.returncode == 0 and f"imported before as run {run_id}" in home.stdout, home.stderr
+    with open_store(src) as a, open_store(dst) as b:
+        assert len(b.list_runs()) == 1 and len(a.list_runs()) == 1
+    third = f"sqlite:///{tmp_path / 'c.db'}"                 # a third machine: the first origin is kept
+    assert rtgauge("import", str(out2), "--db", third).returncode == 0
+    with open_store(third) as c:
+        chained = c.get_run(c.latest_run_id())
+    assert chained["origin"]["identity"] == imported["origin"]["identity"]
+    assert chained["origin"]["first"]["file"] == "run.json" and chained["started_at"] == original["started_at"]
 
 
 def test_a_whole_database_imports(tmp_path):

@@ -93,7 +93,7 @@ def iso_time(value, where: str, what: str) -> str | None:
                         "again with `rtgauge export RUN --format json`.") from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc).isoformat(timespec="seconds")
+    return when.astimezone(timezone.utc).isoformat()
 
 
 def prepared_export_run(run: dict, source: str, fmt: str) -> Prepared:
@@ -105,10 +105,15 @@ def prepared_export_run(run: dict, source: str, fmt: str) -> Prepared:
     finished = iso_time(run.get("finished_at"), where, "finished_at")
     system = run.get("system") or {}
     first = run.get("origin") if isinstance(run.get("origin"), dict) else None
-    identity = (str(first["identity"]) if first and first.get("identity")
-                else f"rtgauge:{system.get('machine_id') or system.get('hostname') or '?'}:{run.get('id')}:{started}")
+    if first and first.get("identity"):
+        identity, original = str(first["identity"]), first.get("original")
+    else:
+        original = {"run": run.get("id"), "started_at": started, "machine": machine_of(system)}
+        identity = f"rtgauge:{original['machine']}:{run.get('id')}:{started}"
     origin = {"format": fmt, "file": Path(source).name, "identity": identity[:400], "run": run.get("id"),
               "host": system.get("hostname")}
+    if isinstance(original, dict):
+        origin["original"] = original
     if first:
         origin["first"] = {k: first.get(k) for k in ("format", "file", "identity") if k in first}
     status = run.get("status") if run.get("status") in FINAL else "interrupted"
@@ -119,6 +124,29 @@ def prepared_export_run(run: dict, source: str, fmt: str) -> Prepared:
               "finished_at": finished, "note": str(run.get("note") or "")}
     return Prepared(stored, [(job_of(m), m["document"]) for m in run["measurements"]], origin,
                     f"run {run.get('id')} of {system.get('hostname') or '?'}", source)
+
+
+def machine_of(system: dict) -> str:
+    from rtgauge.owner import hash_machine_id
+    return hash_machine_id(system.get("machine_id")) or f"host={system.get('hostname') or '?'}"
+
+
+def already_here(store, p: Prepared) -> int | None:
+    """The run of this database that p is a copy of: one imported before with the same
+    origin identity, or the original run itself (an export coming back home)."""
+    found = store.find_import(p.origin["identity"])
+    if found is not None:
+        return found
+    original = p.origin.get("original")
+    if isinstance(original, dict) and isinstance(original.get("run"), int) and 0 < original["run"] < 2**63:
+        try:
+            local = store.get_run(original["run"], documents=False)
+        except Exception:
+            return None
+        if local and iso_time(local.get("started_at"), "", "") == original.get("started_at") \
+                and machine_of(local.get("system") or {}) == original.get("machine"):
+            return original["run"]
+    return None
 
 
 def read_json(path: Path):
@@ -362,7 +390,7 @@ def store_prepared(args, prepared: list[Prepared]) -> int:
     with open_store(args.db) as store:
         new, again = [], []
         for p in prepared:
-            before = store.find_import(p.origin["identity"])
+            before = already_here(store, p)
             if before is not None:
                 again.append((p, before))
                 continue

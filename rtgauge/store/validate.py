@@ -146,6 +146,8 @@ ORIGIN = {
     "properties": {"format": SHORT, "file": {"type": ["string", "null"], "maxLength": 1000},
                    "identity": {"type": "string", "minLength": 1, "maxLength": 400},
                    "run": {"type": ["integer", "null"]}, "host": SHORT,
+                   "original": {"type": "object", "properties": {
+                       "run": {"type": ["integer", "null"]}, "started_at": SHORT, "machine": SHORT}},
                    "first": {"type": "object", "properties": {"format": SHORT, "identity": TEXT}}},
 }
 RUN = {
