@@ -303,7 +303,8 @@ def parse_histfile(text: str, where: str) -> list[dict]:
             raise ValueError(f"the histogram at line {b['line']} has no '# Max Latencies' line")
         n = len(footer["Max Latencies"])
         widths = {len(r) - 1 for r in b["rows"]}
-        if not n or n > THREADS_MAX or any(w not in (n, n + 1) for w in widths):
+        allowed = (n, n + 1) if n > 1 else (n,)      # -H/--histofall adds a sum column for 2+ threads
+        if not n or n > THREADS_MAX or any(w not in allowed for w in widths):
             raise ValueError(f"the histogram at line {b['line']} has rows of {sorted(widths)} counts for "
                              f"{n} threads")
         for key in ("Min Latencies", "Avg Latencies", "Histogram Overflows", "Total"):
