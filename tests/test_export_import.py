@@ -125,3 +125,30 @@ def test_bad_input_stores_nothing(tmp_path):
         assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr, p.stderr
     with open_store(url) as s:
         assert len(s.list_runs()) == 1
+
+
+def test_every_export_validates_against_the_versioned_schema(tmp_path):
+    """The export's JSON schema (rtgauge/store/validate.py EXPORT_SCHEMA, versioned by
+    "rtgauge_export" and its $id) is a valid 2020-12 schema; the export of a full run,
+    and of that run imported elsewhere, validate with the jsonschema library itself;
+    a file that does not is refused with one sentence that names the place."""
+    import jsonschema
+
+    from rtgauge.store.validate import EXPORT_FORMAT, EXPORT_SCHEMA
+    jsonschema.Draft202012Validator.check_schema(EXPORT_SCHEMA)
+    assert EXPORT_SCHEMA["$id"].endswith(f":{EXPORT_FORMAT}")
+    src, dst = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    run_id = store_run(src, full_run_documents())
+    first = json.loads(rtgauge("export", str(run_id), "--db", src).stdout)
+    assert first["rtgauge_export"] == EXPORT_FORMAT
+    jsonschema.validate(first, EXPORT_SCHEMA, cls=jsonschema.Draft202012Validator)
+    (tmp_path / "a.json").write_text(json.dumps(first))
+    assert rtgauge("import", str(tmp_path / "a.json"), "--db", dst).returncode == 0
+    second = json.loads(rtgauge("export", "latest", "--db", dst).stdout)
+    jsonschema.validate(second, EXPORT_SCHEMA, cls=jsonschema.Draft202012Validator)
+    assert second["run"]["origin"]["format"] == "rtgauge export"
+    second["run"]["origin"]["identity"] = ""
+    (tmp_path / "b.json").write_text(json.dumps(second))
+    p = rtgauge("import", str(tmp_path / "b.json"), "--db", dst)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "run/origin/identity" in p.stderr and "Traceback" not in p.stderr

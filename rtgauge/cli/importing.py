@@ -266,6 +266,14 @@ def same_file(path: Path, db_url: str | None) -> bool:
 
 
 def cmd_import(args) -> int:
+    try:
+        return import_source(args)
+    except MemoryError:
+        raise UserError(f"importing {args.source} needs more memory than this process may use; raise its memory "
+                        "limit or import a smaller file.") from None
+
+
+def import_source(args) -> int:
     condition = check_condition(args.condition)
     source = Path(args.source)
     if not source.exists():
@@ -398,7 +406,7 @@ def store_prepared(args, prepared: list[Prepared]) -> int:
         for p, run_id in new:
             say(f"Imported {p.what} from {p.where} as run {run_id} in {store.url}.")
         for p, run_id in again:
-            say(f"{p.what.capitalize()} from {p.where} was imported before as run {run_id}; nothing stored again.")
+            say(f"{p.what[:1].upper()}{p.what[1:]} from {p.where} was imported before as run {run_id}; nothing stored again.")
     return 0
 
 

@@ -245,6 +245,10 @@ def document_of_json(raw: dict) -> dict:
         inside = sum((t.get("histogram") or {}).values())
         if inside > t["cycles"]:
             raise ValueError(f"thread {key} has {inside:,} values in its histogram but {t['cycles']:,} cycles")
+        top = max((int(b) for b, c in (t.get("histogram") or {}).items() if c), default=None)
+        if top is not None and (t.get("max") is None or t["max"] < top):
+            raise ValueError(f"thread {key}'s max latency {t.get('max')} µs is below its highest histogram bin "
+                             f"({top} µs)")
     doc = to_document(raw, options, cpus, int(raw.get("return_code") or 0), interrupted=False)
     doc["params"].pop("duration_s", None)
     doc["params"]["histogram"] = options["histogram"]
