@@ -6,7 +6,7 @@
   A document named NAME@CONDITION.json is measurement NAME@CONDITION under load
   CONDITION; other names take --condition (default idle),
 - cyclictest's own files: its --json output and its -h/--histfile histogram (also
-  what `rtgauge export --format cyclictest` writes).
+  what `rtgauge export --format cyclictest` writes), and `rtla timerlat hist`'s text.
 Everything is read and checked before anything is stored, and each run is stored in
 one transaction. Every imported run keeps its original start time and states its origin
 (the format, the file, an identity); importing the same run again (by that identity: the
@@ -292,6 +292,8 @@ def import_source(args) -> int:
         return import_database(args, source)
     if head.lstrip()[:1] in (b"{", b"["):
         return store_prepared(args, prepared_json(source, condition))
+    if head.lstrip().startswith(b"# RTLA timerlat histogram"):
+        return store_prepared(args, [prepared_rtla(source, condition)])
     if b"# Histogram" in head or b"# rtgauge measurement " in head:
         return store_prepared(args, [prepared_histfile(source, condition)])
     raise UserError(f"{source} is neither an rtgauge export, an engine document nor a cyclictest --json file or "
@@ -390,6 +392,23 @@ def prepared_histfile(source: Path, condition: str) -> Prepared:
     return foreign_run(facts, "cyclictest histfile", source, None, None, docs,
                        f"{len(docs)} histogram{'s' if len(docs) != 1 else ''}; the layout has no system facts, "
                        "interval or start time")
+
+
+def prepared_rtla(source: Path, condition: str) -> Prepared:
+    from rtgauge.tools import rtla
+    where = str(source)
+    try:
+        doc = rtla.document(rtla.parse(validate.read_text_file(source)))
+    except ValueError as e:
+        raise UserError(f"{where} is not `rtla timerlat hist` output rtgauge reads: {e}; give rtla's output "
+                        "unchanged.") from None
+    validate.check_engine_document(doc, where)
+    facts = {"hostname": None, "machine_id": None, "kernel_release": None, "kernel_version": None, "arch": None,
+             "cpu_model": None, "cpus": None, "preempt_model": None,
+             "facts_source": "none: rtla timerlat hist output records no system facts"}
+    job = foreign_job("timerlat", condition, "rtla-timerlat", [])
+    return foreign_run(facts, "rtla timerlat hist", source, None, None, [(job, doc)],
+                       f"duration {doc['env']['duration'] or '?'}; the output has no system facts or start time")
 
 
 def store_prepared(args, prepared: list[Prepared]) -> int:
