@@ -138,6 +138,8 @@ def already_here(store, p: Prepared) -> int | None:
     if found is not None:
         return found
     original = p.origin.get("original")
+    if p.origin.get("format") == "rtgauge spool":
+        return None
     if isinstance(original, dict) and isinstance(original.get("run"), int) and 0 < original["run"] < 2**63:
         try:
             local = store.get_run(original["run"], documents=False)
@@ -307,6 +309,10 @@ def prepared_json(source: Path, condition: str) -> list[Prepared]:
             raise UserError(f"{source} is export format {str(data['rtgauge_export'])[:40]}, which this rtgauge "
                             "does not read; upgrade rtgauge.")
         run = check_export_run(data, str(source))
+        if "spooled_because" in data:
+            # a spool file (rtgauge/store/spool.py): the whole of a run whose database failed
+            # mid-run; that database's copy of it is the partial one, so it is not "already here"
+            return [prepared_export_run(run, str(source), "rtgauge spool")]
         return [prepared_export_run(run, str(source), "rtgauge export")]
     if is_engine_document(data):
         return [prepared_documents([source], str(source), condition)]

@@ -172,6 +172,7 @@ EXPORT_SCHEMA = {
     "type": "object",
     "required": ["rtgauge_export", "run"],
     "properties": {"rtgauge_export": {"const": EXPORT_FORMAT}, "rtgauge_version": SHORT, "exported_at": SHORT,
+                   "spooled_because": TEXT,
                    "run": RUN},
 }
 
