@@ -14,7 +14,7 @@ from test_report_builders import HOSTILE, full_run_documents, store_run
 
 
 def rtgauge(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, timeout=600)
 
 
 def comparable(run: dict) -> list:
@@ -152,3 +152,34 @@ def test_every_export_validates_against_the_versioned_schema(tmp_path):
     p = rtgauge("import", str(tmp_path / "b.json"), "--db", dst)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert "run/origin/identity" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_version_2_database_is_migrated_to_keep_origins(tmp_path):
+    """Store version 3 adds runs.origin and runs.origin_key: a version 2 database (as the
+    previous rtgauge left it) is migrated on open, its runs read back with no origin,
+    and an import into it is recognised the second time."""
+    import sqlite3
+
+    from rtgauge.store import SCHEMA_VERSION
+    assert SCHEMA_VERSION == 3
+    path = tmp_path / "v2.db"
+    old = store_run(f"sqlite:///{path}", full_run_documents()[:2])
+    con = sqlite3.connect(path)
+    con.execute("DROP INDEX ix_runs_origin_key")
+    con.execute("ALTER TABLE runs DROP COLUMN origin_key")
+    con.execute("ALTER TABLE runs DROP COLUMN origin")
+    con.execute("UPDATE schema_version SET version = 2")    # a new database holds one row, its version
+    con.commit()
+    con.close()
+    export = tmp_path / "x.json"
+    export.write_text(rtgauge("export", str(old), "--db", str(path)).stdout.replace(
+        '"started_at": "', '"started_at": "2020-01-01T00:00:00+00:00", "was": "', 1))
+    for _ in range(2):
+        assert rtgauge("import", str(export), "--db", str(path)).returncode == 0
+    with open_store(f"sqlite:///{path}") as store:
+        assert store.get_run(old)["origin"] is None
+        runs = store.list_runs()
+    assert len(runs) == 2 and runs[0]["started_at"] == "2020-01-01T00:00:00+00:00"
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 3
+    con.close()

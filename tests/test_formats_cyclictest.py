@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(shutil.which("cyclictest") is None, reason="cycl
 
 
 def rtgauge(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, timeout=900)
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,7 @@ max:          2         7         2        95
 
 
 def rtgauge(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, timeout=900)
 
 
 def test_the_documented_layout_becomes_a_run_with_known_figures(tmp_path):

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from pgserver import postgres_server  # noqa: E402,F401  (session fixture)
 
 
-def rtgauge(*args, preexec=None, timeout=300) -> subprocess.CompletedProcess:
+def rtgauge(*args, preexec=None, timeout=900) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, cwd=ROOT,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=timeout, preexec_fn=preexec)
 
