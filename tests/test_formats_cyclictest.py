@@ -78,16 +78,20 @@ def test_json_and_histfile_import_with_cyclictests_own_figures(made_here, tmp_pa
     assert run["started_at"].startswith(_iso_start(raw["start_time"]))
     assert run["origin"]["format"] == "cyclictest --json" and run["origin"]["identity"].startswith("sha256:")
 
-    # the histfile of the same run: the same counts (its total + overflows) and maxima
+    # the histfile: its samples (its total + overflows) and maxima as it reports them. (The
+    # two files of one cyclictest 2.40 run need not agree with each other: on this loaded
+    # VM, SCHED_OTHER, they were seen one sample and an average apart.)
     foot = scrape(made_here["hist"].read_text())
     hist_db = f"sqlite:///{tmp_path / 'h.db'}"
     p = rtgauge("import", str(made_here["hist"]), "--db", hist_db)
     assert p.returncode == 0, p.stderr
     [h] = imported(hist_db)["measurements"]
     for i in range(made_here["threads"]):
-        assert h["metrics"][f"ti#{i}"]["count"] == foot["Total"][0][i] + foot["Histogram Overflows"][0][i] == cycles[i]
-        assert h["metrics"][f"ti#{i}"]["max"] == foot["Max Latencies"][0][i] * 1000 == maxes[i] * 1000
-    assert h["metrics"]["ti"]["count"] == sum(cycles)
+        samples = foot["Total"][0][i] + foot["Histogram Overflows"][0][i]
+        assert h["metrics"][f"ti#{i}"]["count"] == samples
+        assert h["metrics"][f"ti#{i}"]["max"] == foot["Max Latencies"][0][i] * 1000
+        assert h["metrics"][f"ti#{i}"]["min"] == foot["Min Latencies"][0][i] * 1000
+    assert h["metrics"]["ti"]["count"] == sum(foot["Total"][0]) + sum(foot["Histogram Overflows"][0])
 
     # the same file again stores nothing
     again = rtgauge("import", str(made_here["json"]), "--db", db)
@@ -110,10 +114,23 @@ def test_export_as_cyclictest_reproduces_its_histfile_and_reads_back(made_here, 
     assert p.returncode == 0, p.stderr
     ours, theirs = out.read_text(), made_here["hist"].read_text()
 
-    def body(text):      # cyclictest's JSON has no overflow cycle numbers: leave those lines out
-        return [line for line in text.splitlines() if not line.startswith(("# Thread", "# rtgauge"))]
-    assert body(ours) == body(theirs)
-    assert scrape(ours) == scrape(theirs)
+    # cyclictest's layout: the same lines, in the same order and widths, as its own histfile
+    def shape(text):
+        return [line if line.startswith("# Histogram") else line.split(":")[0] if line.startswith("#")
+                else len(line.split()) for line in text.splitlines() if not line.startswith("# rtgauge")]
+    assert shape(ours) == shape(theirs)
+    # ... holding exactly the figures of the --json file it was imported from
+    threads = made_here["raw"]["thread"]
+    foot = scrape(ours)
+    rows = {int(line.split()[0]): [int(v) for v in line.split()[1:]] for line in ours.splitlines()
+            if line[:1].isdigit()}
+    for i, key in enumerate(sorted(threads, key=int)):
+        t = threads[key]
+        inside = sum(t["histogram"].values())
+        assert {b: r[i] for b, r in rows.items() if r[i]} == {int(b): c for b, c in t["histogram"].items() if c}
+        assert (foot["Total"][0][i], foot["Histogram Overflows"][0][i]) == (inside, t["cycles"] - inside)
+        assert (foot["Min Latencies"][0][i], foot["Max Latencies"][0][i]) == (t["min"], t["max"])
+        assert foot["Avg Latencies"][0][i] == int(t["avg"])
 
     # rtgauge's own parser reads it back to the same figures
     back = f"sqlite:///{tmp_path / 'back.db'}"
