@@ -90,7 +90,7 @@ def main() -> int:
     slope = (r1 - r0) / (m1 - m0) if m1 > m0 else r1 / m1
     bound = r0 + slope * (FILE_MAX / 1024**2 - m0)
     body = [f"`python3 bench/import.py --sizes-mib {a.sizes_mib} --rounds {a.rounds}`, "
-            f"{datetime.now(timezone.utc):%Y-%m-%d}, this 2-vCPU VM (shared, loaded): median of {a.rounds} imports "
+            f"{datetime.now(timezone.utc):%Y-%m-%d}, this 2-vCPU VM (shared, loaded): median of {a.rounds} import(s) "
             "of a valid export (a latency run whose window-max series is lengthened) into a new SQLite database.", "",
             "| export (MiB) | time (s) | peak resident (MiB) | resident / file |", "|---:|---:|---:|---:|"]
     body += [f"| {m:.1f} | {t:.1f} | {r:.0f} | {r / m:.1f} |" for m, t, r in rows]

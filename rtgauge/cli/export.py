@@ -8,20 +8,12 @@ not at all (rtgauge/safefile.py)."""
 
 from __future__ import annotations
 
-import csv
 import io
-import json
 import sys
-from datetime import datetime, timezone
 
 from rtgauge import __version__
-from rtgauge.analysis import latency_measurements, latency_row, system_label
-from rtgauge.analysis.micro import micro_rows, verdict_rows
-from rtgauge.analysis.tire import held_text, period_text
-from rtgauge.analysis.headline import headline
-from rtgauge.cli.report import add_db_argument, load_runs
+from rtgauge.cli.report import add_db_argument
 from rtgauge.errors import UserError
-from rtgauge.store.validate import EXPORT_FORMAT
 STATS = ("count", "min", "avg", "stddev", "p50", "p90", "p99", "p999", "p9999", "max")
 
 
@@ -34,12 +26,15 @@ def register(sub) -> None:
     p.add_argument("--format", choices=("json", "csv", "md", "cyclictest"), default="json",
                    help="output format (default json); cyclictest: its -h/--histfile layout, one block per "
                    "latency measurement")
-    p.add_argument("-o", "--output", metavar="FILE", default=None, help="file to write (default: standard output)")
+    p.add_argument("-o", "--output", metavar="FILE", default=None, help="file to write; - or none: standard output")
     p.set_defaults(func=cmd_export)
 
 
 def export_json(run: dict) -> str:
+    from datetime import datetime, timezone
+    import json
     from rtgauge.owner import hash_machine_id
+    from rtgauge.store.validate import EXPORT_FORMAT
     run = dict(run)
     if isinstance(run.get("system"), dict):   # runs stored before facts hashed it hold the raw id
         run["system"] = dict(run["system"], machine_id=hash_machine_id(run["system"].get("machine_id")))
@@ -89,6 +84,7 @@ def csv_figures(run: dict):
 
 
 def export_csv(run: dict) -> str:
+    import csv
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["run", "host", "kernel", "measurement", "tool", "test", "condition", "metric", "kind", "unit",
@@ -113,6 +109,10 @@ def _f(v, d=1):
 
 
 def export_md(run: dict) -> str:
+    from rtgauge.analysis.headline import headline
+    from rtgauge.analysis.tire import held_text, period_text
+    from rtgauge.analysis import latency_measurements, latency_row, system_label
+    from rtgauge.analysis.micro import micro_rows, verdict_rows
     h = headline(run)
     s = run.get("system") or {}
     lines = [f"# rtgauge run {run['id']}: {md_cell(system_label(run))}", "",
@@ -180,10 +180,11 @@ def export_cyclictest(run: dict) -> str:
 
 
 def cmd_export(args) -> int:
+    from rtgauge.cli.report import load_runs
     [run] = load_runs(args.db, [args.run], documents=True)
     text = {"json": export_json, "csv": export_csv, "md": export_md,
             "cyclictest": export_cyclictest}[args.format](run)
-    if args.output:
+    if args.output and args.output != "-":
         from rtgauge.safefile import write_text_atomic
         try:
             write_text_atomic(args.output, text)

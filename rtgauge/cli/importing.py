@@ -27,9 +27,31 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 from rtgauge.errors import UserError
-from rtgauge.report.safe import say
-from rtgauge.store import open_store
-from rtgauge.store import validate
+
+
+class _Later:
+    """A module imported when first used, so `rtgauge --help` does not load jsonschema,
+    SQLAlchemy and rich (the command line imports every subcommand's module)."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr):
+        import importlib
+        return getattr(importlib.import_module(self._name), attr)
+
+
+validate = _Later("rtgauge.store.validate")
+
+
+def open_store(url):
+    from rtgauge.store import open_store as opened
+    return opened(url)
+
+
+def say(text="", **kwargs) -> None:
+    from rtgauge.report.safe import say as said
+    said(text, **kwargs)
 
 FINAL = ("complete", "interrupted", "failed", "abandoned")
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -53,8 +75,8 @@ def register(sub) -> None:
                        "a directory of engine JSON documents (a board without Python), or cyclictest's "
                        "--json file or -h/--histfile histogram. Each run keeps its original start time and "
                        "its origin; a run imported before is not stored twice.")
-    p.add_argument("source", metavar="FILE|DIR", help="export file, database file, engine document or directory "
-                   "of them, cyclictest --json file or histfile")
+    p.add_argument("source", metavar="FILE|DIR|-", help="export file, database file, engine document or directory "
+                   "of them, cyclictest --json file or histfile, rtla timerlat hist output; - reads standard input")
     p.add_argument("--db", metavar="URL", default=None, help="results database to import into (default: the user's)")
     p.add_argument("--condition", default="idle",
                    help="load condition of engine documents whose name does not say it (NAME@CONDITION.json) "
@@ -269,15 +291,25 @@ def same_file(path: Path, db_url: str | None) -> bool:
 
 def cmd_import(args) -> int:
     try:
-        return import_source(args)
+        if args.source != "-":
+            return import_source(args, Path(args.source))
+        # standard input: kept in a private temporary file, then read as any file would be
+        import sys
+        with tempfile.TemporaryDirectory(prefix="rtgauge-import-") as tmp:
+            path = Path(tmp) / "stdin"
+            with open(path, "wb") as f:
+                shutil.copyfileobj(sys.stdin.buffer, f)
+            if path.stat().st_size == 0:
+                raise UserError("standard input is empty; pipe an export, a database or an engine document into "
+                                "`rtgauge import -`.")
+            return import_source(args, path)
     except MemoryError:
         raise UserError(f"importing {args.source} needs more memory than this process may use; raise its memory "
                         "limit or import a smaller file.") from None
 
 
-def import_source(args) -> int:
+def import_source(args, source: Path) -> int:
     condition = check_condition(args.condition)
-    source = Path(args.source)
     if not source.exists():
         raise UserError(f"{source} does not exist; give an export file, a database or a directory of engine documents.")
     if source.is_dir():
