@@ -208,7 +208,7 @@ CASES = [
     Case("report-id-text", ["report", "1;DROP TABLE runs", "--db", "{db}", "-o", "{tmp}/r.html"], 2, "is not a run"),
     # -- hostile strings are stored but reach the terminal escaped -------------------------------
     Case("import-ansi-and-markup", ["import", "{file}", "--db", "{db}"], 0, "Imported run", unchanged=False,
-         inputs=export_with(lambda d: (d["run"].update(started_at="2020-01-01T00:00:00+00:00"),   # another run
+         inputs=export_with(lambda d: (d["run"].update(started_at="2020-01-01T00:00:00+00:00", origin=None),  # another run
                                        d["run"]["system"].update(hostname="h\x1b]0;owned\x07\x1b[2J"),
                                        measurement(d).update(name="x[/]\x1b[31m"),
                                        d["run"].update(note="\x9b31m note")))),
