@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from rtgauge import __version__
-from rtgauge.errors import run_reporting_errors
+from rtgauge.errors import EXIT_HELP, run_reporting_errors
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rtgauge",
         description="Measure whether this system can carry a real-time job, store the "
         "result and compare it with other systems and the published figures.",
+        epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"rtgauge {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
