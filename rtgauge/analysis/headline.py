@@ -115,7 +115,7 @@ def evidence_flags(rows: list[dict], facts: dict, crossed: list[dict]) -> list[s
                      "operating system on bare metal; a rating claims the latter")
     for d in crossed:
         flags.append(f"cross-check disagrees: {d['name']} ({d['condition']}) worst case {d['engine_us']:,.1f} µs "
-                     f"(engine) vs {d['cyclictest_us']:,.1f} µs (cyclictest), {d["factor"]:.2f}× apart, more than "
+                     f"(engine) vs {d['cyclictest_us']:,.1f} µs (cyclictest), {d['factor']:.2f}× apart, more than "
                      f"{CROSS_CHECK_FACTOR:g}×; the figures below use the worse")
     return flags
 
