@@ -20,6 +20,7 @@ from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
 from rtgauge.analysis.records import Run, as_run
 from rtgauge.cli.report import add_db_argument, budget_options, load_runs, write_html
 from rtgauge.errors import EXIT_GATE_TRIPPED, UserError
+from rtgauge.report.junit import Case, Suite, write_junit
 from rtgauge.report.numbers import fmt_group
 from rtgauge.report.stalls import print_stalls, stalls_json
 from rtgauge.report.terminal import print_micro, print_published
@@ -30,7 +31,10 @@ JSON_VERSION = 2
 
 
 def register(sub) -> None:
+    import argparse
+    from rtgauge.errors import EXIT_HELP
     p = sub.add_parser("compare", help="compare stored runs side by side and show regressions",
+                       epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Show runs side by side and what got worse in each later run compared "
                        "with the first (the baseline). With --fail-on, exit with status 3 when a rule trips.")
     p.add_argument("runs", nargs="+", metavar="RUN", help="two or more run ids (the first is the baseline), or ranges")
@@ -39,6 +43,9 @@ def register(sub) -> None:
                    help="e.g. 'max_latency>+20%%', 'micro_avg>+10%%', 'avg_latency>+5us', 'misses>0', "
                    "'tire_max_masses<-10%%' (repeatable); a change trips only when significant; exit status 3 "
                    "when one trips or has nothing valid to check")
+    p.add_argument("--junit", metavar="FILE", default=None,
+                   help="write the --fail-on rules' outcome as JUnit XML: a test suite per later run, a test case "
+                   "per job and rule")
     p.add_argument("-o", "--output", metavar="FILE", default=None, help="also write an HTML report with the regressions")
     p.add_argument("--all", action="store_true", help="list every compared figure, not only the changed ones")
     p.add_argument("--json", action="store_true",
@@ -63,6 +70,12 @@ def console() -> Console:
 
 def cmd_compare(args) -> int:
     rules = [parse_rule(r) for r in args.fail_on]
+    for r in rules:
+        if r.family == "pwcet":
+            raise UserError(f"--fail-on '{r.text}': a pwcet rule checks one run's credible worst case; use it on "
+                            "`rtgauge run`, or compare worst cases with `rtgauge compare --pwcet`.")
+    from rtgauge.report.junit import check_path
+    check_path(args.junit)
     if not 0 < args.alpha < 1:
         raise UserError(f"--alpha {args.alpha:g} is not a rate; give a number between 0 and 1, e.g. 0.05.")
     options = budget_options(args)
@@ -76,6 +89,7 @@ def cmd_compare(args) -> int:
     base = runs[0]
     tripped: list[str] = []
     closed: list[str] = []
+    suites = []
     comparisons = []
     exceedance = pwcet_exceedance(args)
     worst_cases: dict[int, list[dict]] = {}
@@ -88,12 +102,21 @@ def cmd_compare(args) -> int:
             worst_cases[cand.id] = compare_worst_cases(base, cand, exceedance)
             if not args.json:
                 print_worst_cases(out, base, cand, worst_cases[cand.id], exceedance)
+        cases = []
         for rule in rules:
-            closed += rule.fails_closed(changes, cand)
+            shut = rule.fails_closed(changes, cand)
+            closed += shut
+            for text in shut:
+                cases.append(Case(f"run {cand.id}", rule.text, "incomplete", text))
             for c in changes:
+                if c.figure.family != rule.family:
+                    continue
                 hit = rule.trips(c)
                 if hit:
                     tripped.append(f"{rule.text} (run {cand.id}): {hit}")
+                cases.append(Case(f"run {cand.id}.{c.figure.label}", rule.text, "fail" if hit else "pass",
+                                  hit or f"{c.figure.label}: {c.call}"))
+        suites.append(Suite(f"rtgauge compare {base.id} → {cand.id}", cases, cand.started_at))
     if args.json:
         doc = {"version": JSON_VERSION, "baseline": base.id, "alpha": args.alpha, "correction": "benjamini-hochberg",
                "comparisons": [{"candidate": cand.id,
@@ -107,6 +130,8 @@ def cmd_compare(args) -> int:
                "rules": [r.text for r in rules], "tripped": tripped, "failed_closed": closed,
                "gate": None if not rules else ("fail" if tripped or closed else "pass")}
         sys.stdout.write(json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    if args.junit:
+        write_junit(args.junit, suites)
     if args.output:
         write_html(args.output, runs, comparisons=comparisons, tripped=tripped + closed, **options)
         if not args.json:

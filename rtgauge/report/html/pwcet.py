@@ -31,6 +31,8 @@ def render_pwcet(runs: list[dict]) -> str:
                 rows.append(f"<tr><td class='l'>{e(m.name)}</td><td class='l'>{e(m.condition)}</td>"
                             f"<td>{r.blocks} × {r.block_cycles:,}</td><td>{num((r.observed_max_ns or 0) / 1000)}</td>"
                             f"{cells}<td class='l'><small>{e(checks)}</small></td></tr>")
+                if not r.applicable:        # no fit: no chart (the row says why)
+                    continue
                 d = plot_data(r)
                 svg = return_level_plot(f"{m.name}: return levels", d["observed"], d["curve"], d["band"],
                                         d["mark"])
