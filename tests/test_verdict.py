@@ -181,3 +181,29 @@ def test_a_cross_check_that_disagrees_withholds_the_rating_and_uses_the_worse_fi
     # with agreeing tools the same run is rated
     (tmp_path / "agree").mkdir()
     assert headline(stored(tmp_path / "agree", full_run_documents(n=RATED_N)))["rating"].stars == 5
+
+
+def test_show_gives_the_verdict_and_the_rating_in_json_and_its_exit_status(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    url = f"sqlite:///{tmp_path / 'v.db'}"
+    rid = store_run(url, full_run_documents(n=RATED_N))
+    env = dict(os.environ, PYTHONPATH=str(root), XDG_CONFIG_HOME=str(tmp_path))   # no user config file
+    env.pop("RTGAUGE_CONFIG", None)
+
+    def show(*extra):
+        return subprocess.run([sys.executable, "-m", "rtgauge", "show", str(rid), "--db", url, *extra],
+                              capture_output=True, text=True, timeout=300, env=env, cwd=root)
+    p = show("--json", "--budget-us", "30", "--miss-rate", "0.01")
+    assert p.returncode == EXIT_OK, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["verdict"]["answer"] == YES and doc["verdict"]["budget"]["miss_rate"] == 0.01
+    assert doc["rating"]["rated"] is True and doc["rating"]["stars"] == 5
+    p = show("--budget-us", "30")
+    assert p.returncode == EXIT_GATE_TRIPPED and "Can it carry the job? no" in " ".join(p.stdout.split())
+    p = show("--budget-us", "0")
+    assert p.returncode == 2 and "out of range" in p.stderr and "Traceback" not in p.stderr

@@ -29,7 +29,35 @@ def register(subparsers) -> None:
                    help="results database: a file path, sqlite:///PATH or postgresql://USER@HOST/DB "
                    "(default: $XDG_DATA_HOME/rtgauge/rtgauge.db)")
     p.add_argument("--json", action="store_true", help="print the data as JSON instead of tables")
+    p.add_argument("--budget-us", type=float, default=None, metavar="US",
+                   help="with RUN: the job's worst wake-up latency, µs; adds the verdict (yes / no / not enough "
+                   "evidence, under \"verdict\" in --json) and exits with its status (0, 3, 4 or 5); "
+                   "default: the config file's [budget]")
+    p.add_argument("--period-us", type=float, default=None, metavar="US", help="the job's period, µs")
+    p.add_argument("--miss-rate", type=float, default=None, metavar="RATE",
+                   help="the share of cycles allowed later than the budget (default: none, hard)")
     p.set_defaults(func=show)
+
+
+def show_budget(args):
+    """The budget to judge a shown run against: the command line's, else the config
+    file's [budget], else None."""
+    from rtgauge.analysis.verdict import make_budget
+    from rtgauge.cli.run import config_budget
+    given = {"latency_us": args.budget_us, "period_us": args.period_us, "miss_rate": args.miss_rate}
+    if any(v is not None for v in given.values()):
+        return make_budget(**given, source="command line")
+    conf = config_budget()
+    if conf.get("latency_us") is None:
+        return None
+    return make_budget(conf.get("latency_us"), conf.get("period_us"), conf.get("miss_rate"), "config file")
+
+
+def rating_json(run: dict) -> dict:
+    from rtgauge.analysis.headline import headline
+    r = headline(run)["rating"]
+    return {"stars": r.stars, "class": r.klass, "rated": not r.flags, "flags": r.flags, "reasons": r.reasons,
+            "unrated_class": r.unrated_class}
 
 
 def parse_run_argument(text: str | None) -> int | str | None:
@@ -48,6 +76,7 @@ def parse_run_argument(text: str | None) -> int | str | None:
 
 def show(args: argparse.Namespace) -> int:
     wanted = parse_run_argument(args.run)
+    budget = show_budget(args)
     url = normalise_url(args.db)
     path = sqlite_file(url)
     # Looking must not create an empty database file as a side effect.
@@ -70,6 +99,10 @@ def show(args: argparse.Namespace) -> int:
             if run_id is None:
                 return say_no_runs(store.url, args.json, wanted)
             raise UserError(f"no run {run_id} in {store.url}; `rtgauge show` lists the runs.")
+        verdict = None
+        if budget is not None:
+            from rtgauge.analysis.verdict import judge
+            verdict = judge(run, budget)
         if args.json:
             from rtgauge.analysis.tire import tire_summary
             tire = tire_summary(run)      # what the report draws of the tire model: maps, limits, curves
@@ -81,13 +114,18 @@ def show(args: argparse.Namespace) -> int:
                 stalls = stalls_json(m)
                 if stalls is not None:
                     m["host_stalls"] = stalls
-            extra = {"published": published_json(run), **({"tire_cost": cost} if cost else {})}
+            extra = {"published": published_json(run), **({"tire_cost": cost} if cost else {}),
+                     "rating": rating_json(run), **({"verdict": verdict.to_json()} if verdict else {})}
             print_json(dict(run, **extra))
         else:
+            if verdict is not None:
+                from rtgauge.report.safe import SafeConsole
+                from rtgauge.report.terminal import print_verdict
+                print_verdict(SafeConsole(highlight=False), verdict)
             print_run(run)
             print_pwcet(run)
             print_tire_cost(run)
-        return 0
+        return verdict.exit_status if verdict is not None else 0
 
 
 def published_json(run: dict) -> dict:
