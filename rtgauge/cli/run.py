@@ -330,21 +330,13 @@ def cmd_run(args) -> int:
     return run_measured(console, args, profiles, plans, jobs, conditions, facts, checks, None)
 
 
-def config_budget() -> dict:
-    """The config file's [budget] table ({} without one): the user's default job."""
-    try:
-        from rtgauge.config import load_config
-    except ImportError:
-        return {}
-    return load_config().get("budget", {}) or {}
-
-
 def resolve_budget(args, profile):
     """The job's budget: each value from the command line, else the profile's [budget],
     else the config file's; None when no latency is given anywhere."""
     from rtgauge.analysis.verdict import make_budget
     given = {"latency_us": args.budget_us, "period_us": args.period_us, "miss_rate": args.miss_rate}
     prof = profile.budget.to_json() if profile.budget is not None else {}
+    from rtgauge.cli.show import config_budget
     conf = config_budget()
     values, sources = {}, []
     for key, value in given.items():

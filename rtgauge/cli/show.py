@@ -39,11 +39,19 @@ def register(subparsers) -> None:
     p.set_defaults(func=show)
 
 
+def config_budget() -> dict:
+    """The config file's [budget] table ({} without one): the user's default job."""
+    try:
+        from rtgauge.config import load_config
+    except ImportError:
+        return {}
+    return load_config().get("budget", {}) or {}
+
+
 def show_budget(args):
     """The budget to judge a shown run against: the command line's, else the config
     file's [budget], else None."""
     from rtgauge.analysis.verdict import make_budget
-    from rtgauge.cli.run import config_budget
     given = {"latency_us": args.budget_us, "period_us": args.period_us, "miss_rate": args.miss_rate}
     if any(v is not None for v in given.values()):
         return make_budget(**given, source="command line")
