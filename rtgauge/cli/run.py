@@ -388,6 +388,8 @@ def until_verdict(console, store, run_id: int, jobs: list[Job], warmup_s: float,
     ceiling (--max-time) would be passed by one more round. Returns the status."""
     import time
     from rtgauge.analysis.verdict import UNDECIDED, judge
+    from rtgauge.plan import plan_seconds
+    from rtgauge.plan.execute import execute
     latency = [j for j in jobs if j.tool == "cyclictest" or j.test == "latency"]
     if not latency:
         return "complete"
