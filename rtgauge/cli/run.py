@@ -3,6 +3,8 @@ and write the report."""
 
 from __future__ import annotations
 
+import argparse
+
 import os
 import sys
 
@@ -95,8 +97,10 @@ def add_conditions_options(p) -> None:
     g.add_argument("--trace-threshold-us", type=time_option("us"), metavar="N",
                    help="trace the measured CPUs and stop a latency job at its first wake-up later than N µs, "
                         "storing the end of the trace")
-    g.add_argument("--mount-tracefs", action="store_true",
-                   help="mount tracefs for the run when it is not mounted (unmounted after)")
+    g.add_argument("--mount-tracefs", action=argparse.BooleanOptionalAction, default=True,
+                   help="mount tracefs at /sys/kernel/tracing when the split or the trace needs it and it is "
+                        "not mounted (root; left mounted, as rtla does); --no-mount-tracefs refuses instead "
+                        "(default: mount)")
 
 
 class ProgressView:
@@ -207,7 +211,8 @@ def prepare_jobs(console: Console, profile, args, conditions, address: str | Non
     if not address:     # a target's loads are checked there once connected
         check_tools(jobs)
     from rtgauge.plan.optional import resolve_optional
-    resolve_optional(jobs, lambda text: console.print(f"[yellow]{markup(text)}[/]"))
+    resolve_optional(jobs, lambda text: console.print(f"[yellow]{markup(text)}[/]"),
+                     mount_tracefs=getattr(args, "mount_tracefs", True))
     validate_engine_jobs(jobs)
     return jobs
 

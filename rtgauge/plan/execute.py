@@ -250,8 +250,8 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
             doc = read_document(job, out_path, proc.returncode, interrupted, err_path.read_text())
             env = doc.setdefault("env", {})
             env["counters"] = counters(before, after, job.cpus, doc)
-            if job.notes:
-                env["notes"] = list(job.notes)       # e.g. an if_available flag left out
+            if job.notes:       # e.g. an if_available flag left out; the engine's own notes kept
+                env["notes"] = [*env.get("notes", []), *(n for n in job.notes if n not in env.get("notes", []))]
             if tracer:
                 env["trace"] = tracer.finish(doc)
             elif is_engine_latency(job) and s.trace_threshold_us:
@@ -297,7 +297,7 @@ def measure_on_target(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) ->
     env = doc.setdefault("env", {})
     env["target"] = s.target.address
     if job.notes:
-        env["notes"] = list(job.notes)
+        env["notes"] = [*env.get("notes", []), *(n for n in job.notes if n not in env.get("notes", []))]
     if interrupted:
         doc["interrupted"] = True
     return doc, status, interrupted, command
