@@ -19,6 +19,27 @@ EXIT_INTERRUPTED = 130 # Ctrl-C or SIGTERM; what was measured is kept
 EXIT_PIPE_CLOSED = 141 # the reader of stdout went away (`| head`): 128 + SIGPIPE, as the shell reports it
 
 
+EXIT_HELP = """exit status:
+  0    done; every --fail-on rule kept, the verdict (if a budget was given) is yes
+  1    a measurement, a target or the database failed
+  2    bad input or a missing prerequisite (one sentence says what to do)
+  3    a gate tripped: a --fail-on rule is broken or the verdict is no
+  4    undecided: not enough evidence for a rule or the verdict (run longer)
+  5    a gate read an interrupted, partial or failed measurement (fails closed)
+  130  interrupted (Ctrl-C, SIGTERM); what was measured is kept
+  141  the reader of the output went away (| head)
+  several gates: the first of 3, 5, 4 any of them gives (docs/exit-status.md)"""
+
+GATE_PRECEDENCE = (EXIT_GATE_TRIPPED, EXIT_INCOMPLETE, EXIT_UNDECIDED)
+
+
+def gate_status(statuses) -> int:
+    """One status for several gates (rules, a verdict): a broken one wins (3), then one
+    that read an incomplete measurement (5), then an undecided one (4), else 0."""
+    given = set(statuses)
+    return next((s for s in GATE_PRECEDENCE if s in given), EXIT_OK)
+
+
 class UserError(Exception):
     """Bad input or a missing prerequisite; the message says what to do."""
 

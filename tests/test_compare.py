@@ -96,8 +96,13 @@ def test_a_worse_run_is_caught_figure_by_figure_in_the_right_direction(db):
 def test_fail_on_trips_with_exit_status_3(db, tmp_path):
     url, base, same, noisy, worse = db
     p = rtgauge("compare", str(base), str(worse), "--db", url, "--fail-on", "max_latency>+20%",
-                "-o", str(tmp_path / "cmp.html"))
+                "-o", str(tmp_path / "cmp.html"), "--junit", str(tmp_path / "cmp.xml"))
     assert p.returncode == 3, p.stdout + p.stderr
+    from test_run_gates import junit      # a real XML parser and the common JUnit schema
+    cases = list(junit(tmp_path / "cmp.xml").iter("testcase"))
+    assert cases and all(c.get("name") == "max_latency>+20%" for c in cases)
+    broken = [c for c in cases if c.find("failure") is not None]
+    assert any("latency@idle max latency" in c.get("classname") for c in broken)
     assert "--fail-on tripped" in p.stdout and "latency@idle max latency" in p.stdout
     html = (tmp_path / "cmp.html").read_text()
     assert "<section id='regressions'" in html and "max_latency&gt;+20%" in html

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from rtgauge.store import open_store
-from test_report_builders import HOSTILE, full_run_documents, store_run
+from test_report_builders import HOSTILE, RATED_N, full_run_documents, store_run
 
 
 def rtgauge(*args) -> subprocess.CompletedProcess:
@@ -77,7 +77,7 @@ def test_a_whole_database_imports(tmp_path):
 
 def test_csv_and_markdown(tmp_path):
     url = f"sqlite:///{tmp_path / 'a.db'}"
-    run_id = store_run(url, full_run_documents())
+    run_id = store_run(url, full_run_documents(n=RATED_N))   # long enough to be rated
     p = rtgauge("export", str(run_id), "--db", url, "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(p.stdout)))
     mx = [r for r in rows if r["measurement"] == "latency@idle" and r["metric"] == "ti" and r["statistic"] == "max"]

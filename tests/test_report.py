@@ -16,7 +16,7 @@ from rtgauge.analysis.headline import headline
 from rtgauge.report.html import render
 from rtgauge.store import open_store
 from test_report_builders import (
-    HOSTILE, SYSTEM, full_run_documents, latency_document, linear_bins, log_linear_bins, store_run,
+    HOSTILE, RATED_N, SYSTEM, full_run_documents, latency_document, linear_bins, log_linear_bins, store_run,
 )
 
 SECTIONS = ("summary", "systems", "latency", "micro", "tire", "method")
@@ -48,13 +48,13 @@ def test_rebin_spreads_coarse_bins_and_keeps_every_count():
     (dict(tuned=True), 4),
     (dict(scale=4.0), 3),                               # worst 240 µs > 100 µs budget, no misses
     (dict(scale=4.0, tuned=True), 2),
-    (dict(misses=200), 1),                              # 200 of 6000 cycles > 0.1 %
+    (dict(misses=200), 1),                              # 200 of 20,000 cycles > 0.1 %
     (dict(fallback=True), 0),
 ])
 def test_rating_classes(tmp_path, case, stars):
     system = dict(SYSTEM, cmdline="quiet isolcpus=1 nohz_full=1" if case.get("tuned") else "quiet")
     docs = full_run_documents(scale=case.get("scale", 1.0), misses=case.get("misses", 0),
-                              fallback=case.get("fallback", False))
+                              fallback=case.get("fallback", False), n=RATED_N)
     [run] = stored(tmp_path, docs, systems=[system])
     h = headline(run)
     assert h["rating"].stars == stars, h["rating"]
@@ -63,7 +63,7 @@ def test_rating_classes(tmp_path, case, stars):
 
 
 def test_rating_budget_changes_the_class(tmp_path):
-    [run] = stored(tmp_path, full_run_documents(scale=4.0))
+    [run] = stored(tmp_path, full_run_documents(scale=4.0, n=RATED_N))
     assert headline(run, budget_us=100)["rating"].stars == 3
     assert headline(run, budget_us=500)["rating"].stars == 5
 
@@ -92,7 +92,7 @@ def test_micro_rows_carry_the_published_figures(tmp_path):
 
 
 def test_report_has_every_section_and_figure(tmp_path):
-    runs = stored(tmp_path, full_run_documents(), full_run_documents(scale=2.0, misses=5),
+    runs = stored(tmp_path, full_run_documents(n=RATED_N), full_run_documents(scale=2.0, misses=5, n=RATED_N),
                   systems=[None, dict(SYSTEM, hostname="rig-2", preempt_model="PREEMPT_DYNAMIC")])
     html = render(runs)
     for ident in SECTIONS:

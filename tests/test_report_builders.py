@@ -159,16 +159,22 @@ def job(name: str, test: str, condition: str = "idle", tool: str = "engine") -> 
             "exit_status": 0, "command": ["rtgauge-engine", test]}
 
 
+RATED_N = 10_000   # samples per CPU (2 CPUs): 20,000 cycles a job, long enough to be rated
+
+
 def full_run_documents(scale: float = 1.0, misses: int = 0, fallback: bool = False,
-                       tire_cost: float = 200.0, pi_spin_pass: bool = False, hostname: str = "rig-1") -> list[tuple[dict, dict]]:
-    """(job, document) pairs of a complete run; scale multiplies every latency."""
+                       tire_cost: float = 200.0, pi_spin_pass: bool = False, hostname: str = "rig-1",
+                       n: int = 3000) -> list[tuple[dict, dict]]:
+    """(job, document) pairs of a complete run; scale multiplies every latency; n samples
+    per CPU in each latency job (RATED_N for a run long enough to be rated)."""
     docs = [
         (job("latency@idle", "latency"), latency_document(median_ns=8000 * scale, spike_ns=int(40000 * scale),
-                                                          fallback=fallback, hostname=hostname)),
-        (job("latency@idle/cyclictest", "latency", tool="cyclictest"), cyclictest_document(median_ns=8000 * scale)),
+                                                          fallback=fallback, hostname=hostname, n=n)),
+        (job("latency@idle/cyclictest", "latency", tool="cyclictest"), cyclictest_document(median_ns=8000 * scale,
+                                                                                           n=n)),
         (job("latency@cpu", "latency", "cpu"), latency_document(median_ns=6000 * scale, spike_ns=int(60000 * scale),
                                                                 misses=misses, fallback=fallback, seed=2,
-                                                                hostname=hostname)),
+                                                                hostname=hostname, n=n)),
         (job("switch@idle", "switch"), micro_document("switch", {"switch": 1500 * scale}, {"threads": 2})),
         (job("switch-128@idle", "switch"), micro_document("switch", {"switch": 2500 * scale}, {"threads": 128})),
         (job("preempt@idle", "preempt"), micro_document("preempt", {"preempt": 2000 * scale})),

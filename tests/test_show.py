@@ -93,6 +93,10 @@ def test_json_matches_the_store(populated, capsys):
     # besides the stored run: what the report shows of the published evaluations
     published = shown.pop("published")
     assert set(published) == {"studies", "verdicts", "conclusions"}   # conclusions: bebb739
+    # and the rating, with why it is withheld (docs/verdict.md)
+    rating = shown.pop("rating")
+    assert set(rating) == {"stars", "class", "rated", "flags", "reasons", "unrated_class"}
+    assert rating["rated"] is (not rating["flags"])
     # show adds the probable worst case (docs/pwcet.md) to each latency measurement with
     # per-window maxima; everything else is the store's
     pwcet = {m["name"]: m.pop("pwcet", None) for m in shown["measurements"]}

@@ -11,8 +11,19 @@ from rtgauge.catalogue import LATENCY, catalogue
 US = 1000.0
 
 
+# A percentile q is printed only when at least TAIL_SAMPLES samples lie beyond it
+# (n × (1 − q) ≥ 10): p99 needs 1,000 samples, p99.99 100,000. With fewer, the figure is
+# one of the few largest samples, not an estimate of the percentile (docs/report.md).
+TAIL_SAMPLES = 10
+
+
+def percentile_supported(count: int | None, q: float) -> bool:
+    return bool(count) and count * (1 - q) >= TAIL_SAMPLES - 1e-9
+
+
 def latency_row(m: Measurement | dict) -> dict | None:
-    """Summary figures (µs) of a periodic measurement, or None when it has no ti."""
+    """Summary figures (µs) of a periodic measurement, or None when it has no ti.
+    A percentile the sample count does not support (percentile_supported) is None."""
     m = as_measurement(m)
     ti = m.metric("ti")
     if not ti.is_distribution or not ti.count:
@@ -20,7 +31,8 @@ def latency_row(m: Measurement | dict) -> dict | None:
     return {
         "name": m.name, "tool": m.tool, "condition": m.condition,
         "samples": ti.count, "min_us": _us(ti.min), "avg_us": _us(ti.avg), "stddev_us": _us(ti.stddev),
-        "p99_us": _us(ti.p99), "p9999_us": _us(ti.p9999), "max_us": _us(ti.max),
+        "p99_us": _us(ti.p99) if percentile_supported(ti.count, 0.99) else None,
+        "p9999_us": _us(ti.p9999) if percentile_supported(ti.count, 0.9999) else None, "max_us": _us(ti.max),
         "misses": m.scalar("misses"), "policy": m.policy, "fallback": m.fallback,
         "interrupted": m.interrupted,
     }

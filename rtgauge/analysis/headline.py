@@ -38,6 +38,8 @@ class Rating:
     klass: str
     tuned: bool
     reasons: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)     # why it is not rated (evidence_flags)
+    unrated_class: str | None = None                   # what the figures alone would read
 
     @property
     def glyphs(self) -> str:
@@ -76,27 +78,77 @@ def worst_by_condition(rows: list[dict]) -> tuple[float | None, float | None, st
     return (max(idle) if idle else None), worst_loaded[0], worst_loaded[1]
 
 
-def rate(rows: list[dict], facts: dict, budget_us: float = DEFAULT_BUDGET_US) -> Rating:
+MIN_RATED_CYCLES = 20_000      # per latency job: zero misses in 20,000 cycles bound the miss rate
+                               # at ≤ 0.015 % (exact binomial, 95 %), below the soft class's 0.1 %
+CROSS_CHECK_FACTOR = 2.0       # engine and cyclictest worst cases further apart than this disagree
+
+
+def disagreements(run: Run) -> list[dict]:
+    """The engine/cyclictest pairs whose worst cases differ by more than CROSS_CHECK_FACTOR."""
+    from rtgauge.analysis import cross_checks
+    out = []
+    for pair in cross_checks(run.measurements):
+        ours, theirs, ratio = pair["max_us"]
+        if ours and theirs and (ours / theirs > CROSS_CHECK_FACTOR or theirs / ours > CROSS_CHECK_FACTOR):
+            out.append({"name": pair["name"], "condition": pair["condition"], "engine_us": ours,
+                        "cyclictest_us": theirs, "factor": max(ours / theirs, theirs / ours)})
+    return out
+
+
+def evidence_flags(rows: list[dict], facts: dict, crossed: list[dict]) -> list[str]:
+    """Why the evidence cannot carry a rating: each a sentence (empty: it can)."""
+    flags = []
+    short = [r for r in rows if (r["cycles"] or 0) < MIN_RATED_CYCLES]
+    if short:
+        r = min(short, key=lambda r: r["cycles"] or 0)
+        flags.append(f"too short: {r['name']} measured {r['cycles'] or 0:,} cycles; a rating needs "
+                     f"{MIN_RATED_CYCLES:,} per latency job (its 0.1 % miss claim needs that many to be bounded)")
+    if rows and not any(r["condition"] != "idle" for r in rows):
+        flags.append("idle only: a rating needs a loaded condition too (a real-time job runs beside other work)")
+    virt = facts.get("virtualization") or {}
+    if virt.get("emulated"):
+        flags.append(f"emulated ({virt.get('hypervisor') or 'an emulator'}): the timing is the emulator's, "
+                     "not the hardware's or the operating system's")
+    elif virt.get("vm"):
+        flags.append(f"virtualised ({virt.get('hypervisor') or 'a hypervisor'}): the host can stop this guest "
+                     "at any moment for any time, so the figures describe this VM on this host now, not the "
+                     "operating system on bare metal; a rating claims the latter")
+    for d in crossed:
+        flags.append(f"cross-check disagrees: {d['name']} ({d['condition']}) worst case {d['engine_us']:,.1f} µs "
+                     f"(engine) vs {d['cyclictest_us']:,.1f} µs (cyclictest), {d['factor']:.2f}× apart, more than "
+                     f"{CROSS_CHECK_FACTOR:g}×; the figures below use the worse")
+    return flags
+
+
+def rate(rows: list[dict], facts: dict, budget_us: float = DEFAULT_BUDGET_US,
+         crossed: list[dict] | None = None) -> Rating:
+    """The class the figures reach, or "not rated" with every reason the evidence
+    cannot carry a claim (the class the figures alone would reach is said too)."""
     tuning = tuning_of(facts)
     tuned = bool(tuning)
     how = "after tuning (" + ", ".join(tuning) + ")" if tuned else "out of the box"
+    crossed = crossed or []
     if not rows:
         return Rating(None, "no wake-up latency measured", tuned)
     if any(r["fallback"] for r in rows):
         return Rating(0, "not real-time: measured without real-time scheduling (fallback)", tuned,
                       ["a latency job ran as SCHED_OTHER; run as root or grant CAP_SYS_NICE"])
-    worst = max(r["max_us"] or 0 for r in rows)
+    worst = max([r["max_us"] or 0 for r in rows] + [d["cyclictest_us"] for d in crossed])
     misses = sum(r["misses"] or 0 for r in rows)
     ratio = max((r["misses"] or 0) / max(r["cycles"] or 1, 1) for r in rows)
     reasons = [f"worst-case wake-up latency {worst:,.1f} µs (budget {budget_us:,.0f} µs)",
                f"{misses} missed deadline{'s' if misses != 1 else ''} (worst job {ratio:.3%} of cycles)"]
-    if not any(r["condition"] != "idle" for r in rows):
-        reasons.append("provisional: measured idle only; the rating needs a loaded condition too")
     if misses == 0 and worst <= budget_us:
-        return Rating(4 if tuned else 5, f"hard real-time {how}", tuned, reasons)
-    if ratio <= SOFT_MISS_RATIO and worst <= SOFT_WORST_US:
-        return Rating(2 if tuned else 3, f"soft real-time {how}", tuned, reasons)
-    return Rating(1, f"not soft real-time {how}: real-time scheduling works but deadlines are missed", tuned, reasons)
+        stars, klass = (4 if tuned else 5), f"hard real-time {how}"
+    elif ratio <= SOFT_MISS_RATIO and worst <= SOFT_WORST_US:
+        stars, klass = (2 if tuned else 3), f"soft real-time {how}"
+    else:
+        stars, klass = 1, f"not soft real-time {how}: real-time scheduling works but deadlines are missed"
+    flags = evidence_flags(rows, facts, crossed)
+    if flags:
+        return Rating(None, "not rated", tuned, flags + reasons + [f"the figures alone would read: {klass}"],
+                      flags=flags, unrated_class=klass)
+    return Rating(stars, klass, tuned, reasons)
 
 
 def headline(run: Run | dict, budget_us: float = DEFAULT_BUDGET_US) -> dict:
@@ -109,7 +161,7 @@ def headline(run: Run | dict, budget_us: float = DEFAULT_BUDGET_US) -> dict:
         lim["threads_label"] = thread_label(lim["threads"], facts)
     fallback = [m.name for m in run.measurements if latency_row(m) and m.fallback]
     return {
-        "run": run.id, "rating": rate(rows, facts, budget_us), "worst_idle_us": worst_idle,
+        "run": run.id, "rating": rate(rows, facts, budget_us, disagreements(run)), "worst_idle_us": worst_idle,
         "worst_loaded_us": worst_loaded, "loaded_condition": loaded_condition,
         "misses": sum(r["misses"] or 0 for r in rows) if rows else None,
         "tire": limits, "fallback": fallback, "status": run.status,

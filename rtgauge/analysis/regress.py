@@ -462,7 +462,7 @@ def clean(value):
 
 FAMILIES = ("avg_latency", "p99_latency", "max_latency", "misses", "micro_avg", "micro_p99", "micro_max",
             "avg_latency_stall_free", "micro_avg_stall_free",
-            "tire_max_masses", "wall_time", "timestamp_cost", "failed_verdicts", "verdict")
+            "tire_max_masses", "wall_time", "timestamp_cost", "failed_verdicts", "verdict", "pwcet")
 RULE = re.compile(r"^\s*([a-z_0-9]+)\s*([<>])\s*([+-]?)(\d+(?:\.\d+)?)\s*(%|ns|us|µs|ms|s)?\s*$")
 
 

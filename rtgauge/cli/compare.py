@@ -21,7 +21,10 @@ JSON_VERSION = 2
 
 
 def register(sub) -> None:
+    import argparse
+    from rtgauge.errors import EXIT_HELP
     p = sub.add_parser("compare", help="compare stored runs side by side and show regressions",
+                       epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Show runs side by side and what got worse in each later run compared "
                        "with the first (the baseline). With --fail-on, exit with status 3 when a rule trips.")
     p.add_argument("runs", nargs="+", metavar="RUN", help="two or more run ids (the first is the baseline), or ranges")
@@ -31,6 +34,9 @@ def register(sub) -> None:
                    "'tire_max_masses<-10%%' (repeatable); a change trips only when significant; exit status 3 "
                    "when one trips or has nothing valid to check, 4 (undecided) when a change beyond a rule "
                    "is within the noise")
+    p.add_argument("--junit", metavar="FILE", default=None,
+                   help="write the --fail-on rules' outcome as JUnit XML: a test suite per later run, a test case "
+                   "per job and rule")
     p.add_argument("-o", "--output", metavar="FILE", default=None, help="also write an HTML report with the regressions")
     p.add_argument("--all", action="store_true", help="list every compared figure, not only the changed ones")
     p.add_argument("--json", action="store_true",
@@ -63,6 +69,12 @@ def cmd_compare(args) -> int:
     from rtgauge.report.stalls import stalls_json
     # every option is checked before anything is read or printed
     rules = [parse_rule(r) for r in args.fail_on]
+    for r in rules:
+        if r.family == "pwcet":
+            raise UserError(f"--fail-on '{r.text}': a pwcet rule checks one run's credible worst case; use it on "
+                            "`rtgauge run`, or compare worst cases with `rtgauge compare --pwcet`.")
+    from rtgauge.report.junit import check_path
+    check_path(args.junit)
     if not 0 < args.alpha < 1:
         raise UserError(f"--alpha {args.alpha:g} is not a rate; give a number between 0 and 1, e.g. 0.05.")
     options = budget_options(args)
@@ -76,8 +88,10 @@ def cmd_compare(args) -> int:
     if not args.json:
         print_side_by_side(out, runs, options.get("budget_us", DEFAULT_BUDGET_US))
     base = runs[0]
+    from rtgauge.report.junit import Case, Suite, write_junit
     tripped: list[str] = []
     closed: list[str] = []
+    suites = []
     undecided: list[str] = []
     comparisons = []
     worst_cases: dict[int, list[dict]] = {}
@@ -90,15 +104,25 @@ def cmd_compare(args) -> int:
             worst_cases[cand.id] = compare_worst_cases(base, cand, exceedance)
             if not args.json:
                 print_worst_cases(out, base, cand, worst_cases[cand.id], exceedance)
+        cases = []
         for rule in rules:
-            closed += rule.fails_closed(changes, cand)
+            shut = rule.fails_closed(changes, cand)
+            closed += shut
+            for text in shut:
+                cases.append(Case(f"run {cand.id}", rule.text, "incomplete", text))
             for c in changes:
+                if c.figure.family != rule.family:
+                    continue
                 hit = rule.trips(c)
                 if hit:
                     tripped.append(f"{rule.text} (run {cand.id}): {hit}")
                 open_ = rule.undecided(c)
                 if open_:
                     undecided.append(f"{rule.text} (run {cand.id}): {open_}")
+                cases.append(Case(f"run {cand.id}.{c.figure.label}", rule.text,
+                                  "fail" if hit else ("undecided" if open_ else "pass"),
+                                  hit or open_ or f"{c.figure.label}: {c.call}"))
+        suites.append(Suite(f"rtgauge compare {base.id} → {cand.id}", cases, cand.started_at))
     if args.json:
         doc = {"version": JSON_VERSION, "baseline": base.id, "alpha": args.alpha, "correction": "benjamini-hochberg",
                "comparisons": [{"candidate": cand.id,
@@ -114,6 +138,8 @@ def cmd_compare(args) -> int:
                "gate": None if not rules else ("fail" if tripped or closed else ("undecided" if undecided
                                                                                  else "pass"))}
         sys.stdout.write(json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    if args.junit:
+        write_junit(args.junit, suites)
     if args.output:
         write_html(args.output, runs, comparisons=comparisons, tripped=tripped + closed, **options)
         if not args.json:

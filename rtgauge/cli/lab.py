@@ -27,6 +27,12 @@ def register(sub) -> None:
     r.add_argument("--no-report", action="store_true", help="do not write an HTML report")
     r.add_argument("--logs", metavar="DIR", default=None,
                    help="where each target's output is kept, one file a target (default: rtgauge-lab-NAME-logs here)")
+    r.add_argument("--fail-on", action="append", default=[], metavar="RULE",
+                   help="an absolute rule checked on every job of every target's run, as `rtgauge run --fail-on` "
+                   "(e.g. 'max_latency>100us'); exit status 3 when one is broken")
+    r.add_argument("--junit", metavar="FILE",
+                   help="write JUnit XML: a test suite per target, a test case per job and rule (and the verdict "
+                   "when the lab's profile has a [budget])")
     r.set_defaults(func=cmd_lab_run)
     p.set_defaults(func=no_action)
 
@@ -41,6 +47,10 @@ def cmd_lab_run(args) -> int:
     from rtgauge.lab.runner import LabRunner
     from rtgauge.store import open_store
 
+    from rtgauge.analysis.gate import parse_run_rule
+    from rtgauge.report.junit import check_path
+    rules = [parse_run_rule(r) for r in getattr(args, "fail_on", [])]
+    check_path(getattr(args, "junit", None))
     lab = load_lab(args.lab, args.db)
     report = None if args.no_report else (args.report or lab.report or f"rtgauge-lab-{lab.name}.html")
     check_report_path(SimpleNamespace(no_report=report is None, report=report))
@@ -63,7 +73,7 @@ def cmd_lab_run(args) -> int:
                 raise KeyboardInterrupt
             runs = runner.run(lab, addresses, logs)
         stopped = runner.stopped
-    return finish(lab, runs, report, stopped)
+    return finish(lab, runs, report, stopped, rules, getattr(args, "junit", None))
 
 
 def prepare_logs(directory: str):
@@ -90,7 +100,42 @@ def check_distinct(addresses: dict) -> None:
         seen[address] = t
 
 
-def finish(lab, runs, report: str | None, stopped) -> int:
+def lab_gates(lab, runs, stored: list[dict], rules, junit_path: str | None) -> int:
+    """Each target's run against the rules and the profile's budget: printed, written as
+    JUnit (a suite per target), and their exit status (rtgauge/errors.py gate_status)."""
+    from rtgauge.analysis.gate import check_run
+    from rtgauge.analysis.verdict import judge
+    from rtgauge.cli.run import verdict_cases
+    from rtgauge.errors import gate_status
+    from rtgauge.report.junit import Case, Suite, write_junit
+    by_id = {r["id"]: r for r in stored}
+    suites, statuses = [], []
+    budget = getattr(lab.loaded, "budget", None)
+    for r in runs:
+        run = by_id.get(r.run_id)
+        name = f"lab {lab.name}: {r.target.name}"
+        if run is None:
+            suites.append(Suite(name, [Case(r.target.name, "measured", "incomplete", r.reason or "nothing stored")]))
+            statuses.append(5)
+            continue
+        cases = []
+        if budget is not None:
+            v = judge(run, budget)
+            statuses.append(v.exit_status)
+            cases += verdict_cases(v, run["id"])
+            say(f"  {r.target.name}: can it carry the job? {v.headline}")
+        for c in check_run(run, rules):
+            statuses.append(c.exit_status)
+            cases.append(Case(f"{r.target.name}.{c.job}", c.rule, c.outcome, c.message))
+            say(f"  {r.target.name}: --fail-on {c.rule}: {c.job}: {c.outcome} — {c.message}")
+        suites.append(Suite(name, cases, run.get("started_at")))
+    if junit_path:
+        write_junit(junit_path, suites)
+        say(f"JUnit: {junit_path}")
+    return gate_status(statuses)
+
+
+def finish(lab, runs, report: str | None, stopped, rules=(), junit_path: str | None = None) -> int:
     from rtgauge.store import open_store
 
     stored = []
@@ -113,9 +158,13 @@ def finish(lab, runs, report: str | None, stopped) -> int:
         from rtgauge.cli.report import write_html
         write_html(report, stored)
         say(f"Report of {len(stored)} run{'s' if len(stored) != 1 else ''}: {report}")
+    gate = lab_gates(lab, runs, stored, list(rules), junit_path) \
+        if rules or junit_path or getattr(lab.loaded, "budget", None) is not None else 0
     if stopped:
         print("rtgauge: interrupted; every target kept what it measured.", file=sys.stderr)
         return 130
+    if gate:
+        return gate
     failed = [r for r in runs if not r.ok]
     if failed:
         print(f"rtgauge: {len(failed)} of {len(runs)} targets failed: "

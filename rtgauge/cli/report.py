@@ -23,7 +23,14 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", metavar="FILE", default=None,
                    help="the HTML file to write (default: rtgauge-report-RUNS.html here)")
     p.add_argument("--budget-us", type=float, default=None, metavar="US",
-                   help="worst-case wake-up latency allowed for a hard real-time rating (default 100)")
+                   help="the job's worst-case wake-up latency, µs: the report opens with the verdict against it "
+                   "(default: a rating against 100 µs, no verdict)")
+    p.add_argument("--period-us", type=float, default=None, metavar="US", help="the job's period, µs")
+    p.add_argument("--miss-rate", type=float, default=None, metavar="RATE",
+                   help="the share of cycles allowed later than the budget (default: none, hard)")
+    p.add_argument("--trend", action="store_true",
+                   help="add the trend: max, p99 and the credible worst case of each system and condition over "
+                   "the runs' start times, significant changes marked")
     p.set_defaults(func=cmd_report)
 
 
@@ -75,6 +82,10 @@ def load_runs(db: str | None, texts: list[str], default_latest: bool = True,
 
 
 def budget_options(args) -> dict:
+    if getattr(args, "period_us", None) is not None or getattr(args, "miss_rate", None) is not None:
+        from rtgauge.analysis.verdict import make_budget
+        budget = make_budget(args.budget_us, args.period_us, args.miss_rate)
+        return {"budget_us": budget.latency_us, "budget": budget}
     if args.budget_us is None:
         return {}
     if not 1 <= args.budget_us <= 1e7:
@@ -115,6 +126,11 @@ def write_html(path: str, runs: list[dict], **options) -> None:
 def cmd_report(args) -> int:
     options = budget_options(args)
     check_writable("-o", args.output)
+    if options.get("budget_us") is not None and "budget" not in options:
+        from rtgauge.analysis.verdict import make_budget
+        options["budget"] = make_budget(options["budget_us"])
+    if args.trend:
+        options["trend"] = True
     runs = load_runs(args.db, args.runs)
     path = args.output or default_output("rtgauge-report", runs)
     t0 = time.monotonic()

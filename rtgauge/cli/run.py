@@ -9,13 +9,23 @@ import os
 import sys
 
 
+from dataclasses import replace
+
+from rtgauge.enginebin import engine_path
 from rtgauge.config import DB_HELP
 from rtgauge.units import time_option
 from rtgauge.errors import UserError
 
 
 def register(sub) -> None:
-    p = sub.add_parser("run", help="measure this system with a profile and store the results")
+    import argparse
+    from rtgauge.errors import EXIT_HELP
+    p = sub.add_parser("run", help="measure this system with a profile and store the results",
+                       description="Measure this system with a profile, store every job as it ends, print a "
+                       "summary and write the report. With a budget, answer whether the system can carry the "
+                       "job (yes / no / not enough evidence) and exit with that answer's status; with --fail-on, "
+                       "gate the run on absolute rules (docs/verdict.md, docs/ci.md).",
+                       epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--profile", default=None,
                    help="quick (about 3 min), standard (about 25 min), micro, hil, a published study "
                    "(tire-study, interrupt-study, rtos-evaluation, cyclictest-study, each also NAME-quick; "
@@ -37,7 +47,30 @@ def register(sub) -> None:
                    help="measure that machine over SSH instead of this one (an engine built for it runs there; "
                    "documents are stored here; docs/cross.md); default: the profile's target, else here")
     add_conditions_options(p)
+    add_verdict_options(p)
     p.set_defaults(func=cmd_run)
+
+
+def add_verdict_options(p) -> None:
+    """The job's budget, the verdict against it, and CI gates (docs/verdict.md, docs/ci.md)."""
+    g = p.add_argument_group("the job: a budget and a verdict against it; CI gates")
+    g.add_argument("--budget-us", type=float, metavar="US",
+                   help="the worst wake-up latency the job tolerates, µs; gives a verdict (yes / no / not enough "
+                   "evidence) and its exit status (default: the profile's [budget], else the config file's)")
+    g.add_argument("--period-us", type=float, metavar="US", help="the job's period, µs (with a budget)")
+    g.add_argument("--miss-rate", type=float, metavar="RATE",
+                   help="the share of cycles allowed later than the budget, e.g. 1e-6 (default: none, hard)")
+    g.add_argument("--until-verdict", action="store_true",
+                   help="with a budget: repeat the latency jobs, round after round, until the verdict is yes "
+                   "or no, or --max-time has passed")
+    g.add_argument("--max-time", metavar="TIME", default="1h",
+                   help="with --until-verdict: the ceiling on the whole run, e.g. 30m, 4h (default 1h)")
+    g.add_argument("--fail-on", action="append", default=[], metavar="RULE",
+                   help="an absolute rule checked on every job of this run, e.g. 'max_latency>100us', "
+                   "'misses>0', 'p99_latency>50us', 'pwcet>200us' (the credible worst case; undecided without "
+                   "one); repeatable; exit status 3 when one is broken")
+    g.add_argument("--junit", metavar="FILE", help="write the rules' and the verdict's outcome as JUnit XML "
+                   "(one test case per job and rule)")
 
 
 def add_conditions_options(p) -> None:
@@ -282,6 +315,7 @@ def cmd_run(args) -> int:
                 raise UserError(f"--interleave measures profiles of [[jobs]] only; profile {p.origin} has a "
                                 "[tire] or [hil_sustained] table, run it alone.")
     profile = profiles[0]
+    prepare_gates(args, profile)
     address = target_address(args, profiles)
     if address:
         check_target_run(address, args, profiles)
@@ -314,6 +348,118 @@ def cmd_run(args) -> int:
     return run_measured(console, args, profiles, plans, jobs, conditions, facts, checks, None)
 
 
+def resolve_budget(args, profile):
+    """The job's budget: each value from the command line, else the profile's [budget],
+    else the config file's; None when no latency is given anywhere."""
+    from rtgauge.analysis.verdict import make_budget
+    given = {"latency_us": args.budget_us, "period_us": args.period_us, "miss_rate": args.miss_rate}
+    prof = profile.budget.to_json() if profile.budget is not None else {}
+    from rtgauge.cli.show import config_budget
+    conf = config_budget()
+    values, sources = {}, []
+    for key, value in given.items():
+        for where, table in (("command line", given), (f"profile {profile.name}", prof), ("config file", conf)):
+            if table.get(key) is not None:
+                values[key] = table[key]
+                if where not in sources:
+                    sources.append(where)
+                break
+    source = " and ".join(sources) or "none"
+    return make_budget(values.get("latency_us"), values.get("period_us"), values.get("miss_rate"), source)
+
+
+def prepare_gates(args, profile) -> None:
+    """Rules, budget and JUnit path checked before anything is measured (args.rules,
+    args.budget, args.max_time_s)."""
+    from rtgauge.analysis.gate import parse_run_rule
+    from rtgauge.plan.execute import parse_duration
+    from rtgauge.report.junit import check_path
+    args.rules = [parse_run_rule(r) for r in args.fail_on]
+    args.budget = resolve_budget(args, profile)
+    check_path(args.junit)
+    args.max_time_s = None
+    if args.until_verdict:
+        if args.budget is None:
+            raise UserError("--until-verdict measures until the verdict against a budget is decided; give "
+                            "--budget-us (or a [budget] in the profile or the config file).")
+        if args.interleave:
+            raise UserError("--until-verdict measures one profile; leave out --interleave.")
+        args.max_time_s = parse_duration(args.max_time)
+
+
+def until_verdict(console, store, run_id: int, jobs: list[Job], warmup_s: float, view, settings, args,
+                  started: float) -> str:
+    """Repeat the latency jobs as further rounds until the verdict is decided or the
+    ceiling (--max-time) would be passed by one more round. Returns the status."""
+    import time
+    from rtgauge.analysis.verdict import UNDECIDED, judge
+    from rtgauge.plan import plan_seconds
+    from rtgauge.plan.execute import execute
+    latency = [j for j in jobs if j.tool == "cyclictest" or j.test == "latency"]
+    if not latency:
+        return "complete"
+    one_round = plan_seconds(latency, warmup_s)
+    r = max((j.round or 1) for j in jobs)
+    while True:
+        v = judge(store.get_run(run_id), args.budget)
+        if v.answer != UNDECIDED:
+            return "complete"
+        if time.monotonic() - started + one_round > args.max_time_s:
+            console.print(f"--until-verdict: still undecided; another round ({one_round:.0f} s) would pass "
+                          f"--max-time {args.max_time}.", markup=False)
+            return "complete"
+        r += 1
+        console.print(f"--until-verdict: undecided, measuring round {r} of the latency jobs.", markup=False)
+        extra = [replace(j, round=r, rounds=r, name=f"{j.name.split('#r')[0]}#r{r}", notes=list(j.notes))
+                 for j in latency]
+        view.total += one_round
+        view.progress.update(view.task, total=view.total)
+        status, _ = execute(store, run_id, extra, warmup_s, view, settings)
+        if status != "complete":
+            return status
+
+
+def gate_outcome(console, args, runs) -> int:
+    """The verdict and the --fail-on rules on the run: printed, written as JUnit, and
+    their exit status (0 when there is no gate)."""
+    from rtgauge.analysis.gate import check_run
+    from rtgauge.analysis.verdict import judge
+    from rtgauge.errors import gate_status
+    from rtgauge.report.junit import Case, Suite, write_junit
+    from rtgauge.report.safe import markup as esc
+    run = runs[0]
+    statuses, cases = [], []
+    if args.budget is not None:
+        v = judge(run, args.budget)
+        statuses.append(v.exit_status)
+        cases += verdict_cases(v, run["id"])
+    checks = check_run(run, args.rules)
+    for c in checks:
+        statuses.append(c.exit_status)
+        cases.append(Case(f"run {run['id']}.{c.job}", c.rule, c.outcome, c.message))
+        colour = {"pass": "green", "fail": "red"}.get(c.outcome, "yellow")
+        console.print(f"--fail-on {esc(c.rule)}: {esc(c.job)}: [{colour}]{c.outcome}[/] — {esc(c.message)}")
+    if args.junit:
+        write_junit(args.junit, [Suite(f"rtgauge run {run['id']}", cases, run.get("started_at"))])
+        console.print(f"JUnit: {args.junit}", markup=False)
+    return gate_status(statuses)
+
+
+def verdict_cases(v, run_id) -> list:
+    """The verdict as JUnit test cases: one per latency job, named after the budget."""
+    from rtgauge.analysis.verdict import NO, YES
+    from rtgauge.report.junit import Case
+    name = f"verdict: {v.budget.text()}"
+    out = []
+    for j in v.jobs:
+        outcome = {YES: "pass", NO: "fail"}.get(j.answer, "undecided")
+        out.append(Case(f"run {run_id}.{j.name}", name, "incomplete" if v.incomplete else outcome, j.why))
+    if not v.jobs:
+        out.append(Case(f"run {run_id}.(run)", name, "incomplete" if v.incomplete else "undecided",
+                        "; ".join(v.reasons)))
+    return out
+
+
 def same_machine(store, run_id: int, facts: dict) -> bool:
     """Whether another run measures the machine this one measures (a lab measures
     many boards at once from here, each run on its own target)."""
@@ -329,6 +475,8 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
     from rtgauge.report.terminal import print_summary
     from rtgauge.store import open_store
 
+    import time
+    started = time.monotonic()
     profile = profiles[0]
     store = open_store(args.db)
     run_ids: list[int] = []
@@ -364,6 +512,9 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
                 if len(run_ids) == 1:
                     status, outcomes = execute(store, run_id, jobs, profile.warmup_s, view, settings)
                     per_run = [outcomes]
+                    if status == "complete" and getattr(args, "until_verdict", False):
+                        status = until_verdict(console, store, run_id, jobs, profile.warmup_s, view, settings,
+                                               args, started)
                 else:
                     status, per_run = execute_interleaved(store, run_ids, plans, profile.warmup_s, view, settings)
             if status == "complete":
@@ -391,7 +542,12 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
             store.finish_run(rid, status, note)
             run = store.get_run(rid)
             runs.append(run)
-            print_summary(console, run)
+            budget = getattr(args, "budget", None)
+            if budget is not None and rid == run_id:
+                from rtgauge.analysis.verdict import judge
+                print_summary(console, run, budget.latency_us, judge(run, budget))
+            else:
+                print_summary(console, run)
         if args.json:
             from rtgauge.cli.show import print_json, run_document
             docs = [run_document(store.get_run(rid)) for rid in run_ids]
@@ -399,11 +555,16 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
         if not args.no_report:
             path = args.report or f"rtgauge-run-{run_id}.html"
             from rtgauge.cli.report import write_html
-            write_html(path, runs)
+            budget = getattr(args, "budget", None)
+            write_html(path, runs, **({"budget": budget, "budget_us": budget.latency_us} if budget else {}))
             console.print(f"Report: {path}", markup=False)
+        gate = gate_outcome(console, args, runs) if (getattr(args, "budget", None) or getattr(args, "rules", None)
+                                                     or getattr(args, "junit", None)) else 0
         if status == "interrupted":
             console.print(f"Interrupted: {note}; kept in the store as run {', '.join(map(str, run_ids))}.")
             return 130
+        if gate:
+            return gate
         return 1 if failed_any else 0
     finally:
         store.close()

@@ -20,8 +20,44 @@ def register(subparsers) -> None:
     p.add_argument("run", nargs="?", metavar="RUN", help="a run id, or 'latest'")
     p.add_argument("--db", metavar="URL", default=None, help=DB_HELP)
     p.add_argument("--json", action="store_true", help="print the data as JSON instead of tables")
+    p.add_argument("--budget-us", type=float, default=None, metavar="US",
+                   help="with RUN: the job's worst wake-up latency, µs; adds the verdict (yes / no / not enough "
+                   "evidence, under \"verdict\" in --json) and exits with its status (0, 3, 4 or 5); "
+                   "default: the config file's [budget]")
+    p.add_argument("--period-us", type=float, default=None, metavar="US", help="the job's period, µs")
+    p.add_argument("--miss-rate", type=float, default=None, metavar="RATE",
+                   help="the share of cycles allowed later than the budget (default: none, hard)")
     add_format_argument(p)
     p.set_defaults(func=show)
+
+
+def config_budget() -> dict:
+    """The config file's [budget] table ({} without one): the user's default job."""
+    try:
+        from rtgauge.config import load_config
+    except ImportError:
+        return {}
+    return load_config().get("budget", {}) or {}
+
+
+def show_budget(args):
+    """The budget to judge a shown run against: the command line's, else the config
+    file's [budget], else None."""
+    from rtgauge.analysis.verdict import make_budget
+    given = {"latency_us": args.budget_us, "period_us": args.period_us, "miss_rate": args.miss_rate}
+    if any(v is not None for v in given.values()):
+        return make_budget(**given, source="command line")
+    conf = config_budget()
+    if conf.get("latency_us") is None:
+        return None
+    return make_budget(conf.get("latency_us"), conf.get("period_us"), conf.get("miss_rate"), "config file")
+
+
+def rating_json(run: dict) -> dict:
+    from rtgauge.analysis.headline import headline
+    r = headline(run)["rating"]
+    return {"stars": r.stars, "class": r.klass, "rated": not r.flags, "flags": r.flags, "reasons": r.reasons,
+            "unrated_class": r.unrated_class}
 
 
 # How tables are printed: drawn for a terminal, TSV for a pipe or a file (--format chooses)
@@ -53,6 +89,7 @@ def show(args: argparse.Namespace) -> int:
     from rtgauge.store.urls import database_to_read, display_url, normalise_url
     from rtgauge.store import open_store
     wanted = parse_run_argument(args.run)
+    budget = show_budget(args)
     url = database_to_read(args.db)
     # Looking must not create an empty database file as a side effect.
     if url is None:
@@ -74,13 +111,25 @@ def show(args: argparse.Namespace) -> int:
             if run_id is None:
                 return say_no_runs(store.url, args.json, wanted)
             raise UserError(f"no run {run_id} in {store.url}; `rtgauge show` lists the runs.")
+        verdict = None
+        if budget is not None:
+            from rtgauge.analysis.verdict import judge
+            verdict = judge(run, budget)
         if args.json:
-            print_json(run_document(run))
+            doc = run_document(run)
+            doc["rating"] = rating_json(run)
+            if verdict is not None:
+                doc["verdict"] = verdict.to_json()
+            print_json(doc)
         else:
+            if verdict is not None:
+                from rtgauge.report.safe import SafeConsole
+                from rtgauge.report.terminal import print_verdict
+                print_verdict(SafeConsole(highlight=False), verdict)
             print_run(run)
             print_pwcet(run)
             print_tire_cost(run)
-        return 0
+        return verdict.exit_status if verdict is not None else 0
 
 
 def run_document(run: dict) -> dict:

@@ -32,7 +32,8 @@ STUDIES = ("tire-study", "interrupt-study", "rtos-evaluation", "cyclictest-study
 BUILTIN = ("quick", "standard", "micro", "hil", *STUDIES, *(f"{s}-quick" for s in STUDIES))
 IF_AVAILABLE_KINDS = ("latency",)    # kinds whose flags a job may want only where available (plan/optional.py)
 CROSS_CHECKS = ("cyclictest",)
-_TOP_KEYS = {"name", "description", "settings", "jobs", "tire", "hil_sustained", "target"}
+_TOP_KEYS = {"name", "description", "settings", "jobs", "tire", "hil_sustained", "target", "budget"}
+_BUDGET_KEYS = {"latency_us", "period_us", "miss_rate"}
 _JOB_KEYS = {"name", "test", "conditions", "cross_check", "options", "rounds", "if_available"}
 _SETTING_KEYS = {"warmup_s", "rounds", "if_available"}
 MAX_ROUNDS = 100
@@ -61,6 +62,7 @@ class Profile:
     hil_sustained: object = None   # rtgauge.hil.sustained.SustainedSpec from [hil_sustained], or None
     rounds: int = 1        # settings.rounds: independent engine runs of each job
     target: str | None = None   # "ssh://[user@]host[:port]": the machine the jobs run on
+    budget: object = None  # rtgauge.analysis.verdict.Budget from a [budget] table, or None
 
 
 def load_profile(name_or_path: str) -> Profile:
@@ -168,8 +170,17 @@ def parse_profile(text: str, origin: str) -> Profile:
                 parse(target)
             except UserError as e:
                 raise UserError(f"profile {origin}: {e}") from None
+    budget = None
+    if "budget" in data:
+        table = data["budget"]
+        _expect(isinstance(table, dict), f"profile {origin}: [budget] must be a table with latency_us "
+                "(and optionally period_us, miss_rate).")
+        _reject_unknown(table, _BUDGET_KEYS, f"profile {origin} [budget]")
+        from rtgauge.analysis.verdict import make_budget
+        budget = make_budget(table.get("latency_us"), table.get("period_us"), table.get("miss_rate"),
+                             f"profile {origin} [budget]")
     return Profile(str(name), str(data.get("description", "")), text, origin, float(warmup), jobs, tire,
-                   hil_sustained, int(rounds), target if target not in ("", "local") else None)
+                   hil_sustained, int(rounds), target if target not in ("", "local") else None, budget)
 
 
 def valid_rounds(value) -> bool:

@@ -5,6 +5,7 @@ plot printed in greyscale still tells its curves apart. Text is escaped here, on
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from html import escape
@@ -198,6 +199,9 @@ def marker(i: int, x: float, y: float, colour: str) -> str:
     return f"<polygon points='{x:.1f},{y - 4:.1f} {x + 4:.1f},{y:.1f} {x:.1f},{y + 4:.1f} {x - 4:.1f},{y:.1f}' fill='none' stroke='{colour}'/>"
 
 
+_HATCH_IDS = itertools.count(1)
+
+
 def heatmap(title: str, rows: list[str], cols: list[str], cells: dict[tuple[int, int], float | None],
             row_label: str, col_label: str, binary: bool = False, cell_w: int = 58, cell_h: int = 24) -> str:
     """A grid of cells (row i, column j). binary: 0 -> 'held' (light), >0 -> 'missed'
@@ -207,9 +211,10 @@ def heatmap(title: str, rows: list[str], cols: list[str], cells: dict[tuple[int,
     W = max(L + cell_w * len(cols) + 20, int(7.2 * len(title)) + 20)
     H = T + cell_h * len(rows) + 46
     top = max([v for v in cells.values() if v is not None] + [1])
+    hatch = f"hatch{next(_HATCH_IDS)}"      # an id is unique in the page: one pattern per map
     out = [f"<svg class='plot' width='{W}' height='{H}' viewBox='0 0 {W} {H}' role='img' "
            f"aria-label='{escape(title)}'><title>{escape(title)}</title>",
-           "<defs><pattern id='hatch' width='6' height='6' patternUnits='userSpaceOnUse' "
+           f"<defs><pattern id='{hatch}' width='6' height='6' patternUnits='userSpaceOnUse' "
            "patternTransform='rotate(45)'><line x1='0' y1='0' x2='0' y2='6' stroke='#fff' stroke-width='2'/>"
            "</pattern></defs>",
            f"<text x='{W / 2:.0f}' y='18' text-anchor='middle' font-weight='bold' font-size='13'>{escape(title)}</text>"]
@@ -230,7 +235,7 @@ def heatmap(title: str, rows: list[str], cols: list[str], cells: dict[tuple[int,
                 text, tc = (fmt_tick(v) if v < 1e5 else f"{v:.0e}"), ("#000" if shade < 0.6 else "#fff")
             out.append(f"<rect x='{x}' y='{y}' width='{cell_w - 1}' height='{cell_h - 1}' fill='{fill}'/>")
             if binary and v:
-                out.append(f"<rect x='{x}' y='{y}' width='{cell_w - 1}' height='{cell_h - 1}' fill='url(#hatch)' opacity='0.35'/>")
+                out.append(f"<rect x='{x}' y='{y}' width='{cell_w - 1}' height='{cell_h - 1}' fill='url(#{hatch})' opacity='0.35'/>")
             out.append(f"<text x='{x + cell_w / 2:.0f}' y='{y + cell_h / 2 + 4:.0f}' text-anchor='middle' "
                        f"font-size='10' fill='{tc}'>{escape(text)}</text>")
     yb = T + len(rows) * cell_h

@@ -27,13 +27,15 @@ def _us(ns, digits=1) -> str:
     return "-" if ns is None else f"{ns / 1000:,.{digits}f}"
 
 
-def print_summary(console: Console, run: Run | dict, budget_us: float = DEFAULT_BUDGET_US) -> None:
+def print_summary(console: Console, run: Run | dict, budget_us: float = DEFAULT_BUDGET_US, verdict=None) -> None:
     run = as_run(run)
     system = run.system
     console.print(f"[bold]Run {run.id}[/] ({escape(str(run.profile))}) on "
                   f"{escape(str(system.get('hostname', '?')))}, kernel {escape(str(system.get('kernel_release', '?')))}, "
                   f"preemption {escape(str(system.get('preempt_model', '?')))}: [bold]{escape(str(run.status))}[/]")
     h = headline(run, budget_us)
+    if verdict is not None:
+        print_verdict(console, verdict)
     print_headline(console, run, h)
     print_latency(console, run)
     print_micro(console, [run])
@@ -56,8 +58,14 @@ def print_summary(console: Console, run: Run | dict, budget_us: float = DEFAULT_
 def print_headline(console: Console, run: dict, h: dict) -> None:
     r = h["rating"]
     colour = "green" if (r.stars or 0) >= 4 else ("yellow" if (r.stars or 0) >= 2 else "red")
-    console.print(f"Rating: [{colour}]{r.glyphs} {escape(r.klass)}[/]"
-                  + (f" — {escape('; '.join(r.reasons))}" if r.reasons else ""))
+    if r.flags:
+        console.print(f"Rating: [yellow]not rated[/] — the figures alone would read {escape(str(r.unrated_class))}, "
+                      "but the evidence cannot carry that claim:")
+        for text in r.flags:
+            console.print(f"  [yellow]• {escape(text)}[/]")
+    else:
+        console.print(f"Rating: [{colour}]{r.glyphs} {escape(r.klass)}[/]"
+                      + (f" — {escape('; '.join(r.reasons))}" if r.reasons else ""))
     if h["worst_idle_us"] is not None or h["worst_loaded_us"] is not None:
         console.print(f"  worst-case wake-up latency: idle {_f(h['worst_idle_us'])} µs, loaded "
                       f"{_f(h['worst_loaded_us'])} µs" + (f" ({escape(h['loaded_condition'])})" if h["loaded_condition"] else ""))
@@ -68,6 +76,20 @@ def print_headline(console: Console, run: dict, h: dict) -> None:
                       f"{best}" + (f" ({held_text(t)})" if held_text(t) else ""))
     if h["fallback"]:
         console.print(f"[red]  not real-time: {escape(', '.join(h['fallback']))} ran without real-time scheduling[/]")
+
+
+def print_verdict(console: Console, v) -> None:
+    """The verdict against the job's budget (rtgauge/analysis/verdict.py) and its evidence."""
+    colour = {"yes": "green", "no": "red"}.get(v.answer, "yellow")
+    console.print(f"[bold]Can it carry the job?[/] [{colour} bold]{escape(v.headline)}[/]")
+    for j in v.jobs:
+        console.print(f"  {escape(j.name)} ({escape(j.tool)}, {escape(str(j.condition))}): {escape(j.answer)} — "
+                      f"{escape(j.why)}")
+    for text in v.reasons:
+        if not any(text.startswith(f"{j.name}: ") for j in v.jobs):
+            console.print(f"  [yellow]{escape(text)}[/]")
+    for text in v.incomplete:
+        console.print(f"  [red]incomplete: {escape(text)}; the verdict fails closed (exit status 5)[/]")
 
 
 def print_latency(console: Console, run: Run | dict) -> None:

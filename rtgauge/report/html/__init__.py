@@ -14,6 +14,7 @@ from rtgauge/analysis/; this package only lays them out."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 
 from rtgauge.analysis import system_label
@@ -30,6 +31,7 @@ from rtgauge.report.html.regressions import render_regressions
 from rtgauge.report.html.summary import render_summary
 from rtgauge.report.html.systems import render_systems
 from rtgauge.report.html.tire import render_tire, render_tire_cost
+from rtgauge.report.html.trend import render_trend
 from rtgauge.report.stalls import render_stalls_html
 
 
@@ -39,43 +41,67 @@ def write_report(runs: list[Run | dict], path: str, **options) -> None:
         f.write(text)
 
 
+# The order of the question: can it carry the job (verdict and rating), what the latency
+# looks like, then the rest; facts and how it was measured last.
+NAV = (("summary", "Verdict"), ("latency", "Latency"), ("pwcet", "Probable worst case"),
+       ("regressions", "Regressions"), ("micro", "Microbenchmarks"), ("stalls", "Host stalls"),
+       ("published", "Published"), ("tire", "Tire model"), ("tirecost", "Tire cost"), ("hil", "HIL loop"),
+       ("trend", "Trend"), ("systems", "Systems"), ("method", "Method"))
+EMPTY = re.compile(r"^\s*(<p>No [^<]*</p>)?\s*$")
+
+
+def is_empty(body: str) -> bool:
+    """A section body that says only that nothing was measured (or nothing at all):
+    such a section is left out of the page and of its navigation."""
+    return bool(EMPTY.match(body or ""))
+
+
 def render(runs: list[Run | dict], budget_us: float = DEFAULT_BUDGET_US, title: str | None = None,
-           comparisons: list | None = None, tripped: list[str] | None = None) -> str:
+           comparisons: list | None = None, tripped: list[str] | None = None, budget=None,
+           trend: bool = False) -> str:
     """comparisons: [(candidate run, [Change])] from rtgauge compare, shown as a
-    regressions section after the summary."""
+    regressions section after the latency; budget: the job (analysis/verdict.py
+    Budget), whose verdict opens the page; trend: add the trend section (runs over time)."""
     runs = [as_run(r) for r in runs if r]
+    if budget is not None:
+        budget_us = budget.latency_us
     heads = [headline(r, budget_us) for r in runs]
+    verdicts = None
+    if budget is not None:
+        from rtgauge.analysis.verdict import judge
+        verdicts = [judge(r, budget) for r in runs]
     title = title or ("rtgauge report: " + ", ".join(system_label(r) for r in runs[:4])
                       + (f" and {len(runs) - 4} more" if len(runs) > 4 else ""))
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    shown_budget = budget_us if budget is not None or budget_us != DEFAULT_BUDGET_US else None
+    bodies = {
+        "summary": ("Can it carry the job? Verdict and rating", render_summary(runs, heads, budget_us, verdicts)),
+        "latency": ("Wake-up latency", render_latency(runs, shown_budget)),
+        "pwcet": ("Probable worst case (extreme value theory)", render_pwcet(runs)),
+        "regressions": ("Regressions against the baseline", render_regressions(runs, comparisons, tripped)
+                        if comparisons is not None else ""),
+        "micro": ("Microbenchmarks", render_micro(runs)),
+        "stalls": ("Host stalls: averages with and without stall-touched samples", render_stalls_html(runs)),
+        "published": ("The published evaluations, redone", render_published(runs)),
+        "tire": ("Tire model: real-time vs real-fast", render_tire(runs)),
+        "tirecost": ("Tire model: the cost equation, predicted against measured", render_tire_cost(runs)),
+        "hil": ("Hardware-in-the-loop loop", render_hil(runs)),
+        "trend": ("Trend: each system over time", render_trend(runs) if trend else ""),
+        "systems": ("Systems: facts and doctor checks", render_systems(runs)),
+        "method": ("How it was measured", render_method(runs)),
+    }
+    shown = [(ident, label) for ident, label in NAV if not is_empty(bodies[ident][1])]
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
              "<meta name='viewport' content='width=device-width,initial-scale=1'>",
              # no network and no scripts, enforced by the browser as well
              "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'; "
              "img-src data:\">",
              f"<title>{e(title)}</title><style>{CSS}</style></head><body>",
-             f"<h1>Can this system carry a real-time job?</h1><p class='note'>rtgauge report of "
+             f"<header><h1>Can this system carry a real-time job?</h1><p class='note'>rtgauge report of "
              f"{len(runs)} run{'s' if len(runs) != 1 else ''}, generated {now}. Worst case is the headline "
              f"for real time; every figure says how it was measured.</p>",
-             "<nav><a href='#summary'>Summary</a><a href='#systems'>Systems</a><a href='#latency'>Latency</a>"
-             "<a href='#pwcet'>Probable worst case</a>"
-             "<a href='#micro'>Microbenchmarks</a><a href='#stalls'>Host stalls</a><a href='#published'>Published</a><a href='#tire'>Tire model</a>"
-             "<a href='#tirecost'>Tire cost</a><a href='#hil'>HIL loop</a>"
-             "<a href='#method'>Method</a></nav>",
-             section("summary", "Summary: the rating per system", render_summary(runs, heads, budget_us)),
-             (section("regressions", "Regressions against the baseline", render_regressions(runs, comparisons, tripped))
-              if comparisons is not None else ""),
-             section("systems", "Systems: facts and doctor checks", render_systems(runs)),
-             section("latency", "Wake-up latency", render_latency(runs)),
-             section("pwcet", "Probable worst case (extreme value theory)", render_pwcet(runs)),
-             section("micro", "Microbenchmarks", render_micro(runs)),
-             section("stalls", "Host stalls: averages with and without stall-touched samples",
-                     render_stalls_html(runs)),
-             section("published", "The published evaluations, redone", render_published(runs)),
-             section("tire", "Tire model: real-time vs real-fast", render_tire(runs)),
-             section("tirecost", "Tire model: the cost equation, predicted against measured",
-                     render_tire_cost(runs)),
-             section("hil", "Hardware-in-the-loop loop", render_hil(runs)),
-             section("method", "How it was measured", render_method(runs)),
-             "</body></html>"]
+             "<nav aria-label='sections'>" + "".join(f"<a href='#{i}'>{e(label)}</a>" for i, label in shown)
+             + "</nav></header><main>"]
+    parts += [section(ident, bodies[ident][0], bodies[ident][1]) for ident, _ in shown]
+    parts.append("</main></body></html>")
     return "".join(parts)

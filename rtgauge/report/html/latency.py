@@ -12,8 +12,29 @@ from rtgauge.report.numbers import avg_sigma, latency_figures
 from rtgauge.report.svg import Axis, Plot, Series, budget_bar
 
 
-def render_latency(runs: list[dict]) -> str:
+def shared_x_range(runs: list[dict], budget_us: float | None = None) -> tuple[float, float] | None:
+    """One latency range (µs) for every histogram of the report, so panels that are
+    compared (engine and cyclictest, idle and loaded, system and system) line up."""
+    lows, highs = [], []
+    for run in runs:
+        for m in latency_measurements(run):
+            for _, dist in thread_distributions(m):
+                pts = step_points(rebin_log(dist.bins))
+                if pts:
+                    lows.append(pts[0][0])
+                    highs.append(pts[-1][0] * 10 ** (1 / PLOT_BUCKETS_PER_DECADE))
+            if m.metric("ti").max:
+                highs.append(m.metric("ti").max / 1000)
+    if not lows:
+        return None
+    if budget_us:
+        highs.append(budget_us)
+    return min(lows), max(highs)
+
+
+def render_latency(runs: list[dict], budget_us: float | None = None) -> str:
     out = []
+    xr = shared_x_range(runs, budget_us)
     for run in runs:
         ms = latency_measurements(run)
         if not ms:
@@ -28,7 +49,7 @@ def render_latency(runs: list[dict]) -> str:
             group = [m for m in ms if m.condition == cond]
             out.append(f"<h4>Condition: {e(cond)}{load_text(group[0])}</h4><div class='figs'>")
             for m in group:
-                out.append(figure(histogram_plot(m), how_measured(m)))
+                out.append(figure(histogram_plot(m, xr, budget_us), how_measured(m)))
             for m in group:
                 plot = window_plot(m)
                 if plot:
@@ -39,7 +60,7 @@ def render_latency(runs: list[dict]) -> str:
                 if bar:
                     out.append(figure(bar, equation_text(m)))
             out.append("</div>")
-    return "".join(out) or "<p>No wake-up latency measurements in these runs.</p>"
+    return "".join(out)
 
 
 def load_text(m: Measurement) -> str:
@@ -76,14 +97,25 @@ def latency_table(run: Run, ms: list[Measurement]) -> str:
     return "".join(out)
 
 
-def histogram_plot(m: Measurement) -> str:
+def histogram_plot(m: Measurement, x_range: tuple[float, float] | None = None,
+                   budget_us: float | None = None) -> str:
+    """Every non-empty bucket is drawn: the count axis starts a decade below the
+    smallest non-zero count (a lone wake-up, or its share spread over two buckets, rises
+    above the floor instead of lying on it)."""
     series = []
+    smallest = None
     for label, dist in thread_distributions(m):
         pts = step_points(rebin_log(dist.bins))
         if pts:
             series.append(Series(label, pts, steps=True, width=10 ** (1 / PLOT_BUCKETS_PER_DECADE)))
-    plot = Plot(f"{m.name}: wake-up latency per CPU", Axis("latency Ti (µs, log scale)", log=True),
-                Axis("wake-ups per bucket (log)", log=True, lo=1), series)
+            nonzero = [c for _, c in pts if c > 0]
+            smallest = min(nonzero + ([smallest] if smallest else []))
+    floor = min(1.0, smallest or 1.0) / 2
+    lo, hi = x_range if x_range else (None, None)
+    plot = Plot(f"{m.name}: wake-up latency per CPU", Axis("latency Ti (µs, log scale)", log=True, lo=lo, hi=hi),
+                Axis("wake-ups per bucket (log)", log=True, lo=floor), series)
+    if budget_us:
+        plot.vlines.append((budget_us, f"budget {budget_us:,.6g} µs", "#0d47a1"))
     if not series:
         plot.title += " (no histogram stored)"
     mx = m.metric("ti").max

@@ -13,12 +13,14 @@ h1{font-size:1.7em;margin-bottom:.2em}h2{font-size:1.35em;border-bottom:2px soli
 h3{font-size:1.1em;margin-top:1.6em}h4{font-size:1em;margin:1em 0 .3em}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;padding:3px 8px;text-align:right;vertical-align:top}
 th{background:#eee}td.l,th.l{text-align:left}.wide{overflow-x:auto;max-width:100%}
-.bad{color:#b71c1c;font-weight:bold}.warn{color:#e65100}.ok{color:#1b5e20}.info{color:#555}
+.bad{color:#b71c1c;font-weight:bold}.warn{color:#a64500}.ok{color:#1b5e20}.info{color:#555}
 tr.diff td,tr.diff th{background:#fff3cd}tr.diff th::after{content:' ≠';color:#b71c1c}
 .note{color:#555;font-size:.9em;margin:.2em 0 1em}.flag{background:#b71c1c;color:#fff;padding:0 .4em;border-radius:3px;font-size:.85em}
 .stars{font-size:1.3em;letter-spacing:.05em;white-space:nowrap}.cmd{font-family:monospace;font-size:.85em;word-break:break-all}
 .figs{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}.fig{margin:0}.fig p{max-width:620px}
-svg.plot{background:#fff;border:1px solid #ccc;display:block}small{color:#555}
+svg.plot{background:#fff;border:1px solid #ccc;display:block;max-width:100%;height:auto}
+details{margin:.6em 0}summary{cursor:pointer;font-weight:bold}.verdict{border:2px solid #333;padding:.3em 1em;margin:.6em 0}
+.answer{font-size:1.15em;font-weight:bold}small{color:#555}
 nav a{margin-right:1em}.ref{background:#f6f6f6;font-size:.88em;text-align:left;white-space:nowrap}
 """
 

@@ -38,6 +38,7 @@ def layout_cell(study, values: list, bounds: list | None = None) -> str:
 
 
 def layout_text(study, text: dict) -> str:
+    text = {k: e(v) for k, v in text.items()}     # a bound such as "<0.1" is text, not markup
     if study.layout == "max (avg ± σ)":
         return f"<b>{text['max']}</b> ({text['avg']} ± {text['stddev']})"
     return " / ".join(f"<b>{text[s]}</b>" if s == "max" else text[s] for s in study.stats)

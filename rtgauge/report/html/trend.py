@@ -1,0 +1,48 @@
+"""The trend section: per system and condition, max, p99 and the credible worst case
+of each run against its start time, significant changes marked (analysis/trend.py)."""
+
+from __future__ import annotations
+
+from rtgauge.analysis.trend import started, trend
+from rtgauge.analysis.records import as_run
+from rtgauge.report.html.page import e, figure, num
+from rtgauge.report.svg import Axis, Plot, Series
+
+
+def render_trend(runs: list[dict]) -> str:
+    groups = trend(runs)
+    if not groups:
+        return ""
+    by_id = {as_run(r).id: as_run(r) for r in runs}
+    out = []
+    for g in groups:
+        pts = g["points"]
+        t0 = started(by_id[pts[0]["run"]])
+        def x(p):
+            t = started(by_id[p["run"]])
+            return (t - t0).total_seconds() / 86400 if t and t0 else float(pts.index(p))
+        series = []
+        for key, label in (("max_us", "max"), ("p99_us", "p99"), ("pwcet_us", "credible worst case")):
+            line = [(x(p), p[key]) for p in pts if p[key]]
+            if line:
+                series.append(Series(label, line, markers=True))
+        plot = Plot(f"{g['system']}, {g['condition']}: wake-up latency over time", Axis("days since the first run"),
+                    Axis("latency (µs, log)", log=True), series, height=240)
+        out.append(f"<h3>{e(g['system'])}, condition {e(g['condition'])}</h3><div class='figs'>")
+        out.append(figure(plot.render(), e(f"{len(pts)} runs; each point one run's engine jobs of this condition; "
+                                           "the credible worst case only where its checks pass.")))
+        out.append("</div><div class='wide'><table><tr><th class='l'>run</th><th class='l'>started</th>"
+                   "<th>max µs</th><th>p99 µs</th><th>credible worst case µs</th>"
+                   "<th class='l'>significant change from the run before</th></tr>")
+        for p in pts:
+            marks = "; ".join(f"{c['figure']} {c['call']} ({num((c['base'] or 0) / 1000)} → "
+                              f"{num((c['value'] or 0) / 1000)} µs)" for c in p["changes"])
+            cls = " class='diff'" if p["changes"] else ""
+            out.append(f"<tr{cls}><td class='l'>{e(p['run'])}</td><td class='l'>{e(p['started_at'])}</td>"
+                       f"<td>{num(p['max_us'])}</td><td>{num(p['p99_us'])}</td>"
+                       f"<td>{num(p['pwcet_us']) if p['pwcet_us'] else '–'}</td>"
+                       f"<td class='l'>{e(marks) if marks else 'none'}</td></tr>")
+        out.append("</table></div>")
+    out.append("<p class='note'>A change is marked when `rtgauge compare` of the run with the one before calls "
+               "it significantly worse or better (Benjamini–Hochberg over the figures compared, docs/compare.md).</p>")
+    return "".join(out)
