@@ -148,20 +148,20 @@ def exceedances(m: Measurement, limit_ns: float) -> tuple[int, bool]:
 
 
 def worst_case(m: Measurement) -> dict:
-    """The credible worst case of a measurement: the one call site of the pWCET.
-    {"credible": bool, "level_us", "low_us", "high_us", "why"}."""
+    """The credible worst case of a measurement, from the pWCET's one answer
+    (analysis/pwcet.py: worst_case, all threads together):
+    {"credible": bool, "level_us", "low_us", "high_us", "why", "code"}."""
     if m.tool != "engine":
         return {"credible": False, "why": "a cross-check stores no per-window maxima"}
-    from rtgauge.analysis.pwcet import measurement_pwcet
+    from rtgauge.analysis.pwcet import worst_case as pwcet_worst_case
     try:
-        results = measurement_pwcet(m)
+        r = pwcet_worst_case(m)
     except Exception as e:      # a fit that cannot be made is a refusal, not a crash
         return {"credible": False, "why": f"the fit failed ({type(e).__name__})"}
-    if not results:
+    if r is None:
         return {"credible": False, "why": "no per-window maxima stored"}
-    r = results[0]
     if not r.applicable:
-        return {"credible": False, "why": r.reason}
+        return {"credible": False, "why": r.reason, "code": getattr(r, "code", None)}
     return {"credible": True, "level_us": r.level_ns / 1000, "low_us": r.ci_low_ns / 1000,
             "high_us": None if r.ci_high_ns is None else r.ci_high_ns / 1000,
             "exceedance": r.exceedance, "summary": r.summary()}
