@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from rtgauge import __version__
-from rtgauge.errors import run_reporting_errors
+from rtgauge.errors import UserError, run_reporting_errors
+from rtgauge.redact import mask_text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,7 +46,27 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    return run_reporting_errors(lambda: args.func(args))
+    terminate_like_interrupt()
+    return run_reporting_errors(lambda: masked_errors(args.func, args))
+
+
+def terminate_like_interrupt() -> None:
+    """SIGTERM stops any command as Ctrl-C does (KeyboardInterrupt), so its `finally`
+    blocks run: temporary trees are removed, runs marked. A run installs its own
+    handler for the time it measures (rtgauge/plan/execute.py)."""
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, stop)
+
+
+def masked_errors(func, args):
+    """func(args); a sentence that names a URL never shows its password (rtgauge/redact.py)."""
+    try:
+        return func(args)
+    except UserError as e:
+        e.args = (mask_text(str(e)),)
+        raise
 
 
 if __name__ == "__main__":

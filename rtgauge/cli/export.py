@@ -10,7 +10,7 @@ import json
 import sys
 from datetime import datetime, timezone
 
-from rtgauge import __version__
+from rtgauge import __version__, safefile
 from rtgauge.analysis import latency_measurements, latency_row, system_label
 from rtgauge.analysis.micro import micro_rows, verdict_rows
 from rtgauge.analysis.tire import held_text, period_text
@@ -131,8 +131,7 @@ def cmd_export(args) -> int:
     text = {"json": export_json, "csv": export_csv, "md": export_md}[args.format](run)
     if args.output:
         try:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text)
+            safefile.write_text(args.output, text)
         except OSError as e:
             raise UserError(f"cannot write {args.output} ({e.strerror}); choose another file with -o.") from None
         print(f"Run {run['id']} exported as {args.format} to {args.output}.", file=sys.stderr)

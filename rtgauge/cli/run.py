@@ -369,7 +369,9 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
         if not args.no_report:
             path = args.report or f"rtgauge-run-{run_id}.html"
             from rtgauge.cli.report import write_html
-            write_html(path, runs)
+            ids = ",".join(str(r["id"]) for r in runs)
+            write_html(path, runs, fix=f"the run is stored; write its report elsewhere with `rtgauge report "
+                                       f"{ids} -o FILE` (or give `rtgauge run --report FILE` next time)")
             console.print(f"Report: {path}", markup=False)
         if status == "interrupted":
             console.print(f"Interrupted: {note}; kept in the store as run {', '.join(map(str, run_ids))}.")

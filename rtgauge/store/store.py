@@ -20,6 +20,7 @@ from sqlalchemy.pool import NullPool
 
 from rtgauge import __version__, owner
 from rtgauge.errors import UserError
+from rtgauge.redact import mask_text, redact_argv
 from rtgauge.store import codec, schema
 from rtgauge.store.codec import from_json, to_json
 from rtgauge.store.schema import (
@@ -81,9 +82,7 @@ def short_reason(error: BaseException, secret: str | None) -> str:
     orig = getattr(error, "orig", None) or error
     lines = [line.strip() for line in str(orig).strip().splitlines() if line.strip()]
     reason = lines[0] if lines else type(orig).__name__
-    if secret:
-        reason = reason.replace(secret, "***")
-    return reason.rstrip(".")
+    return mask_text(reason, (secret,)).rstrip(".")
 
 
 def open_store(url: str | None = None) -> "Store":
@@ -149,7 +148,8 @@ class Store:
         if not database or database == ":memory:":
             return self._prepare_schema_once()
         try:
-            lock = open(f"{database}.lock", "a")
+            lock = os.fdopen(os.open(f"{database}.lock", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
+                                     | os.O_CLOEXEC, 0o644), "a")
         except OSError:
             return self._prepare_schema_once()   # a read-only directory: nobody creates there
         with lock:
@@ -247,7 +247,7 @@ class Store:
         with self._transaction("starting a run") as conn:
             result = conn.execute(insert(runs).values(
                 system_id=system_id, started_at=utc_now(), finished_at=None, status="running",
-                note="", profile=profile, profile_source=profile_source, argv=to_json(list(argv)),
+                note="", profile=profile, profile_source=profile_source, argv=to_json(redact_argv(list(argv))),
                 system_facts=to_json(system), doctor=to_json(list(doctor)),
                 rtgauge_version=__version__, owner=to_json(owner.me()),
             ))
@@ -377,7 +377,7 @@ class Store:
             if row is None:
                 return None
             run = dict(row._mapping)
-            run["argv"] = from_json(run["argv"], [])
+            run["argv"] = redact_argv(from_json(run["argv"], []))   # a run stored before argv was redacted
             run["system"] = from_json(run.pop("system_facts"), {})
             run["doctor"] = from_json(run["doctor"], [])
             run["owner"] = from_json(run.get("owner"), None)

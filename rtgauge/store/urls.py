@@ -9,6 +9,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
 from rtgauge.errors import UserError
+from rtgauge.redact import mask_url
 
 
 def default_db_path() -> Path:
@@ -28,10 +29,11 @@ def is_plain_path(text: str) -> bool:
 
 
 def normalise_url(url: str | None) -> URL:
-    """An SQLAlchemy URL for what the user gave: None (the default file), a file
-    path, sqlite:///path, or postgresql://... (driven by psycopg 3)."""
+    """An SQLAlchemy URL for what the user gave: None ($RTGAUGE_DB, else the default
+    file), a file path, sqlite:///path, or postgresql://... (driven by psycopg 3). The
+    environment keeps a password out of argv (ps, stored runs); docs/store.md."""
     if url is None:
-        url = default_db_url()
+        url = os.environ.get("RTGAUGE_DB") or default_db_url()
     url = url.strip()
     if not url:
         raise UserError("the database URL is empty; give a file path, sqlite:///PATH or postgresql://HOST/DB.")
@@ -58,6 +60,10 @@ def normalise_url(url: str | None) -> URL:
             parsed = parsed.set(drivername="postgresql+psycopg")
         return parsed
     if backend == "sqlite":
+        if parsed.database in (None, "", ":memory:") or "mode=memory" in (parsed.database or "") \
+                or parsed.query.get("mode") == "memory":
+            raise UserError(f"'{mask_url(url)[:80]}' is an in-memory database, which keeps nothing after the "
+                            "command; give a file path or sqlite:///PATH.")
         if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
             check_path_length(parsed.database)
         return parsed
@@ -83,14 +89,8 @@ def check_path_length(path: str) -> None:
 
 
 def mask_unparsed(url: str) -> str:
-    """Hide a password in a URL SQLAlchemy could not parse: user:secret@ -> user:***@."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or "@" not in rest:
-        return url
-    creds, at, host = rest.rpartition("@")
-    if ":" in creds:
-        creds = creds.split(":", 1)[0] + ":***"
-    return f"{scheme}://{creds}@{host}"
+    """A URL SQLAlchemy could not parse, with its secrets hidden (rtgauge/redact.py)."""
+    return mask_url(url)
 
 
 def display_url(url: URL) -> str:
@@ -98,7 +98,7 @@ def display_url(url: URL) -> str:
     so it reads as the postgresql://... they typed."""
     if url.drivername == "postgresql+psycopg":
         url = url.set(drivername="postgresql")
-    return url.render_as_string(hide_password=True)
+    return mask_url(url.render_as_string(hide_password=False))
 
 
 def sqlite_file(url: URL) -> Path | None:

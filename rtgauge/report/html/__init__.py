@@ -31,12 +31,12 @@ from rtgauge.report.html.summary import render_summary
 from rtgauge.report.html.systems import render_systems
 from rtgauge.report.html.tire import render_tire, render_tire_cost
 from rtgauge.report.stalls import render_stalls_html
+from rtgauge import safefile
 
 
 def write_report(runs: list[Run | dict], path: str, **options) -> None:
     text = render(runs, **options)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    safefile.write_text(path, text)       # never through a planted link; whole or not at all
 
 
 def render(runs: list[Run | dict], budget_us: float = DEFAULT_BUDGET_US, title: str | None = None,
