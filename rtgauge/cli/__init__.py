@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import warnings
 
 from rtgauge import __version__
 from rtgauge.errors import UserError, run_reporting_errors
@@ -47,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     terminate_like_interrupt()
+    # numpy's and scipy's RuntimeWarnings (overflow, invalid value) printed beside a result or
+    # a sentence say nothing the result does not: a figure that cannot be computed is absent
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"(numpy|scipy)(\.|$)")
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"rtgauge\.analysis")
     return run_reporting_errors(lambda: masked_errors(args.func, args))
 
 

@@ -19,7 +19,7 @@ from rtgauge.analysis.regress import ALPHA, BETTER, SAME, WORSE, change_json, co
 from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
 from rtgauge.analysis.records import Run, as_run
 from rtgauge.cli.report import add_db_argument, budget_options, load_runs, write_html
-from rtgauge.errors import EXIT_GATE_TRIPPED, UserError
+from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_INCOMPLETE, UserError
 from rtgauge.report.numbers import fmt_group
 from rtgauge.report.stalls import print_stalls, stalls_json
 from rtgauge.report.terminal import print_micro, print_published
@@ -94,6 +94,7 @@ def cmd_compare(args) -> int:
                 hit = rule.trips(c)
                 if hit:
                     tripped.append(f"{rule.text} (run {cand.id}): {hit}")
+    incomplete = incomplete_runs(runs) if rules else []
     if args.json:
         doc = {"version": JSON_VERSION, "baseline": base.id, "alpha": args.alpha, "correction": "benjamini-hochberg",
                "comparisons": [{"candidate": cand.id,
@@ -105,12 +106,19 @@ def cmd_compare(args) -> int:
                "host_stalls": {str(r.id): [j for m in r.measurements if (j := stalls_json(m))]
                                for r in runs},
                "rules": [r.text for r in rules], "tripped": tripped, "failed_closed": closed,
-               "gate": None if not rules else ("fail" if tripped or closed else "pass")}
+               "incomplete": incomplete,
+               "gate": None if not rules else ("incomplete" if incomplete else "fail" if tripped or closed
+                                               else "pass")}
         sys.stdout.write(json.dumps(doc, indent=1, allow_nan=False) + "\n")
     if args.output:
         write_html(args.output, runs, comparisons=comparisons, tripped=tripped + closed, **options)
         if not args.json:
             out.print(f"Report written to {escape(args.output)}")
+    if incomplete:
+        # a gate never passes on what was not fully measured: it fails closed, with its own status
+        print(f"rtgauge: --fail-on cannot judge {incomplete[0]}" + (f" (and {len(incomplete) - 1} more)"
+              if len(incomplete) > 1 else "") + "; measure it again to a complete run.", file=sys.stderr)
+        return EXIT_INCOMPLETE
     if tripped or closed:
         if not args.json:
             if tripped:
@@ -128,15 +136,29 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def incomplete_runs(runs) -> list[str]:
+    """What a gate must not read: a run interrupted, abandoned or still running, and each
+    measurement that was interrupted, as phrases naming them."""
+    out = []
+    for run in runs:
+        if run.status in ("interrupted", "abandoned", "running"):
+            out.append(f"run {run.id}, which is {run.status}")
+        else:
+            out += [f"run {run.id}'s measurement {m.name}, which was interrupted"
+                    for m in run.measurements if m.interrupted]
+    return out
+
+
 def pwcet_exceedance(args) -> float:
     from rtgauge.analysis.pwcet import DEFAULT_EXCEEDANCE
     if args.exceedance is None:
         return DEFAULT_EXCEEDANCE
     if not args.pwcet:
         raise UserError("--exceedance goes with --pwcet; add --pwcet or leave --exceedance out.")
-    if not 0 < args.exceedance < 1:
-        raise UserError(f"--exceedance {args.exceedance:g} is not a probability; give one between 0 and 1, "
-                        "e.g. 1e-9.")
+    from rtgauge.cli.pwcet import EXCEEDANCE_MIN
+    if not EXCEEDANCE_MIN <= args.exceedance < 1:
+        raise UserError(f"--exceedance {args.exceedance:g} is not a probability rtgauge can judge; give one from "
+                        f"{EXCEEDANCE_MIN:g} to below 1, e.g. 1e-9.")
     return args.exceedance
 
 

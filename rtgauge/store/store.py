@@ -163,6 +163,7 @@ class Store:
                     conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": SCHEMA_LOCK_KEY})
                 version = self._stored_version(conn)
                 if version is None:
+                    self._refuse_foreign(conn)
                     schema.metadata.create_all(conn)
                     conn.execute(insert(schema.schema_version).values(version=SCHEMA_VERSION, applied_at=utc_now()))
                 elif version > SCHEMA_VERSION:
@@ -177,6 +178,16 @@ class Store:
             raise UserError(f"cannot open the results database {self.url}: "
                             f"{short_reason(e, self._url.password)}; check the --db URL, that the "
                             "server is running and that you may write there.") from None
+
+    def _refuse_foreign(self, conn: Connection) -> None:
+        """A database that holds another application's tables and no rtgauge schema is not
+        rtgauge's to write into (`show --db other-app.db` made 8 tables in it)."""
+        ours = set(schema.metadata.tables) | {"sqlite_sequence"}
+        foreign = sorted(set(inspect(conn).get_table_names()) - ours)
+        if foreign:
+            raise UserError(f"the database {self.url} is not an rtgauge database (it holds other tables: "
+                            f"{', '.join(f[:40] for f in foreign[:3])}{', …' if len(foreign) > 3 else ''}); "
+                            "give rtgauge a database of its own with --db.")
 
     @staticmethod
     def _stored_version(conn: Connection) -> int | None:
