@@ -67,13 +67,14 @@ def _mask_pair(m: re.Match) -> str:
 
 def mask_text(text: str, secrets: tuple[str | None, ...] = ()) -> str:
     """A message with every URL in it masked (mask_url), every secret key=value pair
-    masked, and each of `secrets` (a password rtgauge knows) masked where it stands as a
-    whole token, never inside another word."""
+    masked, and each of `secrets` (a password rtgauge knows, of 6 characters or more) masked
+    where it stands as a whole word between spaces or quotes, never inside another word or
+    number (a password "1" must not turn 127.0.0.1 into ***.0.0.1)."""
     text = _URL_TOKEN.sub(lambda m: mask_url(m.group(0)), text)
     text = _KEY_VALUE.sub(_mask_pair, text)
     for secret in secrets:
-        if secret:
-            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", MASK, text)
+        if secret and len(secret) >= 6:
+            text = re.sub(rf"(?<![^\s'\"=:]){re.escape(secret)}(?![^\s'\",;])", MASK, text)
     return text
 
 
