@@ -29,7 +29,10 @@
 static const rtg_opt tire_opts[] = {
     {"masses", RTG_OPT_INT, "1000", 4, 20000000, NULL, "point masses of the ring (a multiple of 4)"},
     {"threads", RTG_OPT_INT, "1", 1, 1024, NULL,
-     "solver threads, pinned round-robin over --cpus (more than the CPUs is allowed)"},
+     "solver threads over --cpus (more than the CPUs is allowed), placed as --pin says"},
+    {"pin", RTG_OPT_ENUM, "round-robin", 0, 0, "round-robin|none",
+     "round-robin: thread t pinned to the t-th CPU of --cpus, cyclically; none: every thread free on "
+     "all of --cpus, placed by the scheduler (the study's threads under the fair scheduler)"},
     {"solver", RTG_OPT_ENUM, "locked", 0, 0, "locked|fast",
      "locked: the published algorithm with per-node locks; fast: structure of arrays, one barrier"},
     {"lock", RTG_OPT_ENUM, "mutex", 0, 0, "mutex|sem|spin", "per-node lock of the locked solver"},
@@ -415,8 +418,14 @@ static int tire_main(const rtg_opts *o, rtg_result *res)
     if (ncpus < 1)
         return rtg_fail(res, RTG_EXIT_FAIL, "no CPU is available to this process; check its affinity.");
     int k = (int)rtg_opt_int(o, "threads");
+    bool pinned = strcmp(rtg_opt_str(o, "pin"), "none") != 0;
     for (int t = 0; t < k; t++)
-        cpus[t] = allowed[t % ncpus];
+        cpus[t] = pinned ? allowed[t % ncpus] : -1;
+    if (!pinned) {
+        char cerr[256];
+        if (rtg_confine_cpus(allowed, ncpus, cerr, sizeof cerr) != 0)
+            return rtg_fail(res, RTG_EXIT_FAIL, "%s", cerr);
+    }
 
     static tire_run r;
     memset(&r, 0, sizeof r);
@@ -460,7 +469,7 @@ static int tire_main(const rtg_opts *o, rtg_result *res)
         free_run(&r);
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     }
-    if (!realtime && rtg_pin_cpu(cpus[0], err, sizeof err) != 0) {
+    if (!realtime && cpus[0] >= 0 && rtg_pin_cpu(cpus[0], err, sizeof err) != 0) {
         tire_team_stop_each(r.team, r.wnvcsw, r.wnivcsw);
         free_run(&r);
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
