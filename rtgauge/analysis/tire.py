@@ -113,11 +113,6 @@ def map_cells(points: list[TirePoint], period_ms: float = HEADLINE_PERIOD_MS, mo
             for k, cells in map_attempts(points, period_ms, mode, soft).items()}
 
 
-def realtime_grid(points: list[TirePoint], period_ms: float = HEADLINE_PERIOD_MS) -> dict:
-    """The hard map's cells at period_ms (map_cells of every run at that period)."""
-    return map_cells(points, period_ms)
-
-
 def hard_rt_limits(points: list[TirePoint], period_ms: float | None = None) -> list[dict]:
     """Per period, solver, policy and thread count of the real-time runs: the smallest n
     that missed (where hard real-time was lost), the largest n below it with zero

@@ -120,11 +120,13 @@ def now_iso() -> str:
 # -- plan overrides (run options) --------------------------------------------------------
 
 def parse_duration(text: str) -> float:
-    """'24h', '10m', '90s', '1.5h', '2d' or plain seconds -> seconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", str(text))
+    """'24h', '10m', '90s', '1.5h', '2d', '500ms' or plain seconds -> seconds (the units the
+    engine's time options take too: --duration-s 5m)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|us|µs|ns|[smhd]?)\s*", str(text))
     if not m:
         raise UserError(f"duration {text!r} is not understood; write it like 90s, 10m, 24h or 2d.")
-    seconds = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+    seconds = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "ms": 1e-3, "us": 1e-6,
+                                   "µs": 1e-6, "ns": 1e-9}[m.group(2)]
     if not 0.1 <= seconds <= MAX_DURATION_S:
         raise UserError(f"duration {text} is out of range; choose from 0.1s to 365d.")
     return seconds

@@ -156,13 +156,20 @@ def render_tire_cost(runs: list[dict]) -> str:
                        f"the timed phases per switch): {e('–' if tsw is None else us(tsw) + ' µs')}"
                        + (e(f"; the switch microbenchmark gives {us(micro, 2)} µs") if micro is not None else "")
                        + f". Median prediction error (each configuration from the others): "
-                       f"<b>{m['median_error']:.0%}</b>.</p>")
+                       f"<b>{m['median_error']:.0%}</b> for the median step time"
+                       + (f", <b>{m['median_error_p99']:.0%}</b> for its 99th percentile (the median times the "
+                          f"others' p99/p50, ×{m['tail_factor']:.2f})" if m.get("median_error_p99") is not None
+                          else "") + ".</p>")
             out.append("<table><tr><th>masses</th><th>threads</th><th>Nswitch</th><th>measured Ts (median, µs)"
-                       "</th><th>predicted Ts (µs)</th><th>error</th></tr>")
+                       "</th><th>predicted Ts (µs)</th><th>error</th><th>measured p99 (µs)</th>"
+                       "<th>predicted p99 (µs)</th><th>error</th></tr>")
             for r in m["predictions"]:
+                p99 = (f"<td>{us(r['measured_p99_ns'])}</td><td>{us(r['predicted_p99_ns'])}</td>"
+                       f"<td>{r['p99_error']:.0%}</td>" if r.get("p99_error") is not None
+                       else "<td>–</td><td>–</td><td>–</td>")
                 out.append(f"<tr><td>{r['masses']:,}</td><td>{r['threads']}</td><td>{r['nswitch']:.2f}</td>"
                            f"<td>{us(r['measured_ns'])}</td><td>{us(r['predicted_ns'])}</td>"
-                           f"<td>{r['error']:.0%}</td></tr>")
+                           f"<td>{r['error']:.0%}</td>{p99}</tr>")
             out.append("</table>")
     return "".join(out) or ("<p>No tire runs of the locked solver with timed phases (at least two "
                             "configurations per policy) in these runs.</p>")
