@@ -314,18 +314,11 @@ def measure_on_target(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) ->
     interrupted = outcome.interrupted or bool(stop)
     env = doc.setdefault("env", {})
     env["target"] = s.target.address
-    if run is None and outcome.error and outcome.interrupted and not stop:
-        env["connection_lost"] = True    # a failure of the run, not a user's stop (exit 1, not 130)
     if job.notes:
         env["notes"] = list(job.notes)
     if interrupted:
         doc["interrupted"] = True
     return doc, status, interrupted, command
-
-
-def _env(doc) -> dict:
-    env = doc.get("env") if isinstance(doc, dict) else None
-    return env if isinstance(env, dict) else {}
 
 
 def stop_child(proc: subprocess.Popen) -> None:
@@ -491,9 +484,6 @@ def execute(store, run_id: int, jobs: list[Job], warmup_s: float, progress=None,
                 break
             if progress and last_doc is not None:
                 progress.end_job(job, last_doc)
-            if outcomes and _env(outcomes[-1].doc).get("connection_lost") and not stop:
-                status = "failed"        # the link was cut: the run failed; nobody asked it to stop
-                break
             if stop or (outcomes and outcomes[-1].interrupted):
                 status = "interrupted"
                 break
