@@ -3,7 +3,8 @@
 import pytest
 
 from rtgauge.errors import UserError
-from rtgauge.plan import build_plan, parse_cpu_list, plan_seconds
+from rtgauge.bounds import parse_cpu_list
+from rtgauge.plan import build_plan, plan_seconds
 from rtgauge.profiles import load_profile, parse_profile
 
 

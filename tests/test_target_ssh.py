@@ -58,7 +58,7 @@ def engine_processes(directory: str) -> list[int]:
 def test_address_parsing():
     assert remote.parse("ssh://root@board:2200") == remote.Address("board", "root", 2200)
     assert remote.parse("ssh://board") == remote.Address("board")
-    assert str(remote.parse("ssh://u@[fe80::1]:22")) == "ssh://u@fe80::1:22"
+    assert str(remote.parse("ssh://u@[fe80::1]:22")) == "ssh://u@[fe80::1]:22"   # parses again as given
     for bad in ("board", "ssh://", "ssh://a@b:0", "ssh://a@b:99999", "http://board"):
         with pytest.raises(UserError, match="not an SSH address"):
             remote.parse(bad)

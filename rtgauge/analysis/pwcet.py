@@ -12,6 +12,8 @@ instead of a number. docs/pwcet.md explains the method and how to read the resul
 from __future__ import annotations
 
 import math
+import os
+import stat
 import struct
 import warnings
 from contextlib import contextmanager
@@ -796,6 +798,11 @@ def worst_case(m: Measurement | dict, exceedance: float = DEFAULT_EXCEEDANCE, th
 # ---- raw samples -------------------------------------------------------------------
 
 BINARY_MAGIC = b"RTGSAMP1"
+# the largest samples file read (docs/samples.md): 1 GiB binary is 22 million records;
+# CSV is parsed at ~10x its size, so its bound is lower. Host memory stays bounded.
+SAMPLES_BINARY_MAX = 1024**3
+SAMPLES_CSV_MAX = 256 * 1024**2
+BLOCKS_MAX = 10**7
 BINARY_DTYPE = np.dtype([("thread", "<u4"), ("reserved", "<u4"), ("cycle", "<u8"), ("deadline_ns", "<i8"),
                          ("ti", "<i8"), ("ts", "<i8"), ("tw", "<i8")])
 
@@ -804,14 +811,30 @@ def read_samples(path: str) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarra
     """{thread: (cycle, deadline_ns, ti_ns)} from a docs/samples.md file (CSV or binary)."""
     p = Path(path)
     try:
-        with p.open("rb") as f:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)    # a FIFO must not block the open
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError
+            raise UserError(f"{path} is not a regular file; give a samples file (docs/samples.md), not a "
+                            "device or a pipe.")
+        with os.fdopen(fd, "rb") as f:
             head = f.read(16)
+            limit = SAMPLES_BINARY_MAX if head[:8] == BINARY_MAGIC else SAMPLES_CSV_MAX
+            if info.st_size > limit:
+                raise UserError(f"{path} is {info.st_size / 1024**2:,.0f} MiB, more than rtgauge reads as samples "
+                                f"({limit // 1024**2:,} MiB); give a shorter run's samples.")
             if head[:8] == BINARY_MAGIC:
-                size = struct.unpack_from("<I", head, 8)[0]
+                size = struct.unpack_from("<I", head, 8)[0] if len(head) >= 12 else 0
                 if size != BINARY_DTYPE.itemsize:
                     raise UserError(f"{path} has {size}-byte records; this rtgauge reads the 48-byte "
                                     "records of docs/samples.md.")
-                data = np.fromfile(f, dtype=BINARY_DTYPE)
+                partial = (info.st_size - 16) % size if info.st_size >= 16 else 0
+                if partial:
+                    raise UserError(f"{path} ends inside a record ({partial} of {size} bytes): it was cut "
+                                    "short; give the whole file.")
+                data = np.fromfile(f, dtype=BINARY_DTYPE, count=(info.st_size - 16) // size)
                 cols = (data["thread"], data["cycle"], data["deadline_ns"], data["ti"])
             else:
                 f.seek(0)
@@ -867,9 +890,14 @@ def samples_pwcet(path: str, exceedance: float = DEFAULT_EXCEEDANCE, block_cycle
         if ok.any():
             interval = int(round(float(np.median(d[ok] / s[ok]))))
     longest = max(int(c[-1]) + 1 for c, _, _ in per_thread.values())
+    if min(int(c[0]) for c, _, _ in per_thread.values()) < 0:
+        raise UserError(f"{path} has a negative cycle number; it is not an rtgauge samples file.")
     block = block_cycles or default_block(longest)
     if block < 1:
         raise UserError(f"a block must hold at least one cycle (got {block}).")
+    if longest // block > BLOCKS_MAX:
+        raise UserError(f"{path} numbers its cycles up to {longest - 1:,}, which makes more than {BLOCKS_MAX:,} "
+                        "blocks; give a larger --block-cycles or the engine's own samples file.")
 
     def maxima(cycle, ti):
         # the maximum per block of cycle numbers; blocks with no sample (all skipped) are left out

@@ -21,6 +21,42 @@ def _mapping(value) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+# The largest count of events a measurement can hold: 31 years of a 1 kHz loop. A stored
+# figure beyond it (a crafted bin count of 2**62, misses of 1e300) is not a measurement;
+# the reader drops it, so no statistic ever runs on it (binom.ppf searched for hours).
+COUNT_MAX = 10**12
+VALUE_MAX = 2**63
+
+
+def bounded_count(value):
+    """A count the statistics may use (an integer 0..COUNT_MAX), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and (value != value or not value.is_integer()):
+        return None
+    return int(value) if 0 <= value <= COUNT_MAX else None
+
+
+def _bounded_value(value):
+    """A scalar's value: numbers within 64 bits and finite, anything else as it is."""
+    if isinstance(value, float) and (value != value or abs(value) >= VALUE_MAX):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= VALUE_MAX:
+        return None
+    return value
+
+
+def _bounded_histogram(histogram):
+    """The histogram if every bin is [lo, hi, count] with a count the statistics may use."""
+    bins = _mapping(histogram).get("bins")
+    if bins is None:
+        return histogram
+    if not isinstance(bins, list) or not all(isinstance(b, list) and len(b) >= 3 and bounded_count(b[2]) is not None
+                                             for b in bins) or sum(int(b[2]) for b in bins) > COUNT_MAX:
+        return None
+    return histogram
+
+
 @dataclass(frozen=True)
 class Metric:
     """One metric of the engine's contract: a distribution (count and statistics, ns,
@@ -56,8 +92,10 @@ class Metric:
         stats = {k: d.get(k) for k in STATS}
         if isinstance(stats["max"], list):           # a series keeps its values under "max"
             series, stats["max"] = stats["max"], None
-        return cls(kind=kind, unit=d.get("unit"), value=d.get("value"), count=d.get("count"),
-                   histogram=d.get("histogram"), linear=d.get("linear"), series=series,
+        count = d.get("count")
+        return cls(kind=kind, unit=d.get("unit"), value=_bounded_value(d.get("value")),
+                   count=None if count is None else bounded_count(count),
+                   histogram=_bounded_histogram(d.get("histogram")), linear=d.get("linear"), series=series,
                    window_ns=d.get("window_ns"), start_ns=d.get("start_ns"),
                    nulls=tuple(k for k in known if k in d and d[k] is None),
                    extra={k: v for k, v in d.items() if k not in known}, **stats)

@@ -30,7 +30,7 @@ from rtgauge.analysis import noise
 from rtgauge.defaults import REGRESSION_ALPHA
 from rtgauge.analysis.micro import is_micro, variant_of
 from rtgauge.analysis.stalls import stall_free
-from rtgauge.analysis.records import Measurement, Metric, Run, as_measurement, as_run
+from rtgauge.analysis.records import Measurement, Metric, Run, as_measurement, as_run, bounded_count
 from rtgauge.analysis.tire import headline_limits, tire_points
 
 ALPHA = REGRESSION_ALPHA
@@ -227,7 +227,7 @@ def figures(run: Run | dict) -> dict[str, Figure]:
                            "ti", "ns", failed)
         misses = [m.scalar("misses") for m in good]
         cycles = [m.scalar("cycles") for m in good]
-        if good and all(noise.is_valid(v) for v in misses):
+        if good and all(bounded_count(v) is not None for v in misses):   # counts, bounded (records.py)
             exposure = sum(c for c in cycles if noise.is_valid(c)) if all(noise.is_valid(c) for c in cycles) \
                 else sum(m.metrics["ti"].count or 0 for m in good)
             add(Figure(f"lat:{name}:misses", "misses", f"{name} missed deadlines", float(sum(misses)), "count",

@@ -8,11 +8,13 @@ that uses them, so `rtgauge --help` and a mistyped option answer at once
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import warnings
 
 from rtgauge import __version__
 from rtgauge.argparsing import Parser
-from rtgauge.errors import EXIT_USAGE, run_reporting_errors
+from rtgauge.errors import EXIT_USAGE, UserError, run_reporting_errors
 
 COMMAND_MODULES = ("run", "show", "doctor", "engine", "tune", "report", "compare", "pwcet", "export",
                    "importing", "hil", "lab", "completion")
@@ -78,7 +80,32 @@ def dispatch(argv: list[str]) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
-    return args.func(args)
+    terminate_like_interrupt()
+    # numpy's and scipy's RuntimeWarnings (overflow, invalid value) printed beside a result or
+    # a sentence say nothing the result does not: a figure that cannot be computed is absent
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"(numpy|scipy)(\.|$)")
+    warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"rtgauge\.analysis")
+    return masked_errors(args.func, args)
+
+
+def terminate_like_interrupt() -> None:
+    """SIGTERM stops any command as Ctrl-C does (KeyboardInterrupt), so its `finally`
+    blocks run: temporary trees are removed, runs marked. A run installs its own
+    handler for the time it measures (rtgauge/plan/execute.py)."""
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, stop)
+
+
+def masked_errors(func, args):
+    """func(args); a sentence that names a URL never shows its password (rtgauge/redact.py)."""
+    try:
+        return func(args)
+    except UserError as e:
+        from rtgauge.redact import mask_text
+        e.args = (mask_text(str(e)),)
+        raise
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,7 @@ import sys
 
 from rtgauge.defaults import REGRESSION_ALPHA as ALPHA
 from rtgauge.cli.report import add_db_argument
-from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_UNDECIDED, UserError
+from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_INCOMPLETE, EXIT_UNDECIDED, UserError
 
 # compare --json's layout: 2 added "version" and "call" ("verdict", the same value, is kept
 # for readers of version 1); docs/compare.md.
@@ -123,6 +123,7 @@ def cmd_compare(args) -> int:
                                   "fail" if hit else ("undecided" if open_ else "pass"),
                                   hit or open_ or f"{c.figure.label}: {c.call}"))
         suites.append(Suite(f"rtgauge compare {base.id} → {cand.id}", cases, cand.started_at))
+    incomplete = incomplete_runs(runs) if rules else []
     if args.json:
         doc = {"version": JSON_VERSION, "baseline": base.id, "alpha": args.alpha, "correction": "benjamini-hochberg",
                "comparisons": [{"candidate": cand.id,
@@ -134,9 +135,9 @@ def cmd_compare(args) -> int:
                "host_stalls": {str(r.id): [j for m in r.measurements if (j := stalls_json(m))]
                                for r in runs},
                "rules": [r.text for r in rules], "tripped": tripped, "failed_closed": closed,
-               "undecided": undecided,
-               "gate": None if not rules else ("fail" if tripped or closed else ("undecided" if undecided
-                                                                                 else "pass"))}
+               "undecided": undecided, "incomplete": incomplete,
+               "gate": None if not rules else ("fail" if tripped or closed else "incomplete" if incomplete
+                                               else "undecided" if undecided else "pass")}
         sys.stdout.write(json.dumps(doc, indent=1, allow_nan=False) + "\n")
     if args.junit:
         write_junit(args.junit, suites)
@@ -156,6 +157,11 @@ def cmd_compare(args) -> int:
             for t in tripped + closed:
                 print(f"rtgauge: --fail-on: {t}", file=sys.stderr)
         return EXIT_GATE_TRIPPED
+    if incomplete:
+        # a gate never passes on what was not fully measured: it fails closed, with its own status
+        print(f"rtgauge: --fail-on cannot judge {incomplete[0]}" + (f" (and {len(incomplete) - 1} more)"
+              if len(incomplete) > 1 else "") + "; measure it again to a complete run.", file=sys.stderr)
+        return EXIT_INCOMPLETE
     if undecided:
         if not args.json:
             out.print(f"[yellow bold]--fail-on undecided ({len(undecided)}):[/]")
@@ -170,15 +176,29 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def incomplete_runs(runs) -> list[str]:
+    """What a gate must not read: a run interrupted, abandoned or still running, and each
+    measurement that was interrupted, as phrases naming them."""
+    out = []
+    for run in runs:
+        if run.status in ("interrupted", "abandoned", "running"):
+            out.append(f"run {run.id}, which is {run.status}")
+        else:
+            out += [f"run {run.id}'s measurement {m.name}, which was interrupted"
+                    for m in run.measurements if m.interrupted]
+    return out
+
+
 def pwcet_exceedance(args) -> float:
     from rtgauge.analysis.pwcet import DEFAULT_EXCEEDANCE
     if args.exceedance is None:
         return DEFAULT_EXCEEDANCE
     if not args.pwcet:
         raise UserError("--exceedance goes with --pwcet; add --pwcet or leave --exceedance out.")
-    if not 0 < args.exceedance < 1:
-        raise UserError(f"--exceedance {args.exceedance:g} is not a probability; give one between 0 and 1, "
-                        "e.g. 1e-9.")
+    from rtgauge.cli.pwcet import EXCEEDANCE_MIN
+    if not EXCEEDANCE_MIN <= args.exceedance < 1:
+        raise UserError(f"--exceedance {args.exceedance:g} is not a probability rtgauge can judge; give one from "
+                        f"{EXCEEDANCE_MIN:g} to below 1, e.g. 1e-9.")
     return args.exceedance
 
 

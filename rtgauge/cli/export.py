@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import sys
 
-from rtgauge import __version__
+from rtgauge import __version__, safefile
 from rtgauge.cli.report import add_db_argument
 from rtgauge.errors import UserError
 STATS = ("count", "min", "avg", "stddev", "p50", "p90", "p99", "p999", "p9999", "max")

@@ -5,6 +5,7 @@ run side by side (docs/lab.md)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from types import SimpleNamespace
 
@@ -81,9 +82,9 @@ def prepare_logs(directory: str):
     path = Path(directory)
     try:
         path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".rtgauge-write-test"
-        probe.write_text("")
-        probe.unlink()
+        from rtgauge import safefile
+        os.close(safefile.create_new(path / f".rtgauge-write-test.{os.getpid()}"))
+        os.unlink(path / f".rtgauge-write-test.{os.getpid()}")
     except OSError as e:
         raise UserError(f"cannot keep the targets' logs in {directory[:80]} ({e.strerror}); give a writable "
                         "directory with --logs.") from None
@@ -156,7 +157,9 @@ def finish(lab, runs, report: str | None, stopped, rules=(), junit_path: str | N
             say(f"  {where}: {text}")
     if report and stored:
         from rtgauge.cli.report import write_html
-        write_html(report, stored)
+        ids = ",".join(str(r["id"]) for r in stored)
+        write_html(report, stored, fix=f"the runs are stored; write their page elsewhere with `rtgauge report {ids} "
+                                       "-o FILE`")
         say(f"Report of {len(stored)} run{'s' if len(stored) != 1 else ''}: {report}")
     gate = lab_gates(lab, runs, stored, list(rules), junit_path) \
         if rules or junit_path or getattr(lab.loaded, "budget", None) is not None else 0

@@ -37,13 +37,20 @@ def register(subparsers) -> None:
     p.set_defaults(func=pwcet)
 
 
+# below this a probability is no longer one a double tells apart from 0 in the fitted tail
+# (1e-320 is subnormal and gave an infinite latency); nothing measured speaks for less
+EXCEEDANCE_MIN = 1e-18
+BLOCK_CYCLES_MAX = 10**9
+
+
 def parse_probability(text: str) -> float:
     try:
         p = float(text)
     except ValueError:
         p = math.nan
-    if not 0 < p < 1:
-        raise UserError(f"--exceedance must be a probability between 0 and 1, such as 1e-9 (got '{text}').")
+    if not EXCEEDANCE_MIN <= p < 1:
+        raise UserError(f"--exceedance must be a probability from {EXCEEDANCE_MIN:g} to below 1, such as 1e-9 "
+                        f"(got '{text[:40]}').")
     return p
 
 
@@ -54,8 +61,9 @@ def parse_block(text: str | None) -> int | None:
         n = int(text)
     except ValueError:
         n = 0
-    if n < 1:
-        raise UserError(f"--block-cycles must be a whole number of cycles, at least 1 (got '{text}').")
+    if not 1 <= n <= BLOCK_CYCLES_MAX:
+        raise UserError(f"--block-cycles must be a whole number of cycles from 1 to {BLOCK_CYCLES_MAX:,} "
+                        f"(got '{text[:40]}').")
     return n
 
 

@@ -115,12 +115,13 @@ def default_output(prefix: str, runs: list[dict]) -> str:
     return f"{prefix}-{tag}.html"
 
 
-def write_html(path: str, runs: list[dict], **options) -> None:
+def write_html(path: str, runs: list[dict], fix: str = "choose another file with -o", **options) -> None:
+    """fix: what the user does next, in the words of the command that wrote it."""
     from rtgauge.report.html import write_report
     try:
         write_report(runs, path, **options)
     except OSError as e:
-        raise UserError(f"cannot write the report to {path} ({e.strerror}); choose another file with -o.") from None
+        raise UserError(f"cannot write the report to {path} ({e.strerror}); {fix}.") from None
 
 
 def cmd_report(args) -> int:

@@ -556,7 +556,10 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
             path = args.report or f"rtgauge-run-{run_id}.html"
             from rtgauge.cli.report import write_html
             budget = getattr(args, "budget", None)
-            write_html(path, runs, **({"budget": budget, "budget_us": budget.latency_us} if budget else {}))
+            ids = ",".join(str(r["id"]) for r in runs)
+            write_html(path, runs, fix=f"the run is stored; write its report elsewhere with `rtgauge report "
+                                       f"{ids} -o FILE` (or give `rtgauge run --report FILE` next time)",
+                       **({"budget": budget, "budget_us": budget.latency_us} if budget else {}))
             console.print(f"Report: {path}", markup=False)
         gate = gate_outcome(console, args, runs) if (getattr(args, "budget", None) or getattr(args, "rules", None)
                                                      or getattr(args, "junit", None)) else 0

@@ -35,6 +35,7 @@ DEFAULT_COORDINATOR = "127.0.0.1:20408"
 MAX_TARGETS = 256
 _PLACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
 _NAME = re.compile(r"^[^\s\x00-\x1f\x7f]{1,64}$")
+_LAB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,10 @@ def _reject_unknown(table: dict, known: set[str], where: str) -> None:
 def parse_lab(data: dict, path: Path, where: str, db_override: str | None = None) -> Lab:
     _reject_unknown(data, _TOP_KEYS, where)
     name = data.get("name", path.stem)
-    _expect(isinstance(name, str) and bool(_NAME.match(name)),
-            f"{where}: name must be text of 1 to 64 characters without spaces.")
+    # the name makes file names here (rtgauge-lab-NAME.html, its logs): no path in it
+    _expect(isinstance(name, str) and bool(_LAB_NAME.match(name)),
+            f"{where}: name must be 1 to 64 letters, digits, '.', '_' or '-' (it names files), starting "
+            "with a letter or digit.")
 
     profile = data.get("profile")
     _expect(isinstance(profile, str) and profile.strip() != "",

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtgauge import safefile
 from rtgauge.lab.config import Lab, Target
 
 _RUN_LINE = re.compile(r"^Run (\d+): profile ")
@@ -49,8 +50,10 @@ class TargetRun:
 
 
 def child_command(lab: Lab, address: str) -> list[str]:
+    """The child's argv; the database goes through its environment (child_env), so a
+    password in the URL is in no argv (ps) and in no stored run."""
     cmd = [sys.executable, "-m", "rtgauge", "run", "--no-report", "--profile", lab.profile,
-           "--target", address, "--db", lab.db]
+           "--target", address]
     if lab.rounds is not None:
         cmd += ["--rounds", str(lab.rounds)]
     return cmd
@@ -109,11 +112,11 @@ class LabRunner:
             raise
 
     def _run(self, lab: Lab) -> list[TargetRun]:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **({"RTGAUGE_DB": lab.db} if lab.db else {}))
         for r in self.runs:              # every process first, then the threads that follow them
             if self.stopped:
                 break
-            with open(r.log, "w") as out:
+            with os.fdopen(safefile.create_new(r.log, 0o644), "w") as out:   # never through a planted link
                 r.process = subprocess.Popen(child_command(lab, r.address), stdin=subprocess.DEVNULL, stdout=out,
                                              stderr=subprocess.STDOUT, env=env, start_new_session=True,
                                              preexec_fn=_die_with_parent)

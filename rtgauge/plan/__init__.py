@@ -50,17 +50,6 @@ def allowed_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def parse_cpu_list(text: str) -> list[int]:
-    cpus: set[int] = set()
-    for part in str(text).split(","):
-        part = part.strip()
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        cpus.update(range(int(lo), int(hi or lo) + 1))
-    return sorted(cpus)
-
-
 def expected_seconds(test: str, options: dict) -> float:
     """For the progress bar only; an option of the wrong type is the engine's to refuse
     (validate_engine_jobs asks it before anything runs)."""

@@ -36,6 +36,8 @@ from rtgauge.loads import Load, LoadContext, judge_delivery, make_load
 from rtgauge.loads.partition import Partition, apply_cpusets, join_placement
 from rtgauge.loads.supervise import die_with_parent, workdir_prefix
 from rtgauge.plan import HIL_SUSTAINED, TIRE_SWEEP, Job, SweepJob
+from rtgauge.store.validate import DOCUMENT_MAX, check_engine_document, parse_document
+from rtgauge.sysinfo.readers import read_bounded
 from rtgauge.tools import cyclictest
 from rtgauge.trace import ThresholdTrace, Tracefs
 from rtgauge.trace.counters import counters, take_snapshot
@@ -183,14 +185,30 @@ def job_command(job: Job, out_path: str, extra: list[str] = ()) -> list[str]:
 
 def read_document(job: Job, out_path: Path, status: int, interrupted: bool, stderr: str) -> dict:
     """The job's result as an engine-contract document, also when the tool failed."""
-    try:
-        raw = json.loads(out_path.read_text())
-    except (OSError, ValueError):
+    data = read_bounded(str(out_path), DOCUMENT_MAX)
+    if not data:
         last = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit status {status}"
-        return failure_document(job, f"{job.tool} produced no result: {last}")
-    if job.tool == "cyclictest":
-        return cyclictest.to_document(raw, job.options, job.cpus, status, interrupted)
-    return raw
+        why = "a result larger than rtgauge reads" if data is None and out_path.exists() else last
+        return failure_document(job, f"{job.tool} produced no result: {why}")
+    return checked_document(job, data, f"{job.tool}'s result", status, interrupted)
+
+
+def checked_document(job: Job, data, where: str, status: int, interrupted: bool) -> dict:
+    """A tool's document (here or from a board) through the import's strict parser and
+    schema; one of the wrong size, depth or shape, or with NaN, becomes a failed
+    measurement saying so, never a traceback nor a number stored as measured."""
+    try:
+        raw = parse_document(data, where) if isinstance(data, bytes) else data   # a board's: parsed as strictly
+        if job.tool == "cyclictest":
+            if not isinstance(raw, dict):
+                raise UserError(f"{where} is not a cyclictest --json object")
+            try:
+                raw = cyclictest.to_document(raw, job.options, job.cpus, status, interrupted)
+            except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
+                raise UserError(f"{where} is not shaped as cyclictest --json writes it") from None
+        return check_engine_document(raw, where)
+    except UserError as e:
+        return failure_document(job, str(e))
 
 
 def measurement_placement(partition: Partition | None):
@@ -286,8 +304,8 @@ def measure_on_target(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) ->
     run = outcome.run
     if run is not None and run.document is not None and not outcome.error:
         status = run.status
-        doc = run.document if job.tool == "engine" else \
-            cyclictest.to_document(run.document, job.options, job.cpus, status, outcome.interrupted or bool(stop))
+        doc = checked_document(job, run.document, f"{job.tool}'s result on {s.target.address}", status,
+                               outcome.interrupted or bool(stop))
     else:
         why = outcome.error or (f"{job.tool} on {s.target.address} produced no result: "
                                + ((run.stderr.strip().splitlines() or [f"exit status {run.status}"])[-1]

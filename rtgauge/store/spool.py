@@ -17,7 +17,8 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rtgauge import __version__
+from rtgauge import __version__, safefile
+from rtgauge.redact import redact_argv
 from rtgauge.store.store import StoreError
 from rtgauge.store.urls import default_db_path, sqlite_file
 
@@ -33,7 +34,7 @@ class Spool:
         self.run_id = run_id
         self.run = {"id": run_id, "status": "running", "note": "", "profile": profile,
                     "profile_source": profile_source, "started_at": now(), "finished_at": None,
-                    "argv": [str(a) for a in argv], "system": system, "doctor": list(doctor),
+                    "argv": redact_argv([str(a) for a in argv]), "system": system, "doctor": list(doctor),
                     "measurements": []}
         self.failure: StoreError | None = None
         self.path: Path | None = None
@@ -92,23 +93,13 @@ class Spool:
         errors = []
         for directory in ([self.path.parent] if self.path else []) + self.candidates():
             path = self.path or directory / f"rtgauge-spool-run{self.run_id}-{os.getpid()}.json"
-            tmp = path.with_name(f".{path.name}.tmp")
             try:
                 directory.mkdir(parents=True, exist_ok=True)
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-                with os.fdopen(fd, "w") as f:
-                    f.write(text)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, path)
+                safefile.write_text(path, text, mode=0o600)   # a new file, renamed whole; no link followed
                 self.path, self.write_error = path, None
                 return
             except OSError as e:
                 errors.append(f"{directory}: {e.strerror}")
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
                 self.path = None
         self.write_error = "; ".join(errors)
 

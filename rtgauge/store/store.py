@@ -20,6 +20,7 @@ from sqlalchemy.pool import NullPool
 
 from rtgauge import __version__, owner
 from rtgauge.errors import UserError
+from rtgauge.redact import mask_text, redact_argv
 from rtgauge.store import codec, schema
 from rtgauge.store.codec import from_json, to_json
 from rtgauge.store.schema import (
@@ -87,9 +88,7 @@ def short_reason(error: BaseException, secret: str | None) -> str:
     orig = getattr(error, "orig", None) or error
     lines = [line.strip() for line in str(orig).strip().splitlines() if line.strip()]
     reason = lines[0] if lines else type(orig).__name__
-    if secret:
-        reason = reason.replace(secret, "***")
-    return reason.rstrip(".")
+    return mask_text(reason, (secret,)).rstrip(".")
 
 
 def open_store(url: str | None = None) -> "Store":
@@ -155,7 +154,8 @@ class Store:
         if not database or database == ":memory:":
             return self._prepare_schema_once()
         try:
-            lock = open(f"{database}.lock", "a")
+            lock = os.fdopen(os.open(f"{database}.lock", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
+                                     | os.O_CLOEXEC, 0o644), "a")
         except OSError:
             return self._prepare_schema_once()   # a read-only directory: nobody creates there
         with lock:
@@ -169,6 +169,7 @@ class Store:
                     conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": SCHEMA_LOCK_KEY})
                 version = self._stored_version(conn)
                 if version is None:
+                    self._refuse_foreign(conn)
                     schema.metadata.create_all(conn)
                     conn.execute(insert(schema.schema_version).values(version=SCHEMA_VERSION, applied_at=utc_now()))
                 elif version > SCHEMA_VERSION:
@@ -183,6 +184,16 @@ class Store:
             raise UserError(f"cannot open the results database {self.url}: "
                             f"{short_reason(e, self._url.password)}; check the --db URL, that the "
                             "server is running and that you may write there.") from None
+
+    def _refuse_foreign(self, conn: Connection) -> None:
+        """A database that holds another application's tables and no rtgauge schema is not
+        rtgauge's to write into (`show --db other-app.db` made 8 tables in it)."""
+        ours = set(schema.metadata.tables) | {"sqlite_sequence"}
+        foreign = sorted(set(inspect(conn).get_table_names()) - ours)
+        if foreign:
+            raise UserError(f"the database {self.url} is not an rtgauge database (it holds other tables: "
+                            f"{', '.join(f[:40] for f in foreign[:3])}{', …' if len(foreign) > 3 else ''}); "
+                            "give rtgauge a database of its own with --db.")
 
     @staticmethod
     def _stored_version(conn: Connection) -> int | None:
@@ -253,7 +264,7 @@ class Store:
         with self._transaction("starting a run") as conn:
             result = conn.execute(insert(runs).values(
                 system_id=system_id, started_at=utc_now(), finished_at=None, status="running",
-                note="", profile=profile, profile_source=profile_source, argv=to_json(list(argv)),
+                note="", profile=profile, profile_source=profile_source, argv=to_json(redact_argv(list(argv))),
                 system_facts=to_json(system), doctor=to_json(list(doctor)),
                 rtgauge_version=__version__, owner=to_json(owner.me()),
             ))
@@ -414,7 +425,7 @@ class Store:
             if row is None:
                 return None
             run = dict(row._mapping)
-            run["argv"] = from_json(run["argv"], [])
+            run["argv"] = redact_argv(from_json(run["argv"], []))   # a run stored before argv was redacted
             run["system"] = from_json(run.pop("system_facts"), {})
             run["doctor"] = from_json(run["doctor"], [])
             run["owner"] = from_json(run.get("owner"), None)

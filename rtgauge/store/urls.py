@@ -12,6 +12,7 @@ from sqlalchemy.exc import ArgumentError
 from rtgauge import config
 from rtgauge.config import DB_FORMS
 from rtgauge.errors import UserError
+from rtgauge.redact import mask_url
 
 
 def default_db_path() -> Path:
@@ -31,8 +32,10 @@ def is_plain_path(text: str) -> bool:
 
 
 def normalise_url(url: str | None) -> URL:
-    """An SQLAlchemy URL for what the user gave: None (the configured database, else the
-    default file), a file path, sqlite:///path, or postgresql://... (driven by psycopg 3)."""
+    """An SQLAlchemy URL for what the user gave: None (the configured database: $RTGAUGE_DB,
+    else the config file's, else the default file), a file path, sqlite:///path, or
+    postgresql://... (driven by psycopg 3). The environment keeps a password out of argv
+    (ps, stored runs); docs/store.md."""
     url = config.database(url)
     if url is None:
         url = default_db_url()
@@ -65,6 +68,10 @@ def normalise_url(url: str | None) -> URL:
                             "install rtgauge's postgres extra: pip install 'rtgauge[postgres]'.")
         return parsed
     if backend == "sqlite":
+        if parsed.database in (None, "", ":memory:") or "mode=memory" in (parsed.database or "") \
+                or parsed.query.get("mode") == "memory":
+            raise UserError(f"'{mask_url(url)[:80]}' is an in-memory database, which keeps nothing after the "
+                            "command; give a file path or sqlite:///PATH.")
         if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
             check_path_length(parsed.database)
         return parsed
@@ -110,14 +117,8 @@ def check_path_length(path: str) -> None:
 
 
 def mask_unparsed(url: str) -> str:
-    """Hide a password in a URL SQLAlchemy could not parse: user:secret@ -> user:***@."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or "@" not in rest:
-        return url
-    creds, at, host = rest.rpartition("@")
-    if ":" in creds:
-        creds = creds.split(":", 1)[0] + ":***"
-    return f"{scheme}://{creds}@{host}"
+    """A URL SQLAlchemy could not parse, with its secrets hidden (rtgauge/redact.py)."""
+    return mask_url(url)
 
 
 def display_url(url: URL) -> str:
@@ -125,7 +126,7 @@ def display_url(url: URL) -> str:
     so it reads as the postgresql://... they typed."""
     if url.drivername == "postgresql+psycopg":
         url = url.set(drivername="postgresql")
-    return url.render_as_string(hide_password=True)
+    return mask_url(url.render_as_string(hide_password=False))
 
 
 def sqlite_file(url: URL) -> Path | None:

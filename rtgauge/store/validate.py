@@ -215,6 +215,30 @@ def depth_exceeds(value, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+DOCUMENT_MAX = 64 * 1024**2   # bytes of one document from a tool or a board (doc.json)
+
+
+def parse_document(data: bytes, where: str):
+    """A tool's document (the engine's doc.json, here or from a board): at most
+    DOCUMENT_MAX bytes, UTF-8, strict JSON (no NaN, 64-bit integers), at most MAX_DEPTH
+    deep; else UserError with one sentence."""
+    if len(data) > DOCUMENT_MAX:
+        raise UserError(f"{where} is larger than rtgauge reads ({DOCUMENT_MAX // 1024**2} MiB)")
+    try:
+        data = loads_strict(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise UserError(f"{where} is not UTF-8 text (byte {e.start})") from None
+    except RecursionError:
+        raise UserError(f"{where} nests deeper than rtgauge reads ({MAX_DEPTH} levels)") from None
+    except json.JSONDecodeError as e:
+        raise UserError(f"{where} is not valid JSON (line {e.lineno}: {e.msg})") from None
+    except ValueError as e:
+        raise UserError(f"{where}: {e}") from None
+    if depth_exceeds(data):
+        raise UserError(f"{where} nests deeper than rtgauge reads ({MAX_DEPTH} levels)")
+    return data
+
+
 def read_text_file(path: Path) -> str:
     """A file's text, at most FILE_MAX bytes, UTF-8; one sentence for whatever is wrong."""
     try:

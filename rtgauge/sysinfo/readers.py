@@ -4,8 +4,41 @@ test can point them at a fake tree."""
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import re
+import stat
+
+from rtgauge.bounds import CPU_NUMBER_MAX, format_cpu_list, parse_cpu_list  # noqa: F401 (one grammar)
+
+# The most read of any one file (a board's or a --root tree's): /proc/cpuinfo of an 8192-CPU
+# machine is ~1 MB. A larger file, or one that is not a regular file (a FIFO, /dev/zero),
+# is not read: the fact is absent, the host's memory bounded (docs/design.md).
+FILE_READ_MAX = 4 * 1024 * 1024
+
+
+def read_bounded(path: str, limit: int = FILE_READ_MAX) -> bytes | None:
+    """The bytes of a regular file of at most `limit` bytes, else None. Never blocks on a
+    FIFO (opened non-blocking, checked to be a regular file before reading)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return None if size > limit else b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def under(root: str, path: str) -> str:
@@ -16,11 +49,8 @@ def under(root: str, path: str) -> str:
 def read_text(root: str, path: str) -> str | None:
     """The file's text stripped of surrounding whitespace, or None when it cannot be read
     (missing, permission denied, a directory): absent facts are data, not errors."""
-    try:
-        with open(under(root, path), encoding="utf-8", errors="replace") as f:
-            return f.read().strip()
-    except OSError:
-        return None
+    data = read_bounded(under(root, path))
+    return None if data is None else data.decode("utf-8", errors="replace").strip()
 
 
 def read_int(root: str, path: str) -> int | None:
@@ -40,49 +70,6 @@ def list_dir(root: str, path: str) -> list[str]:
 
 def exists(root: str, path: str) -> bool:
     return os.path.exists(under(root, path))
-
-
-def parse_cpu_list(text: str | None, all_cpus: list[int] | None = None) -> list[int]:
-    """'0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11]. The kernel also accepts 'all' and a
-    trailing 'N' for the last CPU in boot parameters; those need the online list."""
-    if not text:
-        return []
-    cpus: set[int] = set()
-    last = max(all_cpus) if all_cpus else None
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if part == "all":
-            cpus.update(all_cpus or [])
-            continue
-        part = part.replace("N", str(last)) if last is not None else part
-        m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+)/(\d+))?)?", part)
-        if not m:
-            continue
-        lo = int(m.group(1))
-        hi = int(m.group(2)) if m.group(2) else lo
-        if m.group(3):
-            # group syntax 'a-b:used/size' picks `used` CPUs out of every `size`.
-            used, size = int(m.group(3)), int(m.group(4))
-            cpus.update(c for c in range(lo, hi + 1) if size and (c - lo) % size < used)
-        else:
-            cpus.update(range(lo, hi + 1))
-    return sorted(cpus)
-
-
-def format_cpu_list(cpus: list[int]) -> str:
-    """[0, 1, 2, 5] -> '0-2,5' (the kernel's own notation, for advice lines)."""
-    parts: list[str] = []
-    cpus = sorted(set(cpus))
-    i = 0
-    while i < len(cpus):
-        j = i
-        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
-            j += 1
-        parts.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
-        i = j + 1
-    return ",".join(parts)
 
 
 def bracketed_choice(text: str | None) -> str | None:
@@ -109,10 +96,14 @@ def read_kernel_config(root: str, release: str | None) -> dict[str, str]:
     """CONFIG_* options of the running kernel from /proc/config.gz or
     /boot/config-RELEASE; {} when neither exists."""
     text = None
+    packed = read_bounded(under(root, "/proc/config.gz"))
     try:
-        with gzip.open(under(root, "/proc/config.gz"), "rt", errors="replace") as f:
-            text = f.read()
-    except (OSError, EOFError):
+        if packed is None:
+            raise OSError
+        with gzip.GzipFile(fileobj=io.BytesIO(packed)) as f:
+            data = f.read(FILE_READ_MAX + 1)      # a gzip bomb stops at the bound
+        text = data.decode("utf-8", errors="replace") if len(data) <= FILE_READ_MAX else None
+    except (OSError, EOFError, gzip.BadGzipFile):
         if release:
             text = read_text(root, f"/boot/config-{release}")
     config: dict[str, str] = {}

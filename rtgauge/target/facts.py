@@ -48,16 +48,26 @@ FILES = " ".join([
     # for the tuning of a target (rtgauge/target/tune.py)
     "/proc/irq/default_smp_affinity", "/proc/irq/[0-9]*/smp_affinity_list",
 ])
-# commands whose output is framed like a file: `frame NAME; COMMAND`
-EXTRA = "; ".join([
-    "frame @config; (gzip -dc /proc/config.gz || zcat /proc/config.gz) 2>/dev/null",
-    "frame @machine; uname -m",
-    "[ -w /dev/cpu_dma_latency ] && frame /dev/cpu_dma_latency",
-    *(f"p=$(command -v {tool} 2>/dev/null) && [ -f \"$p\" ] && [ -x \"$p\" ] && {{ frame @tool/{tool}; "
-      f"{tool} {' '.join(args)} 2>&1 </dev/null | head -n 5; }}"
+# commands whose output is framed like a file: (NAME, shell command); '' frames NAME empty
+EXTRA = [
+    ("@config", "gzip -dc /proc/config.gz || zcat /proc/config.gz"),
+    ("@machine", "uname -m"),
+    ("/dev/cpu_dma_latency", ""),      # kept below only when the board says it is writable
+    ("@dma-writable", "[ -w /dev/cpu_dma_latency ] && echo yes"),
+    *((f"@tool/{tool}", f"p=$(command -v {tool} 2>/dev/null) && [ -f \"$p\" ] && [ -x \"$p\" ] && "
+       f"{{ echo installed; {tool} {' '.join(args)} 2>&1 </dev/null | head -n 5; }}")
       for tool, args in VERSION_QUERIES.items()),
-    "true",
-])
+]
+
+
+def tree_path(root: str, path: str) -> Path | None:
+    """Where a board's file `path` goes in the private tree, or None for a name that is
+    not a plain absolute path below / (/, .., ., empty parts): nothing lands outside."""
+    parts = path.split("/")
+    if not path.startswith("/") or len(path) > 4096 or any(p in ("", ".", "..") for p in parts[1:]) \
+            or len(parts) < 2 or "\0" in path:
+        return None
+    return Path(root, *parts[1:])
 
 
 def fetch_tree(read_files) -> tuple[str, dict[str, bytes]]:
@@ -65,17 +75,25 @@ def fetch_tree(read_files) -> tuple[str, dict[str, bytes]]:
     outputs (@config, @machine, @tool/NAME). read_files: SshTarget.read_files,
     called synchronously (TargetSession.read_files)."""
     got = read_files(FILES, EXTRA)
+    outputs: dict[str, bytes] = {k: v for k, v in got.items() if k.startswith("@")}
+    if outputs.get("@dma-writable", b"").strip() != b"yes":
+        got.pop("/dev/cpu_dma_latency", None)
     root = tempfile.mkdtemp(prefix="rtgauge-target-tree-")
-    outputs: dict[str, bytes] = {}
-    for path, content in got.items():
-        if path.startswith("@"):
-            outputs[path] = content
-            continue
-        if not path.startswith("/") or ".." in path.split("/"):
-            continue
-        local = Path(root, path.lstrip("/"))
-        local.parent.mkdir(parents=True, exist_ok=True)
-        local.write_bytes(content)
+    try:
+        for path, content in got.items():
+            local = None if path.startswith("@") else tree_path(root, path)
+            if local is None:
+                continue
+            try:
+                local.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            except OSError:
+                continue            # a name that clashes with a directory of another: left out
+            with os.fdopen(fd, "wb") as f:
+                f.write(content)
+    except BaseException:
+        remove_tree(root)
+        raise
     config = outputs.get("@config", b"")
     if config.strip():
         Path(root, "proc").mkdir(exist_ok=True)
@@ -88,10 +106,10 @@ def tool_versions(outputs: dict[str, bytes]) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for tool in VERSION_QUERIES:
         text = outputs.get(f"@tool/{tool}")
-        if text is None:
+        if text is None or not text.startswith(b"installed\n"):
             out[tool] = None
             continue
-        m = VERSION_PATTERN.search(text.decode(errors="replace"))
+        m = VERSION_PATTERN.search(text[10:].decode(errors="replace"))
         out[tool] = m.group(1) if m else "installed (version unknown)"
     return out
 
@@ -105,7 +123,7 @@ def target_facts(read_files, address: str) -> dict:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     if not facts.get("arch"):
-        facts["arch"] = outputs.get("@machine", b"").decode(errors="replace").strip() or None
+        facts["arch"] = outputs.get("@machine", b"")[:64].decode(errors="replace").strip() or None
     facts["tools"] = tool_versions(outputs)
     # privileges: /proc/self is the reading process there, so they are the login's
     facts["target"] = address

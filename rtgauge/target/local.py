@@ -4,7 +4,6 @@ target: `async with LocalTarget() as t: run = await t.run_engine([...])`."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import signal
@@ -12,6 +11,9 @@ import tempfile
 from pathlib import Path
 
 from rtgauge.enginebin import engine_path
+from rtgauge.errors import UserError
+from rtgauge.store.validate import DOCUMENT_MAX, parse_document
+from rtgauge.sysinfo.readers import read_bounded
 from rtgauge.target.remote import RemoteRun
 
 
@@ -58,8 +60,11 @@ class LocalTarget:
 
 
 def collect(out: Path, status: int, err: bytes, d: str) -> RemoteRun:
-    try:
-        doc = json.loads(out.read_text())
-    except (OSError, json.JSONDecodeError):
-        doc = None
-    return RemoteRun(doc, status, err.decode(errors="replace").strip(), d)
+    doc, why = None, ""
+    data = read_bounded(str(out), DOCUMENT_MAX)
+    if data:
+        try:
+            doc = parse_document(data, "the engine's document")
+        except UserError as e:
+            why = str(e)
+    return RemoteRun(doc, status, (err.decode(errors="replace").strip() + "\n" + why).strip(), d)

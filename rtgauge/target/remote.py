@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import re
 import shlex
@@ -29,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtgauge.errors import require_extra, RunFailed, UserError
+from rtgauge.store.validate import DOCUMENT_MAX, parse_document
+from rtgauge.sysinfo.readers import FILE_READ_MAX
 from rtgauge.target import engines
 
 asyncssh = require_extra("asyncssh", "ssh", "ssh:// targets")
@@ -51,7 +52,12 @@ CONNECT_TIMEOUT_S = 15
 KEEPALIVE_S = 2        # and asyncssh gives up on a silent connection after 3 of these
 GUARD = Path(__file__).with_name("guard.sh")
 KEEP = Path(__file__).with_name("keep.sh")
-FRAME = b"\n\x1ertgauge-file "   # starts each file in a framed read (read_files)
+FRAME = b"\x1ertgauge-file "   # starts each file in a framed read (read_files), then "SIZE NAME" and a newline
+# What one read from a target may bring (all files together), and how many files: the
+# host's memory stays bounded whatever the board holds (docs/design.md).
+TRANSFER_MAX = 96 * 1024**2
+FRAMES_MAX = 100_000
+TEXT_TAIL = 64 * 1024      # the end of a tool's stderr kept
 
 
 @dataclass(frozen=True)
@@ -61,17 +67,36 @@ class Address:
     port: int | None = None
 
     def __str__(self) -> str:
-        return "ssh://" + (f"{self.user}@" if self.user else "") + self.host + (f":{self.port}" if self.port else "")
+        host = f"[{self.host}]" if ":" in self.host else self.host     # an IPv6 address keeps its brackets
+        return "ssh://" + (f"{self.user}@" if self.user else "") + host + (f":{self.port}" if self.port else "")
 
 
 _URL = re.compile(r"^ssh://(?:(?P<user>[^@/:\s]+)@)?(?P<host>[^@/:\s]+|\[[0-9A-Fa-f:.]+\])(?::(?P<port>\d+))?/?$")
 
 
 def parse(text: str) -> Address:
+    shown = text[:80].encode("utf-8", "backslashreplace").decode("utf-8") + ("…" if len(text) > 80 else "")
     m = _URL.match(text.strip())
     if not m or (m["port"] and not 0 < int(m["port"]) < 65536):
-        raise UserError(f"target {text!r} is not an SSH address; write ssh://[user@]host[:port].")
-    return Address(m["host"].strip("[]"), m["user"], int(m["port"]) if m["port"] else None)
+        raise UserError(f"target {shown!r} is not an SSH address; write ssh://[user@]host[:port].")
+    host = m["host"][1:-1] if m["host"].startswith("[") else m["host"]
+    if not host_name_ok(host) or not host_name_ok(m["user"] or "x", user=True):
+        raise UserError(f"target {shown!r} is not an SSH address: a host name is ASCII or IDNA, at most 253 "
+                        "characters, 63 a label (and a user name at most 32 printable characters); check it.")
+    return Address(host, m["user"], int(m["port"]) if m["port"] else None)
+
+
+def host_name_ok(name: str, user: bool = False) -> bool:
+    """A name asyncssh and the resolver can take: encodable (no lone surrogate), bounded."""
+    if user:
+        return len(name) <= 32 and name.isprintable() and name.isascii()
+    if ":" in name:                       # an IPv6 literal, matched by _URL already
+        return len(name) <= 45
+    try:
+        encoded = name.encode("idna")
+    except UnicodeError:
+        return False
+    return len(encoded) <= 253 and all(0 < len(label) <= 63 for label in encoded.rstrip(b".").split(b"."))
 
 
 class ConnectionLost(RunFailed):
@@ -87,11 +112,33 @@ class Kept:
     pid: int | None = None   # its session (and process group) id there
 
 
-def parse_frames(out: bytes) -> dict[str, bytes]:
+def parse_frames(out: bytes, limit: int = FILE_READ_MAX) -> dict[str, bytes]:
+    """The files of a framed read: each is `\\036rtgauge-file SIZE NAME\\n` then exactly
+    SIZE bytes, so nothing inside a file (a forged header in /etc/machine-id) can start
+    another. A file the board cut at FILE_READ_MAX + 1 bytes is left out (too large to
+    read; `limit`); a stream that breaks the framing is refused with one sentence."""
     files: dict[str, bytes] = {}
-    for chunk in out.split(FRAME)[1:]:
-        name, _, content = chunk.partition(b"\n")
-        files[name.decode(errors="replace")] = content
+    start = out.find(FRAME)          # a shell's chatter before the first frame is not ours
+    if start < 0:
+        return files
+    pos = start
+    while pos < len(out):
+        if out[pos:pos + len(FRAME)] != FRAME or len(files) >= FRAMES_MAX:
+            raise RunFailed("the target's reply to a file read is not framed as rtgauge frames it "
+                            "(or holds too many files); check the target's shell and try again.")
+        end = out.find(b"\n", pos, pos + len(FRAME) + 4200)
+        size_text, _, name = out[pos + len(FRAME):end].partition(b" ") if end >= 0 else (b"", b"", b"")
+        if end < 0 or not size_text.isdigit() or not name:
+            raise RunFailed("the target's reply to a file read has a broken frame header; check the "
+                            "target's shell and try again.")
+        size = int(size_text)
+        content = out[end + 1:end + 1 + size]
+        if len(content) != size:
+            raise RunFailed("the target's reply to a file read ended inside a file (the connection or "
+                            "the shell there cut it); try again.")
+        if size <= limit:
+            files[name.decode(errors="replace")] = content
+        pos = end + 1 + size
     return files
 
 
@@ -161,19 +208,44 @@ class SshTarget:
             raise RunFailed(f"`{command.split()[0]}` failed on {self.address} ({err.strip() or r.exit_status}).")
         return out
 
-    async def _sh_bytes(self, command: str) -> bytes:
-        r = await self.conn.run(command, encoding=None, check=False)
-        return r.stdout or b""
+    async def _sh_bytes(self, command: str, limit: int = TRANSFER_MAX) -> bytes:
+        """The command's stdout, read as it comes and cut off (one sentence) past `limit`
+        bytes, so what a board sends never grows the host's memory without bound."""
+        proc = await self.conn.create_process(command, encoding=None)
+        chunks, size = [], 0
+        try:
+            while True:
+                chunk = await proc.stdout.read(1 << 20)
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size > limit:
+                    raise RunFailed(f"{self.address} sent more than {limit // 1024**2} MiB for one read "
+                                    f"(`{command.split()[0]}`); rtgauge reads no more than that from a target.")
+                chunks.append(chunk)
+        finally:
+            proc.close()
+        return b"".join(chunks)
 
-    async def read_files(self, paths: str, extra: str = "") -> dict[str, bytes]:
+    async def read_files(self, paths: str, extra: list[tuple[str, str]] = (),
+                         limit: int = FILE_READ_MAX) -> dict[str, bytes]:
         """Many files of the target in one command: `paths` is a list of paths and
         shell globs (expanded there); the readable regular files come back by path,
-        byte for byte. `extra`: more shell commands whose output is framed the same
-        way (`frame NAME; command`)."""
-        script = ("frame() { printf '\\n\\036rtgauge-file %s\\n' \"$1\"; }; "
+        byte for byte, each length-framed (parse_frames) and cut at `limit` + 1 bytes
+        there (a larger file is left out). `extra`: (NAME, COMMAND) pairs, COMMAND's output framed as file
+        NAME ('' for an empty frame: NAME exists)."""
+        cap = limit + 1
+        script = ("t=$(mktemp /tmp/rtgauge-read.XXXXXX) || exit 1; trap 'rm -f \"$t\"' EXIT; "
+                  "emit() { n=$(wc -c < \"$t\"); printf '\\036rtgauge-file %d %s\\n' $n \"$1\"; cat \"$t\"; }; "
                   f"for f in {paths}; do [ -f \"$f\" ] && [ -r \"$f\" ] || continue; "
-                  "frame \"$f\"; cat \"$f\" 2>/dev/null; done; " + extra)
-        return parse_frames(await self._sh_bytes(script))
+                  f"head -c {cap} \"$f\" > \"$t\" 2>/dev/null || continue; emit \"$f\"; done; ")
+        for name, command in extra:
+            if command:
+                script += f"{{ ( eval {shlex.quote(command)} ) </dev/null 2>/dev/null | head -c {cap} > \"$t\"; " \
+                          f"emit {shlex.quote(name)}; }}; "
+            else:
+                script += f": > \"$t\"; emit {shlex.quote(name)}; "
+        return parse_frames(await self._sh_bytes(script + "true"), limit)
 
     async def start_kept(self, argv, atexit: str | None = None) -> Kept:
         """Start argv(directory) on the target under keep.sh, in a fresh temporary
@@ -232,7 +304,7 @@ class SshTarget:
 
     async def _check(self) -> None:
         out = await self._sh("uname -m; uname -n; id -u; ulimit -r 2>/dev/null || echo 0", check=False)
-        lines = out.split()
+        lines = [line.strip() for line in out.splitlines()]     # a host name may hold a space
         if len(lines) < 4:
             raise UserError(f"{self.address} does not run commands for this login ({out.strip() or 'no output'}); "
                             "log in with a user that has a POSIX shell.")
@@ -316,18 +388,19 @@ class SshTarget:
         return self.last_run
 
     async def _collect(self, proc, d: str) -> RemoteRun:
-        qd = shlex.quote(d)
-        text = await self._sh(f"cat {qd}/doc.json 2>/dev/null; echo; echo '--rtgauge--'; cat {qd}/err 2>/dev/null",
-                              check=False)
-        doc_text, _, err = text.partition("\n--rtgauge--\n")
+        """The document and stderr the guard left in d, length-framed (a document cannot
+        forge the end of itself) and parsed as strictly as an import."""
+        got = await self.read_files(f"{shlex.quote(d)}/doc.json {shlex.quote(d)}/err", limit=DOCUMENT_MAX)
+        err = got.get(f"{d}/err", b"")[-TEXT_TAIL:].decode(errors="replace").strip()
         doc = None
-        if doc_text.strip():
+        data = got.get(f"{d}/doc.json")
+        if data is not None and data.strip():
             try:
-                doc = json.loads(doc_text)
-            except json.JSONDecodeError:
-                doc = None
+                doc = parse_document(data, f"the document from {self.address}")
+            except UserError as e:
+                err = (err + "\n" + str(e)).strip()
         status = proc.exit_status if proc.exit_status is not None else -1
-        return RemoteRun(doc, status, err.strip(), d)
+        return RemoteRun(doc, status, err, d)
 
 
 def run_engine(target: str, args: list[str], engine: Path | None = None,

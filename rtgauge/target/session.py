@@ -96,7 +96,7 @@ class TargetSession:
         from rtgauge.target.facts import target_facts
         return target_facts(self.read_files, self.address)
 
-    def read_files(self, paths: str, extra: str = "") -> dict[str, bytes]:
+    def read_files(self, paths: str, extra=()) -> dict[str, bytes]:
         """Files (paths and globs) of the target in one read (SshTarget.read_files)."""
         return self._call(self.target.read_files(paths, extra), 60)
 

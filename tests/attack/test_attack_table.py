@@ -230,6 +230,20 @@ CASES = [
          "not a private directory"),
     Case("tune-state-deep", ["tune", "--status", "--state", "{tmp}/state/s.json"], 2, "is not one rtgauge wrote",
          inputs=raw("[" * 100_000)),
+    # -- issue 24: databases, samples files, options (docs/design.md, the attack table's classes) ----
+    Case("db-in-memory", ["show", "--db", "sqlite://"], 2, "in-memory database"),
+    Case("db-foreign-application", ["show", "--db", "{file}"], 2, "is not an rtgauge database",
+         inputs=lambda b, p: foreign_database(p)),
+    Case("db-password-in-message", ["show", "--db", "postgresql://u:Zq7secretPW@127.0.0.1:1/db?password=Zq7secretPW"],
+         2, "***"),
+    Case("pwcet-samples-device", ["pwcet", "--samples", "/dev/zero"], 2, "not a regular file"),
+    Case("pwcet-block-cycles-2^70", ["pwcet", "--samples", "/dev/zero", "--block-cycles", str(2**70)], 2,
+         "--block-cycles must be"),
+    Case("pwcet-exceedance-subnormal", ["pwcet", "--samples", "/dev/zero", "--exceedance", "1e-320"], 2,
+         "--exceedance must be a probability from"),
+    Case("lab-name-escapes", ["lab", "run", "{file}"], 2, "it names files",
+         inputs=raw('name = "../../esc"\nprofile = "quick"\ndb = "postgresql://u@127.0.0.1:1/db"\n'
+                    'targets = ["ssh://b"]\n')),
 ]
 
 
@@ -240,6 +254,16 @@ def cyclictest_json(bins=None, cycles=100) -> str:
                        "return_code": 0, "sysinfo": {"nodename": "board", "release": "6.1", "machine": "x86_64"},
                        "thread": {"0": {"histogram": bins if bins is not None else {"3": 100}, "cycles": cycles,
                                         "min": 3, "max": 9, "avg": 3.5, "cpu": 0}}})
+
+
+def foreign_database(path: Path) -> bytes:
+    """Another application's SQLite file: one table, one row."""
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE contacts (name TEXT)")
+    con.execute("INSERT INTO contacts VALUES ('a')")
+    con.commit()
+    con.close()
+    return path.read_bytes()
 
 
 def crafted_database(base: dict, path: Path, sql: str) -> bytes:
@@ -316,6 +340,7 @@ def test_attack(case: Case, base, tmp_path, engine_bin):
     if case.unchanged:
         assert database_contents(db) == before, "the database changed"
     assert victim.read_text() == "untouched"
+    assert "Zq7secretPW" not in out
     assert "\x1b" not in out and "\x9b" not in out and "\x07" not in out
     if case.id == "import-ansi-and-markup":
         shown = rtgauge(["show", "latest", "--db", str(db)])

@@ -33,12 +33,12 @@ from rtgauge.report.html.systems import render_systems
 from rtgauge.report.html.tire import render_tire, render_tire_cost
 from rtgauge.report.html.trend import render_trend
 from rtgauge.report.stalls import render_stalls_html
+from rtgauge import safefile
 
 
 def write_report(runs: list[Run | dict], path: str, **options) -> None:
     text = render(runs, **options)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    safefile.write_text(path, text)       # never through a planted link; whole or not at all
 
 
 # The order of the question: can it carry the job (verdict and rating), what the latency
