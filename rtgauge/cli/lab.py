@@ -28,6 +28,8 @@ def register(sub) -> None:
     r.add_argument("--logs", metavar="DIR", default=None,
                    help="where each target's output is kept, one file a target (default: rtgauge-lab-NAME-logs here)")
     r.set_defaults(func=cmd_lab_run)
+    from rtgauge.cli import emulate
+    emulate.register(actions)
     p.set_defaults(func=no_action)
 
 
@@ -126,4 +128,5 @@ def finish(lab, runs, report: str | None, stopped) -> int:
 
 
 def no_action(args) -> int:
-    raise UserError("rtgauge lab needs an action: `rtgauge lab run LAB.toml` (docs/lab.md).")
+    raise UserError("rtgauge lab needs an action: `rtgauge lab run LAB.toml` or `rtgauge lab emulate start` "
+                    "(docs/lab.md).")

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -73,6 +74,23 @@ def parse(text: str) -> Address:
     return Address(m["host"].strip("[]"), m["user"], int(m["port"]) if m["port"] else None)
 
 
+CONFIG_ENV = "RTGAUGE_SSH_CONFIG"
+
+
+def ssh_config() -> dict:
+    """$RTGAUGE_SSH_CONFIG: more OpenSSH client configuration files (separated by
+    ':'), read after ~/.ssh/config (an emulated lab's Host aliases, docs/lab.md)."""
+    extra = [p for p in os.environ.get(CONFIG_ENV, "").split(os.pathsep) if p]
+    if not extra:
+        return {}
+    for p in extra:
+        if not os.path.isfile(p):
+            raise UserError(f"{CONFIG_ENV} names {p[:80]}, which is not a file; give the ssh_config an emulated "
+                            f"lab writes (or unset {CONFIG_ENV}).")
+    default = os.path.expanduser("~/.ssh/config")
+    return {"config": ([default] if os.path.isfile(default) else []) + extra}
+
+
 class ConnectionLost(RunFailed):
     """The connection to the target went away during a run; the guard there stops the engine."""
 
@@ -118,6 +136,7 @@ class SshTarget:
         opts = {"username": a.user} if a.user else {}
         if a.port:
             opts["port"] = a.port
+        opts.update(ssh_config())
         try:
             self.conn = await asyncio.wait_for(asyncssh.connect(
                 a.host, keepalive_interval=KEEPALIVE_S, keepalive_count_max=3, **opts), CONNECT_TIMEOUT_S)
