@@ -72,6 +72,10 @@ def cmd_build(args) -> int:
     from rtgauge.lab.emulate import images
     from rtgauge.lab.emulate.systems import pick
     systems = pick(args.systems)
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, stop)     # as Ctrl-C: the build's commands are ended, nothing half-built kept
     img = images.build(systems, say)
     for s in systems:
         say(f"{s.name}: Linux {img.release(s)} ({s.arch.debian}, {'PREEMPT_RT' if s.preempt_rt else 'stock'}), "

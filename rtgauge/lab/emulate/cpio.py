@@ -10,9 +10,12 @@ import stat
 from pathlib import Path
 
 
-def _header(f, name: str, st: os.stat_result, size: int, ino: int) -> None:
-    fields = [ino, st.st_mode, st.st_uid, st.st_gid, 1, int(st.st_mtime), size, 0, 0,
-              os.major(st.st_rdev), os.minor(st.st_rdev), len(name) + 1, 0]
+def _header(f, name: str, st: os.stat_result | None, size: int, ino: int) -> None:
+    if st is None:         # the trailer
+        fields = [0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, len(name) + 1, 0]
+    else:
+        fields = [ino, st.st_mode, st.st_uid, st.st_gid, 1, int(st.st_mtime), size, 0, 0,
+                  os.major(st.st_rdev), os.minor(st.st_rdev), len(name) + 1, 0]
     f.write(b"070701" + b"".join(b"%08X" % v for v in fields) + name.encode() + b"\0")
     _pad(f)
 
@@ -55,6 +58,5 @@ def write(tree: Path, out: Path, prefix: str = "") -> None:
             for n in sorted(dirnames) + sorted(filenames):
                 name = n if rel == "." else f"{rel}/{n}"
                 add(Path(dirpath, n), "/".join(parts + [name]))
-        trailer = os.stat_result((0,) * 10)
-        _header(f, "TRAILER!!!", trailer, 0, 0)
+        _header(f, "TRAILER!!!", None, 0, 0)
         f.write(b"\0" * (-f.tell() % 512))

@@ -16,6 +16,7 @@ made with the images and only the cache holds them."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import fcntl
 import hashlib
@@ -23,6 +24,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -177,25 +179,41 @@ def build(systems: list[System], say=print) -> Images:
         with open(img.root / ".lock-keys", "w") as keys:
             fcntl.flock(keys, fcntl.LOCK_EX)
             make_keys(img)
-        for arch in dict.fromkeys(s.arch for s in todo):
-            # one build an architecture at a time; two architectures (two processes) may build at once
-            with open(img.root / f".lock-{arch.debian}", "w") as arch_lock:
-                fcntl.flock(arch_lock, fcntl.LOCK_EX)
-                flavours = [s for s in todo if s.arch == arch and not img.built(s)]
-                if not flavours:                   # built by another process while we waited
-                    continue
-                for stale in img.root.glob(f".build-{arch.debian}-*"):   # a build cut short (killed) before
-                    shutil.rmtree(stale, ignore_errors=True)
-                started = time.monotonic()
-                say(f"Building the {arch.debian} images ({', '.join(s.name for s in flavours)}); this takes "
-                    "minutes the first time.")
-                build_arch(img, arch, flavours, say)
-                took = round(time.monotonic() - started, 1)
-                say(f"Built the {arch.debian} images in {took:.0f} s.")
-                log = img.root / f"build-time-{arch.debian}.json"
-                log.write_text(json.dumps({"seconds": took, "systems": [s.name for s in flavours]}) + "\n")
+        arches = list(dict.fromkeys(s.arch for s in todo))
+        # the architectures build side by side (mmdebstrap mostly waits on downloads and dpkg)
+        pool = concurrent.futures.ThreadPoolExecutor(len(arches))
+        try:
+            for f in [pool.submit(build_locked, img, a, todo, say) for a in arches]:
+                f.result()
+        except BaseException:
+            # Ctrl-C, SIGTERM or a failed architecture: the other's commands end too (their
+            # threads then fail and clean up their build directories)
+            for proc in list(_running):
+                _end_group(proc)
+            raise
+        finally:
+            pool.shutdown(wait=True)
     prune(img.root.parent, keep=img.root)
     return img
+
+
+def build_locked(img: Images, arch: Arch, todo: list[System], say) -> None:
+    # one build an architecture at a time; another process waits here and finds it built
+    with open(img.root / f".lock-{arch.debian}", "w") as arch_lock:
+        fcntl.flock(arch_lock, fcntl.LOCK_EX)
+        flavours = [s for s in todo if s.arch == arch and not img.built(s)]
+        if not flavours:
+            return
+        for stale in img.root.glob(f".build-{arch.debian}-*"):   # a build cut short (killed) before
+            remove_build_dir(stale)
+        started = time.monotonic()
+        say(f"Building the {arch.debian} images ({', '.join(s.name for s in flavours)}); this takes minutes "
+            "the first time.")
+        build_arch(img, arch, flavours, say)
+        took = round(time.monotonic() - started, 1)
+        say(f"Built the {arch.debian} images in {took:.0f} s.")
+        (img.root / f"build-time-{arch.debian}.json").write_text(
+            json.dumps({"seconds": took, "systems": [s.name for s in flavours]}) + "\n")
 
 
 def make_keys(img: Images) -> None:
@@ -214,15 +232,56 @@ def make_keys(img: Images) -> None:
     tmp.rename(img.keys)
 
 
-def run(cmd: list[str], timeout: float = BUILD_TIMEOUT_S, **kw) -> str:
+def run(cmd: list[str], timeout: float = BUILD_TIMEOUT_S) -> str:
+    """cmd's output; it runs in a process group of its own, ended whole when rtgauge
+    stops waiting for it (time limit, Ctrl-C): mmdebstrap's dpkg and its chroot
+    programs go with it."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    _running.add(proc)
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+        out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        _end_group(proc)
         raise RunFailed(f"`{cmd[0]}` ran past {timeout:.0f} s while building the emulated lab's images.") from None
-    if p.returncode != 0:
-        tail = " | ".join((p.stderr or p.stdout).strip().splitlines()[-4:])
+    except BaseException:
+        _end_group(proc)
+        raise
+    _running.discard(proc)
+    if proc.returncode != 0:
+        tail = " | ".join((err or out).strip().splitlines()[-4:])
+        _running.discard(proc)
         raise RunFailed(f"`{' '.join(cmd[:2])}` failed while building the emulated lab's images: {tail}")
-    return p.stdout
+    return out
+
+
+def remove_build_dir(path: Path) -> None:
+    """Remove a build directory, first unmounting what a killed mmdebstrap left
+    mounted in its chroot (/proc, /sys, /dev): never delete through a mount."""
+    prefix = str(path.resolve()) + "/"
+    try:
+        with open("/proc/self/mounts") as f:
+            points = [line.split()[1].replace("\\040", " ") for line in f]
+    except OSError:
+        points = []
+    for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+    with open("/proc/self/mounts") as f:
+        if any(line.split()[1].startswith(prefix) for line in f):
+            raise RunFailed(f"{path} still has file systems mounted in it; unmount them (umount -R) and remove it.")
+    shutil.rmtree(path, ignore_errors=True)
+
+
+_running: set[subprocess.Popen] = set()   # the builds' commands now running, in any thread
+
+
+def _end_group(proc: subprocess.Popen) -> None:
+    _running.discard(proc)
+    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(wait)
+            return
 
 
 def build_arch(img: Images, arch: Arch, systems: list[System], say) -> None:
@@ -242,14 +301,14 @@ def build_arch(img: Images, arch: Arch, systems: list[System], say) -> None:
             run(cmd)
         customise(rootfs, img)
         cpio.write(rootfs, work / "rootfs.cpio")
-        shutil.rmtree(rootfs)
+        remove_build_dir(rootfs)
         for s in systems:
             [deb] = [d for d in debs.glob("linux-image-*.deb")
                      if ("-rt-" in d.name) == s.preempt_rt]
             kernel_images(img, s, deb, work / "rootfs.cpio", work)
             say(f"  {s.name}: Linux {img.release(s)}")
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        remove_build_dir(work)
 
 
 def customise(rootfs: Path, img: Images) -> None:
@@ -303,6 +362,11 @@ def kernel_images(img: Images, system: System, deb: Path, rootfs_cpio: Path, wor
             shutil.copy2(mods / release / f, dest / f)
     run(["depmod", "-b", str(stage), release])
     cpio.write(stage / "lib" / "modules", work / f"modules-{system.flavour}.cpio", prefix="usr/lib/modules")
+    # the kernel's configuration where Debian keeps it (/boot/config-RELEASE): the doctor reads it there
+    boot = work / f"boot-{system.flavour}"
+    boot.mkdir()
+    shutil.copy2(kx / "boot" / f"config-{release}", boot / f"config-{release}")
+    cpio.write(boot, work / f"boot-{system.flavour}.cpio", prefix="boot")
     out = img.system_dir(system)
     shutil.rmtree(out, ignore_errors=True)
     tmp = work / f"out-{system.flavour}"
@@ -310,14 +374,14 @@ def kernel_images(img: Images, system: System, deb: Path, rootfs_cpio: Path, wor
     [vmlinuz] = (kx / "boot").glob("vmlinuz-*")
     shutil.copy2(vmlinuz, tmp / "vmlinuz")
     with open(tmp / "initrd", "wb") as f:
-        for part in (rootfs_cpio, work / f"modules-{system.flavour}.cpio"):
+        for part in (rootfs_cpio, work / f"modules-{system.flavour}.cpio", work / f"boot-{system.flavour}.cpio"):
             with open(part, "rb") as src:
                 shutil.copyfileobj(src, f, 1 << 20)
     (tmp / "kernel-release").write_text(release + "\n")
     (tmp / ".built").write_text(json.dumps({"deb": deb.name, "release": release}) + "\n")
     tmp.rename(out)
-    shutil.rmtree(kx)
-    shutil.rmtree(stage)
+    for d in (kx, stage, boot):
+        shutil.rmtree(d)
 
 
 @contextlib.contextmanager
@@ -368,7 +432,7 @@ def prune(cache: Path, keep: Path) -> None:
                     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except OSError:
                     continue              # in use
-                shutil.rmtree(d, ignore_errors=True)
+                remove_build_dir(d)
 
 
 def status() -> list[tuple[System, bool]]:
