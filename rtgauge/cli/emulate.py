@@ -14,6 +14,7 @@ from pathlib import Path
 from rtgauge.errors import EXIT_INTERRUPTED, UserError
 
 DEFAULT_TIME_LIMIT_S = 4 * 3600
+PATIENCE = 10     # RTGAUGE_TARGET_PATIENCE for systems under TCG: they answer tens of times slower than a board
 
 
 def register(actions) -> None:
@@ -142,7 +143,7 @@ def cmd_start(args) -> int:
                 say(f"  {m.system.host}: ssh://{m.system.host} (127.0.0.1:{m.port}), Linux {m.release}, "
                     f"{m.system.arch.uname}{', PREEMPT_RT' if m.system.preempt_rt else ''}")
             say(f"Up in {time.monotonic() - started:.0f} s. Point rtgauge at them with")
-            say(f"  export RTGAUGE_SSH_CONFIG={lab.ssh_config}")
+            say(f"  export RTGAUGE_SSH_CONFIG={lab.ssh_config} RTGAUGE_TARGET_PATIENCE={PATIENCE}")
             say(f"  rtgauge doctor --target ssh://{lab.machines[0].system.host}")
             say(f"They stay up until Ctrl-C, `rtgauge lab emulate stop` or {args.time_limit:.0f} s have passed. "
                 "Their timings are those of an emulator, not of hardware.")

@@ -66,7 +66,7 @@ def sshd_answers(port: int) -> bool:
     """Its sshd's banner: qemu accepts the forward's connection before the guest listens."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
-            s.settimeout(3)
+            s.settimeout(30)     # under TCG sshd takes seconds to start a connection's process
             return s.recv(64).startswith(b"SSH-")
     except OSError:
         return False
