@@ -143,7 +143,7 @@ def lab(built):
         assert sorted(ports) == sorted(SYSTEMS), "".join(lines)
         pids = ours(state)
         assert len(pids) == 4
-        env = dict(os.environ, RTGAUGE_SSH_CONFIG=str(state / "ssh_config"))
+        env = dict(os.environ, RTGAUGE_SSH_CONFIG=str(state / "ssh_config"), RTGAUGE_TARGET_PATIENCE="10")
         env.pop("SSH_AUTH_SOCK", None)
         yield {"state": state, "env": env, "ports": ports, "proc": proc, "pids": pids}
     finally:

@@ -292,7 +292,9 @@ def build_arch(img: Images, arch: Arch, systems: list[System], say) -> None:
         debs.mkdir()
         metas = " ".join(arch.kernels[s.flavour] for s in systems)
         # apt inside mmdebstrap's hooks is the new system's: the kernels come from the same mirror and suite
-        hook = (f"cd {debs} && apt-get download $(apt-cache depends {metas} "
+        # (the hook's apt is the host's binary: it is told the architecture, else it looks for amd64 packages)
+        a = f"-o APT::Architecture={arch.debian} -o APT::Architectures={arch.debian}"
+        hook = (f"cd {debs} && apt-get {a} download $(apt-cache {a} depends {metas} "
                 "| sed -n 's/.*Depends: \\(linux-image-[0-9].*\\)/\\1/p')")
         cmd = ["mmdebstrap", "--variant=minbase", "--mode=root", f"--arch={arch.debian}",
                f"--include={','.join(PACKAGES)}", *(f"--dpkgopt=path-exclude={p}" for p in EXCLUDE),
