@@ -1,11 +1,12 @@
 """The tire cost equation tested by prediction (`python3 bench/tirecost.py`, root).
 
-Locked solver, realtime at 10 ms, 100 steps, --cost-every 4: masses 800, 3200,
+`--solver locked` (default) or `paper` (the study's structure: in place, no
+barrier), realtime at 10 ms, 100 steps, --cost-every 4: masses 800, 3200,
 12800 x threads 1, 2, 4, per policy (FIFO, fair), in interleaved rounds. The
 constants measured at 3200 masses predict the other sizes' median step; the
 FIFO constants also predict the fair runs. Prints the constants, Tswitch (in the
-runs and from the switch microbenchmark) and every prediction with its error
-(docs/tire.md "Cost equation")."""
+runs and from the switch microbenchmark) and every prediction with its error, for
+the median step time and for its 99th percentile (docs/tire.md "Cost equation")."""
 
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--engine", default=os.environ.get("RTGAUGE_ENGINE", "build/engine/src/rtgauge-engine"))
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--solver", choices=("locked", "paper"), default="locked")
     args = ap.parse_args()
+    lock = ["--lock", "sem"] if args.solver == "paper" else []
     sw = engine_doc(args.engine, "switch", "--iterations", "20000", "--policy", "fifo")["metrics"]["switch"]["p50"]
     pts = {"fifo": [], "other": []}
     for _ in range(args.rounds):
@@ -40,7 +43,8 @@ def main() -> int:
                 for k in THREADS:
                     pts[pol].append(tirecost.cost_point(engine_doc(
                         args.engine, "tire", "--mode", "realtime", "--period-ms", "10", "--steps", "100",
-                        "--masses", str(n), "--threads", str(k), "--policy", pol, "--cost-every", "4")))
+                        "--masses", str(n), "--threads", str(k), "--policy", pol, "--cost-every", "4",
+                        "--solver", args.solver, *lock)))
     cases = [(pol, pol) for pol in pts] + [("fifo", "other")]
     for train_pol, held_pol in cases:
         train = [p for p in pts[train_pol] if p.masses == TRAIN]
@@ -51,11 +55,13 @@ def main() -> int:
               f"Tspring {c['Tspring']['median']:.2f} ns, Tmass {c['Tmass']['median']:.2f} ns, "
               f"Tipc {c['Tipc']['median']:.2f} ns, Tswitch {ev['tswitch_ns'] / 1e3:.1f} us in the runs "
               f"({sw / 1e3:.2f} us microbenchmark): median error {ev['median_error']:.1%} "
-              f"(microbenchmark Tswitch: {ev['median_error_micro']:.1%})")
+              f"(microbenchmark Tswitch: {ev['median_error_micro']:.1%}); p99 (tail factor "
+              f"{ev['tail_factor']:.2f}): median error {ev['median_error_p99']:.1%}")
         for r in ev["predictions"]:
             print(f"   n={r['masses']:>6} threads={r['threads']} Nswitch={r['nswitch']:5.2f} measured "
                   f"{r['measured_ns'] / 1e3:8.1f} us predicted {r['predicted_ns'] / 1e3:8.1f} us "
-                  f"error {r['error']:6.1%}")
+                  f"error {r['error']:6.1%}; p99 measured {r['measured_p99_ns'] / 1e3:8.1f} us predicted "
+                  f"{r['predicted_p99_ns'] / 1e3:8.1f} us error {r['p99_error']:6.1%}")
     return 0
 
 

@@ -149,8 +149,12 @@ def test_thread_scenarios(run_engine):
 
 
 def test_thread_one_scenario(run_engine):
+    """run-and-block as published: every child lowered itself below its creator and was
+    deleted ready (counted by the children themselves), not blocked."""
     doc = run_ok(run_engine, "thread", "--iterations", "50", "--scenario", "run-block")
-    assert set(k for k in doc["metrics"]) == {"create_run_block", "delete_run_block", "call_run_block"}
+    assert set(k for k in doc["metrics"]) == {"create_run_block", "delete_run_block", "call_run_block",
+                                              "stepped_down"}
+    assert doc["metrics"]["stepped_down"]["value"] >= doc["metrics"]["delete_run_block"]["count"] == 50
 
 
 def test_deadlock_break_inheritance_vs_none(run_engine):

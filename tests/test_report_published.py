@@ -99,30 +99,95 @@ def test_the_interrupt_studys_load_is_ping_tcp_not_a_cpu_stressor(tmp_path):
 
 
 @pytest.mark.parametrize("docs, status, note", [
-    ([("preempt-timer@idle", "preempt", {"event": "timer"})], "compared", None),
+    ([("preempt-timer@idle", "preempt", {"event": "timer"})], "different method", "includes the interrupt latency"),
     ([("preempt@idle", "preempt", {})], "different method", "posted by a running thread"),
     ([("switch@idle", "switch", {"threads": 2})], "different method", "yielding"),
     ([("preempt@idle", "preempt", {"event": "sem"}), ("preempt-timer@idle", "preempt", {"event": "timer"})],
-     "compared", None),
+     "different method", "includes the interrupt latency"),
 ])
-def test_context_switch_sits_beside_the_interrupt_woken_preemption(tmp_path, docs, status, note):
+def test_context_switch_never_sits_beside_an_interval_from_the_deadline(tmp_path, docs, status, note):
+    """The study's context switch starts at the interrupt: a preemption timed from the
+    timer's deadline (interrupt latency + switch) is named, not compared."""
     metric = {"preempt": "preempt", "switch": "switch"}
     run_docs = [(job(name, test), micro_document(test, {metric[test]: 3000}, params)) for name, test, params in docs]
     [run] = stored(tmp_path, run_docs)
     r = row([run], "rtlinux-rtems-2000", "context_switch")
     p = r.placed[run["id"]]
-    assert p["status"] == status
-    if note:
-        assert note in p["note"]
-    else:
-        assert p["measurement"] == "preempt-timer@idle"
-    # the micro table agrees: the yield ring does not carry the interrupt study's rows
+    assert p["status"] == status and note in p["note"] and "stats" not in p
+    # the micro table agrees: neither the yield ring nor the timer preemption carries
+    # the interrupt study's rows; the timer preemption carries the tire study's
     for mrow in micro_rows([run]):
         studies_beside = {q.source for q in mrow.published}
-        if mrow.test == "switch":
-            assert "rtlinux-rtems-2000" not in studies_beside
+        assert "rtlinux-rtems-2000" not in studies_beside
         if mrow.test == "preempt" and mrow.params.get("event") == "timer":
-            assert {"rtlinux-rtems-2000", "rtos-vs-gpos-tire-2015"} <= studies_beside
+            assert "rtos-vs-gpos-tire-2015" in studies_beside
+
+
+def test_context_switch_sits_beside_ti_sched_of_the_split_wakeup(tmp_path):
+    """With the split, the context-switch rows (idle and loaded) are compared with
+    ti_sched, the interval from the interrupt to the thread running, while the same
+    run's preempt --event timer stays a different method."""
+    idle = (job("interrupt-latency@idle", "latency"), split_latency())
+    loaded = (job("interrupt-latency@ping-tcp", "latency", "ping-tcp"), split_latency(2))
+    pre = (job("context-switch@idle", "preempt"), micro_document("preempt", {"preempt": 3000}, {"event": "timer"}))
+    [run] = stored(tmp_path, [idle, loaded, pre])
+    for cond, name, m in (("idle", "interrupt-latency@idle", run["measurements"][0]),
+                          ("loaded", "interrupt-latency@ping-tcp", run["measurements"][1])):
+        p = row([run], "rtlinux-rtems-2000", "context_switch", cond).placed[run["id"]]
+        assert p["status"] == "compared" and p["metric"] == "ti_sched" and p["measurement"] == name
+        assert p["stats"]["max"] == pytest.approx(m["metrics"]["ti_sched"]["max"] / 1000)
+        # ti_sched is not ti_irq: the interrupt-latency row of the same wake-up differs
+        irq = row([run], "rtlinux-rtems-2000", "interrupt_latency", cond).placed[run["id"]]
+        assert irq["metric"] == "ti_irq" and irq["stats"]["max"] != p["stats"]["max"]
+
+
+def test_the_tire_studys_preemption_row_is_compared_with_the_timer_preemption(tmp_path):
+    pre = [(job("preemption@idle", "preempt"), micro_document("preempt", {"preempt": 3000}, {"event": "timer"}))]
+    sem = [(job("preemption@idle", "preempt"), micro_document("preempt", {"preempt": 3000}, {"event": "sem"}))]
+    a, b = stored(tmp_path, pre, sem)
+    r = row([a, b], "rtos-vs-gpos-tire-2015", "preemption")
+    assert r.placed[a["id"]]["status"] == "compared"
+    assert r.placed[b["id"]]["status"] == "different method"
+
+
+def test_the_shipped_tire_profiles_run_the_compared_preemption():
+    """The profile runs what the matcher compares (it did not: the row was never compared)."""
+    from rtgauge.profiles import load_profile
+    for name in ("tire-study", "tire-study-quick"):
+        jobs = [j for j in load_profile(name).jobs if j.test == "preempt"]
+        assert jobs and all(j.options.get("event") == "timer" for j in jobs), name
+
+
+def test_a_max_of_fewer_samples_is_marked_not_comparable(tmp_path):
+    """A maximum is comparable only at a comparable sample count: 3,000 samples beside the
+    interrupt study's 2,000,000 are marked, 1,500,000 are not; averages stay compared."""
+    small = [(job("latency@idle", "latency"), split_latency())]
+    big_doc = split_latency()
+    big_doc["metrics"]["ti_irq"]["count"] = 1_500_000
+    big = [(job("latency@idle", "latency"), big_doc)]
+    a, b = stored(tmp_path, small, big)
+    r = row([a, b], "rtlinux-rtems-2000", "interrupt_latency")
+    pa, pb = r.placed[a["id"]], r.placed[b["id"]]
+    assert pa["status"] == "compared" and pa["max_comparable"] is False
+    assert "not comparable" in pa["max_note"] and "2,000,000" in pa["max_note"]
+    assert pb["max_comparable"] is True and "max_note" not in pb
+    html = section(render([a]), "published")
+    assert "max of 3,000 samples beside maxima of 2,000,000: not comparable" in html
+
+
+def test_published_cyclictest_figures_sit_beside_the_cyclictest_run(tmp_path):
+    """The cyclictest study's cyclictest rows go beside the profile's cyclictest run, the
+    Xenomai latency tool's beside the engine's latency."""
+    eng = latency_document(seed=1)
+    ct = latency_document(seed=2)
+    ct["tool"] = "cyclictest"
+    [run] = stored(tmp_path, [(job("latency@idle", "latency"), eng),
+                              (job("latency@idle/cyclictest", "latency", tool="cyclictest"), ct)])
+    p = row([run], "xenomai3-arm-2016", "cyclictest").placed[run["id"]]
+    assert p["status"] == "compared" and p["tool"] == "cyclictest"
+    assert p["measurement"] == "latency@idle/cyclictest"
+    u = row([run], "xenomai3-arm-2016", "xenomai_latency_user").placed[run["id"]]
+    assert u["tool"] == "engine" and u["measurement"] == "latency@idle"
 
 
 def test_clock_tick_duration_sits_beside_tick_gaps_not_host_stalls(tmp_path):
@@ -213,7 +278,8 @@ def test_real_engine_runs_place_the_interrupt_rows_beside_ti_irq(tmp_path, run_e
     assert irq["stats"]["max"] == pytest.approx(r.doc["metrics"]["ti_irq"]["max"] / 1000)
     assert irq["stats"]["stddev"] == pytest.approx(r.doc["metrics"]["ti_irq"]["stddev"] / 1000)
     ctx = row([run], "rtlinux-rtems-2000", "context_switch").placed[run_id]
-    assert ctx["status"] == "different method"
+    assert ctx["status"] == "compared" and ctx["metric"] == "ti_sched"      # the split wake-up
+    assert ctx["stats"]["max"] == pytest.approx(r.doc["metrics"]["ti_sched"]["max"] / 1000)
     clk = row([run], "qnx65-vs-linux-rt-2012", "CLK-P-DUR clock tick duration").placed[run_id]
     if t.doc["periodicity"]["config_hz"]:
         assert clk["status"] == "compared" and clk["metric"] == "tick_gap"
@@ -238,3 +304,63 @@ def test_real_engine_runs_place_the_interrupt_rows_beside_ti_irq(tmp_path, run_e
     assert cmp.returncode == 0, cmp.stderr
     assert "interrupt-latency / context-switch study" in cmp.stdout and "RTEMS native" in cmp.stdout
     assert place(run, METHODS["context_switch"], "ping-tcp")["status"] == "not measured"
+
+
+def _system(realtime: bool, virt: str | None = None) -> dict:
+    from test_report_builders import SYSTEM
+    return dict(SYSTEM, realtime=realtime, preempt_model="PREEMPT_RT" if realtime else "full",
+                virtualisation=virt)
+
+
+def _latency_run(url, median_ns, spike_ns, realtime, virt=None, cpu_scale=1.5):
+    docs = [(job("latency@idle", "latency"), latency_document(median_ns=median_ns, spike_ns=spike_ns)),
+            (job("latency@cpu", "latency", "cpu"),
+             latency_document(median_ns=median_ns * cpu_scale, spike_ns=spike_ns, seed=3))]
+    return store_run(url, docs, system=_system(realtime, virt))
+
+
+def test_conclusions_are_checked_per_run_and_across_systems(tmp_path):
+    """The cyclictest study's findings: one run decides 'the stressor raises the
+    average'; 'PREEMPT_RT below mainline' needs both kinds, and is not drawn from a
+    virtualised system. Both outcomes of each check are reachable."""
+    from rtgauge.analysis.conclusions import check_conclusions
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    rt = _latency_run(url, 8000, 40000, True)
+    gp = _latency_run(url, 9000, 900000, False)
+    flat = _latency_run(url, 9000, 30000, False, cpu_scale=0.7)     # cpu not worse: the check fails
+    vm = _latency_run(url, 9000, 900000, False, virt="kvm")
+    with open_store(url) as s:
+        rt, gp, flat, vm = (s.get_run(i) for i in (rt, gp, flat, vm))
+    src = {"xenomai3-arm-2016"}
+    one = {c.conclusion.key: c for c in check_conclusions([rt], src)}
+    assert one["stressed-average-worse"].status == "holds"
+    assert one["rt-below-mainline"].status == "needs a second system"
+    assert {c.conclusion.key: c for c in check_conclusions([flat], src)}["stressed-average-worse"].status \
+        == "does not hold"
+    both = {c.conclusion.key: c for c in check_conclusions([rt, gp], src)}
+    assert both["rt-below-mainline"].status == "holds"
+    # swap the roles: the 'real-time' run with the larger worst case fails the check
+    swapped = {c.conclusion.key: c for c in check_conclusions(
+        [dict(rt, system=_system(False)), dict(gp, system=_system(True))], src)}
+    assert swapped["rt-below-mainline"].status == "does not hold"
+    assert {c.conclusion.key: c for c in check_conclusions([rt, vm], src)}["rt-below-mainline"].status == "emulated"
+    html = section(render([rt, gp]), "published")
+    assert "conclusions, checked on these runs" in html and "worst case is far below mainline" in html
+
+
+def test_the_interrupt_studys_conclusions_on_split_runs(tmp_path):
+    from rtgauge.analysis.conclusions import check_conclusions
+    idle = (job("interrupt-latency@idle", "latency"), split_latency())
+    loaded_doc = split_latency(2)
+    loaded_doc["metrics"]["ti_irq"] = distribution([1500 + (k * 37) % 900 for k in range(2999)] + [90000])
+    loaded = (job("interrupt-latency@ping-tcp", "latency", "ping-tcp"), loaded_doc)
+    [run] = stored(tmp_path, [idle, loaded])
+    got = {c.conclusion.key: c for c in check_conclusions([run], {"rtlinux-rtems-2000"})}
+    # ti_irq idle: values 1500..2399, avg ~1950 -> avg/max ~0.81: not an order of magnitude
+    assert got["averages-tenth-of-maxima"].status == "does not hold"
+    assert got["loaded-worse-than-idle"].status == "holds"       # 90 µs against 2.4 µs
+    out = subprocess.run([sys.executable, "-m", "rtgauge", "show", str(run["id"]), "--json", "--db",
+                          f"sqlite:///{tmp_path / 'r.db'}"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    keys = {c["key"]: c["status"] for c in json.loads(out.stdout)["published"]["conclusions"]}
+    assert keys["loaded-worse-than-idle"] == "holds"

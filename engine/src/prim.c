@@ -120,12 +120,6 @@ int rtg_cond_init(pthread_cond_t *c)
     return rc;
 }
 
-int rtg_cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, int64_t deadline_ns)
-{
-    struct timespec dl = rtg_ns_timespec(deadline_ns);
-    return pthread_cond_timedwait(c, m, &dl);
-}
-
 /* ---- locks ---- */
 
 const char *rtg_lock_name(rtg_prim kind)

@@ -58,7 +58,6 @@ int rtg_sem_wait_until(sem_t *s, int64_t deadline_ns);   /* 0, ETIMEDOUT or errn
 
 /* ---- condition variable ---- */
 int rtg_cond_init(pthread_cond_t *c);                /* on CLOCK_MONOTONIC; 0 or error */
-int rtg_cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, int64_t deadline_ns);
 
 /* ---- futex (prim_futex.c, only with RTG_HAVE_FUTEX) ---- */
 /* Sleep while *w == expected (spurious returns possible: recheck). */

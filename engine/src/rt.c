@@ -132,6 +132,12 @@ int rtg_allowed_cpus(int *cpus, int max)
     cpus[0] = rtg_online_cpus() == 1 ? 0 : -1;
     return 1;
 }
+
+int rtg_confine_cpus(const int *cpus, int n, char *err, size_t errlen)
+{
+    (void)cpus, (void)n, (void)err, (void)errlen;   /* no affinity in POSIX: the system places threads */
+    return 0;
+}
 #else
 int rtg_pin_cpu(int cpu, char *err, size_t errlen)
 {
@@ -142,6 +148,26 @@ int rtg_pin_cpu(int cpu, char *err, size_t errlen)
     if (rc != 0) {
         snprintf(err, errlen, "could not pin a thread to CPU %d (%s); choose a CPU this process may use.",
                  cpu, strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* Confine the calling thread (and the threads it starts later) to cpus[0..n), each
+ * free to run on any of them: the scheduler places them, nothing is pinned. */
+int rtg_confine_cpus(const int *cpus, int n, char *err, size_t errlen)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int i = 0; i < n; i++)
+        if (cpus[i] >= 0 && cpus[i] < CPU_SETSIZE)
+            CPU_SET(cpus[i], &set);
+    if (CPU_COUNT(&set) == 0)
+        return 0;
+    int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    if (rc != 0) {
+        snprintf(err, errlen, "could not confine the threads to the CPUs given (%s); choose CPUs this "
+                 "process may use.", strerror(rc));
         return -1;
     }
     return 0;

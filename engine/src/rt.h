@@ -35,6 +35,8 @@ int rtg_spawn_thread(pthread_t *th, rtg_policy policy, int priority, int cpu, si
 int rtg_pin_cpu(int cpu, char *err, size_t errlen);
 /* CPUs the process may run on, ascending; returns count. */
 int rtg_allowed_cpus(int *cpus, int max);
+/* Confine the calling thread and those it starts to cpus[0..n) without pinning any to one. */
+int rtg_confine_cpus(const int *cpus, int n, char *err, size_t errlen);
 
 /* mlockall(MCL_CURRENT|MCL_FUTURE); 0 or -1 (errno kept). */
 int rtg_lock_memory(void);

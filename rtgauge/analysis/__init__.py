@@ -26,11 +26,6 @@ def latency_row(m: Measurement | dict) -> dict | None:
     }
 
 
-def is_fallback(m: Measurement | dict) -> bool:
-    """True when the measurement ran without the real-time policy it asked for."""
-    return as_measurement(m).fallback
-
-
 def is_latency_measurement(m: Measurement | dict) -> bool:
     """A wake-up latency job (ours or the cyclictest cross-check), not a tire or
     microbenchmark run that also happens to record Ti."""

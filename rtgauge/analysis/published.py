@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from rtgauge.analysis.records import Measurement, Metric, Run, as_run
 from rtgauge.published import Published, load_published
 
-# (engine test, metric, options that must match)
-Target = tuple[str, str, dict]
+# (engine test, metric, options that must match[, tool]): the tool is "engine" unless a
+# fourth element names another (the cyclictest study's figures are cyclictest's own)
+Target = tuple
 
 
 @dataclass(frozen=True)
@@ -40,17 +41,26 @@ class Method:
 
 IRQ_NEAR = (("latency", "ti", {}, "different method: timer-to-thread wake-up, not interrupt latency "
              "(run the latency test with --split for ti_irq)"),)
-LATENCY = Method("wake-up latency", "timer expiry to the measuring thread running (cyclictest)",
+LATENCY = Method("wake-up latency", "timer expiry to the measuring thread running (the Xenomai latency tool)",
                  "latency ti: deadline to the thread running", (("latency", "ti", {}),))
+# the cyclictest study's cyclictest rows sit beside the cyclictest run the profile makes
+# (the same tool, its own clock reads and its own histogram); the engine's latency is
+# the fallback where no cyclictest ran
+CYCLICTEST = Method("wake-up latency", "timer expiry to the measuring thread running (cyclictest)",
+                    "cyclictest on the same settings; rtgauge's latency ti where cyclictest did not run",
+                    (("latency", "ti", {}, "cyclictest"), ("latency", "ti", {})))
 IRQ = Method("interrupt latency", "timer expiry to its interrupt handler",
              "latency --split ti_irq: deadline to the timer interrupt handling the thread's timer",
              (("latency", "ti_irq", {}),), IRQ_NEAR)
 CONTEXT = Method("interrupt to top-priority task",
-                 "an interrupt handler posts a semaphore; the top-priority task runs",
-                 "preempt --event timer: the timer interrupt wakes the higher-priority thread, which preempts "
-                 "the running one (t1 - deadline)",
-                 (("preempt", "preempt", {"event": "timer"}),),
-                 (("preempt", "preempt", {"event": "sem"},
+                 "from the interrupt handler releasing a semaphore to the top-priority task running",
+                 "latency --split ti_sched: from the timer interrupt handling the thread's timer to the thread "
+                 "running (the wake-up's scheduling part)",
+                 (("latency", "ti_sched", {}),),
+                 (("preempt", "preempt", {"event": "timer"},
+                   "different method: timed from the timer's deadline, so it includes the interrupt latency "
+                   "(run the latency test with --split for ti_sched)"),
+                  ("preempt", "preempt", {"event": "sem"},
                    "different method: the semaphore is posted by a running thread, no interrupt in the path"),
                   ("switch", "switch", {"threads": 2},
                    "different method: equal-priority threads yielding, nothing posted")))
@@ -80,7 +90,7 @@ METHODS: dict[str, Method] = {
     "interrupt_latency": IRQ,
     "context_switch": CONTEXT,
     # the cyclictest study
-    "cyclictest": LATENCY,
+    "cyclictest": CYCLICTEST,
     "xenomai_latency_user": LATENCY,
     "xenomai_latency_kernel": Method("wake-up latency", "timer expiry to a kernel-space task running", "",
                                      unmatched="different method: a kernel-space task; rtgauge measures "
@@ -129,13 +139,20 @@ class Study:
     title: str
     stats: tuple[str, ...]        # the statistics the study gives, in its order
     layout: str                   # how a cell reads: "min/avg/max", "max (avg±σ)", "avg/max", "max"
+    samples: int | None = None    # samples behind each published maximum, where the study states it
+    samples_source: str = ""      # where it says so
 
+
+# A maximum grows with the number of samples it is the largest of: a measured maximum
+# sits beside a published one as comparable only when it rests on at least this share
+# of the published sample count (docs/studies.md, "Comparable maxima").
+COMPARABLE_SHARE = 0.5
 
 STUDIES = (
     Study("xenomai3-arm-2016", "The cyclictest study (mainline, PREEMPT_RT, Xenomai 2 and 3)",
-          ("min", "avg", "max"), "min / avg / max"),
+          ("min", "avg", "max"), "min / avg / max", 1_000_000, "about 1,000,000 samples a run (section 2.1.3)"),
     Study("rtlinux-rtems-2000", "The interrupt-latency / context-switch study (RTLinux, RTEMS, VxWorks)",
-          ("max", "avg", "stddev"), "max (avg ± σ)"),
+          ("max", "avg", "stddev"), "max (avg ± σ)", 2_000_000, "2,000,000 timer interrupts at 4 kHz (section 3.2)"),
     Study("qnx65-vs-linux-rt-2012", "The independent RTOS evaluation (QNX Neutrino 6.5, Linux-rt)",
           ("avg", "max"), "avg / max"),
     Study("rtos-vs-gpos-tire-2015", "The tire-model study's microbenchmarks (RTAI, Xenomai, PREEMPT_RT, Linux)",
@@ -143,15 +160,20 @@ STUDIES = (
 )
 
 
-def published_for(test: str, metric: str, params: dict | None = None, condition: str = "idle") -> list[Published]:
+def tool_of(target: tuple) -> str:
+    return target[3] if len(target) > 3 else "engine"
+
+
+def published_for(test: str, metric: str, params: dict | None = None, condition: str = "idle",
+                  tool: str = "engine") -> list[Published]:
     """Published rows whose method matches what (test, metric, params, condition) measures."""
     out = []
     for p in load_published():
         method = method_of(p.test)
         if method is None or our_condition(p) != condition:
             continue
-        if any(t == test and m == metric and params_match(params or {}, want, DEFAULTS.get(test))
-               for t, m, want in method.match):
+        if any(target[0] == test and target[1] == metric and tool_of(target) == tool
+               and params_match(params or {}, target[2], DEFAULTS.get(test)) for target in method.match):
             out.append(p)
     return out
 
@@ -172,8 +194,9 @@ DEFAULTS = {"preempt": {"event": "sem"}, "switch": {"threads": 2}, "shuffle": {"
 def find(run: Run | dict, target: tuple, condition: str) -> tuple[Measurement, Metric] | None:
     """(measurement, metric) of run for (test, metric, params) under condition."""
     test, metric, want = target[:3]
+    tool = tool_of(target)
     for m in as_run(run).measurements:
-        if m.test != test or not m.ok or (m.condition or "idle") != condition or m.tool != "engine":
+        if m.test != test or not m.ok or (m.condition or "idle") != condition or m.tool != tool:
             continue
         if not params_match(m.params, want, DEFAULTS.get(test)):
             continue
@@ -199,7 +222,7 @@ def place(run: Run | dict, method: Method, condition: str | None) -> dict:
         if hit:
             m, dist = hit
             return {"status": "compared", "measurement": m.name, "test": target[0], "metric": target[1],
-                    "condition": condition, "stats": stats_of(dist)}
+                    "tool": tool_of(target), "condition": condition, "stats": stats_of(dist)}
     for test, metric, params, why in method.near:
         hit = find(run, (test, metric, params), condition)
         if hit:
@@ -208,6 +231,21 @@ def place(run: Run | dict, method: Method, condition: str | None) -> dict:
     if method.unmatched:
         return {"status": "different method", "note": method.unmatched}
     return {"status": "not measured", "condition": condition}
+
+
+def comparability(placed: dict, study: Study) -> dict:
+    """A compared placement with whether its maximum is comparable with the study's:
+    only at a comparable sample count (COMPARABLE_SHARE of the study's). Averages and
+    minima settle quickly; the maximum keeps growing with the run's length."""
+    if placed.get("status") != "compared" or not study.samples:
+        return placed
+    count = (placed.get("stats") or {}).get("count") or 0
+    ok = count >= COMPARABLE_SHARE * study.samples
+    placed = dict(placed, published_samples=study.samples, max_comparable=ok)
+    if not ok:
+        placed["max_note"] = (f"max of {count:,} samples beside maxima of {study.samples:,}: not comparable "
+                              "(a maximum grows with the number of samples; run the full profile)")
+    return placed
 
 
 @dataclass
@@ -234,7 +272,7 @@ def study_rows(study: Study, runs: list[Run | dict]) -> list[Row]:
         if row is None:
             row = rows[key] = Row(p.test, p.condition, our_condition(p), method)
             for run in runs:
-                row.placed[run.id] = place(run, method, row.our_condition)
+                row.placed[run.id] = comparability(place(run, method, row.our_condition), study)
         row.published.setdefault(p.system, {})[p.statistic] = p
     groups: list[str] = []
     for r in rows.values():

@@ -88,43 +88,48 @@ def map_keys(points: list[TirePoint]) -> list[tuple[str, float]]:
     return sorted(keys, key=lambda k: (k[0] != "realtime", not same_period(k[1], HEADLINE_PERIOD_MS), -k[1]))
 
 
-def map_cells(points: list[TirePoint], period_ms: float = HEADLINE_PERIOD_MS, mode: str | None = None,
-              soft: bool = False) -> dict:
-    """{(solver, policy): {(threads, masses): misses}} for the runs at period_ms (of
-    MODE, or of realtime and pretest alike). A point run more than once shows its
-    best run: the sweep repeats a late probe so that one host stall does not decide
-    (docs/tire.md). soft: only runs whose miss count is whole (run to the end)."""
+def map_attempts(points: list[TirePoint], period_ms: float = HEADLINE_PERIOD_MS, mode: str | None = None,
+                 soft: bool = False) -> dict:
+    """{(solver, policy): {(threads, masses): [misses of each run, in the order run]}}
+    for the runs at period_ms (of MODE, or of realtime and pretest alike). soft: only
+    runs whose miss count is whole (run to the end)."""
     grid: dict = {}
     for p in points:
         if p.mode == "realfast" or (mode and p.mode != mode) or not same_period(p.period_ms, period_ms) \
                 or p.misses is None or (soft and not p.complete):
             continue
-        cell = grid.setdefault((p.solver, p.policy), {})
-        key = (p.threads, p.masses)
-        cell[key] = min(cell.get(key, p.misses), p.misses)
+        grid.setdefault((p.solver, p.policy), {}).setdefault((p.threads, p.masses), []).append(p.misses)
     return grid
 
 
-def realtime_grid(points: list[TirePoint], period_ms: float = HEADLINE_PERIOD_MS) -> dict:
-    """The hard map's cells at period_ms (map_cells of every run at that period)."""
-    return map_cells(points, period_ms)
+def map_cells(points: list[TirePoint], period_ms: float = HEADLINE_PERIOD_MS, mode: str | None = None,
+              soft: bool = False) -> dict:
+    """{(solver, policy): {(threads, masses): misses}}. A point run more than once (the
+    sweep repeats a late probe to show whether its misses recur) is late on the hard
+    map when ANY run missed (its largest count); the soft map shows its first run's
+    count (the repeats are in map_attempts, shown apart). Nothing is smoothed away."""
+    pick = (lambda runs: runs[0]) if soft else max
+    return {k: {cell: pick(runs) for cell, runs in cells.items()}
+            for k, cells in map_attempts(points, period_ms, mode, soft).items()}
 
 
 def hard_rt_limits(points: list[TirePoint], period_ms: float | None = None) -> list[dict]:
-    """Per period, solver, policy and thread count of the real-time runs: the largest n
-    with zero misses, the smallest n above it that missed (where hard real-time was
-    lost) and whether every size tried held. period_ms None: every period measured."""
+    """Per period, solver, policy and thread count of the real-time runs: the smallest n
+    that missed (where hard real-time was lost), the largest n below it with zero
+    misses (held up to), the sizes above the loss that held again (a sporadic loss),
+    and whether every size tried held. period_ms None: every period measured."""
     out = []
     periods = [period_ms] if period_ms is not None else [k[1] for k in map_keys(points) if k[0] == "realtime"]
     for period in periods:
         for (solver, policy), cells in sorted(map_cells(points, period, "realtime").items()):
             for threads in sorted({t for t, _ in cells}):
                 row = sorted((n, misses) for (t, n), misses in cells.items() if t == threads)
-                held = [n for n, misses in row if misses == 0]
+                lost = next((n for n, misses in row if misses > 0), None)
+                held = [n for n, misses in row if misses == 0 and (lost is None or n < lost)]
                 best = max(held) if held else None
-                lost = min((n for n, misses in row if misses > 0 and (best is None or n > best)), default=None)
                 out.append({"solver": solver, "policy": policy, "threads": threads, "period_ms": period,
                             "max_masses": best, "lost_at": lost, "points": len(row),
+                            "held_above_lost": [n for n, misses in row if misses == 0 and lost and n > lost],
                             "all_held": all(misses == 0 for _, misses in row)})
     return out
 
@@ -172,6 +177,7 @@ def headline_limits(run: Run | dict) -> list[dict]:
             x["lost_at"] = grid_lost if (grid_lost or 0) > (x["max_masses"] or 0) else None
         if not x["lost_at"] and x["max_masses"] is None:
             x["all_held"] = False
+        x["held_above_lost"] = found[k].get("held_above_lost", []) if k in found else []
         found[k] = x
     return [found[k] for k in sorted(found)]
 
@@ -185,9 +191,12 @@ def period_text(period_ms: float | None) -> str:
 
 
 def held_text(lim: dict) -> str:
-    """What the headline adds after the size: where it was lost, or that nothing lost it."""
+    """What the headline adds after the size: where it was lost (and any size above
+    that held again: the loss was sporadic), or that nothing lost it."""
     if lim.get("lost_at"):
-        return f"lost at {lim['lost_at']:,}"
+        again = lim.get("held_above_lost") or []
+        return f"lost at {lim['lost_at']:,}" + (f"; held again at {', '.join(f'{n:,}' for n in again)}"
+                                                   if again else "")
     if lim.get("all_held") and lim.get("max_masses"):
         return "held at every size tried"
     return ""
@@ -251,8 +260,23 @@ def published_cost_term(name: str) -> Published | None:
 
 
 def published_hard_limits() -> list[Published]:
-    """The published hard real-time limits of the tire model (largest n, per system and threads)."""
+    """The published hard real-time limits of the tire model (per system and threads)."""
     return [p for p in tire_published() if p.test.startswith("tire_hard_rt")]
+
+
+# What each published limit is (the study, section 4.4 and Figs. 9-10): for Xenomai the
+# largest size that held hard real time; for Linux the size at which it was lost. The
+# two are different figures and never share a label.
+PUBLISHED_LIMIT_KIND = {"Xenomai": "held up to", "Linux": "lost at"}
+
+
+def published_limit_kind(p: Published) -> str:
+    return next((kind for name, kind in PUBLISHED_LIMIT_KIND.items() if p.system.startswith(name)), "held up to")
+
+
+def published_limit_threads(p: Published) -> str:
+    """'any', '1', '12 (one per logical CPU)'."""
+    return p.test.split("threads=")[-1]
 
 
 def steps_label(steps: set) -> str:
@@ -272,6 +296,7 @@ def tire_summary(run: dict) -> dict:
     maps = []
     for mode, period in map_keys(points):
         hard, soft = map_cells(points, period, mode), map_cells(points, period, mode, soft=True)
+        runs = map_attempts(points, period, mode)
         for solver, policy in sorted(hard):
             pts = [p for p in points if p.mode == mode and same_period(p.period_ms, period)
                    and p.solver == solver and p.policy == policy]
@@ -279,7 +304,8 @@ def tire_summary(run: dict) -> dict:
                          "steps": sorted({p.steps_asked or p.steps for p in pts if p.steps_asked or p.steps}),
                          "cells": [{"threads": t, "masses": n, "misses": v,
                                     "hard_realtime": v == 0,
-                                    "soft_misses": soft.get((solver, policy), {}).get((t, n))}
+                                    "soft_misses": soft.get((solver, policy), {}).get((t, n)),
+                                    "attempts": runs.get((solver, policy), {}).get((t, n), [])}
                                    for (t, n), v in sorted(hard[(solver, policy)].items())]})
     curves = [{"solver": solver, "policy": policy, "threads": t,
                "points": [{"masses": n, "wall_s": w} for n, w in pts]}

@@ -17,7 +17,8 @@ predict the step time of the others:
     Ts_pred = r·(ops·Tipc + (2e+1)·Tspring + e·Tmass) + Nswitch·Tswitch
 
 with r = ceil(threads / CPUs) the shares one CPU runs in sequence (threads are
-pinned round-robin) and Nswitch the context switches of all solver threads per
+pinned round-robin; for the paper's solver r = 1: each thread's Ts is its own
+share, timed from when it runs, and the wait for its CPU is its Ti) and Nswitch the context switches of all solver threads per
 step divided by the CPUs used (what one CPU goes through per step). The
 measured Ts is the median step time (the mean of a short run is pulled by a
 single host stall; both are kept)."""
@@ -49,6 +50,8 @@ class CostPoint:
     t_mass: float
     t_ipc: float
     share_ns: float          # the slowest share's timed phases (medians over the sampled steps)
+    ts_p99_ns: float | None = None
+    solver: str = "locked"
 
     @property
     def label(self) -> str:
@@ -75,9 +78,11 @@ def cost_point(doc: dict) -> CostPoint | None:
         slept = steps if mode != "realfast" else 0
         switches = int(m["nvcsw"]["value"]) + int(m["nivcsw"]["value"])
         nsw = max(0, switches - slept) / steps / cpus
+        p99 = ts.get("p99")
         return CostPoint(n, k, str(p.get("policy") or "?"), mode,
                          None if p.get("period_ms") is None else float(p["period_ms"]),
-                         cpus, e, 6 * e + 4, nsw, float(ts.get("p50", ts["avg"])), float(ts["avg"]), *vals)
+                         cpus, e, 6 * e + 4, nsw, float(ts.get("p50", ts["avg"])), float(ts["avg"]), *vals,
+                         ts_p99_ns=None if p99 is None else float(p99), solver=str(p.get("solver") or "locked"))
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         return None
 
@@ -88,7 +93,8 @@ def tswitch_in_run(p: CostPoint) -> float | None:
     the run made no switch."""
     if p.nswitch <= 0:
         return None
-    return (p.ts_median_ns - math.ceil(p.threads / p.cpus) * p.share_ns) / p.nswitch
+    r = 1 if p.solver == "paper" else math.ceil(p.threads / p.cpus)
+    return (p.ts_median_ns - r * p.share_ns) / p.nswitch
 
 
 def constants(points: list[CostPoint]) -> dict:
@@ -105,9 +111,17 @@ def constants(points: list[CostPoint]) -> dict:
 def predict(pt: CostPoint, const: dict, tswitch_ns: float | None) -> float:
     """Ts predicted for pt's configuration from constants measured elsewhere."""
     c = {k: const[k]["median"] for k in CONSTANTS}
-    r = math.ceil(pt.threads / pt.cpus)
+    # locked: the driver's Ts is the whole step, r shares in sequence on a CPU; paper:
+    # each thread's Ts is its own share from when it runs (waiting for the CPU is Ti)
+    r = 1 if pt.solver == "paper" else math.ceil(pt.threads / pt.cpus)
     share = pt.lock_ops * c["Tipc"] + (2 * pt.e + 1) * c["Tspring"] + pt.e * c["Tmass"]
     return r * share + pt.nswitch * (tswitch_ns or 0.0)
+
+
+def tail_factor(points: list[CostPoint]) -> float | None:
+    """The median p99/p50 ratio of the step time over points, or None."""
+    v = [p.ts_p99_ns / p.ts_median_ns for p in points if p.ts_p99_ns and p.ts_median_ns > 0]
+    return float(np.median(v)) if v else None
 
 
 def tswitch_of(points: list[CostPoint]) -> float | None:
@@ -126,17 +140,23 @@ def evaluate(train: list[CostPoint], held_out: list[CostPoint], tswitch_micro_ns
         return {"constants": None, "predictions": [], "median_error": None}
     const = constants(train)
     tsw = tswitch_of(train)
+    tail = tail_factor(train)
     rows = []
     for p in held_out:
         pred = predict(p, const, tsw)
-        row = {"masses": p.masses, "threads": p.threads, "policy": p.policy, "e": p.e,
+        row = {"masses": p.masses, "threads": p.threads, "policy": p.policy, "solver": p.solver, "e": p.e,
                "nswitch": p.nswitch, "measured_ns": p.ts_median_ns, "mean_ns": p.ts_mean_ns,
-               "predicted_ns": pred, "error": abs(pred - p.ts_median_ns) / p.ts_median_ns}
+               "predicted_ns": pred, "error": abs(pred - p.ts_median_ns) / p.ts_median_ns,
+               "measured_p99_ns": p.ts_p99_ns, "predicted_p99_ns": None if tail is None else pred * tail}
+        row["p99_error"] = (abs(row["predicted_p99_ns"] - p.ts_p99_ns) / p.ts_p99_ns
+                            if row["predicted_p99_ns"] is not None and p.ts_p99_ns else None)
         if tswitch_micro_ns is not None:
             row["predicted_micro_ns"] = predict(p, const, tswitch_micro_ns)
         rows.append(row)
-    out = {"constants": const, "tswitch_ns": tsw, "tswitch_micro_ns": tswitch_micro_ns,
+    p99 = [r["p99_error"] for r in rows if r["p99_error"] is not None]
+    out = {"constants": const, "tswitch_ns": tsw, "tswitch_micro_ns": tswitch_micro_ns, "tail_factor": tail,
            "predictions": rows, "median_error": float(np.median([r["error"] for r in rows])),
+           "median_error_p99": float(np.median(p99)) if p99 else None,
            "train": [p.label for p in train]}
     if tswitch_micro_ns is not None:
         out["median_error_micro"] = float(np.median([abs(r["predicted_micro_ns"] - r["measured_ns"])
@@ -157,13 +177,22 @@ def tswitch_from(measurements: list[dict]) -> float | None:
     return float(np.median(vals)) if vals else None
 
 
+def group_of(p: CostPoint) -> str:
+    """The key a point is modelled under: its policy (the locked solver), or
+    'policy, SOLVER solver'."""
+    return p.policy if p.solver == "locked" else f"{p.policy}, {p.solver} solver"
+
+
 def leave_one_out(points: list[CostPoint], tswitch_micro_ns: float | None = None) -> dict:
-    """Per policy, each configuration predicted from the constants measured in
-    all the others (a run or report has no separate training set); and, keyed
-    "B from A constants", every run of policy B predicted from policy A's."""
+    """Per policy and solver, each configuration predicted from the constants
+    measured in all the others (a run or report has no separate training set);
+    and, keyed "B from A constants", every run of group B predicted from A's."""
     out = {}
-    for policy in sorted({p.policy for p in points}):
-        same = [p for p in points if p.policy == policy]
+    groups: dict[str, list[CostPoint]] = {}
+    for p in points:
+        groups.setdefault(group_of(p), []).append(p)
+    for key in sorted(groups):
+        same = groups[key]
         if len(same) < 2:
             continue
         rows = []
@@ -171,17 +200,17 @@ def leave_one_out(points: list[CostPoint], tswitch_micro_ns: float | None = None
             ev = evaluate(same[:i] + same[i + 1:], [p], tswitch_micro_ns)
             rows.extend(ev["predictions"])
         errors = [r["error"] for r in rows]
-        out[policy] = {"constants": constants(same), "tswitch_ns": tswitch_of(same),
-                       "tswitch_micro_ns": tswitch_micro_ns, "predictions": rows,
-                       "median_error": float(np.median(errors))}
-    # across policies: one policy's constants predict every run of another
+        p99 = [r["p99_error"] for r in rows if r["p99_error"] is not None]
+        out[key] = {"constants": constants(same), "tswitch_ns": tswitch_of(same),
+                    "tswitch_micro_ns": tswitch_micro_ns, "tail_factor": tail_factor(same), "predictions": rows,
+                    "median_error": float(np.median(errors)),
+                    "median_error_p99": float(np.median(p99)) if p99 else None}
+    # across groups: one group's constants predict every run of another
     measured = list(out)
     for src in measured:
         for dst in measured:
             if src != dst:
-                ev = evaluate([p for p in points if p.policy == src], [p for p in points if p.policy == dst],
-                              tswitch_micro_ns)
-                out[f"{dst} from {src} constants"] = ev
+                out[f"{dst} from {src} constants"] = evaluate(groups[src], groups[dst], tswitch_micro_ns)
     return out
 
 

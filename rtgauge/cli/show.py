@@ -94,9 +94,12 @@ def published_json(run: dict) -> dict:
     """What the report shows of the published evaluations for this run: each study's
     rows with the measurement placed beside them (or why not), and the behaviour
     verdicts beside the published ones (rtgauge/analysis/published.py)."""
+    from rtgauge.analysis.conclusions import check_conclusions
     from rtgauge.analysis.published import published_verdicts, studies_json
     verdicts = [dict(v, cells={str(k): c for k, c in v["cells"].items()}) for v in published_verdicts([run])]
-    return {"studies": studies_json([run]), "verdicts": verdicts}
+    studied = studies_json([run])
+    checks = check_conclusions([run], {st["source"] for st in studied})
+    return {"studies": studied, "verdicts": verdicts, "conclusions": [c.to_json() for c in checks]}
 
 
 def tell_abandoned(store) -> None:

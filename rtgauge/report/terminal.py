@@ -128,7 +128,8 @@ def _published_cell(study, stats: dict) -> str:
 def _measured_cell(study, placed: dict) -> str:
     if placed.get("status") == "compared":
         st = placed["stats"]
-        return _layout(study, dict(zip(study.stats, fmt_group([st.get(k) for k in study.stats], dash="-"))))
+        cell = _layout(study, dict(zip(study.stats, fmt_group([st.get(k) for k in study.stats], dash="-"))))
+        return cell + (" [yellow](max: fewer samples)[/]" if placed.get("max_comparable") is False else "")
     if placed.get("status") == "different method":
         return "[dim]" + escape(str(placed.get("note") or "different method")).split(":")[0] + "[/]"
     return "[dim]not measured[/]"
@@ -157,10 +158,15 @@ def print_published(console: Console, runs: list[Run | dict]) -> None:
                 mine.append(_measured_cell(study, placed))
                 if placed.get("status") == "different method" and placed.get("note") not in notes:
                     notes.append(placed.get("note"))
+                if placed.get("max_comparable") is False:
+                    note = (f"fewer samples: a measured max of fewer than {placed['published_samples']:,} samples "
+                            "is not comparable with the published maxima (run the full profile)")
+                    if note not in notes:
+                        notes.append(note)
             table.add_row(escape(row.test), escape(cond), *pub, *mine)
         console.print(table)
         for n in notes:
-            console.print(f"  [dim]{escape(str(n))}; not compared[/]")
+            console.print(f"  [dim]{escape(str(n))}{'' if n.startswith('fewer samples') else '; not compared'}[/]")
     vrows = published_verdicts(runs)
     if vrows:
         table = Table(title="Behaviour verdicts beside the published ones", title_justify="left")

@@ -15,12 +15,16 @@ Per policy and thread count:
    `pretest_steps` steps, run to the end.
 
 Every probe is an engine run stored as its own `tire` measurement, so the maps
-and curves are read back like any tire job's. Holding is assumed monotone in n
-(a bigger tire never costs less per step); noise can break that locally, so the
-hard limit is "the largest n seen to hold with every smaller probe on the way
-holding", not a proof. A late probe is repeated `retries` times and counts as
-late only when every attempt is late (one host stall must not halve the answer);
-every attempt is stored."""
+and curves are read back like any tire job's. The maps report what happened: a
+probe is late when any attempt missed a deadline (a sporadic miss is the finding
+the study is about, not noise to be retried away); a late grid probe is repeated
+`retries` times only to tell a sporadic miss from a systematic one, and every
+attempt is stored and shown. Only the bisection of the hard limit assumes holding
+is monotone in n (between the last grid size that held and the first late one);
+the soft map assumes nothing, and sizes that held above a late one are kept as
+such. The pretest also runs over a thread axis (up to four threads per logical
+CPU) to find the thread ceiling: the fewest threads that miss at the smallest
+model."""
 
 from __future__ import annotations
 
@@ -39,10 +43,28 @@ PRETEST_PERIOD_MS = 0.5     # the engine's --mode pretest (docs/engine.md)
 
 
 def published_thread_counts() -> list[int]:
-    """1, one per physical core, one per logical CPU, two per logical CPU (docs/method.md)."""
+    """1, one per physical core, one per logical CPU, 1.5 and two per logical CPU
+    (the study's thread classes, docs/tire.md)."""
     logical = len(os.sched_getaffinity(0))
     cores = physical_cores() or logical
-    return sorted({1, min(cores, logical), logical, 2 * logical})
+    return sorted({1, min(cores, logical), logical, max(1, round(1.5 * logical)), 2 * logical})
+
+
+# The pretest's thread axis: these counts up to four threads per logical CPU (the study's
+# pretest went to 48 threads on 12 logical CPUs and first missed at 40).
+PRETEST_THREAD_STEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 40, 48, 64, 96, 128)
+
+
+def pretest_thread_counts(threads: list[int]) -> list[int]:
+    """The sweep's thread counts and the pretest's thread axis up to 4 per logical CPU."""
+    top = 4 * len(os.sched_getaffinity(0))
+    return sorted(set(threads) | {t for t in PRETEST_THREAD_STEPS if t <= top})
+
+
+# Pinning is a choice per policy: the study's threads were not pinned under the fair
+# scheduler, where the kernel moves them; FIFO threads are pinned round-robin over the
+# CPUs, a fixed placement as a real-time design would make (docs/tire.md).
+DEFAULT_PIN = {"other": "none", "fifo": "round-robin", "rr": "round-robin"}
 
 
 def physical_cores() -> int | None:
@@ -74,14 +96,16 @@ class SweepSpec:
     period_ms: float = 10.0
     steps: int = STUDY_STEPS         # per probe: 60 s at 100 Hz, the study's
     cpus: str | None = None
-    retries: int = 1                 # a probe is late only when late this many more times too:
-                                     # one host stall must not halve the answer (docs/tire.md)
+    retries: int = 1                 # a late grid probe is run this many more times, to tell a
+                                     # sporadic miss from a systematic one; late if any attempt is
+    pin: dict = field(default_factory=lambda: dict(DEFAULT_PIN))   # policy -> round-robin | none
     soft_until: float = 0.99         # the grid (soft map) ends once a probe misses this share of steps
     realfast: bool = True            # the real-fast curves
     realfast_steps: int = STUDY_STEPS
     pretest: bool = True             # the pretest map
     pretest_steps: int = STUDY_STEPS
     pretest_masses_min: int = 100
+    pretest_thread_axis: bool = True  # the pretest over thread counts too (the thread ceiling)
     time_limit_s: float = 600.0      # per probe: a size far too big for the period stops here
 
     @property
@@ -147,6 +171,7 @@ def probe_args(spec: SweepSpec, masses: int, threads: int, policy: str, mode: st
         args.append("--stop-on-miss")
     if spec.cpus:
         args += ["--cpus", spec.cpus]
+    args += ["--pin", spec.pin.get(policy, "round-robin")]
     return args
 
 
@@ -200,18 +225,27 @@ class Prober:
         return doc
 
     def realtime(self, masses: int, threads: int, policy: str, mode: str = "realtime",
-                 stop_on_miss: bool = False) -> dict:
-        """A realtime/pretest probe, repeated while late (up to `retries` more times);
-        the best attempt (fewest misses). A run that missed nearly every step
-        (`soft_until`) is not repeated: no host stall explains that."""
-        best = None
-        for attempt in range(1 + self.spec.retries):
+                 stop_on_miss: bool = False, repeat: bool = True) -> list[dict]:
+        """A realtime/pretest probe: every attempt's document, in order. A late probe is
+        repeated (up to `retries` more times, when repeat) to show whether its misses
+        recur; it is late whatever the repeats do. A run that missed nearly every step
+        (`soft_until`) is not repeated: it is not sporadic."""
+        attempts = []
+        for attempt in range(1 + (self.spec.retries if repeat else 0)):
             doc = self.run(masses, threads, policy, mode, stop_on_miss, attempt)
-            if best is None or misses_of(doc) < misses_of(best):
-                best = doc
+            attempts.append(doc)
             if holds_realtime(doc) or (not stop_on_miss and misses_of(doc) >= self.spec.soft_until * steps_of(doc)):
                 break
-        return best
+        return attempts
+
+
+def cell_of(masses: int, attempts: list[dict]) -> dict:
+    """A map cell from every attempt: late when any attempt was; the first attempt's
+    misses and the repeats' apart."""
+    first = attempts[0]
+    return {"masses": masses, "misses": misses_of(first), "steps": steps_of(first),
+            "holds": all(holds_realtime(d) for d in attempts),
+            "repeats": [{"misses": misses_of(d), "steps": steps_of(d)} for d in attempts[1:]]}
 
 
 def soft_grid(prober: Prober, threads: int, policy: str, mode: str, lo: int) -> list[dict]:
@@ -219,12 +253,22 @@ def soft_grid(prober: Prober, threads: int, policy: str, mode: str, lo: int) -> 
     spec = prober.spec
     cells = []
     for n in grid_sizes(max(lo, 4 * threads), spec.masses_max, spec.grid_ratio):
-        doc = prober.realtime(n, threads, policy, mode)
-        done = steps_of(doc)
-        cells.append({"masses": n, "misses": misses_of(doc), "steps": done, "holds": holds_realtime(doc)})
-        if done == 0 or misses_of(doc) >= spec.soft_until * done:
+        cell = cell_of(n, prober.realtime(n, threads, policy, mode))
+        cells.append(cell)
+        if cell["steps"] == 0 or cell["misses"] >= spec.soft_until * cell["steps"]:
             break
     return cells
+
+
+def thread_ceiling(rows: dict[int, list[dict]]) -> dict:
+    """From the pretest rows per thread count: the fewest threads whose pretest missed a
+    deadline at its smallest model (the study's "first misses at 40 threads"), and the
+    fewest threads at which most sizes tried missed."""
+    first = next((t for t in sorted(rows) if rows[t] and not rows[t][0]["holds"]), None)
+    mostly = next((t for t in sorted(rows)
+                   if rows[t] and sum(not c["holds"] for c in rows[t]) * 2 > len(rows[t])), None)
+    return {"first_miss_threads": first, "mostly_missing_threads": mostly,
+            "threads_tried": sorted(rows)}
 
 
 def run_sweep(engine: str, spec: SweepSpec, progress: Callable[[str], None] | None = None,
@@ -234,7 +278,9 @@ def run_sweep(engine: str, spec: SweepSpec, progress: Callable[[str], None] | No
     curve and the pretest row. on_doc(doc, label) sees every probe's document."""
     prober = Prober(engine, spec, progress, on_doc)
     rows = []
+    ceilings = []
     for policy in spec.policies:
+        pretest_rows: dict[int, list[dict]] = {}
         for threads in spec.threads:
             grid = soft_grid(prober, threads, policy, "realtime", spec.masses_min)
             probes = [{"masses": c["masses"], "holds": c["holds"]} for c in grid]
@@ -247,14 +293,16 @@ def run_sweep(engine: str, spec: SweepSpec, progress: Callable[[str], None] | No
                 lost = grid[first_late]["masses"]
 
                 def probe(n: int) -> bool:
-                    ok = holds_realtime(prober.realtime(n, threads, policy, stop_on_miss=True))
+                    ok = holds_realtime(prober.realtime(n, threads, policy, stop_on_miss=True, repeat=False)[0])
                     probes.append({"masses": n, "holds": ok})
                     return ok
                 best = narrow(probe, grid[first_late - 1]["masses"], lost,
                               lambda good, bad: midpoint(good, bad, spec.precision))
                 lost = min(p["masses"] for p in probes if not p["holds"] and p["masses"] > best)
+            held_above = sorted(c["masses"] for c in grid if c["holds"] and lost and c["masses"] > lost)
             row = {"threads": threads, "policy": policy, "period_ms": spec.period_ms,
-                   "largest_masses": best, "lost_at": lost, "probes": probes, "soft": grid}
+                   "largest_masses": best, "lost_at": lost, "held_above_lost": held_above,
+                   "probes": probes, "soft": grid}
             if spec.realfast:
                 row["realfast"] = []
                 for c in grid:
@@ -263,9 +311,17 @@ def run_sweep(engine: str, spec: SweepSpec, progress: Callable[[str], None] | No
                         row["realfast"].append({"masses": c["masses"], "steps": steps_of(doc),
                                                 "wall_s": doc["metrics"]["wall_s"]["value"]})
             if spec.pretest:
-                row["pretest"] = soft_grid(prober, threads, policy, "pretest", spec.pretest_masses_min)
+                row["pretest"] = pretest_rows[threads] = soft_grid(prober, threads, policy, "pretest",
+                                                                   spec.pretest_masses_min)
             rows.append(row)
-    return {"spec": dict(spec.__dict__, short=spec.short), "results": rows, "probe_docs": prober.docs}
+        if spec.pretest and spec.pretest_thread_axis:
+            for threads in pretest_thread_counts(spec.threads):
+                if threads not in pretest_rows:
+                    pretest_rows[threads] = soft_grid(prober, threads, policy, "pretest", spec.pretest_masses_min)
+            ceilings.append({"policy": policy, **thread_ceiling(pretest_rows),
+                             "rows": {str(t): r for t, r in sorted(pretest_rows.items())}})
+    return {"spec": dict(spec.__dict__, short=spec.short), "results": rows, "pretest_threads": ceilings,
+            "probe_docs": prober.docs}
 
 
 def sweep_document(result: dict, fit: dict | None) -> dict:
@@ -276,6 +332,10 @@ def sweep_document(result: dict, fit: dict | None) -> dict:
         metrics[f"largest_masses#{tag}"] = {"unit": "masses", "value": r["largest_masses"] or 0}
         if r.get("lost_at"):
             metrics[f"lost_at_masses#{tag}"] = {"unit": "masses", "value": r["lost_at"]}
+    for c in result.get("pretest_threads") or []:
+        if c.get("first_miss_threads"):
+            metrics[f"pretest_thread_ceiling#policy={c['policy']}"] = {"unit": "threads",
+                                                                       "value": c["first_miss_threads"]}
     if fit:
         for name, value in fit["terms_ns"].items():
             metrics[f"fit_{name}"] = {"unit": "ns", "value": value}
@@ -284,6 +344,7 @@ def sweep_document(result: dict, fit: dict | None) -> dict:
     return {"schema": 1, "test": "tire-sweep", "ok": True, "interrupted": False, "params": spec,
             "env": {}, "metrics": metrics, "verdicts": {},
             "sweep": [{k: v for k, v in r.items()} for r in result["results"]],
+            "pretest_threads": result.get("pretest_threads") or [],
             "fit": fit}
 
 
@@ -291,7 +352,7 @@ _SPEC_KEYS = {"masses_min": int, "masses_max": int, "grid_ratio": (int, float), 
               "threads": (list, str), "policies": list, "solver": str, "lock": str,
               "period_ms": (int, float), "steps": int, "cpus": str, "retries": int,
               "soft_until": (int, float), "realfast": bool, "realfast_steps": int, "pretest": bool,
-              "pretest_steps": int, "pretest_masses_min": int,
+              "pretest_steps": int, "pretest_masses_min": int, "pretest_thread_axis": bool, "pin": dict,
               "time_limit_s": (int, float)}
 
 
@@ -319,6 +380,13 @@ def spec_from_table(table: object, where: str) -> SweepSpec:
             raise UserError(f"{where} [tire]: threads must be \"published\" or a list of counts from "
                             f"{threads_opt.min} to {threads_opt.max}.")
         kw["threads"] = sorted(set(threads))
+    if "pin" in kw:
+        pins = tire.option("pin").choices
+        bad = [k for k, v in kw["pin"].items() if k not in policies or v not in pins]
+        if bad:
+            raise UserError(f"{where} [tire]: pin maps a policy ({_either(policies, 'or')}) to "
+                            f"{_either(pins, 'or')}; {bad[0]!r} does not.")
+        kw["pin"] = dict(DEFAULT_PIN, **kw["pin"])
     spec = SweepSpec(**kw)
     checks = [
         (masses.min <= spec.masses_min <= spec.masses_max <= masses.max,
@@ -370,6 +438,13 @@ def sweep_and_store(store, run_id: int, spec: SweepSpec, say: Callable[[str], No
     for r in result["results"]:
         held = f"up to {r['largest_masses']:,} masses" if r["largest_masses"] else "at no size tried"
         lost = f", lost at {r['lost_at']:,}" if r.get("lost_at") else ""
-        say(f"tire, {r['policy']}, {r['threads']} threads: hard real-time {held}{lost} at "
+        above = (f"; held again at {', '.join(f'{n:,}' for n in r['held_above_lost'])}"
+                 if r.get("held_above_lost") else "")
+        say(f"tire, {r['policy']}, {r['threads']} threads: hard real-time {held}{lost}{above} at "
             f"{spec.period_ms:g} ms ({1000 / spec.period_ms:g} Hz)")
+    for c in result.get("pretest_threads") or []:
+        first = c.get("first_miss_threads")
+        say(f"tire pretest, {c['policy']}: " + (f"the first miss at the smallest model with {first} threads"
+                                                  if first else f"no miss at the smallest model up to "
+                                                  f"{max(c['threads_tried'])} threads"))
     return doc

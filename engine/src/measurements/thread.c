@@ -14,11 +14,15 @@
  *                    evaluation defines it; the whole call, child's life
  *                    included, is call_run_terminate. delete = pthread_join of
  *                    the finished child (reaps it).
- *  run-and-block     child one priority above, which runs at once and blocks on
- *                    a semaphore no one posts: create = until the child starts
- *                    running; call_run_block = the whole call (until it blocks);
- *                    delete = pthread_cancel + pthread_join (the child wakes,
- *                    unwinds and exits).
+ *  run-and-block     child one priority above, which runs at once and, as the
+ *                    evaluation's scenario 3 has it, lowers its own priority to
+ *                    one below the creator: it does not end, it stays READY
+ *                    behind the creator. create = until the child starts
+ *                    running; call_run_block = the whole call (until the child
+ *                    steps down); delete = pthread_cancel + pthread_join of that
+ *                    ready thread (it runs once the creator waits, meets its
+ *                    cancellation point and exits). A child whose step down is
+ *                    refused waits on a semaphore instead (blocked, not ready).
  * Every child's wait and every join are bounded by the watchdog's deadline. A
  * never-run child seen running before its deletion is counted in ran_early. */
 #include <errno.h>
@@ -61,7 +65,10 @@ typedef struct {
     struct timespec deadline;
     _Atomic int ran;
     int64_t started_ns;       /* the child's first clock reading */
+    int below_prio;           /* the creator's priority - 1: where a run-and-block child steps down to */
+    bool realtime;            /* the children run at a real-time policy */
     int64_t ran_early;
+    _Atomic int64_t stepped_down; /* run-and-block children that lowered themselves (stayed ready) */
     bool failed;
     rtg_samples create[NSCEN], del[NSCEN], call[NSCEN];
 } ttest;
@@ -79,6 +86,14 @@ static void *child_block(void *p)
     ttest *t = p;
     t->started_ns = rtg_mono_ns();
     atomic_store_explicit(&t->ran, 1, memory_order_relaxed);
+    if (t->realtime && pthread_setschedprio(pthread_self(), t->below_prio) == 0) {
+        atomic_fetch_add(&t->stepped_down, 1);
+        /* ready behind the creator until it cancels us; bounded by the watchdog's deadline */
+        int64_t end = (int64_t)t->deadline.tv_sec * 1000000000LL + t->deadline.tv_nsec;
+        while (rtg_mono_ns() < end)
+            pthread_testcancel();
+        return NULL;
+    }
     while (rtg_sem_clockwait_mono(&t->never, &t->deadline) == -1 && errno == EINTR)
         ;
     return NULL;
@@ -159,6 +174,8 @@ static int init_ttest(ttest *t, const rtg_opts *o, const rtg_bench *b)
         t->want[sc] = strcmp(which, "all") == 0 || strcmp(which, scen_names[sc]) == 0;
     size_t stack = (size_t)rtg_opt_int(o, "stack-kib");
     child_attr(&t->below, b, b->priority - 1, stack);
+    t->below_prio = b->priority - 1;
+    t->realtime = true;       /* the children's attributes are always SCHED_FIFO or SCHED_RR */
     child_attr(&t->above, b, b->priority + 1, stack);
     sem_init(&t->never, 0, 0);
     t->deadline = rtg_ns_timespec(b->deadline_ns);
@@ -211,10 +228,13 @@ static int thread_run(const rtg_opts *o, rtg_result *res)
             }
         if (t.want[NEVER_RUN])
             rtg_j_set(res->metrics, "ran_early", rtg_j_scalar_int(t.ran_early, "count"));
+        if (t.want[RUN_BLOCK])
+            rtg_j_set(res->metrics, "stepped_down", rtg_j_scalar_int(atomic_load(&t.stepped_down), "count"));
         rtg_micro_method(res, "create: never-run, pthread_create alone; run scenarios, from the call until the "
                               "child (above the creator) starts running; call_run_*: the whole pthread_create "
-                              "call, the child's run until it ends or blocks included; delete: pthread_cancel + "
-                              "pthread_join (run-and-terminate: pthread_join alone)");
+                              "call, the child's run until it ends or steps down included; delete: pthread_cancel + "
+                              "pthread_join (run-and-terminate: pthread_join alone; run-and-block: of a child that "
+                              "lowered itself below the creator and is ready, as published)");
     }
     if (rtg_scn_leaked(&s))
         return status;
@@ -227,11 +247,12 @@ static const rtg_metric thread_metrics[] = {
     {"delete_never_run", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "deleting a thread that never ran (when --scenario includes it)"},
     {"create_run_terminate", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "creating a thread that runs and terminates: from the call until the child starts running (when --scenario includes it)"},
     {"delete_run_terminate", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "deleting (joining) a thread that ran and terminated (when --scenario includes it)"},
-    {"create_run_block", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "creating a thread that runs and blocks: from the call until the child starts running (when --scenario includes it)"},
-    {"delete_run_block", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "deleting a thread that ran and blocked (when --scenario includes it)"},
+    {"create_run_block", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "creating a thread that runs and steps down: from the call until the child starts running (when --scenario includes it)"},
+    {"delete_run_block", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "deleting a thread that ran and stepped down below the creator, ready (when --scenario includes it)"},
     {"call_run_terminate", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "the whole pthread_create call of a child that runs and terminates, its run included (when --scenario includes it)"},
-    {"call_run_block", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "the whole pthread_create call of a child that runs and blocks, its run until it blocks included (when --scenario includes it)"},
+    {"call_run_block", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "the whole pthread_create call of a child that runs and steps down below the creator, its run until then included (when --scenario includes it)"},
     {"ran_early", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "never-run children that ran before deletion (with the never-run scenario)"},
+    {"stepped_down", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "run-and-block children that lowered their priority below the creator and were deleted ready (with the run-and-block scenario)"},
     {0},
 };
 

@@ -8,6 +8,7 @@
  *   realfast: --steps as fast as possible; wall time and the Ts distribution.
  *   pretest:  realtime at 0.5 ms. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +30,14 @@
 static const rtg_opt tire_opts[] = {
     {"masses", RTG_OPT_INT, "1000", 4, 20000000, NULL, "point masses of the ring (a multiple of 4)"},
     {"threads", RTG_OPT_INT, "1", 1, 1024, NULL,
-     "solver threads, pinned round-robin over --cpus (more than the CPUs is allowed)"},
-    {"solver", RTG_OPT_ENUM, "locked", 0, 0, "locked|fast",
-     "locked: the published algorithm with per-node locks; fast: structure of arrays, one barrier"},
+     "solver threads over --cpus (more than the CPUs is allowed), placed as --pin says"},
+    {"pin", RTG_OPT_ENUM, "round-robin", 0, 0, "round-robin|none",
+     "round-robin: thread t pinned to the t-th CPU of --cpus, cyclically; none: every thread free on "
+     "all of --cpus, placed by the scheduler (the study's threads under the fair scheduler)"},
+    {"solver", RTG_OPT_ENUM, "locked", 0, 0, "locked|fast|paper",
+     "locked: the published algorithm with per-node locks, double-buffered, one barrier a step; fast: "
+     "structure of arrays, one barrier; paper: the published structure, in place under the node locks, "
+     "each thread on its own period, no barrier"},
     {"lock", RTG_OPT_ENUM, "mutex", 0, 0, "mutex|sem|spin", "per-node lock of the locked solver"},
     {"mode", RTG_OPT_ENUM, "realtime", 0, 0, "realtime|realfast|pretest",
      "realtime: steps paced at --period-ms; realfast: as fast as possible; pretest: realtime at 0.5 ms"},
@@ -75,6 +81,13 @@ typedef struct {
     int next_sample;
     int64_t *ts;                     /* realfast: Ts of every step */
     double ts_avg;                   /* mean Ts of the computed steps, ns */
+    /* the paper's solver: every thread steps on its own */
+    bool paper;
+    atomic_bool stop_all;            /* a miss (--stop-on-miss) or the time limit ends every thread */
+    atomic_llong first_contact;      /* -1: none yet */
+    unsigned char *late_flag;        /* per step: some thread finished it after its deadline */
+    uint64_t *done;                  /* per thread: steps computed */
+    int64_t *end_ns;                 /* per thread: when its last step ended */
 } tire_run;
 
 static void thread_switches(uint64_t *nv, uint64_t *niv, int sign)
@@ -183,6 +196,222 @@ static int run_realtime(tire_run *r, const rtg_opts *o, const int *cpus, rtg_res
     rtg_periodic_report(&run, res);
     r->ts_avg = rtg_dist_avg(&run.all.ts);
     rtg_periodic_free(&run);
+    return RTG_EXIT_OK;
+}
+
+/* ---- the paper's solver: each thread on its own, in place, no barrier ---- */
+
+typedef struct {
+    tire_run *r;
+    int t;
+    rtg_policy policy;
+    int priority;
+    bool allow_fallback;
+    int cpu;
+    rtg_sched sched;
+    char err[256];
+    bool failed;
+} paper_arg;
+
+static paper_arg paper_args[1024];
+static rtg_trigger paper_triggers[1024];
+
+static void paper_contact(tire_run *r, int t, uint64_t step)
+{
+    if (!tire_solver_out(r->solver, t)->contact)
+        return;
+    long long seen = atomic_load(&r->first_contact);
+    while ((seen < 0 || (long long)step < seen) &&
+           !atomic_compare_exchange_weak(&r->first_contact, &seen, (long long)step))
+        ;
+}
+
+/* One step of thread t on its own timer: its share in place, then was it in time. */
+static void paper_cycle(void *arg, rtg_cycle_ctx *c)
+{
+    paper_arg *a = arg;
+    tire_run *r = a->r;
+    if (atomic_load_explicit(&r->stop_all, memory_order_relaxed)) {
+        c->skip = c->end = c->end_run = true;
+        return;
+    }
+    tire_solver_part_inplace(r->solver, a->t, c->cycle);
+    int64_t now = rtg_mono_ns();
+    paper_contact(r, a->t, c->cycle);
+    r->done[a->t] = c->cycle + 1;
+    r->end_ns[a->t] = now;
+    if (now > r->start_ns + (int64_t)(c->cycle + 1) * r->period_ns) {
+        r->late_flag[c->cycle] = 1;
+        if (r->stop_on_miss) {
+            r->halted = true;
+            atomic_store(&r->stop_all, true);
+            c->end = c->end_run = true;
+        }
+    }
+    if (now - r->start_ns > r->limit_ns) {
+        r->limit_hit = r->halted = true;
+        atomic_store(&r->stop_all, true);
+        c->end = c->end_run = true;
+    }
+}
+
+/* After the run: the steps every thread computed, the late ones, and the one
+ * in-place state put where tire_cur expects it. */
+static void paper_settle(tire_run *r)
+{
+    uint64_t steps = r->steps;
+    int64_t end = r->start_ns;
+    for (int t = 0; t < r->nthreads; t++) {
+        if (r->done[t] < steps)
+            steps = r->done[t];
+        if (r->end_ns[t] > end)
+            end = r->end_ns[t];
+    }
+    r->late = 0;
+    for (uint64_t k = 0; k < r->steps; k++)
+        r->late += r->late_flag[k] != 0;
+    tire_state *st = &r->st;
+    if (steps & 1) {
+        size_t bytes = (size_t)st->p.n * sizeof(double);
+        memcpy(st->s[1].x, st->s[0].x, bytes);
+        memcpy(st->s[1].y, st->s[0].y, bytes);
+        memcpy(st->s[1].vx, st->s[0].vx, bytes);
+        memcpy(st->s[1].vy, st->s[0].vy, bytes);
+    }
+    st->step = steps;
+    long long fc = atomic_load(&r->first_contact);
+    r->first_contact_step = fc < 0 ? -1 : fc;
+    r->wall_end = end;
+}
+
+/* env.solver_threads of the paper's solver: every thread a peer ("own"), none a driver. */
+static void paper_thread_entry(rtg_json *a, int t, int cpu, const rtg_sched *s)
+{
+    rtg_json *j = rtg_j_push(a, rtg_j_obj());
+    rtg_j_set(j, "index", rtg_j_int(t));
+    rtg_j_set(j, "cpu", rtg_j_int(cpu));
+    rtg_j_set(j, "role", rtg_j_str("own"));
+    rtg_j_set(j, "policy", rtg_j_str(rtg_policy_name(s->policy)));
+    rtg_j_set(j, "priority", rtg_j_int(s->priority));
+    rtg_j_set(j, "fallback", rtg_j_bool(s->fallback));
+}
+
+static int run_paper_realtime(tire_run *r, const rtg_opts *o, const int *cpus, rtg_result *res)
+{
+    static rtg_periodic_cfg cfg;
+    char err[512];
+    memset(&cfg, 0, sizeof cfg);
+    cfg.nthreads = r->nthreads;
+    for (int t = 0; t < r->nthreads; t++) {
+        cfg.cpus[t] = cpus[t];
+        paper_args[t] = (paper_arg){.r = r, .t = t};
+        paper_triggers[t] = (rtg_trigger){.kind = RTG_TRIGGER_TIMER, .cycle = paper_cycle, .arg = &paper_args[t]};
+    }
+    rtg_policy_parse(rtg_opt_str(o, "policy"), &cfg.policy);
+    cfg.priority = (int)rtg_opt_int(o, "priority");
+    cfg.allow_fallback = rtg_opt_flag(o, "allow-fallback");
+    cfg.period_ns = r->period_ns;
+    cfg.cycles = r->steps;
+    cfg.catch_up = true;
+    cfg.triggers = paper_triggers;
+    if (rtg_clock_init(&cfg.clock, RTG_CLOCK_MONOTONIC, err, sizeof err) != 0)
+        return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    r->start_ns = rtg_mono_ns() + 200000000LL;
+    r->wall_start = r->start_ns;
+    cfg.start_at_ns = r->start_ns;
+    rtg_periodic_run run;
+    if (rtg_periodic(&cfg, &run, err, sizeof err) != 0)
+        return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    rtg_periodic_report(&run, res);
+    r->ts_avg = rtg_dist_avg(&run.all.ts);
+    rtg_json *a = rtg_j_set(res->env, "solver_threads", rtg_j_arr());
+    for (int t = 0; t < r->nthreads; t++) {
+        r->wnvcsw[t] = run.t[t].nvcsw;
+        r->wnivcsw[t] = run.t[t].nivcsw;
+        paper_thread_entry(a, t, cpus[t], &run.t[t].sched);
+    }
+    r->nvcsw = r->wnvcsw[0];
+    r->nivcsw = r->wnivcsw[0];
+    rtg_periodic_free(&run);
+    paper_settle(r);
+    /* the run's misses are its late steps (a step is late when any thread's share was) */
+    rtg_j_set(res->metrics, "misses", rtg_j_scalar_int((int64_t)r->late, "count"));
+    return RTG_EXIT_OK;
+}
+
+static void *paper_realfast_thread(void *arg)
+{
+    paper_arg *a = arg;
+    tire_run *r = a->r;
+    if ((a->cpu >= 0 && rtg_pin_cpu(a->cpu, a->err, sizeof a->err) != 0) ||
+        rtg_sched_apply(&a->sched, a->policy, a->priority, a->allow_fallback, a->err, sizeof a->err) != 0) {
+        a->failed = true;
+        atomic_store(&r->stop_all, true);
+        return NULL;
+    }
+    uint64_t nv = 0, niv = 0;
+    thread_switches(&nv, &niv, -1);
+    uint64_t k;
+    for (k = 0; k < r->steps && !rtg_stop && !atomic_load_explicit(&r->stop_all, memory_order_relaxed); k++) {
+        int64_t t1 = a->t == 0 ? rtg_mono_ns() : 0;
+        tire_solver_part_inplace(r->solver, a->t, k);
+        int64_t now = rtg_mono_ns();
+        if (a->t == 0)
+            r->ts[k] = now - t1;
+        paper_contact(r, a->t, k);
+        if (now - r->wall_start > r->limit_ns) {
+            r->limit_hit = true;
+            atomic_store(&r->stop_all, true);
+            k++;
+            break;
+        }
+    }
+    r->done[a->t] = k;
+    r->end_ns[a->t] = rtg_mono_ns();
+    thread_switches(&nv, &niv, 1);
+    r->wnvcsw[a->t] = nv;
+    r->wnivcsw[a->t] = niv;
+    return NULL;
+}
+
+static int run_paper_realfast(tire_run *r, const rtg_opts *o, const int *cpus, rtg_result *res)
+{
+    rtg_policy pol;
+    rtg_policy_parse(rtg_opt_str(o, "policy"), &pol);
+    static pthread_t th[1024];
+    char err[512] = "";
+    r->wall_start = rtg_mono_ns();
+    int started = 0;
+    for (int t = 0; t < r->nthreads; t++) {
+        paper_args[t] = (paper_arg){.r = r, .t = t, .policy = pol, .priority = (int)rtg_opt_int(o, "priority"),
+                                    .allow_fallback = rtg_opt_flag(o, "allow-fallback"), .cpu = cpus[t]};
+        if (rtg_spawn_thread(&th[t], RTG_POL_OTHER, 0, -1, 256, paper_realfast_thread, &paper_args[t], err,
+                             sizeof err) != 0) {
+            atomic_store(&r->stop_all, true);
+            break;
+        }
+        started++;
+    }
+    for (int t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+    if (started < r->nthreads)
+        return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+    for (int t = 0; t < r->nthreads; t++)
+        if (paper_args[t].failed)
+            return rtg_fail(res, RTG_EXIT_FAIL, "%s", paper_args[t].err);
+    r->nvcsw = r->wnvcsw[0];
+    r->nivcsw = r->wnivcsw[0];
+    paper_settle(r);
+    rtg_dist ts;
+    if (rtg_dist_init(&ts, 0, 0) != 0)
+        return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for the step statistics.");
+    rtg_dist_add_array(&ts, r->ts, r->done[0]);
+    r->ts_avg = rtg_dist_avg(&ts);
+    rtg_j_set(res->metrics, "ts", rtg_j_dist(&ts, "ns"));
+    rtg_dist_free(&ts);
+    rtg_json *a = rtg_j_set(res->env, "solver_threads", rtg_j_arr());
+    for (int t = 0; t < r->nthreads; t++)
+        paper_thread_entry(a, t, cpus[t], &paper_args[t].sched);
     return RTG_EXIT_OK;
 }
 
@@ -400,6 +629,9 @@ static void free_run(tire_run *r)
     free(r->ts);
     free(r->wnvcsw);
     free(r->wnivcsw);
+    free(r->late_flag);
+    free(r->done);
+    free(r->end_ns);
 }
 
 static int tire_main(const rtg_opts *o, rtg_result *res)
@@ -415,8 +647,14 @@ static int tire_main(const rtg_opts *o, rtg_result *res)
     if (ncpus < 1)
         return rtg_fail(res, RTG_EXIT_FAIL, "no CPU is available to this process; check its affinity.");
     int k = (int)rtg_opt_int(o, "threads");
+    bool pinned = strcmp(rtg_opt_str(o, "pin"), "none") != 0;
     for (int t = 0; t < k; t++)
-        cpus[t] = allowed[t % ncpus];
+        cpus[t] = pinned ? allowed[t % ncpus] : -1;
+    if (!pinned) {
+        char cerr[256];
+        if (rtg_confine_cpus(allowed, ncpus, cerr, sizeof cerr) != 0)
+            return rtg_fail(res, RTG_EXIT_FAIL, "%s", cerr);
+    }
 
     static tire_run r;
     memset(&r, 0, sizeof r);
@@ -440,8 +678,10 @@ static int tire_main(const rtg_opts *o, rtg_result *res)
                         (long long)p.n, (unsigned long long)r.steps);
     }
     double e0 = tire_energy(&r.st);
-    tire_solver_kind kind = strcmp(rtg_opt_str(o, "solver"), "fast") == 0 ? TIRE_SOLVER_FAST
-                                                                          : TIRE_SOLVER_LOCKED;
+    const char *sn = rtg_opt_str(o, "solver");
+    tire_solver_kind kind = strcmp(sn, "fast") == 0    ? TIRE_SOLVER_FAST
+                            : strcmp(sn, "paper") == 0 ? TIRE_SOLVER_PAPER
+                                                       : TIRE_SOLVER_LOCKED;
     const char *ln = rtg_opt_str(o, "lock");
     tire_lock_kind lock = strcmp(ln, "sem") == 0    ? TIRE_LOCK_SEM
                           : strcmp(ln, "spin") == 0 ? TIRE_LOCK_SPIN
@@ -452,27 +692,45 @@ static int tire_main(const rtg_opts *o, rtg_result *res)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     }
     tire_solver_set_cost_every(r.solver, (int)rtg_opt_int(o, "cost-every"));
-    tire_team_cfg tc = {.nthreads = k, .cpus = cpus, .allow_fallback = rtg_opt_flag(o, "allow-fallback"),
-                        .priority = (int)rtg_opt_int(o, "priority")};
-    rtg_policy_parse(rtg_opt_str(o, "policy"), &tc.policy);
-    r.team = tire_team_start(r.solver, &tc, err, sizeof err);
-    if (!r.team) {
-        free_run(&r);
-        return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
-    }
-    if (!realtime && rtg_pin_cpu(cpus[0], err, sizeof err) != 0) {
+    if (kind == TIRE_SOLVER_PAPER) {
+        r.paper = true;
+        atomic_init(&r.stop_all, false);
+        atomic_init(&r.first_contact, -1);
+        if (!(r.late_flag = calloc(r.steps, 1)) || !(r.done = calloc((size_t)k, sizeof *r.done)) ||
+            !(r.end_ns = calloc((size_t)k, sizeof *r.end_ns)) ||
+            (!realtime && !(r.ts = calloc(r.steps, sizeof *r.ts)))) {
+            free_run(&r);
+            return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %llu steps; use fewer.",
+                            (unsigned long long)r.steps);
+        }
+        status = realtime ? run_paper_realtime(&r, o, cpus, res) : run_paper_realfast(&r, o, cpus, res);
+        for (int t = 1; t < k; t++) {
+            r.nvcsw += r.wnvcsw[t];
+            r.nivcsw += r.wnivcsw[t];
+        }
+    } else {
+        tire_team_cfg tc = {.nthreads = k, .cpus = cpus, .allow_fallback = rtg_opt_flag(o, "allow-fallback"),
+                            .priority = (int)rtg_opt_int(o, "priority")};
+        rtg_policy_parse(rtg_opt_str(o, "policy"), &tc.policy);
+        r.team = tire_team_start(r.solver, &tc, err, sizeof err);
+        if (!r.team) {
+            free_run(&r);
+            return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+        }
+        if (!realtime && cpus[0] >= 0 && rtg_pin_cpu(cpus[0], err, sizeof err) != 0) {
+            tire_team_stop_each(r.team, r.wnvcsw, r.wnivcsw);
+            free_run(&r);
+            return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+        }
+        put_solver_threads(&r, cpus, k, res);
+        status = realtime ? run_realtime(&r, o, cpus, res) : run_realfast(&r, res);
         tire_team_stop_each(r.team, r.wnvcsw, r.wnivcsw);
-        free_run(&r);
-        return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
+        for (int t = 1; t < k; t++) {
+            r.nvcsw += r.wnvcsw[t];
+            r.nivcsw += r.wnivcsw[t];
+        }
+        r.team = NULL;
     }
-    put_solver_threads(&r, cpus, k, res);
-    status = realtime ? run_realtime(&r, o, cpus, res) : run_realfast(&r, res);
-    tire_team_stop_each(r.team, r.wnvcsw, r.wnivcsw);
-    for (int t = 1; t < k; t++) {
-        r.nvcsw += r.wnvcsw[t];
-        r.nivcsw += r.wnivcsw[t];
-    }
-    r.team = NULL;
     if (status == RTG_EXIT_OK) {
         put_metrics(&r, res);
         put_cost(&r, (int)rtg_opt_int(o, "cost-every"), res);

@@ -38,7 +38,8 @@ tire_solver *tire_solver_new(tire_state *st, tire_solver_kind kind, tire_lock_ki
     if (!s->out || !s->a || !s->b || !s->phase)
         goto oom;
     memset(s->phase, 0, sizeof(tire_phase_times) * (size_t)nthreads);
-    for (int t = 0; kind == TIRE_SOLVER_LOCKED && t < nthreads; t++)
+    bool locked = kind == TIRE_SOLVER_LOCKED || kind == TIRE_SOLVER_PAPER;
+    for (int t = 0; locked && t < nthreads; t++)
         for (int c = 0; c < 4; c++)
             if (!(s->phase[t].kept[c] = calloc(TIRE_PHASE_KEEP, sizeof(int64_t))))
                 goto oom;
@@ -47,7 +48,7 @@ tire_solver *tire_solver_new(tire_state *st, tire_solver_kind kind, tire_lock_ki
         s->out[t].contact = 0;
         s->out[t].ysum = 0.0;
     }
-    if (kind == TIRE_SOLVER_LOCKED && !(s->locked = tire_locked_new(st, lock, nthreads)))
+    if (locked && !(s->locked = tire_locked_new(st, lock, nthreads)))
         goto oom;
     return s;
 oom:
@@ -78,10 +79,20 @@ void tire_solver_part(tire_solver *s, int t, bool centroid)
     if (s->kind == TIRE_SOLVER_LOCKED) {
         bool timed = s->cost_every > 0 && s->st->step % (uint64_t)s->cost_every == 0;
         o->contact = tire_locked_part(s->locked, t, s->a[t], s->b[t], centroid, &o->ysum,
-                                      timed ? &s->phase[t] : NULL);
+                                      timed ? &s->phase[t] : NULL, false);
     }
+    else if (s->kind == TIRE_SOLVER_PAPER)
+        tire_solver_part_inplace(s, t, s->st->step);
     else
         o->contact = tire_fast_part(s->st, s->a[t], s->b[t], centroid, &o->ysum);
+}
+
+void tire_solver_part_inplace(tire_solver *s, int t, uint64_t step)
+{
+    tire_part_out *o = &s->out[t];
+    bool timed = s->cost_every > 0 && step % (uint64_t)s->cost_every == 0;
+    o->contact = tire_locked_part(s->locked, t, s->a[t], s->b[t], false, &o->ysum,
+                                  timed ? &s->phase[t] : NULL, true);
 }
 
 tire_part_out *tire_solver_out(tire_solver *s, int t) { return &s->out[t]; }
@@ -91,12 +102,12 @@ void tire_solver_set_cost_every(tire_solver *s, int every) { s->cost_every = eve
 
 tire_phase_times *tire_solver_phase_times(tire_solver *s, int t)
 {
-    return s->kind == TIRE_SOLVER_LOCKED ? &s->phase[t] : NULL;
+    return s->kind != TIRE_SOLVER_FAST ? &s->phase[t] : NULL;
 }
 
 int64_t tire_solver_lock_ops(const tire_solver *s)
 {
-    if (s->kind != TIRE_SOLVER_LOCKED)
+    if (s->kind == TIRE_SOLVER_FAST)
         return 0;
     int64_t ops = 0;
     for (int t = 0; t < s->nthreads; t++) {

@@ -10,7 +10,13 @@
  *           group boundary are computed by both threads), then integrates its
  *           e nodes (two phases, as published), and writes its nodes
  *           back, each under its lock: 6 e + 4 lock operations per step.
- *   fast:   structure of arrays in place, no locks, vectorisable loops. */
+ *   fast:   structure of arrays in place, no locks, vectorisable loops.
+ *   paper:  the published structure as published: the same per-node locks and
+ *           phases as locked, but one state updated in place (a thread reads its
+ *           neighbours' nodes as they are when it reads them, from this step or
+ *           the last) and no barrier: each thread steps on its own period (or back
+ *           to back, real-fast); the threads meet only at the node locks. Not
+ *           deterministic, by design (docs/tire.md "The paper's solver"). */
 #ifndef RTG_TIRE_SOLVER_H
 #define RTG_TIRE_SOLVER_H
 #include <stdbool.h>
@@ -19,7 +25,7 @@
 
 #include "tire/model.h"
 
-typedef enum { TIRE_SOLVER_LOCKED, TIRE_SOLVER_FAST } tire_solver_kind;
+typedef enum { TIRE_SOLVER_LOCKED, TIRE_SOLVER_FAST, TIRE_SOLVER_PAPER } tire_solver_kind;
 typedef enum { TIRE_LOCK_MUTEX, TIRE_LOCK_SEM, TIRE_LOCK_SPIN } tire_lock_kind;
 
 /* What one share of a step reports (one cache line per thread). */
@@ -51,6 +57,8 @@ tire_solver *tire_solver_new(tire_state *st, tire_solver_kind kind, tire_lock_ki
 void tire_solver_free(tire_solver *s);
 /* Thread t's share of the step; with centroid, also the sum of its new heights. */
 void tire_solver_part(tire_solver *s, int t, bool centroid);
+/* paper: thread t's own step number `step`, in place (no barrier, st->step untouched). */
+void tire_solver_part_inplace(tire_solver *s, int t, uint64_t step);
 tire_part_out *tire_solver_out(tire_solver *s, int t);
 /* Lock operations (acquire or release) per step, all threads: 0 for fast. */
 int64_t tire_solver_lock_ops(const tire_solver *s);
@@ -68,8 +76,9 @@ int tire_fast_part(tire_state *st, int64_t a, int64_t b, bool centroid, double *
 typedef struct tire_locked tire_locked;
 tire_locked *tire_locked_new(tire_state *st, tire_lock_kind lock, int nthreads);
 void tire_locked_free(tire_locked *l);
-/* With pt, the phases of this share are timed and added to *pt. */
+/* With pt, the phases of this share are timed and added to *pt. inplace: read and
+ * write the current state (the paper's solver) instead of writing the next. */
 int tire_locked_part(tire_locked *l, int t, int64_t a, int64_t b, bool centroid, double *ysum,
-                     tire_phase_times *pt);
+                     tire_phase_times *pt, bool inplace);
 
 #endif

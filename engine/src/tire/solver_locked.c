@@ -223,12 +223,12 @@ static int mass_phase(const tire_params *p, local_bufs *lb, int64_t e)
 }
 
 int tire_locked_part(tire_locked *l, int t, int64_t a, int64_t b, bool centroid, double *ysum,
-                     tire_phase_times *pt)
+                     tire_phase_times *pt, bool inplace)
 {
     tire_state *st = l->st;
     const tire_params *p = &st->p;
     const tire_soa *c = tire_cur(st);
-    tire_soa *nx = tire_next(st);
+    tire_soa *nx = inplace ? &st->s[st->step & 1] : tire_next(st);
     local_bufs *lb = &l->bufs[t];
     int64_t n = p->n, e = b - a;
     if (e <= 0)

@@ -5,6 +5,7 @@ published ones, and the systems' latency histograms in one figure."""
 from __future__ import annotations
 
 from rtgauge.analysis import system_label
+from rtgauge.analysis.conclusions import HOLDS, check_conclusions
 from rtgauge.analysis.published import overlay_curves, published_verdicts, studies, systems_of
 from rtgauge.report.html.page import e, figure, flag
 from rtgauge.report.numbers import fmt_group
@@ -46,12 +47,39 @@ def measured_cell(study, placed: dict) -> str:
     status = placed.get("status")
     if status == "compared":
         st = placed["stats"]
+        caveat = (f"<br><small class='warn'>{e(placed['max_note'])}</small>"
+                  if placed.get("max_comparable") is False else "")
         return (f"<td>{layout_cell(study, [st.get(k) for k in study.stats])}<br><small>{e(placed['measurement'])} "
-                f"{e(placed['metric'])}, {st.get('count') or 0:,} samples</small></td>")
+                f"{e(placed['metric'])}{' (' + e(placed['tool']) + ')' if placed.get('tool', 'engine') != 'engine' else ''}"
+                f", {st.get('count') or 0:,} samples</small>{caveat}</td>")
     if status == "different method":
         name = f"{e(placed['measurement'])}: " if placed.get("measurement") else ""
         return f"<td class='l info'><small>{name}{e(placed.get('note'))}; not compared</small></td>"
     return f"<td class='l info'><small>not measured{e(' (' + placed['condition'] + ')') if placed.get('condition') else ''}</small></td>"
+
+
+def render_conclusions(runs, sources: set[str]) -> str:
+    """The reproduced studies' stated conclusions as checks on these runs."""
+    titles = {}
+    for study, _ in studies(runs):
+        titles[study.source] = study.title
+    checks = check_conclusions(runs, sources)
+    if not checks:
+        return ""
+    rows = []
+    for c in checks:
+        cls = "ok" if c.status == HOLDS else ("bad" if c.status == "does not hold" else "info")
+        per = "; ".join(f"run {rid}: {v['status']} ({v['detail']})" for rid, v in c.per_run.items()
+                        if v["status"] != "not measured")
+        rows.append(f"<tr><td class='l'>{e(titles.get(c.conclusion.source, c.conclusion.source))}</td>"
+                    f"<td class='l'>{e(c.conclusion.claim)} <small>({e(c.conclusion.where)})</small></td>"
+                    f"<td class='l'><span class='{cls}'>{e(c.status)}</span></td>"
+                    f"<td class='l'><small>{e(per or c.detail)}</small></td></tr>")
+    return ("<h3>The studies' conclusions, checked on these runs</h3><div class='wide'><table><tr>"
+            "<th class='l'>study</th><th class='l'>conclusion</th><th class='l'>here</th><th class='l'>figures</th></tr>"
+            + "".join(rows) + "</table></div><p class='note'>A conclusion that compares systems needs runs of both "
+            "kinds in the report; one drawn from an emulated or virtualised system is not drawn "
+            "(docs/studies.md).</p>")
 
 
 def render_published(runs: list[dict]) -> str:
@@ -85,6 +113,8 @@ def render_published(runs: list[dict]) -> str:
         out.append("</table></div>")
     if not found:
         out.append("<p>No measurement in these runs reproduces a published one.</p>")
+    if found:
+        out.append(render_conclusions(runs, {study.source for study, _ in found}))
     vrows = published_verdicts(runs)
     if vrows:
         out.append("<h3>Behaviour verdicts beside the published ones</h3><div class='wide'><table><tr>"

@@ -9,8 +9,12 @@ from rtgauge.analysis.tire import (
     map_cells,
     map_keys,
     period_text,
+    headline_limits,
+    map_attempts,
     published_cost_term,
     published_hard_limits,
+    published_limit_kind,
+    published_limit_threads,
     realfast_curves,
     same_period,
     steps_label,
@@ -53,11 +57,38 @@ def render_tire(runs: list[dict]) -> str:
                            f"{e(f'{ref.text} {ref.unit} ({ref.platform})') if ref else '–'}</td></tr>")
             out.append("</table>")
     if out:
-        refs = published_hard_limits()
-        out.append("<p class='note'>Published (i7-3930K, 6 cores/12 threads, 100 Hz): "
-                   + e("; ".join(f"{p.system}, {p.test.split('threads=')[-1]}: {float(p.value):,.0f} masses"
-                                 for p in refs)) + ".</p>")
+        out.append(limits_beside_published(runs))
     return "".join(out) or "<p>No tire model runs in these runs.</p>"
+
+
+def limits_beside_published(runs) -> str:
+    """The measured hard limits at 100 Hz (held up to / lost at, apart) with the
+    published limits beside them, each under its own label."""
+    rows = []
+    for run in runs:
+        for lim in headline_limits(run):
+            if not same_period(lim["period_ms"], 10.0):
+                continue
+            again = ", ".join(f"{n:,}" for n in lim.get("held_above_lost") or [])
+            held = f"{lim['max_masses']:,}" if lim["max_masses"] else "none"
+            lost = f"{lim['lost_at']:,}" if lim.get("lost_at") else "not lost"
+            rows.append(f"<tr><td class='l'>{e(system_label(run))}</td><td class='l'>{e(lim['policy'])}, "
+                        f"{e(lim['solver'])}</td><td class='l'>{e(thread_label(lim['threads'], run.system))}</td>"
+                        f"<td>{held}</td><td>{lost}</td><td>{e(again) or '–'}</td></tr>")
+    refs = published_hard_limits()
+    pub = "".join(f"<tr><td class='l'>{e(p.system)} <small>(published, {e(p.platform)})</small></td>"
+                  f"<td class='l'>–</td><td class='l'>{e(published_limit_threads(p))}</td>"
+                  + (f"<td>{float(p.value):,.0f}</td><td>–</td>" if published_limit_kind(p) == "held up to"
+                     else f"<td>–</td><td>{float(p.value):,.0f}</td>") + "<td>–</td></tr>" for p in refs)
+    if not rows:
+        return ""
+    return ("<h4>Hard real-time limits at 10 ms (100 Hz), beside the published ones</h4><div class='wide'><table>"
+            "<tr><th class='l'>system</th><th class='l'>policy, solver</th><th class='l'>threads</th>"
+            "<th>held up to (masses)</th><th>lost at (masses)</th><th>held again above the loss</th></tr>"
+            + "".join(rows) + pub + "</table></div><p class='note'>“Held up to”: the largest size with no missed "
+            "step below the first size that missed; “lost at”: that first size. The study gives Xenomai's limits "
+            "as sizes held and Linux's as sizes where hard real time was lost (docs/tire.md); each sits in its "
+            "own column.</p>")
 
 
 def tire_maps(points, mode: str, period: float, facts: dict) -> list[str]:
@@ -83,17 +114,28 @@ def tire_maps(points, mode: str, period: float, facts: dict) -> list[str]:
         out.append("<div class='figs'>")
         out.append(figure(heatmap(f"{name}, hard, at {at}: {solver}, {policy}", rows, cols, grid,
                                   "threads", "masses n", binary=True),
-                          e(f"Green 0: every step met its deadline; dark hatched 'miss': at least one missed. "
-                            f"A point run more than once shows its best run (the sweep repeats a late probe). "
-                            f"{how}.") + (flag("fallback: not real-time") if fb else "")))
+                          e(f"Green 0: every step met its deadline; dark hatched 'miss': at least one missed, "
+                            f"in any run of the point (the sweep repeats a late probe to show whether its misses "
+                            f"recur; a repeat that held does not undo the miss). {how}.")
+                          + (flag("fallback: not real-time") if fb else "") + repeats_note(points, mode, period,
+                                                                                          solver, policy)))
         out.append(figure(heatmap(f"{name}, soft, at {at}: missed steps ({solver}, {policy})", rows,
                                   [f"{n:,}" for n in soft_masses], soft_grid, "threads", "masses n"),
-                          e(f"Missed deadlines per point (darker = more), from the runs that ran every step; "
+                          e(f"Missed deadlines per point (darker = more), its first run's count, from the runs "
+                            f"that ran every step (repeats are listed under the hard map); "
                             f"'·': no such run at that point (one cut by its time limit, or none made). "
                             f"The bisection's probes, which stop at the first miss, are in the hard map only. "
                             f"{how}.")))
         out.append("</div>")
     return out
+
+
+def repeats_note(points, mode: str, period: float, solver: str, policy: str) -> str:
+    """The points run more than once, with every run's misses (first run first)."""
+    runs = map_attempts(points, period, mode).get((solver, policy), {})
+    again = [f"{t} threads × {n:,}: {' then '.join(str(m) for m in misses)} missed"
+             for (t, n), misses in sorted(runs.items()) if len(misses) > 1]
+    return f"<br><small>Repeated points: {e('; '.join(again))}.</small>" if again else ""
 
 
 def render_tire_cost(runs: list[dict]) -> str:
@@ -114,13 +156,20 @@ def render_tire_cost(runs: list[dict]) -> str:
                        f"the timed phases per switch): {e('–' if tsw is None else us(tsw) + ' µs')}"
                        + (e(f"; the switch microbenchmark gives {us(micro, 2)} µs") if micro is not None else "")
                        + f". Median prediction error (each configuration from the others): "
-                       f"<b>{m['median_error']:.0%}</b>.</p>")
+                       f"<b>{m['median_error']:.0%}</b> for the median step time"
+                       + (f", <b>{m['median_error_p99']:.0%}</b> for its 99th percentile (the median times the "
+                          f"others' p99/p50, ×{m['tail_factor']:.2f})" if m.get("median_error_p99") is not None
+                          else "") + ".</p>")
             out.append("<table><tr><th>masses</th><th>threads</th><th>Nswitch</th><th>measured Ts (median, µs)"
-                       "</th><th>predicted Ts (µs)</th><th>error</th></tr>")
+                       "</th><th>predicted Ts (µs)</th><th>error</th><th>measured p99 (µs)</th>"
+                       "<th>predicted p99 (µs)</th><th>error</th></tr>")
             for r in m["predictions"]:
+                p99 = (f"<td>{us(r['measured_p99_ns'])}</td><td>{us(r['predicted_p99_ns'])}</td>"
+                       f"<td>{r['p99_error']:.0%}</td>" if r.get("p99_error") is not None
+                       else "<td>–</td><td>–</td><td>–</td>")
                 out.append(f"<tr><td>{r['masses']:,}</td><td>{r['threads']}</td><td>{r['nswitch']:.2f}</td>"
                            f"<td>{us(r['measured_ns'])}</td><td>{us(r['predicted_ns'])}</td>"
-                           f"<td>{r['error']:.0%}</td></tr>")
+                           f"<td>{r['error']:.0%}</td>{p99}</tr>")
             out.append("</table>")
     return "".join(out) or ("<p>No tire runs of the locked solver with timed phases (at least two "
                             "configurations per policy) in these runs.</p>")
