@@ -129,7 +129,7 @@ def lab(built):
     """The four systems up under `rtgauge lab emulate start`, stopped by `rtgauge lab emulate stop`."""
     state = Path(tempfile.mkdtemp(prefix="rtgauge-emulab-"))
     proc = subprocess.Popen([sys.executable, "-m", "rtgauge", "lab", "emulate", "start", "--state", str(state),
-                             "--time-limit", "1800"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             "--time-limit", "3600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=REPO, start_new_session=True)
     lines = []
     try:
