@@ -18,3 +18,6 @@ bench: setup
 	.venv/bin/python bench/micro_crosscheck.py
 	.venv/bin/python bench/report.py
 	.venv/bin/python bench/tire.py
+	.venv/bin/python bench/tirecost.py
+	.venv/bin/python bench/stop.py
+	.venv/bin/python bench/startup.py

@@ -146,6 +146,12 @@ def main() -> int:
         + (f"; the fast solver on one thread takes {fast1['ns_per_mass_step']:.2f}, "
            f"{fast1['ns_per_mass_step'] / floor_ns:.1f}× the floor." if fast1 else "."),
     ]
+    if fast1 and fast1["ns_per_mass_step"] < floor_ns:
+        lines += ["", "The solver is below that floor: it streams eight arrays at once (x, y, vx, vy in and "
+                  "out), which this VM's memory serves faster than one copy stream, so a single-stream copy "
+                  "is not the floor here. A multi-stream copy is needed for a true floor (not done yet); "
+                  f"the solver's own traffic, {BYTES_PER_MASS_STEP} bytes per mass-step, is "
+                  f"{BYTES_PER_MASS_STEP / fast1['ns_per_mass_step']:.1f} GB/s on one thread."]
     lines += [
         "",
         f"### Largest tire holding hard real-time at 100 Hz ({a.hold_steps} steps a probe, zero late steps)",

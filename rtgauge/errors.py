@@ -2,6 +2,7 @@
 exits with their status; anything else is a bug and keeps its traceback.
 Below every other module of rtgauge but rtgauge.printable, which imports nothing."""
 
+import os
 import sys
 
 from rtgauge.printable import printable
@@ -15,6 +16,7 @@ EXIT_GATE_TRIPPED = 3  # a rule is broken or the verdict against the budget is "
 EXIT_UNDECIDED = 4     # the evidence cannot decide a rule or the verdict (run longer, more rounds)
 EXIT_INCOMPLETE = 5    # a gate read an interrupted, partial or abandoned measurement: it fails closed
 EXIT_INTERRUPTED = 130 # Ctrl-C or SIGTERM; what was measured is kept
+EXIT_PIPE_CLOSED = 141 # the reader of stdout went away (`| head`): 128 + SIGPIPE, as the shell reports it
 
 
 class UserError(Exception):
@@ -29,11 +31,49 @@ class RunFailed(UserError):
     exit_status = EXIT_FAILED
 
 
+def require_extra(module: str, extra: str, purpose: str):
+    """The module an optional feature needs, imported; if it is not installed, one
+    sentence naming the extra of rtgauge that brings it (pyproject.toml's extras)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise UserError(f"{purpose} need the {module} package, which is not installed; install "
+                        f"rtgauge's {extra} extra: pip install 'rtgauge[{extra}]'.") from None
+
+
+def stdout_closed() -> int:
+    """The reader of stdout went away (`rtgauge show --json | head -1`): say nothing
+    more (the reader asked for no more), point stdout at /dev/null so that the
+    interpreter's own flush at exit cannot fail again, and exit as a program SIGPIPE
+    ended would, as git and cat do."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    return EXIT_PIPE_CLOSED
+
+
 def run_reporting_errors(command) -> int:
     """command()'s exit status; a user error is its one sentence on stderr and its
-    status, Ctrl-C is 130. Shared by every entry point (rtgauge, python -m rtgauge.hil)."""
+    status, Ctrl-C is 130, a closed stdout 141 without a traceback. Shared by every
+    entry point (rtgauge, python -m rtgauge.hil). stdout is flushed here, so that a
+    pipe closed while the last lines wait in the buffer is caught too."""
     try:
-        return int(command() or 0)
+        status = int(command() or 0)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        return stdout_closed()
+    except SystemExit:            # argparse after --help or a usage error: its text is out, flush it
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            return stdout_closed()
+        raise
     except UserError as e:
         print(f"rtgauge: {printable(e)}", file=sys.stderr)   # no raw control character
         return e.exit_status

@@ -4,13 +4,33 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 
 import pytest
 
 from rtgauge.enginebin import engine_path
 from pgserver import postgres_server  # noqa: F401  (one server for the session)
+
+# Nothing from earlier work on the machine: the suite's rtgauge processes keep their
+# default database (and anything else under $XDG_DATA_HOME/rtgauge) in a directory
+# of this session, not in ~/.local/share/rtgauge, which they would otherwise read and
+# write. Caches stay where they are: each entry is keyed by what it was made from
+# (the engine catalogue by the engine's path, mtime and size; cross-built engines by
+# source hash and compiler), so a leftover one is never used for something else, and
+# a fresh machine only pays for building them. Set before any test runs;
+# pytest-xdist workers inherit it.
+_OWN_XDG = None
+if not os.environ.get("RTGAUGE_TEST_XDG"):
+    _OWN_XDG = tempfile.mkdtemp(prefix="rtgauge-tests-xdg-")
+    os.environ.update(RTGAUGE_TEST_XDG=_OWN_XDG, XDG_DATA_HOME=os.path.join(_OWN_XDG, "data"))
+
+
+def pytest_unconfigure(config):
+    if _OWN_XDG:
+        shutil.rmtree(_OWN_XDG, ignore_errors=True)
 
 
 @dataclass
@@ -48,3 +68,66 @@ def is_root() -> bool:
 
 
 needs_root = pytest.mark.skipif(not is_root(), reason="needs root for SCHED_FIFO and mlockall")
+
+
+def tracefs_in_kernel() -> bool:
+    try:
+        with open("/proc/filesystems") as f:
+            return any(line.split()[-1] == "tracefs" for line in f if line.strip())
+    except OSError:
+        return False
+
+
+# A machine in its fresh state has no tracefs mounted; the suite must not depend on
+# a mount left by earlier work, nor change the host's mounts to show that path. This
+# runs CMD in a private mount namespace (`unshare -m`) where every tracefs mount of
+# the host is lazily unmounted first: what CMD mounts there vanishes with it, and
+# other users of the machine see nothing.
+UNMOUNT_TRACEFS = ('for m in $(awk \'$3 == "tracefs" {print $2}\' /proc/self/mounts | sort -r); do '
+                   'umount -l "$m" || exit 97; done; exec "$@"')
+
+needs_mount_namespace = pytest.mark.skipif(
+    not is_root() or not tracefs_in_kernel() or subprocess.run(["sh", "-c", "command -v unshare"],
+                                                                capture_output=True).returncode != 0,
+    reason="needs root, unshare(1) and a kernel with tracefs")
+
+
+def without_tracefs(cmd: list[str]) -> list[str]:
+    """CMD as run on a machine where tracefs is not mounted (see UNMOUNT_TRACEFS)."""
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c", UNMOUNT_TRACEFS, "sh", *cmd]
+
+
+# scripts/test.sh runs the suite in two passes: everything but the files below on
+# two pytest-xdist workers (`--machine-tests none -n 2`), then the files below alone,
+# one test after another (`--machine-tests only`). Their claims are about a measured
+# CPU free of the suite's own real-time work (ground truth against a FIFO spinner,
+# host stalls, A/B statistics, cyclictest cross-checks), or they start such work
+# themselves, or they change machine-wide state (tuning, cpusets, RT throttling, the
+# tune state file). The rest (pure Python, stores, reports, the engine's contract and
+# stop tests, which hold on a loaded machine) may share the CPUs. Plain `pytest`
+# runs everything in one pass.
+ONE_AT_A_TIME = {
+    "test_compare_engine.py", "test_cyclictest.py", "test_emulab.py", "test_engine_disturbance.py", "test_engine_latency.py",
+    "test_hartstone.py", "test_hil_sustained.py", "test_host_stalls.py", "test_interference.py",
+    "test_latency_split.py", "test_loads.py", "test_long_run.py", "test_micro_behaviour.py",
+    "test_partition.py", "test_run.py", "test_study_profiles.py", "test_target_tune.py",
+    "test_tick_gaps.py", "test_tire_cost.py", "test_tire_engine.py", "test_trace.py", "test_tune.py",
+}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--machine-tests", choices=("all", "only", "none"), default="all",
+                     help="the tests that need the machine to themselves (tests/conftest.py "
+                          "ONE_AT_A_TIME): run them with the rest (all), alone (only) or not (none)")
+
+
+def pytest_collection_modifyitems(config, items):
+    which = config.getoption("machine_tests")
+    if which == "all":
+        return
+    keep, drop = [], []
+    for item in items:
+        (keep if (item.path.name in ONE_AT_A_TIME) == (which == "only") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

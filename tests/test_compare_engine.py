@@ -100,9 +100,6 @@ def test_a_a_interleaved_rounds_show_no_significant_difference(tmp_path):
                if f["family"].startswith("micro") or f["family"] == "timestamp_cost")
 
 
-# Other real-time work on this shared machine (tests of other sessions at FIFO 99) can
-# starve even the baseline for seconds; the statistics then rightly call nothing. Rerun.
-@pytest.mark.flaky(reruns=2)
 def test_a_b_a_fifo_spinner_on_the_measured_cpu_is_called_worse(tmp_path):
     cpu = max(os.sched_getaffinity(0))
     profile = tmp_path / "lat.toml"

@@ -80,13 +80,22 @@ def pending_at(event, rows):
     return [(d, ti) for d, ti in rows if d <= e and d + ti >= s]
 
 
+def stall_touched(doc, rows) -> set:
+    """Cycles whose span (deadline .. wake-up) overlaps a host stall the engine's own
+    observer recorded (env.stalls: the whole VM descheduled, seen on another CPU):
+    the machine's, not the measurement's, so the quiet-machine claims leave them out.
+    Not a rerun: what is excluded is named, from the run's own record."""
+    stalls = doc["env"].get("stalls") or {}
+    spans = [tuple(iv) for iv in stalls.get("intervals") or []]
+    if stalls.get("intervals_dropped"):       # more stalls than listed: the run cannot judge
+        pytest.skip(f"{stalls['intervals_dropped']} host stalls beyond the {len(spans)} listed")
+    return {(d, ti) for d, ti in rows if any(a <= d + ti and d <= b for a, b in spans)}
+
+
 def late_windows_of(rows, start, window):
     return {(d - start) // window for d, ti in rows if ti > THRESHOLD_NS}
 
 
-# the VM's host stalls (up to ~15 ms, in bursts) can break the quiet-machine part of this
-# ground truth; it must then hold on one of three runs
-@pytest.mark.flaky(reruns=2)
 @needs_root
 @pytest.mark.parametrize("overrun", ["skip", "catch-up"])
 def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tmp_path, overrun):
@@ -133,10 +142,12 @@ def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tm
             clean += 1
     assert clean >= 0.7 * len(events), f"only {clean} of {len(events)} bursts free of host stalls"
 
-    # nothing the bursts did not hold back is later than X - I (allowing one
-    # host stall: this VM has rare ms-scale ones, see the module doc)
+    # nothing the bursts did not hold back is later than X - I (leaving out the cycles
+    # a recorded host stall touched, and allowing one the observer missed)
+    touched = stall_touched(doc, rows)
     outside = [ti for d, ti in rows if (d, ti) not in held_back]
-    assert sum(1 for ti in outside if ti >= THRESHOLD_NS) <= 1
+    assert sum(1 for d, ti in rows if (d, ti) not in held_back and (d, ti) not in touched
+               and ti >= THRESHOLD_NS) <= 1
     assert len(outside) >= len(rows) - 4 * len(events)
 
     series = doc["metrics"]["ti_window_max"]
@@ -153,19 +164,22 @@ def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tm
         assert m == per_window.get(w), f"window {w}: series {m}, samples {per_window.get(w)}"
         if w in event_windows:
             assert m > THRESHOLD_NS
-    quiet = [m for w, m in enumerate(series["max"]) if w not in held_windows and m is not None]
+    touched_windows = {(d - start) // window for d, _ in touched}
+    quiet = [m for w, m in enumerate(series["max"])
+             if w not in held_windows and w not in touched_windows and m is not None]
     assert sum(1 for m in quiet if m >= THRESHOLD_NS) <= 1
     assert 0 < len(event_windows) < len([m for m in series["max"] if m is not None])
 
 
-# the VM's host stalls (up to ~15 ms, in bursts) can break the quiet-machine part of this
-# ground truth; it must then hold on one of three runs
-@pytest.mark.flaky(reruns=2)
 @needs_root
 def test_without_disturbance_no_wakeup_is_that_late(engine_bin, tmp_path):
     doc, rows, _ = run_pair(engine_bin, tmp_path, with_spin=False)
-    # without bursts nothing is that late, allowing (as above) one host stall of this VM,
-    # which freezes the vCPU for up to ~15 ms a few times a minute
-    assert sum(1 for _, ti in rows if ti >= THRESHOLD_NS) <= 1
-    assert doc["metrics"]["ti"]["p99"] < THRESHOLD_NS
+    # without bursts nothing is that late, but for the cycles a host stall of this VM
+    # touched (it freezes the vCPU for up to ~15 ms a few times a minute; the engine's
+    # observer records them) and one it may have missed
+    touched = stall_touched(doc, rows)
+    untouched = sorted(ti for d, ti in rows if (d, ti) not in touched)
+    assert len(untouched) >= 0.9 * len(rows), f"{len(rows) - len(untouched)} cycles touched by host stalls"
+    assert sum(1 for ti in untouched if ti >= THRESHOLD_NS) <= 1
+    assert untouched[int(0.99 * (len(untouched) - 1))] < THRESHOLD_NS
     assert max(ti for _, ti in rows) == doc["metrics"]["ti"]["max"]

@@ -1,8 +1,9 @@
-"""Every engine loop honours a stop within one period or 100 ms, whichever is
-longer, whatever its payload, and the engine ends itself when its parent dies.
-Each test is an attack that used to leave a real-time process behind: it runs
-the real engine, stops it the way a user or a dying orchestrator would, and
-times how long it takes to go."""
+"""Every engine loop honours a stop at once, whatever its payload, and the engine
+ends itself when its parent dies. Each test is an attack that used to leave a
+real-time process behind: it runs the real engine, stops it the way a user or a
+dying orchestrator would, and checks it is gone long before the loop would have
+ended by itself. The speed of a stop (the rule: within one period or 100 ms) is
+a target in bench/stop.py, not here: a test must not assume the machine's speed."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ import pytest
 from conftest import needs_root
 
 QUIET = ("--policy", "other", "--no-mlock")
-# Allowed time from the stop to the process's exit: the 100 ms of the rule plus
-# room for writing the document on a machine shared with other work.
-STOP_S = 1.0
+# A watchdog, not a speed: from the stop to the process's exit on a machine however
+# loaded. Every loop below would run on for 30 s or more if it ignored the stop.
+STOP_S = 10.0
 
 
 def start(engine_bin, *args):
@@ -66,18 +67,39 @@ def test_start_at_more_than_a_day_ahead_is_a_usage_error(run_engine, test):
 
 
 def test_sigterm_within_a_long_latency_period(engine_bin):
-    # one wake-up a second: the stop must not wait for the next deadline
-    p = start(engine_bin, "latency", "--interval-us", "1000000", "--duration-s", "60", *QUIET)
-    took, doc, _ = stop_and_time(p, 1.5)
-    assert took < STOP_S and doc["interrupted"] is True
-    assert doc["metrics"]["cycles"]["value"] >= 1
+    """One wake-up a second, deadlines on a grid known from --start-at-ns: the stop,
+    sent between two deadlines, must not wait for the next one. Ground truth without
+    a clock race: the cycles kept are the deadlines due before the signal (one fewer
+    when the engine had not yet woken for the last of them); a loop that slept on to
+    the next deadline would keep one more."""
+    period = 10**9
+    first = time.monotonic_ns() + 500_000_000
+    p = start(engine_bin, "latency", "--interval-us", "1000000", "--duration-s", "60", "--threads", "1",
+              "--start-at-ns", str(first), *QUIET)
+    # the middle of the gap after the second deadline, whatever the load did so far
+    time.sleep(max(0.0, (first + period + period // 2 - time.monotonic_ns()) / 1e9))
+    assert p.poll() is None, p.stderr.read()
+    sent = time.monotonic_ns()
+    p.send_signal(signal.SIGTERM)
+    try:
+        out, _ = p.communicate(timeout=STOP_S)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        pytest.fail(f"the engine was still running {STOP_S} s after SIGTERM")
+    doc = json.loads(out)
+    due = (sent - first) // period + 1          # deadlines first, first + 1 s, ... before the signal
+    assert doc["interrupted"] is True
+    assert due - 1 <= doc["metrics"]["cycles"]["value"] + doc["metrics"]["skipped"]["value"] <= due
 
 
 def test_sigterm_within_a_long_spin_period(engine_bin):
+    # a burst every 10 s, stopped 1 s in: a loop that waited for its next period would
+    # take 9 s more (and burst a second time)
     p = start(engine_bin, "spin", "--period-us", "10000000", "--busy-us", "1000", "--duration-s", "60",
               *QUIET)
     took, doc, _ = stop_and_time(p, 1.0)
-    assert took < STOP_S and doc["interrupted"] is True
+    assert took < STOP_S / 2 and doc["interrupted"] is True
     assert doc["metrics"]["count"]["value"] == 1 == len(doc["events"])
 
 
@@ -100,7 +122,7 @@ def test_hil_work_longer_than_the_period_stops_at_its_duration(engine_bin, polic
     took = time.monotonic() - t0
     doc = json.loads(p.stdout)
     assert p.returncode == 0, p.stderr
-    assert took < 1.0 + 0.1 + 0.2 + STOP_S
+    assert took < 1.0 + 0.1 + 0.2 + STOP_S       # working off the backlog would take 200 s
     m = doc["metrics"]
     assert m["sent"]["value"] == 1000
     assert m["sim_answered"]["value"] <= 10          # about one step per 200 ms
@@ -157,13 +179,13 @@ def test_engine_ends_when_its_parent_is_killed(engine_bin, args):
     assert alive(engine_pid)
     parent.send_signal(signal.SIGKILL)
     parent.wait(timeout=10)
-    deadline = time.monotonic() + 2.0
+    deadline = time.monotonic() + STOP_S       # each run would go on for 60 s
     while alive(engine_pid) and time.monotonic() < deadline:
         time.sleep(0.02)
     gone = not alive(engine_pid)
     if not gone:
         os.kill(engine_pid, signal.SIGKILL)
-    assert gone, "the engine outlived its parent by more than 2 s"
+    assert gone, f"the engine outlived its parent by more than {STOP_S} s"
 
 
 def free_port() -> int:
@@ -176,11 +198,11 @@ def free_port() -> int:
 @pytest.mark.parametrize("local", [(), ("--device-local",)], ids=["anchored", "device-local"])
 def test_hil_sim_alone_does_not_work_off_a_backlog_past_its_frames(engine_bin, local):
     """A device process sends 50 frames at 1 kHz to a simulation whose step is
-    100 ms: the simulation ends at its first frame + 50 periods + --idle-ms (and
-    one step), not after 50 steps (5 s)."""
+    400 ms: the simulation ends at its first frame + 50 periods + --idle-ms (and
+    one step), not after 50 steps (20 s): it answers a few frames, not 50."""
     addr = f"127.0.0.1:{free_port()}"
     sim = start(engine_bin, "hil", "--role", "sim", "--address", addr, "--frames", "50", "--payload", "work",
-                "--work-us", "100000", "--idle-ms", "200", *local, *QUIET)
+                "--work-us", "400000", "--idle-ms", "200", *local, *QUIET)
     time.sleep(0.3)
     t0 = time.monotonic()
     dev = subprocess.run([engine_bin, "hil", "--role", "device", "--address", addr, "--frames", "50",
@@ -190,5 +212,5 @@ def test_hil_sim_alone_does_not_work_off_a_backlog_past_its_frames(engine_bin, l
     took = time.monotonic() - t0
     doc = json.loads(out)
     assert sim.returncode == 0, err
-    assert took < 0.1 + 0.05 + 0.2 + 0.1 + STOP_S
-    assert 1 <= doc["metrics"]["sim_answered"]["value"] <= 6
+    assert took < 0.1 + 0.05 + 0.2 + 0.4 + STOP_S       # 50 steps would take 20 s
+    assert 1 <= doc["metrics"]["sim_answered"]["value"] <= 3

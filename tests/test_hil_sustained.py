@@ -44,13 +44,12 @@ def test_bad_spec_rejected(table, words):
         spec_from_table(table, "profile x")
 
 
-# the VM's host stalls (up to ~15 ms, in bursts) can break the quiet-machine part of this
-# ground truth; it must then hold on one of three runs
-@pytest.mark.flaky(reruns=2)
 @needs_root
 def test_real_sweep_respects_the_step_time(engine_bin):
+    # retries: a probe that fails is tried again before it counts as failed (the sweep's
+    # own answer to this VM's host stalls, up to ~15 ms a few times a minute)
     spec = SustainedSpec(payload="work", sizes=[1500], frames=500, start_us=2000, max_us=20000,
-                         precision=0.15, retries=1)
+                         precision=0.15, retries=3)
     result = run_sustained(engine_bin, spec)
     rows = {r["size"]: r for r in result["results"]}
     for work_us, r in rows.items():

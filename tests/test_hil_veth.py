@@ -63,12 +63,12 @@ def test_sim_killed_frames_lost_and_namespaces_removed(engine_bin):
 
 def test_device_killed_sim_stops_and_namespaces_removed(engine_bin):
     t0 = time.monotonic()
-    r = run_veth(["--frames", "20000", "--period-us", "1000", "--idle-ms", "300", *QUIET],
-                 time_limit_s=60, engine=engine_bin, on_started=kill_after("device"))
-    assert time.monotonic() - t0 < 10          # not the 20 s the device would have sent for
+    r = run_veth(["--frames", "60000", "--period-us", "1000", "--idle-ms", "300", *QUIET],
+                 time_limit_s=120, engine=engine_bin, on_started=kill_after("device"))
+    assert time.monotonic() - t0 < 30          # a watchdog: the device would have sent for 60 s
     assert r.device is None and r.device_status == -signal.SIGKILL
     assert r.sim is not None and r.sim["ok"]
-    assert 0 < value(r.sim, "sim_received") < 20000
+    assert 0 < value(r.sim, "sim_received") < 60000
     assert not any(netns_alive(ns) for ns in r.namespaces)
 
 

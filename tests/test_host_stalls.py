@@ -185,8 +185,13 @@ def test_a_latency_cycle_spanning_a_stop_is_set_aside(engine_bin):
 SPIN_BUSY_US, SPIN_PERIOD_US, SPIN_S = 3000, 30_000, 1.2
 
 
-# a real host stall of the VM (they happen here, in bursts) may coincide with a burst
-@pytest.mark.flaky(reruns=2)
+def bursts_with_a_stall(intervals, events) -> list:
+    """Bursts during which the observer recorded a stall. Were the spinner taken for
+    a host stall, every burst would be one; a real stall of this VM (they come a few
+    times a minute) may coincide with one or two: the claims below allow a tenth."""
+    return [(bb, ee) for bb, ee in events if any(b < ee and e > bb for b, e in intervals)]
+
+
 @needs_root
 def test_a_spinner_on_the_measured_cpu_is_not_a_host_stall(engine_bin):
     if len(os.sched_getaffinity(0)) < 2:
@@ -210,17 +215,14 @@ def test_a_spinner_on_the_measured_cpu_is_not_a_host_stall(engine_bin):
     assert s["observed"] and s["cpu"] != cpu
     # the spinner is seen in the latency figures ...
     assert ti["max"] >= 0.8 * SPIN_BUSY_US * 1000
-    # ... but not as host stalls: no stall interval lies in a burst
-    in_bursts = [(b, e) for b, e in s["intervals"] if any(b < ee and e > bb for bb, ee in events)]
-    assert in_bursts == []
+    # ... but not as host stalls: no stall interval lies in a burst (real ones aside)
+    assert len(bursts_with_a_stall(s["intervals"], events)) <= len(events) // 10
     # so the stall-free figures keep the spinner's interference
     w = s["metrics"]["ti"]
     assert w["touched"] <= s["count"]
     assert w["without"]["p99"] >= 0.5 * SPIN_BUSY_US * 1000
 
 
-# a real host stall of the VM may coincide with a burst
-@pytest.mark.flaky(reruns=2)
 @needs_root
 def test_a_spinner_on_the_observers_cpu_is_a_local_delay_not_a_host_stall(engine_bin):
     """The observer's own CPU taken by a higher-priority thread: its late wake-ups are
@@ -246,8 +248,7 @@ def test_a_spinner_on_the_observers_cpu_is_a_local_delay_not_a_host_stall(engine
     assert len(events) >= 20
     # most bursts delayed the observer beyond the threshold: each one a local delay
     assert s["local_delays"] >= len(events) // 2
-    in_bursts = [(b, e) for b, e in s["intervals"] if any(b < ee and e > bb for bb, ee in events)]
-    assert in_bursts == []
+    assert len(bursts_with_a_stall(s["intervals"], events)) <= len(events) // 10
 
 
 @needs_root

@@ -151,7 +151,7 @@ class Labgrid:
 @pytest.fixture(scope="module")
 def labgrid(boards):
     if not (BIN / "labgrid-coordinator").exists():
-        pytest.skip("labgrid is not installed beside this Python: `pip install .` installs it (a dependency)")
+        pytest.skip("labgrid is not installed beside this Python: `pip install '.[lab]'` installs it (the lab extra)")
     root = Path(tempfile.mkdtemp(prefix="rtgauge-labgrid-"))
     lg = Labgrid(boards, root)
     yield lg

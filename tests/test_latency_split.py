@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import needs_root
+from conftest import needs_mount_namespace, needs_root, without_tracefs
 
 I_US = 4000
 X_US = 12_000
@@ -57,7 +57,6 @@ def run_split(engine_bin: str, with_spin: bool) -> dict:
 
 
 @needs_root
-@pytest.mark.flaky(reruns=2)
 def test_a_higher_priority_spinner_raises_ti_sched_not_ti_irq(engine_bin):
     why = split_unavailable(engine_bin)
     if why:
@@ -75,9 +74,10 @@ def test_a_higher_priority_spinner_raises_ti_sched_not_ti_irq(engine_bin):
     # about one cycle in 24 falls into a burst: the spinner shows in ti_sched's p99 ...
     assert spun["metrics"]["ti_sched"]["p99"] > 0.8 * burst_late_ns, spun["metrics"]["ti_sched"]
     assert quiet["metrics"]["ti_sched"]["p99"] < 0.2 * burst_late_ns, quiet["metrics"]["ti_sched"]
-    # ... and not in ti_irq, which stays where it was without it (host stalls aside)
+    # ... and not in ti_irq: the interrupt is not held back by a thread, so no cycle in
+    # ten (the spinner reaches one in 24) shows anything near the burst there
     for doc in (quiet, spun):
-        assert doc["metrics"]["ti_irq"]["p90"] < 500_000, doc["metrics"]["ti_irq"]
+        assert doc["metrics"]["ti_irq"]["p90"] < 0.2 * burst_late_ns, doc["metrics"]["ti_irq"]
 
 
 def test_split_per_thread_and_env(engine_bin):
@@ -96,3 +96,60 @@ def test_split_per_thread_and_env(engine_bin):
     assert doc["env"]["split"]["trace_clock"] == "mono"
     assert not [d for d in os.listdir("/sys/kernel/tracing/instances") if d.startswith("rtgauge-split-")], \
         "the split's trace instance is left behind"
+
+
+def host_tracefs_mounts() -> list[str]:
+    with open("/proc/self/mounts") as f:
+        return sorted(line.split()[1] for line in f if line.split()[2] == "tracefs")
+
+
+SHOW_MOUNTS = ('"$@"; status=$?; awk \'$3 == "tracefs" {print "mounted:" $2}\' /proc/self/mounts >&2; '
+               'exit $status')
+
+
+@needs_mount_namespace
+def test_split_mounts_tracefs_where_it_is_missing_and_says_so(engine_bin):
+    """A fresh machine: tracefs not mounted. As root the split mounts it where it is
+    expected, as rtla does, measures, and says so in env.notes; the mount stays (in
+    the private mount namespace of this test: the host's mounts are untouched)."""
+    host = host_tracefs_mounts()
+    p = subprocess.run(without_tracefs(["sh", "-c", SHOW_MOUNTS, "sh", engine_bin, "latency", "--split",
+                                        "--cycles", "50", "--interval-us", "1000",
+                                        "--cpus", str(measured_cpu())]),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["ok"] and doc["metrics"]["ti_irq"]["count"] > 0 and doc["metrics"]["ti_sched"]["count"] > 0
+    [note] = doc["env"]["notes"]
+    assert "tracefs was not mounted: mounted it at /sys/kernel/tracing" in note
+    assert "mounted:/sys/kernel/tracing" in p.stderr.splitlines()     # left mounted, as rtla does
+    assert host_tracefs_mounts() == host
+
+
+@needs_mount_namespace
+def test_split_with_no_mount_tracefs_refuses_where_it_is_missing(engine_bin):
+    p = subprocess.run(without_tracefs(["sh", "-c", SHOW_MOUNTS, "sh", engine_bin, "latency", "--split",
+                                        "--no-mount-tracefs", "--cycles", "50", "--cpus", str(measured_cpu())]),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1
+    doc = json.loads(p.stdout)
+    assert not doc["ok"] and "not mounted" in doc["error"] and "--no-mount-tracefs" in doc["error"]
+    assert "notes" not in doc["env"]
+    assert not [ln for ln in p.stderr.splitlines() if ln.startswith("mounted:")]
+
+
+@needs_mount_namespace
+def test_split_where_tracefs_is_already_mounted_adds_no_note(engine_bin):
+    """The second run in the same namespace finds the mount the first one made."""
+    args = [engine_bin, "latency", "--split", "--cycles", "20", "--cpus", str(measured_cpu())]
+    script = '"$@" > /dev/null && exec "$@"'
+    p = subprocess.run(without_tracefs(["sh", "-c", script, "sh", *args]), capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["ok"] and doc["metrics"]["ti_irq"]["count"] > 0 and "notes" not in doc["env"]
+
+
+def test_no_mount_tracefs_without_split_is_a_usage_error(run_engine):
+    r = run_engine("latency", "--no-mount-tracefs", "--cycles", "5", "--policy", "other", "--no-mlock")
+    assert r.status == 2 and "only applies with --split" in r.doc["error"]

@@ -81,7 +81,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("analysis", ["rtgauge.analysis"]),
     ("engine description and system facts",
      ["rtgauge.catalogue", "rtgauge.enginebin", "rtgauge.sysinfo", "rtgauge.bounds"]),
-    ("base", ["rtgauge", "rtgauge.errors", "rtgauge.printable", "rtgauge.owner", "rtgauge.published",
+    ("base", ["rtgauge", "rtgauge.argparsing", "rtgauge.defaults", "rtgauge.config", "rtgauge.units", "rtgauge.errors", "rtgauge.printable", "rtgauge.owner", "rtgauge.published",
               "rtgauge.search"]),
 ]
 

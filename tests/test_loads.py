@@ -71,10 +71,14 @@ def wait_until(predicate, timeout=10.0) -> bool:
     return predicate()
 
 
-def rtgauge(*args, timeout=300):
+def rtgauge(*args, timeout=300, fresh=False):
+    """fresh: as on a machine where tracefs is not mounted (conftest.without_tracefs)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=ROOT)
+    cmd = [sys.executable, "-m", "rtgauge", *args]
+    if fresh:
+        from conftest import without_tracefs
+        cmd = without_tracefs(cmd)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
 
 
 def rtgauge_popen(*args):

@@ -171,7 +171,10 @@ def test_ctrl_c_stops_the_remote_engine_and_keeps_what_it_measured(lab, env, tmp
     assert run["status"] == "interrupted"
     [m] = run["measurements"]
     assert m["interrupted"] and m["document"]["env"]["hostname"] == lab.hostname
-    assert m["metrics"]["cycles"]["value"] > 1000                   # ~1.5 s at 1 kHz were kept
+    # what it measured in the ~1.5 s before the stop was kept (how many cycles that is
+    # depends on how busy the machine was: the cycles, not their number, are the claim)
+    assert m["metrics"]["cycles"]["value"] > 0
+    assert m["metrics"]["ti"]["count"] == m["metrics"]["cycles"]["value"]
 
 
 def test_a_cut_link_marks_the_run_interrupted_and_the_engine_ends_itself(lab, env, tmp_path):

@@ -45,9 +45,11 @@ def test_lists_the_runs_newest_first(populated, capsys):
     db, (first, second) = populated
     status, out, err = cli(capsys, "--db", db)
     assert status == 0 and err == ""
-    rows = [line for line in out.splitlines() if line.startswith("│")]
-    assert len(rows) == 2
-    cells = [[c.strip() for c in row.strip("│").split("│")] for row in rows]
+    # off a terminal the table is TSV: its title, a header line, one line a run
+    lines = out.splitlines()
+    assert lines[0].startswith("# Runs in ") and lines[1].split("\t")[0] == "run"
+    cells = [line.split("\t") for line in lines[2:] if "\t" in line]
+    assert len(cells) == 2
     assert [c[0] for c in cells] == [str(second), str(first)]
     assert cells[0][2:5] == ["running", "standard", "bench-7"]
     assert cells[1][2:] == ["interrupted", "quick", "rig-1", SYSTEM["kernel_release"], "4"]
@@ -61,9 +63,7 @@ def test_shows_one_run(populated, capsys):
     assert "rig-1 · 6.1.0-27-rt-amd64 x86_64 · preempt PREEMPT_RT" in out
     # Doctor checks that are not ok are shown with their advice; ok ones are not.
     assert "smt = on — Turn SMT off" in out and "rt_throttling" not in out
-    rows = {cells[0]: cells for cells in
-            ([c.strip() for c in line.strip("│").split("│")] for line in out.splitlines() if line.startswith("│"))
-            if cells[0]}
+    rows = {cells[0]: cells for cells in (line.split("\t") for line in out.splitlines() if "\t" in line)}
     ti = realistic_document()["metrics"]["ti"]
     expected_us = [f"{ti[k] / 1000:.1f}" for k in ("min", "avg", "p99", "max")]
     assert rows["latency-cpu"][1:8] == ["engine", "cpu", "ok", *expected_us]
@@ -92,7 +92,7 @@ def test_json_matches_the_store(populated, capsys):
     shown.pop("analysis", None)           # derived figures (tests/test_tire_study.py), not the store's
     # besides the stored run: what the report shows of the published evaluations
     published = shown.pop("published")
-    assert set(published) == {"studies", "verdicts"}
+    assert set(published) == {"studies", "verdicts", "conclusions"}   # conclusions: bebb739
     # show adds the probable worst case (docs/pwcet.md) to each latency measurement with
     # per-window maxima; everything else is the store's
     pwcet = {m["name"]: m.pop("pwcet", None) for m in shown["measurements"]}
@@ -104,11 +104,17 @@ def test_json_matches_the_store(populated, capsys):
     assert shown["measurements"][1]["document"] == realistic_document(misses=3)
 
 
-def test_an_empty_database_says_how_to_make_a_run(tmp_path, capsys):
-    db = tmp_path / "fresh.db"
-    status, out, _ = cli(capsys, "--db", str(db))
+def test_an_empty_database_says_how_to_make_a_run(tmp_path, capsys, monkeypatch):
+    # the default database, not made yet: no runs (a database named with --db that is
+    # missing is an error, tests/test_cli_database.py)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    for name in ("RTGAUGE_DB", "RTGAUGE_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    status, out, _ = cli(capsys)
     assert status == 0 and "no runs" in out and "`rtgauge run`" in out
-    assert not db.exists(), "looking must not create a database"
+    assert list(tmp_path.iterdir()) == [], "looking must not create a database"
+    db = tmp_path / "fresh.db"
     open_store(str(db)).close()
     status, out, _ = cli(capsys, "--db", str(db), "--json")
     assert status == 0 and json.loads(out) == []

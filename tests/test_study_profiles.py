@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sqlite3
 import subprocess
 import sys
 
 import pytest
 
-from conftest import needs_root
+from conftest import needs_mount_namespace, needs_root, without_tracefs
 from rtgauge.cli.run import validate_engine_jobs
 from rtgauge.errors import UserError
 from rtgauge.plan import Job, build_plan, plan_seconds
@@ -100,13 +101,57 @@ def test_bad_if_available(test, wanted, words):
         parse_profile(BASE.format(test=test, wanted=wanted), "t.toml")
 
 
+def test_no_mount_tracefs_goes_with_the_split_to_the_engine(engine_bin, monkeypatch):
+    """run --no-mount-tracefs: a job that gets the split also gets the engine's opt-out."""
+    from rtgauge.plan import optional
+    monkeypatch.setattr(optional, "try_flag", lambda test, flag, cpus, mount: (None, []))
+    [j] = build_plan(parse_profile(BASE.format(test="latency", wanted='["split"]'), "t.toml"))
+    resolve_optional([j], lambda s: None, mount_tracefs=False)
+    assert "--split" in j.engine_args() and "--no-mount-tracefs" in j.engine_args()
+
+
+MOUNT_NOTE = "tracefs was not mounted: mounted it at /sys/kernel/tracing"
+
+
+def engine_on_a_fresh_machine(engine_bin, tmp_path) -> str:
+    """The engine, each run in its own mount namespace without tracefs (conftest)."""
+    wrapper = tmp_path / "engine-without-tracefs"
+    wrapper.write_text(f"#!/bin/sh\nexec {shlex.join(without_tracefs([engine_bin]))} \"$@\"\n")
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
 @needs_root
 def test_split_is_used_where_the_engine_can(engine_bin, monkeypatch):
+    """Here, as the machine is (tracefs mounted or not: as root the engine mounts it)."""
     monkeypatch.setenv("RTGAUGE_ENGINE", engine_bin)
     [j] = build_plan(parse_profile(BASE.format(test="latency", wanted='["split"]'), "t.toml"))
     said = []
     resolve_optional([j], said.append)
-    assert j.options.get("split") is True and not j.notes and not said
+    assert j.options.get("split") is True and "no-mount-tracefs" not in j.options
+    assert all(MOUNT_NOTE in n for n in j.notes) and said == j.notes
+
+
+@needs_mount_namespace
+def test_split_on_a_fresh_machine_mounts_tracefs_and_notes_it(engine_bin, tmp_path, monkeypatch):
+    monkeypatch.setenv("RTGAUGE_ENGINE", engine_on_a_fresh_machine(engine_bin, tmp_path))
+    [j] = build_plan(parse_profile(BASE.format(test="latency", wanted='["split"]'), "t.toml"))
+    said = []
+    resolve_optional([j], said.append)
+    assert j.options.get("split") is True
+    [note] = j.notes                 # stored with every measurement of the job (env.notes)
+    assert MOUNT_NOTE in note and said == [note]
+
+
+@needs_mount_namespace
+def test_split_on_a_fresh_machine_with_no_mount_tracefs_is_left_out(engine_bin, tmp_path, monkeypatch):
+    monkeypatch.setenv("RTGAUGE_ENGINE", engine_on_a_fresh_machine(engine_bin, tmp_path))
+    [j] = build_plan(parse_profile(BASE.format(test="latency", wanted='["split"]'), "t.toml"))
+    said = []
+    resolve_optional([j], said.append, mount_tracefs=False)
+    assert "split" not in j.options and "no-mount-tracefs" not in j.options
+    [note] = j.notes
+    assert note.startswith("--split left out") and "not mounted" in note and len(said) == 1
 
 
 @needs_root
@@ -139,15 +184,17 @@ def test_notes_are_stored_with_the_measurement(engine_bin, tmp_path, monkeypatch
     assert status == "complete" and m["env"]["notes"] == ["--split left out (unavailable here): because"]
 
 
-@needs_root
+@needs_mount_namespace
 def test_interrupt_study_quick_runs_end_to_end(engine_bin, tmp_path):
     """The cheapest study (2 s per latency job, 10 s per context-switch job): idle and
     ping-tcp at 4 kHz, priority 99, split into ti_irq/ti_sched, into a store; `show
-    --json` reads it back."""
+    --json` reads it back. On a machine in its fresh state (tracefs not mounted: a
+    private mount namespace without it), the split mounts tracefs and says so."""
     db = tmp_path / "r.db"
     env = dict(os.environ, RTGAUGE_ENGINE=engine_bin)
-    p = subprocess.run([sys.executable, "-m", "rtgauge", "run", "--profile", "interrupt-study-quick",
-                        "--duration", "2s", "--allow-netns", "--db", str(db), "--no-report"],
+    p = subprocess.run(without_tracefs([sys.executable, "-m", "rtgauge", "run", "--profile",
+                                        "interrupt-study-quick", "--duration", "2s", "--allow-netns",
+                                        "--db", str(db), "--no-report"]),
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     shown = subprocess.run([sys.executable, "-m", "rtgauge", "show", "latest", "--json", "--db", str(db)],
@@ -159,6 +206,7 @@ def test_interrupt_study_quick_runs_end_to_end(engine_bin, tmp_path):
     for m in lat.values():
         assert m["ok"] and m["params"]["interval_us"] == 250 and m["params"]["priority"] == 99
         assert m["metrics"]["ti_irq"]["count"] > 0 and m["metrics"]["ti_sched"]["count"] > 0
+        assert any(MOUNT_NOTE in n for n in m["env"]["notes"])
     assert lat["ping-tcp"]["load"]["condition"] == "ping-tcp"
     cs = {m["condition"]: m for m in run["measurements"] if m["test"] == "preempt"}
     assert set(cs) == {"idle", "ping-tcp"}           # the study's context switch

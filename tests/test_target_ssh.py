@@ -130,7 +130,7 @@ def test_a_cut_link_stops_the_remote_engine_by_itself(client, engine_bin):
 
     try:
         asyncio.run(go())
-        assert time.monotonic() - seen["cut"] < 30
+        assert time.monotonic() - seen["cut"] < 90      # a watchdog: the run was to last 120 s
         [directory] = seen["dirs"]
         # the guard hears nothing for SILENCE_S seconds and stops the engine
         deadline = seen["cut"] + remote.SILENCE_S + 10

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_root
+from conftest import needs_mount_namespace
 from rtgauge.store import open_store
-from rtgauge.trace import breach_of, cpu_mask, find_tracefs, tracefs_supported
+from rtgauge.trace import breach_of, cpu_mask, find_tracefs
 from rtgauge.trace.counters import counters, parse_table, per_cpu_deltas, read_smi_counts, take_snapshot
 from test_loads import rtgauge
 
@@ -56,21 +56,11 @@ def test_breach_is_found_per_thread():
     assert breach_of(doc, 100) is None
 
 
-def tracefs_usable() -> tuple[bool, str]:
-    if os.geteuid() != 0:
-        return False, "needs root"
-    if find_tracefs():
-        return True, ""
-    if not tracefs_supported():
-        return False, "this kernel has no tracefs"
-    return True, ""
-
-
-@needs_root
-def test_breach_stores_trace_with_marker_and_leaves_mounts_as_found(tmp_path):
-    ok, why = tracefs_usable()
-    if not ok:
-        pytest.skip(why)
+@needs_mount_namespace
+def test_breach_stores_trace_with_marker_mounting_tracefs_where_missing(tmp_path):
+    """A fresh machine (tracefs not mounted; a private mount namespace without it, so
+    the host's mounts are untouched): the run mounts tracefs, as rtla does, says so,
+    and traces."""
     mounted_before = find_tracefs()
     prof = tmp_path / "p.toml"
     prof.write_text("""
@@ -87,9 +77,10 @@ duration-s = 5
     db = tmp_path / "r.db"
     # 1 µs is always exceeded: the first wake-up breaches it
     p = rtgauge("run", "--profile", str(prof), "--db", str(db), "--no-report",
-                "--trace-threshold-us", "1", "--mount-tracefs")
+                "--trace-threshold-us", "1", fresh=True)
     assert p.returncode in (0, 1), p.stderr
-    assert find_tracefs() == mounted_before, "tracefs mount state changed"
+    assert "tracefs was not mounted: mounted it at /sys/kernel/tracing" in " ".join(p.stdout.split())
+    assert find_tracefs() == mounted_before, "the host's tracefs mount state changed"
     if mounted_before:
         assert not any(Path(mounted_before, "instances").glob("rtgauge-*"))
     with open_store(str(db)) as store:
@@ -105,10 +96,8 @@ duration-s = 5
     assert m["verdicts"]["max_latency"]["pass"] is False if isinstance(m["verdicts"], dict) else True
 
 
-@needs_root
-def test_without_tracefs_permission_says_so_and_measures(tmp_path):
-    if find_tracefs():
-        pytest.skip("tracefs is mounted here; the not-mounted path cannot be shown")
+@needs_mount_namespace
+def test_with_no_mount_tracefs_where_missing_says_so_and_measures(tmp_path):
     prof = tmp_path / "p.toml"
     prof.write_text("""
 [[jobs]]
@@ -119,7 +108,8 @@ conditions = ["idle"]
 duration-s = 1
 """)
     db = tmp_path / "r.db"
-    p = rtgauge("run", "--profile", str(prof), "--db", str(db), "--no-report", "--trace-threshold-us", "1")
+    p = rtgauge("run", "--profile", str(prof), "--db", str(db), "--no-report", "--trace-threshold-us", "1",
+                "--no-mount-tracefs", fresh=True)
     assert p.returncode in (0, 1), p.stderr
     assert " ".join(p.stdout.split()).count("tracing is skipped") == 1   # once, however wrapped
     with open_store(str(db)) as store:

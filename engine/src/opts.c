@@ -96,12 +96,12 @@ static void add_table(rtg_opts *o, const rtg_opt *table, unsigned skip_cpus)
     }
 }
 
-static const char *type_name(rtg_opt_type t)
+static const char *type_name(const rtg_opt *d)
 {
-    switch (t) {
+    switch (d->type) {
     case RTG_OPT_INT: return "INT";
     case RTG_OPT_NUM: return "NUM";
-    case RTG_OPT_STR: return "FILE";
+    case RTG_OPT_STR: return d->choices ? d->choices : "FILE";   /* a text option's metavar */
     case RTG_OPT_ENUM: return "CHOICE";
     case RTG_OPT_CPUS: return "LIST";
     case RTG_OPT_FLAG: return "";
@@ -109,8 +109,31 @@ static const char *type_name(rtg_opt_type t)
     return "";
 }
 
+/* Seconds in one of a time unit's names (ns, us, µs, ms, s, m, h, d); 0 if text is none. */
+static double unit_seconds(const char *text)
+{
+    static const struct { const char *name; double s; } units[] = {
+        {"ns", 1e-9}, {"us", 1e-6}, {"\xc2\xb5s", 1e-6}, {"ms", 1e-3}, {"s", 1},
+        {"m", 60}, {"h", 3600}, {"d", 86400},
+    };
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(text, units[i].name) == 0)
+            return units[i].s;
+    return 0;
+}
+
+/* The unit a time option counts in, from the end of its name (duration-s, interval-us,
+ * start-delay-ms, start-at-ns), in seconds; 0 for an option that is not a time. */
+static double option_unit(const char *name)
+{
+    const char *dash = strrchr(name, '-');
+    return dash ? unit_seconds(dash + 1) : 0;
+}
+
 /* Strict number parsing: the whole text must be a number. INT accepts plain
- * integers and integral forms like 1e6. */
+ * integers and integral forms like 1e6. A time option also takes a unit, as
+ * `rtgauge run --duration` does: --duration-s 5m, --interval-us 1ms (converted to the
+ * option's own unit; an INT must come out whole). */
 static int parse_number(const opt_val *v, const char *text, double *out)
 {
     char *end;
@@ -126,8 +149,16 @@ static int parse_number(const opt_val *v, const char *text, double *out)
     }
     errno = 0;
     double d = strtod(text, &end);
-    if (*end != '\0' || errno != 0 || !isfinite(d))
+    if (end == text || errno != 0 || !isfinite(d))
         return -1;
+    if (*end != '\0') {
+        double unit = option_unit(v->def->name), given = unit_seconds(end);
+        if (unit == 0 || given == 0)
+            return -1;
+        d = d * given / unit;
+        if (fabs(d - nearbyint(d)) <= 1e-9 * fmax(1.0, fabs(d)))
+            d = nearbyint(d);   /* 1.1ms as µs is 1100, not 1100.0000000000002 */
+    }
     if (v->def->type == RTG_OPT_INT && d != floor(d))
         return -1;
     *out = d;
@@ -218,6 +249,12 @@ static int set_value(opt_val *v, const char *text, char *err, size_t errlen)
     case RTG_OPT_INT:
     case RTG_OPT_NUM: {
         double x;
+        if (parse_number(v, text, &x) != 0 && option_unit(d->name) != 0)
+            return bad(err, errlen, "--%s %s is not %s; give %s like %s, or with a unit "
+                       "(ns, us, ms, s, m, h, d) like 500ms or 2m.", d->name, text,
+                       d->type == RTG_OPT_INT ? "a whole number of its unit" : "a time",
+                       d->type == RTG_OPT_INT ? "a whole number" : "a number",
+                       d->def ? d->def : rtg_fmt_bound(d->min, a, sizeof a));
         if (parse_number(v, text, &x) != 0)
             return bad(err, errlen, "--%s %s is not %s; give %s like %s.", d->name, text,
                        d->type == RTG_OPT_INT ? "a whole number" : "a number",
@@ -336,7 +373,7 @@ int rtg_opts_parse(rtg_opts *o, int argc, char **argv, char *err, size_t errlen)
         } else {
             if (i + 1 >= argc)
                 return bad(err, errlen, "--%s needs a value (%s); give one after it.", name,
-                           type_name(v->def->type));
+                           type_name(v->def));
             value = argv[++i];
         }
         int rc = set_value(v, value, err, errlen);
@@ -384,7 +421,7 @@ void rtg_opts_help(FILE *f, const rtg_test *t)
     for (int i = 0; o && i < o->n; i++) {
         const rtg_opt *d = o->v[i].def;
         char left[96], a[32], b[32], range[160] = "";
-        snprintf(left, sizeof left, "--%s %s", d->name, type_name(d->type));
+        snprintf(left, sizeof left, "--%s %s", d->name, type_name(d));
         if (d->type == RTG_OPT_INT || d->type == RTG_OPT_NUM)
             snprintf(range, sizeof range, "range %s..%s", rtg_fmt_bound(d->min, a, sizeof a),
                      rtg_fmt_bound(d->max, b, sizeof b));

@@ -10,9 +10,12 @@ const char *rtg_split_unavailable(void)
            "were not installed)";
 }
 
-rtg_split *rtg_split_start(const int *cpus, int ncpus, char *err, size_t errlen)
+rtg_split *rtg_split_start(const int *cpus, int ncpus, bool may_mount, char *note, size_t notelen,
+                           char *err, size_t errlen)
 {
-    (void)cpus, (void)ncpus;
+    (void)cpus, (void)ncpus, (void)may_mount;
+    if (notelen)
+        note[0] = '\0';
     snprintf(err, errlen, "%s.", rtg_split_unavailable());
     return NULL;
 }
@@ -34,6 +37,7 @@ void rtg_split_free(rtg_split *s) { (void)s; }
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -97,13 +101,31 @@ static bool tracefs_mounted(const char **dir)
     return tracefs_tracing_dir_is_mounted(false, dir) == 1 && *dir;
 }
 
+/* Mount tracefs where it is expected, as rtla, trace-cmd and libtracefs do when it is
+ * missing; it stays mounted (it is the system's, not this run's). 0 when tracefs is
+ * there after (also when another process mounted it meanwhile), else -1 with why. */
+static int mount_tracefs(char *note, size_t notelen, char *why, size_t whylen)
+{
+    const char *dir = NULL;
+    if (mount("nodev", RTG_TRACEFS_DIR, "tracefs", 0, NULL) == 0) {
+        snprintf(note, notelen, "tracefs was not mounted: mounted it at %s for the latency split "
+                                "(left mounted, as rtla and trace-cmd do)", RTG_TRACEFS_DIR);
+        return 0;
+    }
+    int e = errno;
+    if (tracefs_mounted(&dir))
+        return 0;
+    snprintf(why, whylen, "%s", strerror(e));
+    return -1;
+}
+
 const char *rtg_split_unavailable(void)
 {
     static char why[256];
     const char *dir = NULL;
     if (!tracefs_mounted(&dir))
         return "the latency split needs tracefs, which is not mounted (mount -t tracefs nodev "
-               "/sys/kernel/tracing, as root)";
+               RTG_TRACEFS_DIR ", as root)";
     const char *need[][2] = {{"timer", "hrtimer_start"}, {"timer", "hrtimer_expire_entry"}};
     if (!have_event("syscalls", "sys_exit_clock_nanosleep") && !have_event("sched", "sched_switch"))
         return "the latency split needs the trace event syscalls:sys_exit_clock_nanosleep or "
@@ -244,8 +266,25 @@ static int lookup(rtg_split *s, char *err, size_t errlen)
     return 0;
 }
 
-rtg_split *rtg_split_start(const int *cpus, int ncpus, char *err, size_t errlen)
+rtg_split *rtg_split_start(const int *cpus, int ncpus, bool may_mount, char *note, size_t notelen,
+                           char *err, size_t errlen)
 {
+    const char *dir = NULL;
+    if (notelen)
+        note[0] = '\0';
+    if (!tracefs_mounted(&dir)) {
+        char why_mount[128];
+        if (!may_mount) {
+            snprintf(err, errlen, "the latency split needs tracefs, which is not mounted; mount it "
+                                  "(mount -t tracefs nodev %s) or drop --no-mount-tracefs.", RTG_TRACEFS_DIR);
+            return NULL;
+        }
+        if (mount_tracefs(note, notelen, why_mount, sizeof why_mount) != 0) {
+            snprintf(err, errlen, "the latency split needs tracefs, which is not mounted, and mounting it at "
+                                  "%s failed (%s); run as root.", RTG_TRACEFS_DIR, why_mount);
+            return NULL;
+        }
+    }
     const char *why = rtg_split_unavailable();
     if (why) {
         snprintf(err, errlen, "%s.", why);

@@ -12,20 +12,28 @@
  * Events go to a private tracefs instance (instances/rtgauge-split-PID) restricted
  * to the measured CPUs, with the trace clock on CLOCK_MONOTONIC ("mono"); a non-RT
  * reader thread drains it every 100 ms into distributions, so memory does not grow
- * with the run. Built only with libtracefs; without it, or without tracefs or the
- * events at run time, rtg_split_start says why and the run is refused. */
+ * with the run. Built only with libtracefs; without it, or without the events at
+ * run time, rtg_split_start says why and the run is refused. Where tracefs is not
+ * mounted, rtg_split_start mounts it at RTG_TRACEFS_DIR (root only; it stays
+ * mounted, as with rtla and trace-cmd) unless told not to, and says so in a note. */
 #ifndef RTG_SPLIT_H
 #define RTG_SPLIT_H
+#include <stdbool.h>
 #include <stddef.h>
 #include "test.h"
+
+#define RTG_TRACEFS_DIR "/sys/kernel/tracing"   /* where tracefs is expected */
 
 typedef struct rtg_split rtg_split;
 
 /* NULL when the split can be built and tracefs with the three events is there;
  * else one sentence saying why not. */
 const char *rtg_split_unavailable(void);
-/* Start tracing on cpus[0..ncpus-1]; NULL with a sentence in err. */
-rtg_split *rtg_split_start(const int *cpus, int ncpus, char *err, size_t errlen);
+/* Start tracing on cpus[0..ncpus-1]; NULL with a sentence in err. When tracefs is
+ * not mounted and may_mount, mount it first and put a sentence saying so in note
+ * (else note is ""). */
+rtg_split *rtg_split_start(const int *cpus, int ncpus, bool may_mount, char *note, size_t notelen,
+                           char *err, size_t errlen);
 /* Stop tracing and fold what is left in the buffers. */
 void rtg_split_stop(rtg_split *s);
 /* Metrics ti_irq and ti_sched (distributions, ns) over the threads tids[0..n-1]

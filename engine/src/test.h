@@ -28,7 +28,7 @@ typedef struct {
     rtg_opt_type type;
     const char *def;       /* default as text; NULL = unset (optional) */
     double min, max;       /* range for INT and NUM */
-    const char *choices;   /* ENUM: "monotonic|tsc" */
+    const char *choices;   /* ENUM: "monotonic|tsc"; STR: its metavar, e.g. "HOST:PORT" (FILE if NULL) */
     const char *help;      /* one line; the range and default are printed by --help */
 } rtg_opt;
 

@@ -22,9 +22,9 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from rtgauge.analysis.records import Measurement, as_measurement
+from rtgauge.defaults import DEFAULT_EXCEEDANCE
 from rtgauge.errors import UserError
 
-DEFAULT_EXCEEDANCE = 1e-9
 CONFIDENCE = 0.95
 MIN_BLOCKS = 30
 # Each applicability check fails when its p-value is at most this; three checks together

@@ -25,12 +25,13 @@ from dataclasses import dataclass, field
 from rtgauge.analysis import is_latency_measurement
 from rtgauge.catalogue import MICRO_KINDS, catalogue
 from rtgauge.analysis import noise
+from rtgauge.defaults import REGRESSION_ALPHA
 from rtgauge.analysis.micro import is_micro, variant_of
 from rtgauge.analysis.stalls import stall_free
 from rtgauge.analysis.records import Measurement, Metric, Run, as_measurement, as_run
 from rtgauge.analysis.tire import headline_limits, tire_points
 
-ALPHA = 0.05
+ALPHA = REGRESSION_ALPHA
 UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, "": 1.0, "%": 1.0}
 
 WORSE, BETTER, SAME = "worse", "better", "no significant difference"

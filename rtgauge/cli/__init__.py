@@ -1,4 +1,9 @@
-"""The rtgauge command line: one module a subcommand, each with register()."""
+"""The rtgauge command line: one module a subcommand, each with register().
+
+Start-up stays light: the modules here import only argparse and rtgauge's own small
+modules at their top; numpy, scipy, SQLAlchemy and rich are imported by the function
+that uses them, so `rtgauge --help` and a mistyped option answer at once
+(tests/test_cli_startup.py checks it, bench/startup.py times it)."""
 
 from __future__ import annotations
 
@@ -6,29 +11,58 @@ import argparse
 import sys
 
 from rtgauge import __version__
-from rtgauge.errors import run_reporting_errors
+from rtgauge.argparsing import Parser
+from rtgauge.errors import EXIT_USAGE, run_reporting_errors
+
+COMMAND_MODULES = ("run", "show", "doctor", "engine", "tune", "report", "compare", "pwcet", "export",
+                   "importing", "hil", "lab", "completion")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from rtgauge.cli import compare, doctor, engine, export, importing, report, run, show
-    from rtgauge.cli import hil, lab, pwcet, tune
+def build_parser() -> Parser:
+    import importlib
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="rtgauge",
         description="Measure whether this system can carry a real-time job, store the "
         "result and compare it with other systems and the published figures.",
+        epilog="Exit statuses: 0 ok, 1 failed, 2 bad input, 3 gate tripped, 4 undecided, "
+        "5 gate read an incomplete measurement, 130 interrupted, 141 output closed "
+        "(docs/exit-status.md). The database is --db, else $RTGAUGE_DB, else the config "
+        "file's db (docs/config.md).",
     )
     parser.add_argument("--version", action="version", version=f"rtgauge {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in (run, show, doctor, engine, tune, report, compare, pwcet, export, importing, hil, lab):
-        module.register(sub)
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"rtgauge.cli.{name}").register(sub)
     return parser
 
 
+def subcommand_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """(path, parser) for every command and subcommand below parser, depth first."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield path + (name,), child
+                yield from subcommand_parsers(child, path + (name,))
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+def parser_used(parser: Parser, args: argparse.Namespace) -> Parser:
+    """The deepest subcommand parser that parsed args (`lab run`, `show`, ...)."""
+    found = parser
+    for path, child in subcommand_parsers(parser):
+        if (getattr(args, "command", None), getattr(args, "lab_action", None))[:len(path)] == path:
+            found = child
+    return found
+
+
+def parse(parser: Parser, argv: list[str]) -> argparse.Namespace:
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        parser_used(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+def dispatch(argv: list[str]) -> int:
     # `rtgauge engine ...` passes everything after it to the engine untouched.
     if argv[:1] == ["engine"]:
         from rtgauge.cli.engine import passthrough
@@ -40,11 +74,18 @@ def main(argv: list[str] | None = None) -> int:
 
         return hil(argv[1:])
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
-    return run_reporting_errors(lambda: args.func(args))
+        return EXIT_USAGE
+    return args.func(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    # One place for every command: a user error is one sentence, Ctrl-C is 130, and a
+    # closed stdout (`| head`) ends quietly with 141, help and usage errors included.
+    return run_reporting_errors(lambda: dispatch(argv))
 
 
 if __name__ == "__main__":

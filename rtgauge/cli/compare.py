@@ -7,22 +7,12 @@ on a significant change, and when they have nothing valid to check (fail closed)
 
 from __future__ import annotations
 
-import json
 import sys
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from rtgauge.analysis import latency_measurements, latency_row, system_label
-from rtgauge.analysis.regress import ALPHA, BETTER, SAME, WORSE, change_json, compare_runs, parse_rule
-from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
-from rtgauge.analysis.records import Run, as_run
-from rtgauge.cli.report import add_db_argument, budget_options, load_runs, write_html
+from rtgauge.defaults import REGRESSION_ALPHA as ALPHA
+from rtgauge.cli.report import add_db_argument
 from rtgauge.errors import EXIT_GATE_TRIPPED, UserError
-from rtgauge.report.numbers import fmt_group
-from rtgauge.report.stalls import print_stalls, stalls_json
-from rtgauge.report.terminal import print_micro, print_published
 
 # compare --json's layout: 2 added "version" and "call" ("verdict", the same value, is kept
 # for readers of version 1); docs/compare.md.
@@ -62,10 +52,20 @@ def console() -> Console:
 
 
 def cmd_compare(args) -> int:
+    import json
+    from rtgauge.analysis.regress import BETTER, WORSE, change_json, compare_runs, parse_rule
+    from rtgauge.analysis.headline import DEFAULT_BUDGET_US
+    from rtgauge.analysis.records import as_run
+    from rtgauge.cli.report import budget_options, check_writable, load_runs, write_html
+    from rich.markup import escape
+    from rtgauge.report.stalls import stalls_json
+    # every option is checked before anything is read or printed
     rules = [parse_rule(r) for r in args.fail_on]
     if not 0 < args.alpha < 1:
         raise UserError(f"--alpha {args.alpha:g} is not a rate; give a number between 0 and 1, e.g. 0.05.")
     options = budget_options(args)
+    exceedance = pwcet_exceedance(args)
+    check_writable("-o", args.output)
     runs = [as_run(r) for r in load_runs(args.db, args.runs, default_latest=False)]
     if len(runs) < 2:
         raise UserError("compare needs two or more different runs (the first is the baseline); "
@@ -77,7 +77,6 @@ def cmd_compare(args) -> int:
     tripped: list[str] = []
     closed: list[str] = []
     comparisons = []
-    exceedance = pwcet_exceedance(args)
     worst_cases: dict[int, list[dict]] = {}
     for cand in runs[1:]:
         changes = compare_runs(base, cand, args.alpha)
@@ -143,6 +142,7 @@ def pwcet_exceedance(args) -> float:
 def compare_worst_cases(base: Run, cand: Run, exceedance: float) -> list[dict]:
     """The probable worst case of each latency measurement (ours, not the cyclictest
     cross-check) present in both runs under the same name, A against B."""
+    from rtgauge.analysis import latency_measurements
     from rtgauge.analysis.pwcet import compare_pwcet
     ours = {m.name: m for m in latency_measurements(base) if m.tool == "engine"}
     out = []
@@ -167,6 +167,8 @@ def _us(ns) -> str:
 
 
 def print_worst_cases(out: Console, base: Run, cand: Run, rows: list[dict], exceedance: float) -> None:
+    from rich.table import Table
+    from rich.markup import escape
     t = Table(title=f"Probable worst case, exceeded with probability {exceedance:g} per cycle (µs, 95% interval): "
               f"run {cand.id} against run {base.id}", title_justify="left")
     for col in ("measurement", f"run {base.id}", f"run {cand.id}", "B - A", "call"):
@@ -187,6 +189,13 @@ def _f(v, digits=1) -> str:
 
 
 def print_side_by_side(out: Console, runs: list[Run], budget_us: float) -> None:
+    from rich.table import Table
+    from rich.markup import escape
+    from rtgauge.report.numbers import fmt_group
+    from rtgauge.analysis.headline import headline
+    from rtgauge.analysis import latency_measurements, latency_row, system_label
+    from rtgauge.report.terminal import print_micro, print_published
+    from rtgauge.report.stalls import print_stalls
     table = Table(title="Systems side by side", title_justify="left")
     table.add_column("")
     for r in runs:
@@ -256,6 +265,9 @@ def interval_text(iv, unit) -> str:
 
 
 def print_regressions(out: Console, base: Run, cand: Run, changes, show_all: bool, alpha: float = ALPHA) -> None:
+    from rtgauge.analysis.regress import BETTER, SAME, WORSE
+    from rich.table import Table
+    from rich.markup import escape
     worse = [c for c in changes if c.call == WORSE]
     better = [c for c in changes if c.call == BETTER]
     others = [c for c in changes if c.call not in (WORSE, BETTER, SAME)]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 
 from rtgauge.errors import UserError
@@ -33,6 +32,7 @@ def register(subparsers) -> None:
 
 
 def doctor(args: argparse.Namespace) -> int:
+    import json
     from rtgauge.sysinfo import collect_facts, run_doctor
     from rtgauge.sysinfo.checks import count_statuses
 

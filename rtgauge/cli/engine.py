@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sys
 
-from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
 
 
@@ -20,19 +19,73 @@ def register(sub) -> None:
 def passthrough(args: list[str]) -> int:
     """Replace this process with the engine so signals and exit status pass through.
     With --target ssh://... first, run it on that target instead (docs/cross.md)."""
+    from rtgauge.enginebin import engine_path
     if args[:1] == ["--target"] or (args and args[0].startswith("--target=")):
         target, rest = (args[1] if len(args) > 1 else "", args[2:]) if args[0] == "--target" \
             else (args[0].split("=", 1)[1], args[1:])
         return on_target(target, rest)
     try:
+        if args[:1] == ["latency"]:
+            args = ["latency", *cyclictest_aliases(args[1:])]
         exe = engine_path()
     except UserError as e:
         print(f"rtgauge: {e}", file=sys.stderr)
         return e.exit_status
     sys.stdout.flush()
     sys.stderr.flush()
+    # Python ignores SIGPIPE and an ignored signal stays ignored across exec: give the
+    # engine the default back, so `rtgauge engine ... | head` ends it as it ends any C tool
+    import signal
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     os.execv(exe, [exe, *args])
     return 127  # not reached
+
+
+# cyclictest's short options a user of it types on `rtgauge engine latency`, each with
+# cyclictest's meaning: option -> (the engine's options, whether it takes a value).
+# -a and -t without a value mean what the engine does anyway (every allowed CPU, one
+# thread each); -q (print only the summary at the end) is what the engine always does.
+CYCLICTEST_ALIASES: dict[str, tuple[tuple[str, ...], str]] = {
+    "-i": (("--interval-us",), "value"),            # interval, µs
+    "-p": (("--priority",), "value"),               # SCHED_FIFO priority
+    "-a": (("--cpus",), "optional"),                # affinity: a CPU list, or all
+    "-t": (("--threads",), "optional"),             # threads: N, or one per CPU
+    "-D": (("--duration-s",), "value"),             # duration, with cyclictest's units (5m, 1h)
+    "-h": (("--histogram",), "value"),              # histogram up to US
+    "-b": (("--max-latency-us", "--break"), "value"),  # stop at the first latency above US
+    "-q": ((), "none"),                             # quiet: the engine prints only its document
+}
+
+
+def cyclictest_aliases(args: list[str]) -> list[str]:
+    """`rtgauge engine latency -i 200 -p 95 -a 1-3 -D 1m -h 400 -b 150 -q`: cyclictest's
+    short options as the engine's long ones. A short option cyclictest has and the
+    engine has not is refused in one sentence; the engine's own options pass untouched."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if not (len(arg) >= 2 and arg[0] == "-" and arg[1] != "-" and not arg[1].isdigit()):
+            out.append(arg)
+            continue
+        flag, attached = arg[:2], arg[2:].lstrip("=")
+        if flag not in CYCLICTEST_ALIASES:
+            raise UserError(f"{flag} has no equivalent in the engine's latency test (rtgauge maps cyclictest's "
+                            f"{' '.join(CYCLICTEST_ALIASES)}); `rtgauge engine latency --help` lists its options.")
+        engine_options, takes = CYCLICTEST_ALIASES[flag]
+        value = attached or None
+        if value is None and takes == "value":
+            if i >= len(args):
+                raise UserError(f"{flag} needs a value, as in cyclictest (e.g. {flag} 100); "
+                                "`rtgauge engine latency --help` prints the help.")
+            value, i = args[i], i + 1
+        elif value is None and takes == "optional" and i < len(args) and args[i][:1].isdigit():
+            value, i = args[i], i + 1
+        if takes == "none" or (takes == "optional" and value is None):
+            continue
+        out += [engine_options[0], value, *engine_options[1:]]
+    return out
 
 
 def on_target(target: str, args: list[str]) -> int:

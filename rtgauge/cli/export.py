@@ -4,18 +4,11 @@ or a page of text (md: the summary tables in Markdown)."""
 
 from __future__ import annotations
 
-import csv
 import io
-import json
 import sys
-from datetime import datetime, timezone
 
 from rtgauge import __version__
-from rtgauge.analysis import latency_measurements, latency_row, system_label
-from rtgauge.analysis.micro import micro_rows, verdict_rows
-from rtgauge.analysis.tire import held_text, period_text
-from rtgauge.analysis.headline import headline
-from rtgauge.cli.report import add_db_argument, load_runs
+from rtgauge.cli.report import add_db_argument
 from rtgauge.errors import UserError
 
 EXPORT_FORMAT = 1
@@ -29,11 +22,13 @@ def register(sub) -> None:
     p.add_argument("run", metavar="RUN", help="a run id, or 'latest'")
     add_db_argument(p)
     p.add_argument("--format", choices=("json", "csv", "md"), default="json", help="output format (default json)")
-    p.add_argument("-o", "--output", metavar="FILE", default=None, help="file to write (default: standard output)")
+    p.add_argument("-o", "--output", metavar="FILE", default=None, help="file to write; - or none: standard output")
     p.set_defaults(func=cmd_export)
 
 
 def export_json(run: dict) -> str:
+    from datetime import datetime, timezone
+    import json
     from rtgauge.owner import hash_machine_id
     run = dict(run)
     if isinstance(run.get("system"), dict):   # runs stored before facts hashed it hold the raw id
@@ -63,6 +58,7 @@ def csv_rows(run: dict):
 
 
 def export_csv(run: dict) -> str:
+    import csv
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["run", "host", "kernel", "measurement", "tool", "test", "condition", "metric", "kind", "unit",
@@ -87,6 +83,10 @@ def _f(v, d=1):
 
 
 def export_md(run: dict) -> str:
+    from rtgauge.analysis.headline import headline
+    from rtgauge.analysis.tire import held_text, period_text
+    from rtgauge.analysis import latency_measurements, latency_row, system_label
+    from rtgauge.analysis.micro import micro_rows, verdict_rows
     h = headline(run)
     s = run.get("system") or {}
     lines = [f"# rtgauge run {run['id']}: {md_cell(system_label(run))}", "",
@@ -127,9 +127,10 @@ def export_md(run: dict) -> str:
 
 
 def cmd_export(args) -> int:
+    from rtgauge.cli.report import load_runs
     [run] = load_runs(args.db, [args.run], documents=True)
     text = {"json": export_json, "csv": export_csv, "md": export_md}[args.format](run)
-    if args.output:
+    if args.output and args.output != "-":
         try:
             with open(args.output, "w", encoding="utf-8") as f:
                 f.write(text)

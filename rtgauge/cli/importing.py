@@ -9,16 +9,9 @@ Everything is read and checked before anything is stored."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import sqlite3
-import tempfile
 from pathlib import Path
 
 from rtgauge.errors import UserError
-from rtgauge.report.safe import say
-from rtgauge.store import open_store
-from rtgauge.store import validate
 
 FINAL = ("complete", "interrupted", "failed", "abandoned")
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -28,7 +21,8 @@ def register(sub) -> None:
     p = sub.add_parser("import", help="import results measured elsewhere",
                        description="Store runs from an rtgauge JSON export, another rtgauge SQLite database, or "
                        "a directory of engine JSON documents (a board without Python).")
-    p.add_argument("source", metavar="FILE|DIR", help="export file, database file, engine document or directory of them")
+    p.add_argument("source", metavar="FILE|DIR|-",
+                   help="export file, database file, engine document or directory of them; - reads standard input")
     p.add_argument("--db", metavar="URL", default=None, help="results database to import into (default: the user's)")
     p.add_argument("--condition", default="idle",
                    help="load condition of engine documents whose name does not say it (NAME@CONDITION.json); default idle")
@@ -42,6 +36,7 @@ def job_of(m: dict) -> dict:
 
 def check_export_run(data, where: str) -> dict:
     """The export's run, checked by the schema and read as show/report will read it."""
+    from rtgauge.store import validate
     run = validate.check_export(data, where)
     dry_read(run, where)
     return run
@@ -74,6 +69,7 @@ def store_run(store, run: dict, source: str) -> int:
 
 
 def read_json(path: Path):
+    from rtgauge.store import validate
     return validate.read_json_file(path)
 
 
@@ -96,6 +92,7 @@ def facts_from_env(env: dict) -> dict:
 
 
 def engine_documents(paths: list[Path], condition: str) -> tuple[dict, list[tuple[dict, dict]]]:
+    from rtgauge.store import validate
     docs = []
     for path in paths:
         doc = read_json(path)
@@ -130,6 +127,7 @@ def engine_documents(paths: list[Path], condition: str) -> tuple[dict, list[tupl
 
 def rtgauge_database_runs(path: Path) -> list[int]:
     """Run ids of another rtgauge SQLite database, read-only (never creates tables there)."""
+    import sqlite3
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
@@ -145,7 +143,25 @@ def rtgauge_database_runs(path: Path) -> list[int]:
 
 
 def cmd_import(args) -> int:
-    source = Path(args.source)
+    import shutil
+    import tempfile
+    if args.source != "-":
+        return import_source(args, Path(args.source))
+    # standard input: kept in a private temporary file, then read as any file would be
+    import sys
+    with tempfile.TemporaryDirectory(prefix="rtgauge-import-") as tmp:
+        path = Path(tmp) / "stdin"
+        with open(path, "wb") as f:
+            shutil.copyfileobj(sys.stdin.buffer, f)
+        if path.stat().st_size == 0:
+            raise UserError("standard input is empty; pipe an export, a database or an engine document into "
+                            "`rtgauge import -`.")
+        return import_source(args, path)
+
+
+def import_source(args, source: Path) -> int:
+    from rtgauge.store import open_store
+    from rtgauge.report.safe import say
     if not source.exists():
         raise UserError(f"{source} does not exist; give an export file, a database or a directory of engine documents.")
     if source.is_dir():
@@ -178,6 +194,8 @@ def cmd_import(args) -> int:
 
 
 def import_documents(args, paths: list[Path], where: str) -> int:
+    from rtgauge.store import open_store
+    from rtgauge.report.safe import say
     facts, docs = engine_documents(paths, args.condition)
     with open_store(args.db) as store:
         run_id = store.begin_run(facts, [], "imported", f"engine documents from {where}",
@@ -203,6 +221,10 @@ def exportable(run: dict) -> dict:
 
 
 def import_database(args, path: Path) -> int:
+    import shutil
+    import tempfile
+    from rtgauge.store import open_store
+    from rtgauge.report.safe import say
     ids = rtgauge_database_runs(path)
     if not ids:
         raise UserError(f"{path} holds no runs; nothing to import.")
@@ -234,6 +256,7 @@ def import_database(args, path: Path) -> int:
 def dry_read(run: dict, where: str) -> None:
     """Read the run the way show, report, compare and export will; a reader that fails
     on it means the data is not what rtgauge writes."""
+    from rtgauge.store import validate
     import io
 
     from rtgauge.cli.export import export_csv, export_md

@@ -5,19 +5,14 @@ from extreme value theory (rtgauge/analysis/pwcet.py, docs/pwcet.md)."""
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 
-from rich.markup import escape
-from rich.table import Table
 
-from rtgauge.analysis import is_latency_measurement
-from rtgauge.analysis.pwcet import DEFAULT_EXCEEDANCE, Pwcet, duration_text, measurement_pwcet, samples_pwcet
-from rtgauge.cli.show import console, parse_run_argument
+from rtgauge.defaults import DEFAULT_EXCEEDANCE
+from rtgauge.cli.show import add_format_argument
 from rtgauge.errors import UserError
-from rtgauge.store import open_store
-from rtgauge.store.urls import display_url, normalise_url, sqlite_file
+from rtgauge.config import DB_HELP
 
 
 def register(subparsers) -> None:
@@ -34,10 +29,9 @@ def register(subparsers) -> None:
     p.add_argument("--block-cycles", metavar="N", type=str, default=None,
                    help="with --samples: cycles per block (default 1000, fewer for short files so there are "
                    "about 100 blocks)")
-    p.add_argument("--db", metavar="URL", default=None,
-                   help="results database: a file path, sqlite:///PATH or postgresql://USER@HOST/DB "
-                   "(default: $XDG_DATA_HOME/rtgauge/rtgauge.db)")
+    p.add_argument("--db", metavar="URL", default=None, help=DB_HELP)
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_format_argument(p)
     p.set_defaults(func=pwcet)
 
 
@@ -64,6 +58,11 @@ def parse_block(text: str | None) -> int | None:
 
 
 def pwcet(args: argparse.Namespace) -> int:
+    from rtgauge.cli.show import TABLE_FORMAT, console
+    from rich.markup import escape
+    TABLE_FORMAT["format"] = args.format
+    from rtgauge.analysis import is_latency_measurement
+    from rtgauge.analysis.pwcet import measurement_pwcet, samples_pwcet
     p = parse_probability(args.exceedance)
     block = parse_block(args.block_cycles)
     if (args.run is None) == (args.samples is None):
@@ -104,11 +103,13 @@ def pwcet(args: argparse.Namespace) -> int:
 
 
 def load_run(text: str, db: str | None) -> dict:
+    from rtgauge.store.urls import database_to_read, display_url, normalise_url
+    from rtgauge.store import open_store
+    from rtgauge.cli.show import parse_run_argument
     wanted = parse_run_argument(text)
-    url = normalise_url(db)
-    path = sqlite_file(url)
-    if path is not None and not path.exists():
-        raise UserError(f"no runs in {display_url(url)} yet; `rtgauge run` makes one.")
+    url = database_to_read(db)
+    if url is None:
+        raise UserError(f"no runs in {display_url(normalise_url(None))} yet; `rtgauge run` makes one.")
     with open_store(db) as store:
         run_id = store.latest_run_id() if wanted == "latest" else wanted
         run = None if run_id is None else store.get_run(run_id)
@@ -120,11 +121,15 @@ def load_run(text: str, db: str | None) -> dict:
 
 
 def dump(data) -> None:
+    import json
     json.dump(data, sys.stdout, indent=2)
     sys.stdout.write("\n")
 
 
 def print_results(out, results: list[Pwcet]) -> None:
+    from rich.table import Table
+    from rtgauge.analysis.pwcet import duration_text
+    from rich.markup import escape
     table = Table(title_justify="left")
     for col in ("series", "blocks", "observed max µs", "pWCET µs", "95% CI µs", "at this rate", "run to observe it"):
         table.add_column(col, justify="left" if col in ("series", "at this rate", "run to observe it") else "right",

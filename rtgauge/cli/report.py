@@ -7,14 +7,11 @@ import time
 
 from rtgauge.bounds import run_range
 from rtgauge.errors import UserError
-from rtgauge.store import open_store
-from rtgauge.store.urls import display_url, normalise_url, sqlite_file
+from rtgauge.config import DB_HELP
 
 
 def add_db_argument(p) -> None:
-    p.add_argument("--db", metavar="URL", default=None,
-                   help="results database: a file path, sqlite:///PATH or postgresql://USER@HOST/DB "
-                   "(default: $XDG_DATA_HOME/rtgauge/rtgauge.db)")
+    p.add_argument("--db", metavar="URL", default=None, help=DB_HELP)
 
 
 def register(sub) -> None:
@@ -54,12 +51,13 @@ def load_runs(db: str | None, texts: list[str], default_latest: bool = True,
               documents: bool = False) -> list[dict]:
     """The stored runs named by texts (the latest one when texts is empty); with
     documents=True each measurement also carries its original engine document."""
+    from rtgauge.store.urls import database_to_read, display_url, normalise_url
+    from rtgauge.store import open_store
     wanted = parse_run_ids(texts) or (["latest"] if default_latest else [])
-    url = normalise_url(db)
-    path = sqlite_file(url)
-    if path is not None and not path.exists():
-        raise UserError(f"there are no runs in {display_url(url)} yet; `rtgauge run` measures this machine, "
-                        "or give the database with --db.")
+    url = database_to_read(db)
+    if url is None:
+        raise UserError(f"there are no runs in {display_url(normalise_url(None))} yet; `rtgauge run` measures "
+                        "this machine, or give the database with --db.")
     runs = []
     with open_store(db) as store:
         from rtgauge.cli.show import tell_abandoned
@@ -85,6 +83,21 @@ def budget_options(args) -> dict:
     return {"budget_us": args.budget_us}
 
 
+def check_writable(option: str, path: str | None) -> None:
+    """A file written at the end (-o) is checked before anything is read or printed."""
+    import os
+    from pathlib import Path
+
+    if not path:
+        return
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK) \
+            or (p.exists() and not os.access(p, os.W_OK)):
+        raise UserError(f"{option} {path[:80]} is not a file rtgauge can write (a directory, or its directory "
+                        "is missing or read-only); give a writable file path.")
+
+
 def default_output(prefix: str, runs: list[dict]) -> str:
     ids = [r["id"] for r in runs]
     tag = f"{ids[0]}" if len(ids) == 1 else (f"{ids[0]}-{ids[-1]}" if len(ids) > 3 else "-".join(map(str, ids)))
@@ -101,6 +114,7 @@ def write_html(path: str, runs: list[dict], **options) -> None:
 
 def cmd_report(args) -> int:
     options = budget_options(args)
+    check_writable("-o", args.output)
     runs = load_runs(args.db, args.runs)
     path = args.output or default_output("rtgauge-report", runs)
     t0 = time.monotonic()

@@ -3,32 +3,30 @@ and write the report."""
 
 from __future__ import annotations
 
+import argparse
+
 import os
-import subprocess
 import sys
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from rtgauge.enginebin import engine_path
+from rtgauge.config import DB_HELP
+from rtgauge.units import time_option
 from rtgauge.errors import UserError
-from rtgauge.plan import Job, build_plan, plan_seconds, sweep_jobs
-from rtgauge.plan.execute import apply_overrides, execute, execute_sweeps
-from rtgauge.plan.session import conditions_settings
-from rtgauge.profiles import MAX_ROUNDS, load_profile, valid_rounds
-from rtgauge.store.spool import Spool
-from rtgauge.report.safe import SafeConsole as Console, markup
 
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="measure this system with a profile and store the results")
-    p.add_argument("--profile", default="quick",
+    p.add_argument("--profile", default=None,
                    help="quick (about 3 min), standard (about 25 min), micro, hil, a published study "
                    "(tire-study, interrupt-study, rtos-evaluation, cyclictest-study, each also NAME-quick; "
-                   "docs/studies.md) or a TOML file (default: quick)")
-    p.add_argument("--db", default=None, help="database URL or SQLite file (default: the user's data dir)")
+                   "docs/studies.md) or a TOML file (default: $RTGAUGE_PROFILE, else the config file's profile, else quick)")
+    p.add_argument("--db", metavar="URL", default=None, help=DB_HELP)
     p.add_argument("--report", default=None, metavar="FILE",
                    help="HTML report to write at the end (default: rtgauge-run-N.html here)")
     p.add_argument("--no-report", action="store_true", help="do not write an HTML report")
+    p.add_argument("--json", action="store_true",
+                   help="print the stored run as `rtgauge show RUN --json` gives it on standard output; "
+                   "progress, warnings and the summary go to standard error")
     p.add_argument("--rounds", type=int, default=None, metavar="N",
                    help="run every job N times, each round a separate engine run, so that `rtgauge compare` "
                    "knows each figure's noise (default: the profile's rounds, usually 1)")
@@ -63,17 +61,21 @@ def add_conditions_options(p) -> None:
     g.add_argument("--rt-throttling-off", action="store_true",
                    help="with --tuned: also switch RT throttling off, restored by a watchdog at the "
                         "run's expected end plus a margin even if rtgauge dies")
-    g.add_argument("--trace-threshold-us", type=int, metavar="N",
+    g.add_argument("--trace-threshold-us", type=time_option("us"), metavar="N",
                    help="trace the measured CPUs and stop a latency job at its first wake-up later than N µs, "
                         "storing the end of the trace")
-    g.add_argument("--mount-tracefs", action="store_true",
-                   help="mount tracefs for the run when it is not mounted (unmounted after)")
+    g.add_argument("--mount-tracefs", action=argparse.BooleanOptionalAction, default=True,
+                   help="mount tracefs at /sys/kernel/tracing when the split or the trace needs it and it is "
+                        "not mounted (root; left mounted, as rtla does); --no-mount-tracefs refuses instead "
+                        "(default: mount)")
 
 
 class ProgressView:
     """One bar for the whole plan, advanced by elapsed time within each job."""
 
     def __init__(self, console: Console, jobs: list[Job], warmup_s: float):
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rtgauge.plan import Job, plan_seconds
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
                                  TextColumn("left"), TimeRemainingColumn(), console=console,
                                  refresh_per_second=2, transient=False)
@@ -90,6 +92,7 @@ class ProgressView:
         return self.progress.__exit__(*exc)
 
     def start_job(self, job: Job) -> None:
+        from rtgauge.report.safe import markup
         self.current = job
         self.progress.update(self.task, description=f"{markup(job.name, 64):<32}", completed=self.done)
 
@@ -111,6 +114,8 @@ class ProgressView:
 def validate_engine_jobs(jobs: list[Job]) -> None:
     """Check every engine job's options with the engine itself (--dry-run) before
     anything is stored, so a bad profile stores nothing."""
+    import subprocess
+    from rtgauge.enginebin import engine_path
     exe = engine_path()
     seen = set()
     for job in jobs:
@@ -157,6 +162,9 @@ def _sigterm_as_interrupt(signum, frame):
 
 
 def prepare_jobs(console: Console, profile, args, conditions, address: str | None = None) -> list[Job]:
+    from rtgauge.plan.execute import apply_overrides
+    from rtgauge.plan import build_plan
+    from rtgauge.report.safe import markup
     jobs = build_plan(profile, args.rounds)
     apply_overrides(jobs, conditions.duration_s, conditions.partition.rt_cpus if conditions.partition else None)
     if address:     # cross-checks are looked for on the target once connected
@@ -170,7 +178,8 @@ def prepare_jobs(console: Console, profile, args, conditions, address: str | Non
     if not address:     # a target's loads are checked there once connected
         check_tools(jobs)
     from rtgauge.plan.optional import resolve_optional
-    resolve_optional(jobs, lambda text: console.print(f"[yellow]{markup(text)}[/]"))
+    resolve_optional(jobs, lambda text: console.print(f"[yellow]{markup(text)}[/]"),
+                     mount_tracefs=getattr(args, "mount_tracefs", True))
     validate_engine_jobs(jobs)
     return jobs
 
@@ -209,6 +218,7 @@ def check_target_conditions(jobs: list[Job], address: str, allow_netns: bool = F
 def fit_cross_checks_to_target(console: Console, plans: list[list[Job]], session, cpus: int | None) -> None:
     """The cyclictest cross-check runs on the target when it has cyclictest (on the
     target's CPUs unless the job names them), else it is skipped with a note."""
+    from rtgauge.report.safe import markup
     if not any(j.tool == "cyclictest" for plan in plans for j in plan):
         return
     if not session.has("cyclictest"):
@@ -229,6 +239,7 @@ def fit_cross_checks_to_target(console: Console, plans: list[list[Job]], session
 def execute_interleaved(store, run_ids: list[int], plans: list[list[Job]], warmup_s: float, view, settings):
     """Round 1 of every run, then round 2, ...: a change of the machine during the
     measurement falls on every run alike. Returns (status, outcomes per run)."""
+    from rtgauge.plan.execute import execute
     outcomes: list[list] = [[] for _ in run_ids]
     last = max((j.round or 1 for jobs in plans for j in jobs), default=1)
     for r in range(1, last + 1):
@@ -244,11 +255,15 @@ def execute_interleaved(store, run_ids: list[int], plans: list[list[Job]], warmu
 
 
 def cmd_run(args) -> int:
+    from rtgauge.report.safe import SafeConsole as Console
+    from rtgauge.profiles import MAX_ROUNDS, load_profile, valid_rounds
+    from rtgauge.plan.session import conditions_settings
     from rtgauge.sysinfo import collect_facts, run_doctor
 
-    console = Console()
+    # with --json, standard output carries the run's document only: the rest goes to stderr
+    console = Console(stderr=args.json)
     if not console.is_terminal:      # a log file or pipe: do not squeeze the tables to 80 columns
-        console = Console(width=120)
+        console = Console(width=120, stderr=args.json)
     import signal
     # SIGTERM before the measurement's own handling starts ends the command as Ctrl-C does
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
@@ -257,6 +272,8 @@ def cmd_run(args) -> int:
     remove_stale_workdirs()
     if args.rounds is not None and not valid_rounds(args.rounds):
         raise UserError(f"--rounds {args.rounds} is out of range; give a whole number from 1 to {MAX_ROUNDS}.")
+    from rtgauge.config import default_profile
+    args.profile = default_profile(args.profile) or "quick"
     profiles = [load_profile(args.profile)]
     if args.interleave:
         profiles.append(load_profile(args.interleave))
@@ -305,6 +322,10 @@ def same_machine(store, run_id: int, facts: dict) -> bool:
 
 
 def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks, session) -> int:
+    from rtgauge.store.spool import Spool
+    from rtgauge.plan.execute import execute, execute_sweeps
+    from rtgauge.report.safe import markup
+    from rtgauge.plan import plan_seconds, sweep_jobs
     from rtgauge.report.terminal import print_summary
     from rtgauge.store import open_store
 
@@ -317,15 +338,20 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
         for p in profiles:
             run_ids.append(store.begin_run(facts, checks, p.name, p.source, sys.argv))
         run_id = run_ids[0]
-        for other in store.running_elsewhere(run_id):
-            if other["id"] in run_ids or not same_machine(store, other["id"], facts):
-                continue
-            console.print(f"[yellow]Warning: run {other['id']} (pid {other['pid']}) is measuring on this machine "
-                          "into the same database now; the two runs load each other and neither measures "
-                          "this machine alone.[/]")
-        for p, rid, plan in zip(profiles, run_ids, plans):
-            console.print(f"Run {rid}: profile {p.name}, {len(plan)} jobs, about "
-                          f"{plan_seconds(plan, p.warmup_s) / 60:.1f} min; results go to {store.url}", markup=False)
+        try:       # a failure here (stdout closed: `| head`) must not leave the runs running
+            for other in store.running_elsewhere(run_id):
+                if other["id"] in run_ids or not same_machine(store, other["id"], facts):
+                    continue
+                console.print(f"[yellow]Warning: run {other['id']} (pid {other['pid']}) is measuring on this machine "
+                              "into the same database now; the two runs load each other and neither measures "
+                              "this machine alone.[/]")
+            for p, rid, plan in zip(profiles, run_ids, plans):
+                console.print(f"Run {rid}: profile {p.name}, {len(plan)} jobs, about "
+                              f"{plan_seconds(plan, p.warmup_s) / 60:.1f} min; results go to {store.url}", markup=False)
+        except BaseException as e:
+            for rid in run_ids:
+                store.finish_run(rid, "failed", f"{type(e).__name__}: {e}")
+            raise
         if len(run_ids) > 1:
             console.print(f"Runs {' and '.join(map(str, run_ids))} are measured round by round, interleaved.")
         else:
@@ -366,6 +392,10 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
             run = store.get_run(rid)
             runs.append(run)
             print_summary(console, run)
+        if args.json:
+            from rtgauge.cli.show import print_json, run_document
+            docs = [run_document(store.get_run(rid)) for rid in run_ids]
+            print_json(docs[0] if len(docs) == 1 else docs)
         if not args.no_report:
             path = args.report or f"rtgauge-run-{run_id}.html"
             from rtgauge.cli.report import write_html

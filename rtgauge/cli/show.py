@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from datetime import datetime
 
-from rich.table import Table
 
-from rtgauge.analysis.tirecost import run_cost_model
 from rtgauge.errors import UserError
-from rtgauge.report.safe import SafeConsole, markup as escape, printable, say
-from rtgauge.report.stalls import print_stalls, stalls_json
-from rtgauge.store import open_store
-from rtgauge.store.urls import display_url, normalise_url, sqlite_file
+from rtgauge.config import DB_HELP
 
 PERIODIC_STATS = ("min", "avg", "p99", "max")
 
@@ -25,11 +18,20 @@ def register(subparsers) -> None:
         description="Without RUN, list the runs in the results database; with RUN (an id or "
         "'latest'), show that run's system, doctor warnings and measurements.")
     p.add_argument("run", nargs="?", metavar="RUN", help="a run id, or 'latest'")
-    p.add_argument("--db", metavar="URL", default=None,
-                   help="results database: a file path, sqlite:///PATH or postgresql://USER@HOST/DB "
-                   "(default: $XDG_DATA_HOME/rtgauge/rtgauge.db)")
+    p.add_argument("--db", metavar="URL", default=None, help=DB_HELP)
     p.add_argument("--json", action="store_true", help="print the data as JSON instead of tables")
+    add_format_argument(p)
     p.set_defaults(func=show)
+
+
+# How tables are printed: drawn for a terminal, TSV for a pipe or a file (--format chooses)
+TABLE_FORMAT: dict[str, str | None] = {"format": None}
+
+
+def add_format_argument(p) -> None:
+    p.add_argument("--format", choices=("table", "tsv"), default=None,
+                   help="tables drawn for a terminal (table) or as tab-separated values (tsv); "
+                   "default: table on a terminal, tsv otherwise")
 
 
 def parse_run_argument(text: str | None) -> int | str | None:
@@ -47,12 +49,14 @@ def parse_run_argument(text: str | None) -> int | str | None:
 
 
 def show(args: argparse.Namespace) -> int:
+    TABLE_FORMAT["format"] = args.format
+    from rtgauge.store.urls import database_to_read, display_url, normalise_url
+    from rtgauge.store import open_store
     wanted = parse_run_argument(args.run)
-    url = normalise_url(args.db)
-    path = sqlite_file(url)
+    url = database_to_read(args.db)
     # Looking must not create an empty database file as a side effect.
-    if path is not None and not path.exists():
-        return say_no_runs(display_url(url), args.json, wanted)
+    if url is None:
+        return say_no_runs(display_url(normalise_url(None)), args.json, wanted)
     with open_store(args.db) as store:
         tell_abandoned(store)
         if wanted is None:
@@ -71,23 +75,31 @@ def show(args: argparse.Namespace) -> int:
                 return say_no_runs(store.url, args.json, wanted)
             raise UserError(f"no run {run_id} in {store.url}; `rtgauge show` lists the runs.")
         if args.json:
-            from rtgauge.analysis.tire import tire_summary
-            tire = tire_summary(run)      # what the report draws of the tire model: maps, limits, curves
-            if any(tire.values()):
-                run.setdefault("analysis", {})["tire"] = tire
-            cost = run_cost_model(run)
-            run = with_pwcet(run)
-            for m in run.get("measurements", []):
-                stalls = stalls_json(m)
-                if stalls is not None:
-                    m["host_stalls"] = stalls
-            extra = {"published": published_json(run), **({"tire_cost": cost} if cost else {})}
-            print_json(dict(run, **extra))
+            print_json(run_document(run))
         else:
             print_run(run)
             print_pwcet(run)
             print_tire_cost(run)
         return 0
+
+
+def run_document(run: dict) -> dict:
+    """A stored run as `show RUN --json` (and `run --json`) print it: the run with its
+    analyses (tire model, pWCET, host stalls, published studies, tire cost)."""
+    from rtgauge.analysis.tire import tire_summary
+    from rtgauge.analysis.tirecost import run_cost_model
+    from rtgauge.report.stalls import stalls_json
+    tire = tire_summary(run)      # what the report draws of the tire model: maps, limits, curves
+    if any(tire.values()):
+        run.setdefault("analysis", {})["tire"] = tire
+    cost = run_cost_model(run)
+    run = with_pwcet(run)
+    for m in run.get("measurements", []):
+        stalls = stalls_json(m)
+        if stalls is not None:
+            m["host_stalls"] = stalls
+    extra = {"published": published_json(run), **({"tire_cost": cost} if cost else {})}
+    return dict(run, **extra)
 
 
 def published_json(run: dict) -> dict:
@@ -109,6 +121,7 @@ def tell_abandoned(store) -> None:
 
 
 def say_no_runs(where: str, as_json: bool, wanted) -> int:
+    from rtgauge.report.safe import say
     if wanted not in (None, "latest"):
         raise UserError(f"no run {wanted} in {where}; it has no runs yet, `rtgauge run` makes one.")
     if as_json:
@@ -119,17 +132,22 @@ def say_no_runs(where: str, as_json: bool, wanted) -> int:
 
 
 def print_json(data) -> None:
+    import json
     json.dump(data, sys.stdout, indent=2)
     sys.stdout.write("\n")
 
 
 def console() -> SafeConsole:
-    # Wide enough for the measurement table when piped (no terminal to ask).
-    return SafeConsole(width=None if sys.stdout.isatty() else 140, highlight=False)
+    """Tables drawn on a terminal, TSV into a pipe or file, unless --format says."""
+    from rtgauge.report.safe import SafeConsole
+    tty = sys.stdout.isatty()
+    plain = TABLE_FORMAT["format"] == "tsv" or (TABLE_FORMAT["format"] is None and not tty)
+    return SafeConsole(width=None if tty else 140, highlight=False, plain=plain)
 
 
 def when(iso: str | None) -> str:
     """A stored UTC timestamp as local time, to the second."""
+    from datetime import datetime
     if not iso:
         return "-"
     try:
@@ -139,6 +157,7 @@ def when(iso: str | None) -> str:
 
 
 def elapsed(start: str | None, end: str | None) -> str:
+    from datetime import datetime
     try:
         seconds = (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
     except (TypeError, ValueError):
@@ -152,10 +171,13 @@ STATUS_STYLE = {"complete": "green", "running": "yellow", "interrupted": "yellow
 
 
 def styled_status(status: str) -> str:
+    from rtgauge.report.safe import markup as escape
     return f"[{STATUS_STYLE.get(status, 'white')}]{escape(status)}[/]"
 
 
 def print_run_list(runs: list[dict], where: str) -> None:
+    from rich.table import Table
+    from rtgauge.report.safe import markup as escape
     table = Table(title=f"Runs in {where}", title_justify="left")
     for column in ("run", "started", "status", "profile", "host", "kernel"):
         table.add_column(column)
@@ -198,6 +220,7 @@ def outcome(m: dict) -> str:
 
 
 def verdict_summary(verdicts: dict) -> str:
+    from rtgauge.report.safe import markup as escape
     return ", ".join(f"{escape(name)} {'[green]pass[/]' if v['pass'] else '[red]FAIL[/]'}"
                      for name, v in verdicts.items())
 
@@ -215,6 +238,9 @@ def steal_text(m: dict) -> str:
 
 
 def print_run(run: dict) -> None:
+    from rich.table import Table
+    from rtgauge.report.safe import markup as escape, printable
+    from rtgauge.report.stalls import print_stalls
     out = console()
     duration = elapsed(run["started_at"], run["finished_at"])
     out.print(f"[bold]Run {run['id']}[/] · {styled_status(run['status'])} · profile {escape(run['profile'])} · "
@@ -292,6 +318,8 @@ def print_pwcet(run: dict) -> None:
 def print_tire_cost(run: dict) -> None:
     """The tire cost equation of the run: constants measured by the solver, and
     each configuration's step time predicted from the others' (docs/tire.md)."""
+    from rich.table import Table
+    from rtgauge.analysis.tirecost import run_cost_model
     model = run_cost_model(run)
     if not model:
         return

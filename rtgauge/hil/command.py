@@ -5,11 +5,12 @@ cli imports hil)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
+from rtgauge.argparsing import Parser, suggestion
 from rtgauge.errors import UserError, run_reporting_errors
+from rtgauge.units import time_option
 
 
 def veth_main(options: list[str]) -> int:
@@ -34,13 +35,14 @@ docs/hil.md tells both."""
 def sustained_main(argv: list[str], prog: str = "rtgauge hil") -> int:
     from rtgauge.hil.sustained import SustainedSpec, check_spec, run_sustained, sustained_document
 
-    p = argparse.ArgumentParser(prog=f"{prog} sustained")
+    p = Parser(prog=f"{prog} sustained")
     p.add_argument("--payload", default="none", help="none, work or tire (the engine's hil --payload)")
     p.add_argument("--sizes", default="0", help="comma list: work-us (work) or masses (tire)")
     p.add_argument("--frames", type=int, default=1_000_000)
-    p.add_argument("--start-us", type=int, default=1000)
-    p.add_argument("--min-us", type=int, default=None, help="default: the engine's shortest hil --period-us")
-    p.add_argument("--max-us", type=int, default=100_000)
+    p.add_argument("--start-us", type=time_option("us"), default=1000, help="first period (a unit may be given: 1ms)")
+    p.add_argument("--min-us", type=time_option("us"), default=None,
+                   help="default: the engine's shortest hil --period-us")
+    p.add_argument("--max-us", type=time_option("us"), default=100_000)
     p.add_argument("--precision", type=float, default=0.05)
     p.add_argument("--retries", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
@@ -79,7 +81,26 @@ def sustained_main(argv: list[str], prog: str = "rtgauge hil") -> int:
     return 0
 
 
+VETH_HELP = """usage: {prog} veth [ENGINE hil OPTIONS]
+
+Run the engine's hil test with --role sim in one network namespace and --role device
+in another, joined by a veth pair (root), and print their merged JSON document. The
+namespaces are made for the run and removed after it. The options are the engine's
+hil options (rtgauge engine hil --help lists them), given to both sides.
+docs/hil.md tells more."""
+
+MODES = ("veth", "sustained")
+
+
+def asks_for_help(options: list[str]) -> bool:
+    """-h or --help anywhere among the options: help is printed and nothing is done."""
+    return any(o in ("-h", "--help") for o in options)
+
+
 def main(argv: list[str], prog: str = "rtgauge hil") -> int:
+    if argv[:1] == ["veth"] and asks_for_help(argv[1:]):
+        print(VETH_HELP.format(prog=prog))
+        return 0
     if argv[:1] == ["veth"]:
         return run_reporting_errors(lambda: veth_main(argv[1:]))
     if argv[:1] == ["sustained"]:
@@ -88,6 +109,7 @@ def main(argv: list[str], prog: str = "rtgauge hil") -> int:
         print(USAGE.format(prog=prog))
         return 0
     if argv:
-        print(f"rtgauge: unknown hil mode {argv[0]!r}; choose veth or sustained.", file=sys.stderr)
+        hint = suggestion(argv[0], MODES)
+        print(f"rtgauge: unknown hil mode {argv[0]!r}; choose veth or sustained{hint or '.'}", file=sys.stderr)
     print(USAGE.format(prog=prog), file=sys.stderr)
     return 2

@@ -27,8 +27,8 @@ def _labgrid():
         from labgrid.remote import client
         from labgrid.remote.generated import labgrid_coordinator_pb2
     except ImportError as e:
-        raise UserError(f"labgrid targets need the labgrid package ({e}); install it with "
-                        "`pip install labgrid` in rtgauge's environment.") from None
+        raise UserError(f"labgrid targets need the labgrid package ({e}); install rtgauge's lab extra: "
+                        "pip install 'rtgauge[lab]'.") from None
     return client, labgrid_coordinator_pb2
 
 

@@ -118,11 +118,13 @@ def now_iso() -> str:
 # -- plan overrides (run options) --------------------------------------------------------
 
 def parse_duration(text: str) -> float:
-    """'24h', '10m', '90s', '1.5h', '2d' or plain seconds -> seconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", str(text))
+    """'24h', '10m', '90s', '1.5h', '2d', '500ms' or plain seconds -> seconds (the units the
+    engine's time options take too: --duration-s 5m)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|us|µs|ns|[smhd]?)\s*", str(text))
     if not m:
         raise UserError(f"duration {text!r} is not understood; write it like 90s, 10m, 24h or 2d.")
-    seconds = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+    seconds = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "ms": 1e-3, "us": 1e-6,
+                                   "µs": 1e-6, "ns": 1e-9}[m.group(2)]
     if not 0.1 <= seconds <= MAX_DURATION_S:
         raise UserError(f"duration {text} is out of range; choose from 0.1s to 365d.")
     return seconds
@@ -248,8 +250,8 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
             doc = read_document(job, out_path, proc.returncode, interrupted, err_path.read_text())
             env = doc.setdefault("env", {})
             env["counters"] = counters(before, after, job.cpus, doc)
-            if job.notes:
-                env["notes"] = list(job.notes)       # e.g. an if_available flag left out
+            if job.notes:       # e.g. an if_available flag left out; the engine's own notes kept
+                env["notes"] = [*env.get("notes", []), *(n for n in job.notes if n not in env.get("notes", []))]
             if tracer:
                 env["trace"] = tracer.finish(doc)
             elif is_engine_latency(job) and s.trace_threshold_us:
@@ -295,7 +297,7 @@ def measure_on_target(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) ->
     env = doc.setdefault("env", {})
     env["target"] = s.target.address
     if job.notes:
-        env["notes"] = list(job.notes)
+        env["notes"] = [*env.get("notes", []), *(n for n in job.notes if n not in env.get("notes", []))]
     if interrupted:
         doc["interrupted"] = True
     return doc, status, interrupted, command

@@ -44,7 +44,7 @@ class RunConditions:
         if self.rt_throttling_off and not self.tuned:
             raise UserError("--rt-throttling-off only applies with --tuned; add --tuned or drop it.")
         self.live = bool(getattr(args, "live", False))
-        self.mount_tracefs = bool(getattr(args, "mount_tracefs", False))
+        self.mount_tracefs = bool(getattr(args, "mount_tracefs", True))
         self.target = None      # rtgauge.target.session.TargetSession: tuning goes there
 
     def data_dir(self, store) -> str | None:
@@ -59,7 +59,7 @@ class RunConditions:
     @contextmanager
     def applied(self, console, args, store, jobs, warmup_s, view):
         """RunSettings for execute(), with tuning applied for the run and reverted after
-        (also on failure and SIGTERM) and tracefs mounted only when the user allowed it."""
+        (also on failure and SIGTERM) and tracefs mounted where it is needed and missing (unless the user said not to)."""
         from rtgauge import tune
         from rtgauge.loads import LoadContext
         from rtgauge.plan import plan_seconds
@@ -81,6 +81,8 @@ class RunConditions:
                 settings.tracefs = Tracefs.open(self.mount_tracefs)
                 if not settings.tracefs.path:
                     say(f"[yellow]{settings.tracefs.note}[/]")
+                elif settings.tracefs.mounted_here:
+                    say(settings.tracefs.note)
             if self.tuned and self.target is not None:     # there, held and reverted there
                 from rtgauge.target.tune import TargetTuning
                 target_tuning = TargetTuning(self.target, say)
@@ -116,8 +118,6 @@ class RunConditions:
                     target_tuning.revert()
                     say(f"tuning of {self.target.address} reverted")
             finally:
-                if settings.tracefs:
-                    settings.tracefs.close()
                 signal.signal(signal.SIGTERM, old_term)
 
 

@@ -27,10 +27,40 @@ def markup(text, limit: int | None = DEFAULT_LIMIT) -> str:
 
 class SafeConsole(Console):
     """A rich Console that removes control characters from every string it renders
-    (rtgauge's own markup holds none, so only data is affected)."""
+    (rtgauge's own markup holds none, so only data is affected). A table it prints
+    keeps its numbers whole (report/tables.py); with plain=True it prints tables as
+    TSV, for scripts."""
+
+    def __init__(self, *args, plain: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.plain = plain
 
     def render_str(self, text: str, *args, **kwargs):
         return super().render_str(_CONTROL.sub(_visible, text), *args, **kwargs)
+
+    def on_broken_pipe(self) -> None:
+        # rich would exit with status 1 here; the entry point ends every command alike (141)
+        self.quiet = True
+        raise BrokenPipeError
+
+    def print(self, *objects, **kwargs):
+        from rich.table import Table
+        if len(objects) != 1 or not isinstance(objects[0], Table):
+            return super().print(*objects, **kwargs)
+        from rtgauge.report.tables import keep_numbers_whole, table_tsv, width_needed
+        table = objects[0]
+        if self.plain:       # written as it is: rich would expand the tabs
+            self.file.write(_CONTROL.sub(_visible, table_tsv(table)) + "\n")
+            return None
+        keep_numbers_whole(table)
+        need, width = width_needed(self, table), self.width
+        if need <= width:
+            return super().print(table, **kwargs)
+        self.width = need            # wider than the terminal rather than a number cut
+        try:
+            return super().print(table, **kwargs)
+        finally:
+            self.width = width
 
 
 def say(text="", **kwargs) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
+from rtgauge import config
+from rtgauge.config import DB_FORMS
 from rtgauge.errors import UserError
 
 
@@ -28,8 +31,9 @@ def is_plain_path(text: str) -> bool:
 
 
 def normalise_url(url: str | None) -> URL:
-    """An SQLAlchemy URL for what the user gave: None (the default file), a file
-    path, sqlite:///path, or postgresql://... (driven by psycopg 3)."""
+    """An SQLAlchemy URL for what the user gave: None (the configured database, else the
+    default file), a file path, sqlite:///path, or postgresql://... (driven by psycopg 3)."""
+    url = config.database(url)
     if url is None:
         url = default_db_url()
     url = url.strip()
@@ -56,6 +60,9 @@ def normalise_url(url: str | None) -> URL:
             parsed = parsed.set(drivername="postgresql+psycopg")
         elif parsed.drivername == "postgres+psycopg":
             parsed = parsed.set(drivername="postgresql+psycopg")
+        if parsed.drivername == "postgresql+psycopg" and importlib.util.find_spec("psycopg") is None:
+            raise UserError("a PostgreSQL database needs the psycopg package, which is not installed; "
+                            "install rtgauge's postgres extra: pip install 'rtgauge[postgres]'.")
         return parsed
     if backend == "sqlite":
         if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
@@ -63,6 +70,26 @@ def normalise_url(url: str | None) -> URL:
         return parsed
     raise UserError(f"rtgauge stores results in SQLite or PostgreSQL, not '{parsed.drivername}'; "
                     "give a file path, sqlite:///PATH or postgresql://USER@HOST/DB.")
+
+
+def database_to_read(given: str | None) -> URL | None:
+    """The database a reading command (show, compare, report, export, pwcet) reads. None
+    when nobody named one and the default file does not exist yet: there are no runs
+    yet. A database that was named (--db, $RTGAUGE_DB, the config file) and is not
+    there is an error, not an empty list, and nothing is created by looking."""
+    chosen = config.database(given)
+    url = normalise_url(chosen)
+    path = sqlite_file(url)
+    if path is None or path.exists():
+        return url
+    if chosen is None:
+        return None
+    source = "--db" if given is not None else (config.ENV_DB if config.ENV_DB in os.environ and
+                                                 os.environ[config.ENV_DB] else "the config file's db")
+    relative = (f" ({chosen} is relative to this directory: three slashes)"
+                if "://" in chosen and not path.is_absolute() else "")
+    raise UserError(f"there is no results database at {path.absolute()}{relative}, as {source} says; give an "
+                    f"existing one ({DB_FORMS}), or `rtgauge run` with that database makes it.")
 
 
 def check_encodable(url: str) -> None:

@@ -29,10 +29,11 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-import asyncssh
-
-from rtgauge.errors import RunFailed, UserError
+from rtgauge.errors import require_extra, RunFailed, UserError
 from rtgauge.target import engines
+
+asyncssh = require_extra("asyncssh", "ssh", "ssh:// targets")
+
 
 class _ReapedTwice(logging.Filter):
     """asyncio's child watcher warns "Unknown child process pid N" when a

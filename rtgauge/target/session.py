@@ -16,11 +16,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import asyncssh
-
-from rtgauge.errors import RunFailed
+from rtgauge.errors import require_extra, RunFailed
 from rtgauge.target import target
 from rtgauge.target.remote import ConnectionLost, RemoteRun
+
+asyncssh = require_extra("asyncssh", "ssh", "ssh:// targets")
 
 # a program the login finds on its PATH, a regular file it may execute (bash's
 # `command -v` also names a file it may not execute)

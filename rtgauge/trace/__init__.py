@@ -5,7 +5,8 @@ are left alone) records scheduler, interrupt, timer and IPI events into a ring b
 on the measured CPUs only. The engine runs with --max-latency-us N --break, so it
 stops at the first wake-up later than N; rtgauge then writes a marker into the trace
 (trace_marker), stops it, and keeps the last lines, which show what ran on that CPU
-just before. Where tracefs is missing or not mounted, say so once and measure without."""
+just before. Where tracefs is not mounted it is mounted at /sys/kernel/tracing (root,
+unless --no-mount-tracefs); where it cannot be had, say so once and measure without."""
 
 from __future__ import annotations
 
@@ -53,10 +54,12 @@ def cpu_mask(cpus: list[int]) -> str:
 
 @dataclass
 class Tracefs:
-    """tracefs for a run: found, or mounted (when the user allowed it) and unmounted after."""
+    """tracefs for a run: found, or mounted where it is expected (unless the user said
+    not to) and left mounted, as rtla, trace-cmd and libtracefs do: it is the system's,
+    and another tool may be using it by the end of the run."""
     path: str | None
     note: str
-    mounted_by_us: bool = False
+    mounted_here: bool = False
 
     @classmethod
     def open(cls, allow_mount: bool) -> "Tracefs":
@@ -66,18 +69,14 @@ class Tracefs:
         if not tracefs_supported():
             return cls(None, "this kernel has no tracefs (CONFIG_TRACING off); tracing is skipped")
         if not allow_mount:
-            return cls(None, "tracefs is not mounted; pass --mount-tracefs (or `mount -t tracefs nodev "
-                             "/sys/kernel/tracing`) to trace; tracing is skipped")
+            return cls(None, "tracefs is not mounted and --no-mount-tracefs was given (`mount -t tracefs nodev "
+                             "/sys/kernel/tracing` to trace); tracing is skipped")
         p = subprocess.run(["mount", "-t", "tracefs", "nodev", CANDIDATES[0]], capture_output=True, text=True)
         if p.returncode != 0 or not find_tracefs():
             why = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"mount exit status {p.returncode}"
             return cls(None, f"could not mount tracefs ({why}); tracing is skipped")
-        return cls(CANDIDATES[0], f"tracefs mounted at {CANDIDATES[0]} for this run", True)
-
-    def close(self) -> None:
-        if self.mounted_by_us:
-            subprocess.run(["umount", self.path], capture_output=True)
-            self.mounted_by_us = False
+        return cls(CANDIDATES[0], f"tracefs was not mounted: mounted it at {CANDIDATES[0]} "
+                                  "(left mounted, as rtla and trace-cmd do)", True)
 
 
 @dataclass

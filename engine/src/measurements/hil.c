@@ -28,7 +28,7 @@
 static const rtg_opt hil_opts[] = {
     {"role", RTG_OPT_ENUM, "both", 0, 0, "both|sim|device",
      "both: device and simulation in this process over loopback; sim / device: one side, the other at --address"},
-    {"address", RTG_OPT_STR, NULL, 0, 0, NULL,
+    {"address", RTG_OPT_STR, NULL, 0, 0, "HOST:PORT",
      "HOST:PORT (IPv4). --role sim: the address to listen on; --role device: the simulation's address"},
     {"period-us", RTG_OPT_INT, "1000", 20, 1000000, NULL, "the device sends one frame every period, in microseconds"},
     {"duration-s", RTG_OPT_NUM, "5", 0.01, 86400, NULL, "how long the device sends (ignored when --frames is given)"},

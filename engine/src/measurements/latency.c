@@ -39,7 +39,10 @@ static const rtg_opt latency_opts[] = {
      "first deadline at this CLOCK_MONOTONIC instant (aligns a run with another process)"},
     {"split", RTG_OPT_FLAG, NULL, 0, 0, NULL,
      "split Ti into ti_irq (deadline -> timer interrupt) and ti_sched (interrupt -> thread "
-     "running) from the kernel's timer and sched trace events (root, tracefs)"},
+     "running) from the kernel's timer and sched trace events (root, tracefs; tracefs is mounted at "
+     "/sys/kernel/tracing when it is not, as rtla does)"},
+    {"no-mount-tracefs", RTG_OPT_FLAG, NULL, 0, 0, NULL,
+     "with --split: refuse instead of mounting tracefs when it is not mounted"},
     {0},
 };
 
@@ -75,6 +78,8 @@ static int latency_run(const rtg_opts *o, rtg_result *res)
 {
     static rtg_periodic_cfg cfg;   /* large (cpu table); not on the stack */
     char err[512];
+    if (rtg_opt_flag(o, "no-mount-tracefs") && !rtg_opt_flag(o, "split"))
+        return rtg_fail(res, RTG_EXIT_USAGE, "--no-mount-tracefs only applies with --split; add --split or drop it.");
     memset(&cfg, 0, sizeof cfg);
     if (assign_cpus(o, &cfg) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "no CPU is available to this process; check its affinity.");
@@ -119,7 +124,11 @@ static int latency_run(const rtg_opts *o, rtg_result *res)
 
     rtg_split *split = NULL;
     if (rtg_opt_flag(o, "split")) {
-        split = rtg_split_start(cfg.cpus, cfg.nthreads, err, sizeof err);
+        char note[256];
+        split = rtg_split_start(cfg.cpus, cfg.nthreads, !rtg_opt_flag(o, "no-mount-tracefs"), note,
+                                sizeof note, err, sizeof err);
+        if (note[0])    /* the measurement says what it changed on the system */
+            rtg_j_push(rtg_j_set(res->env, "notes", rtg_j_arr()), rtg_j_str(note));
         if (!split) {
             if (cfg.samples)
                 fclose(cfg.samples);
