@@ -429,7 +429,7 @@ def detect_virtualization(root: str, cpuinfo: dict, clocksource: dict) -> dict:
             break
     # ARM and RISC-V boards have a device tree, not DMI: QEMU's generic boards say so there
     dt = " ".join(filter(None, (read_text(root, f"/proc/device-tree/{f}") for f in ("compatible", "model"))))
-    dt = " ".join(dt.replace("\0", " ").split())
+    dt = " ".join(dict.fromkeys(dt.replace("\0", " ").split()))     # model often repeats compatible
     if any(n in dt for n in DT_QEMU):
         hypervisor = hypervisor or "QEMU"
         evidence.append(f"device tree: {dt}")
