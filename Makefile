@@ -21,3 +21,4 @@ bench: setup
 	.venv/bin/python bench/tirecost.py
 	.venv/bin/python bench/stop.py
 	.venv/bin/python bench/startup.py
+	.venv/bin/python bench/pwcet_runlength.py

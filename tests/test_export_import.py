@@ -14,7 +14,7 @@ from test_report_builders import HOSTILE, full_run_documents, store_run
 
 
 def rtgauge(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, timeout=600)
 
 
 def comparable(run: dict) -> list:
@@ -40,7 +40,29 @@ def test_json_export_imports_unchanged_into_another_database(tmp_path):
     assert f'"machine_id": "{original["system"]["machine_id"]}"' not in out.read_text()
     assert dict(imported["system"], machine_id=None) == dict(original["system"], machine_id=None)
     assert imported["doctor"] == original["doctor"]
-    assert "imported from run.json" in imported["note"] and imported["status"] == "complete"
+    assert imported["status"] == "complete" and imported["note"] == original["note"]
+    # the run keeps its own start and end, and says where it came from (stored and shown)
+    assert (imported["started_at"], imported["finished_at"]) == (original["started_at"], original["finished_at"])
+    assert imported["origin"]["format"] == "rtgauge export" and imported["origin"]["file"] == "run.json"
+    assert imported["origin"]["run"] == run_id
+    shown = rtgauge("show", str(imported["id"]), "--db", dst)
+    assert "origin: imported from rtgauge export run.json" in shown.stdout, shown.stdout
+    # the same export again, or the imported run exported and imported again: no second run
+    again = rtgauge("import", str(out), "--db", dst)
+    assert again.returncode == 0 and f"imported before as run {imported['id']}" in again.stdout, again.stderr
+    out2 = tmp_path / "again.json"
+    assert rtgauge("export", str(imported["id"]), "--db", dst, "-o", str(out2)).returncode == 0
+    assert rtgauge("import", str(out2), "--db", dst).returncode == 0
+    home = rtgauge("import", str(out2), "--db", src)        # back home: it is the original run itself
+    assert home.returncode == 0 and f"imported before as run {run_id}" in home.stdout, home.stderr
+    with open_store(src) as a, open_store(dst) as b:
+        assert len(b.list_runs()) == 1 and len(a.list_runs()) == 1
+    third = f"sqlite:///{tmp_path / 'c.db'}"                 # a third machine: the first origin is kept
+    assert rtgauge("import", str(out2), "--db", third).returncode == 0
+    with open_store(third) as c:
+        chained = c.get_run(c.latest_run_id())
+    assert chained["origin"]["identity"] == imported["origin"]["identity"]
+    assert chained["origin"]["first"]["file"] == "run.json" and chained["started_at"] == original["started_at"]
 
 
 def test_a_whole_database_imports(tmp_path):
@@ -103,3 +125,61 @@ def test_bad_input_stores_nothing(tmp_path):
         assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr, p.stderr
     with open_store(url) as s:
         assert len(s.list_runs()) == 1
+
+
+def test_every_export_validates_against_the_versioned_schema(tmp_path):
+    """The export's JSON schema (rtgauge/store/validate.py EXPORT_SCHEMA, versioned by
+    "rtgauge_export" and its $id) is a valid 2020-12 schema; the export of a full run,
+    and of that run imported elsewhere, validate with the jsonschema library itself;
+    a file that does not is refused with one sentence that names the place."""
+    import jsonschema
+
+    from rtgauge.store.validate import EXPORT_FORMAT, EXPORT_SCHEMA
+    jsonschema.Draft202012Validator.check_schema(EXPORT_SCHEMA)
+    assert EXPORT_SCHEMA["$id"].endswith(f":{EXPORT_FORMAT}")
+    src, dst = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    run_id = store_run(src, full_run_documents())
+    first = json.loads(rtgauge("export", str(run_id), "--db", src).stdout)
+    assert first["rtgauge_export"] == EXPORT_FORMAT
+    jsonschema.validate(first, EXPORT_SCHEMA, cls=jsonschema.Draft202012Validator)
+    (tmp_path / "a.json").write_text(json.dumps(first))
+    assert rtgauge("import", str(tmp_path / "a.json"), "--db", dst).returncode == 0
+    second = json.loads(rtgauge("export", "latest", "--db", dst).stdout)
+    jsonschema.validate(second, EXPORT_SCHEMA, cls=jsonschema.Draft202012Validator)
+    assert second["run"]["origin"]["format"] == "rtgauge export"
+    second["run"]["origin"]["identity"] = ""
+    (tmp_path / "b.json").write_text(json.dumps(second))
+    p = rtgauge("import", str(tmp_path / "b.json"), "--db", dst)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "run/origin/identity" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_version_2_database_is_migrated_to_keep_origins(tmp_path):
+    """Store version 3 adds runs.origin and runs.origin_key: a version 2 database (as the
+    previous rtgauge left it) is migrated on open, its runs read back with no origin,
+    and an import into it is recognised the second time."""
+    import sqlite3
+
+    from rtgauge.store import SCHEMA_VERSION
+    assert SCHEMA_VERSION == 3
+    path = tmp_path / "v2.db"
+    old = store_run(f"sqlite:///{path}", full_run_documents()[:2])
+    con = sqlite3.connect(path)
+    con.execute("DROP INDEX ix_runs_origin_key")
+    con.execute("ALTER TABLE runs DROP COLUMN origin_key")
+    con.execute("ALTER TABLE runs DROP COLUMN origin")
+    con.execute("UPDATE schema_version SET version = 2")    # a new database holds one row, its version
+    con.commit()
+    con.close()
+    export = tmp_path / "x.json"
+    export.write_text(rtgauge("export", str(old), "--db", str(path)).stdout.replace(
+        '"started_at": "', '"started_at": "2020-01-01T00:00:00+00:00", "was": "', 1))
+    for _ in range(2):
+        assert rtgauge("import", str(export), "--db", str(path)).returncode == 0
+    with open_store(f"sqlite:///{path}") as store:
+        assert store.get_run(old)["origin"] is None
+        runs = store.list_runs()
+    assert len(runs) == 2 and runs[0]["started_at"] == "2020-01-01T00:00:00+00:00"
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 3
+    con.close()

@@ -106,6 +106,22 @@ static void expect_usage(const char *needle, ...)
     rtg_opts_free(o);
 }
 
+/* Time options take units: the option's own unit when bare, any of ns..d with one. */
+static void test_units(void)
+{
+    char err[512] = "";
+    rtg_opts *o = rtg_opts_new(&demo);
+    CHECK_EQ_I(parse(o, err, sizeof err, "--duration-s", "1500ms", "--interval-us", "2ms", (char *)NULL), 0);
+    CHECK(rtg_opt_num(o, "duration-s") == 1.5, "1500ms is 1.5 s, got %g", rtg_opt_num(o, "duration-s"));
+    CHECK_EQ_I(rtg_opt_int(o, "interval-us"), 2000);
+    rtg_opts_free(o);
+    o = rtg_opts_new(&demo);
+    CHECK_EQ_I(parse(o, err, sizeof err, "--duration-s", "1m", "--interval-us", "500", (char *)NULL), 0);
+    CHECK(rtg_opt_num(o, "duration-s") == 60.0, "1m is 60 s, got %g", rtg_opt_num(o, "duration-s"));
+    CHECK_EQ_I(rtg_opt_int(o, "interval-us"), 500);
+    rtg_opts_free(o);
+}
+
 static void test_errors(void)
 {
     expect_usage("out of range 50..1000000", "--interval-us", "10", (char *)NULL);
@@ -113,7 +129,8 @@ static void test_errors(void)
     expect_usage("needs a value", "--interval-us", (char *)NULL);
     expect_usage("not a whole number", "--interval-us", "12x", (char *)NULL);
     expect_usage("not a whole number", "--interval-us", "100.5", (char *)NULL);
-    expect_usage("not a number", "--duration-s", "abc", (char *)NULL);
+    expect_usage("is not a time", "--duration-s", "abc", (char *)NULL);
+    expect_usage("not a whole number of its unit", "--interval-us", "100500ns", (char *)NULL);
     expect_usage("one of monotonic|tsc", "--clock", "hpet", (char *)NULL);
 #ifndef RTG_POSIX_ONLY
     expect_usage("does not exist", "--cpus", "4000", (char *)NULL);
@@ -167,6 +184,7 @@ int main(void)
 {
     test_defaults();
     test_values();
+    test_units();
     test_errors();
     test_cpu_list();
     test_bounds_text();

@@ -12,13 +12,16 @@ Two runs are compared figure by figure:
   resolution of the engine's log-linear histogram, and at least the clock's step as the
   figure's own histogram shows it, or 1 unit), so identical quantised values do not
   make a zero variance.
-- a single round on both sides: only the uncertainty inside each run is known, which
-  understates the noise between runs (every result says so): averages by their standard
+- a single round on both sides: the uncertainty inside each run understates the noise
+  between runs, so compare_single takes log(b / a) against the within-run error plus
+  the documented run-to-run drift of the figure's family (DRIFT, a heavy-tailed t), and
+  the within-run test must agree. The within-run tests: averages by their standard
   errors (stddev/sqrt(count), a z-test); percentiles by a two-by-two test of how many
   samples of each run lie above the pooled percentile (Fisher's exact test), with
-  order-statistic intervals; maxima by an exceedance test (how many samples of one run
-  lie above the other's maximum: under no change the top K samples of the pooled data
-  come from one run with probability C(n, K) / C(N, K)), without an interval.
+  order-statistic intervals; maxima by an exceedance test (how many samples, or for a
+  latency job windows, of one run lie above the other's maximum: under no change the
+  top K of the pooled data come from one run with probability C(n, K) / C(N, K)),
+  without an interval.
 - counts of events over exposures (missed deadlines per cycle): the conditional binomial
   test of two Poisson rates, with the interval of the rate ratio.
 
@@ -154,8 +157,19 @@ def compare_rounds(a: list[float], b: list[float], step: float = 1.0) -> Result:
     t = diff / se
     p = float(2 * stats.t.sf(abs(t), df))
     half = float(stats.t.ppf(0.5 + LEVEL / 2, df) * se)
+    extra = {"df": round(df, 2), "rounds": [nx, ny]}
+    level = float(np.mean(x))
+    if level > 0 and float(np.mean(y)) > 0:
+        # rounds per side after which a change of this size would stand out of this scatter
+        spread = math.sqrt((sx ** 2 + sy ** 2) / 2) / level
+        need = rounds_to_decide(math.log(float(np.mean(y)) / level), spread)
+        extra["rounds_to_decide"] = need
+        extra["to_decide"] = (f"--rounds {need} --interleave would resolve a change of this size" if need and
+                              need > max(nx, ny) else
+                              f"a change this small needs more than {MAX_ROUNDS_ADVISED} interleaved rounds"
+                              if need is None else "more rounds would narrow it")
     return Result(method, p, diff, (diff - half, diff + half), half, run_interval(a, step), run_interval(b, step),
-                  extra={"df": round(df, 2), "rounds": [nx, ny]})
+                  extra=extra)
 
 
 def compare_means_within(a: float, sa: float, na: int, b: float, sb: float, nb: int) -> Result:
@@ -247,6 +261,111 @@ def compare_max_within(a: Within, b: Within, va: float, vb: float) -> Result:
                   "uncertainty only; no interval for one maximum)", p, vb - va, None, None, None, None,
                   note="single round: no interval for a maximum",
                   extra={"candidate_above_baseline_max": k_b, "baseline_above_candidate_max": k_a})
+
+
+# ---- single rounds: within-run uncertainty plus the run-to-run drift ----------------
+
+# The run-to-run drift of a figure on this kind of machine (a shared 2-vCPU VM): the
+# standard deviation of log(figure) between two engine invocations of the same job
+# minutes apart that the run itself cannot see, per family. Measured here with
+# bench/compare_aa.py (docs/compare.md "Single runs", docs/performance.md); a figure
+# compared between single rounds carries it on both sides, so one round never calls a
+# change on within-run uncertainty alone. The drift is heavy-tailed (most figures
+# barely move, a few move by a factor of several): the test refers the statistic to a
+# Student t with drift_df(family) degrees of freedom (fitted too), not to the normal.
+DRIFT = {   # fitted 2026-11-25 to the 23 A/A pairs of runs 1-29 (bench/compare_aa.py drift)
+    "avg_latency": 0.37, "p99_latency": 0.68, "max_latency": 1.17, "avg_latency_stall_free": 0.24,
+    "micro_avg": 0.11, "micro_p99": 0.18, "micro_max": 0.82, "micro_avg_stall_free": 0.11,
+    "misses": 0.56,
+}
+DRIFT_DF = 3   # a family without its own fit
+DRIFT_DF_BY_FAMILY = {   # the same fit's degrees of freedom (free fit rounded down, within 2..10)
+    "avg_latency": 2, "p99_latency": 2, "max_latency": 6, "avg_latency_stall_free": 2,
+    "micro_avg": 5, "micro_p99": 2, "micro_max": 2, "micro_avg_stall_free": 5, "misses": 3,
+}
+
+
+def drift_df(family: str) -> float:
+    return DRIFT_DF_BY_FAMILY.get(family, DRIFT_DF)
+
+
+MAX_ROUNDS_ADVISED = 30
+
+
+def rounds_to_decide(log_change: float, drift: float) -> int | None:
+    """Rounds per side (interleaved) after which a change of this size (log ratio)
+    would stand out of the drift: the interval's half-width t * sqrt(2 * drift^2 / n)
+    below the change, with the t of n - 1 + n - 1 degrees of freedom. None beyond
+    MAX_ROUNDS_ADVISED (the change is too small to resolve by rounds alone)."""
+    np, stats = _libs()
+    d = abs(log_change)
+    if d <= 0 or drift <= 0:
+        return None
+    for n in range(2, MAX_ROUNDS_ADVISED + 1):
+        if stats.t.ppf(0.5 + LEVEL / 2, 2 * n - 2) * math.sqrt(2 * drift ** 2 / n) < d:
+            return n
+    return None
+
+
+def _log_se(value: float, interval: tuple[float, float] | None, se: float | None) -> float:
+    """The within-run standard error of log(value): from a standard error in the
+    figure's unit, or from a 95 % interval (its log width over 2 * 1.96)."""
+    if se is not None and value > 0:
+        return se / value
+    if interval and interval[0] > 0 and interval[1] > 0:
+        return math.log(interval[1] / interval[0]) / (2 * 1.959964)
+    return 0.0
+
+
+def compare_single(va: float, vb: float, drift: float, se_a: float = 0.0, se_b: float = 0.0,
+                   within: Result | None = None, floor: float = 1.0, df: float = DRIFT_DF) -> Result:
+    """Single rounds on both sides: log(vb / va) against its noise, the within-run
+    standard errors (se_a, se_b of the logs) plus the run-to-run drift on each side,
+    referred to a t with DRIFT_DF degrees of freedom. within: the within-run test of
+    the same figure (its p-value is the lower bound of this one: a call needs both the
+    within-run evidence and a change beyond the drift). Values are floored at `floor`
+    (the quantisation) so that a zero does not make an infinite ratio."""
+    np, stats = _libs()
+    a, b = max(va, floor), max(vb, floor)
+    d = math.log(b / a)
+    se = math.sqrt(se_a ** 2 + se_b ** 2 + 2 * drift ** 2)
+    p = float(2 * stats.t.sf(abs(d) / se, df))
+    if within is not None and within.p_value is not None and math.isfinite(within.p_value):
+        p = max(p, within.p_value)
+    half = float(stats.t.ppf(0.5 + LEVEL / 2, df) * se)
+    iv = (va * (math.exp(max(d - half, -700)) - 1), va * (math.exp(min(d + half, 700)) - 1))
+    need = rounds_to_decide(d, drift)
+    what = (f"--rounds {need} --interleave would resolve a change of this size" if need else
+            f"a change this small needs more than {MAX_ROUNDS_ADVISED} interleaved rounds")
+    method = (f"single rounds: log ratio against the within-run error plus a run-to-run drift of "
+              f"{drift:.0%} per run (t, {df:g} df; docs/compare.md)" +
+              (f"; within-run: {within.method}" if within is not None else ""))
+    return Result(method, p, vb - va, iv, va * (math.exp(min(half, 700)) - 1),
+                  within.base_interval if within else None, within.cand_interval if within else None,
+                  note="single round: within-run error plus run-to-run drift",
+                  extra={"log_ratio": d, "drift": drift, "within_p_value": None if within is None else within.p_value,
+                         "rounds_to_decide": need, "to_decide": what})
+
+
+def compare_windows(wa: list[float], wb: list[float], ma: float, mb: float) -> Result:
+    """Single rounds with per-window maxima (the latency job's ti_window_max): the
+    exceedance test over windows instead of samples. Under no change the windows of
+    both runs are exchangeable, and the K windows of one run above the other's maximum
+    are the top K of the pooled windows with probability C(n, K) / C(N, K). A window
+    holds thousands of dependent samples; a window is the unit that is close to
+    independent, which the per-sample test is not."""
+    np, stats = _libs()
+    na, nb = len(wa), len(wb)
+    k_b = sum(1 for v in wb if v > ma)
+    k_a = sum(1 for v in wa if v > mb)
+    n = na + nb
+
+    def tail(k, nk):
+        return float(stats.hypergeom.pmf(k, n, nk, k)) if k > 0 else 1.0
+    p = min(1.0, 2 * min(tail(k_b, nb), tail(k_a, na)))
+    return Result(f"exceedance test of the window maxima ({k_b} of {nb} candidate windows above the baseline's "
+                  f"maximum, {k_a} of {na} baseline windows above the candidate's)", p, mb - ma,
+                  extra={"candidate_windows_above": k_b, "baseline_windows_above": k_a, "windows": [na, nb]})
 
 
 def compare_rates(ka: float, na: float, kb: float, nb: float) -> Result:

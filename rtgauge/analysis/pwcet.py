@@ -34,6 +34,20 @@ ALPHA = 0.01
 GOF_DRAWS = 99          # parametric bootstrap draws for the goodness-of-fit p-value
 COMPARE_DRAWS = 200     # parametric bootstrap draws for compare_pwcet
 CI_METHOD = "profile likelihood"
+METHOD = "GEV on block maxima (maximum likelihood), profile-likelihood interval"
+# An estimate is offered only within the evidence: a return period at most EXTRAPOLATION
+# times the cycles observed (the distance over which docs/performance.md checks the
+# calibration), and an interval that is bounded and spans at most MAX_SPAN (high / low).
+EXTRAPOLATION = 1e4
+MAX_SPAN = 10.0
+# Mixture: the widest gap among the top fifth of the maxima, at least MIX_GAP in ratio,
+# beyond which the bulk's own fitted tail gives the run less than MIX_ALPHA chance.
+MIX_GAP = 2.0
+MIX_ALPHA = 1e-3
+# The stable reason codes of a refusal (JSON "code"; docs/pwcet.md says what each means
+# and what to do).
+CODES = ("too-few-maxima", "no-tail", "not-iid", "mixture", "bad-fit", "failed-validation", "heavy-tail",
+         "beyond-evidence", "too-uncertain")
 
 
 # ---- result types -----------------------------------------------------------
@@ -92,6 +106,16 @@ class Pwcet:
     confidence: float = CONFIDENCE
     ci_method: str = CI_METHOD
     maxima_ns: list[float] = field(default_factory=list, repr=False)
+    code: str | None = None           # the stable reason code of a refusal (CODES)
+    tail: str | None = None           # bounded, exponential, heavy (from the shape's interval)
+    shape_low: float | None = None    # 95 % profile-likelihood interval of ξ (None: unbounded)
+    shape_high: float | None = None
+    mixture: dict | None = None       # the two regimes, when the code is "mixture"
+    supported_exceedance: float | None = None   # the smallest p the data support, and the level there
+    supported_level_ns: float | None = None
+    supported_low_ns: float | None = None
+    supported_high_ns: float | None = None
+    cycles_needed: float | None = None          # cycles a run needs for the evidence to reach p
 
     @property
     def block_exceedance(self) -> float:
@@ -120,12 +144,34 @@ class Pwcet:
             return f"once in {1 / self.exceedance:,.3g} cycles"
         return f"about {once_per(s)} at this rate"
 
+    @property
+    def run_needed_s(self) -> float | None:
+        """How long a run must be (at least) for the evidence to reach the requested p."""
+        return None if not self.interval_ns or self.cycles_needed is None else self.cycles_needed * self.interval_ns * 1e-9
+
+    @property
+    def length_helps(self) -> bool:
+        """Whether a longer run is the remedy: not for an estimate already given, nor for
+        a refusal a longer run would not cure (a heavy tail, a mixture, bursts or drift,
+        no tail)."""
+        return not self.applicable and self.code not in ("heavy-tail", "mixture", "not-iid", "no-tail")
+
+    def needed_text(self) -> str:
+        s = self.run_needed_s
+        n = f"{self.cycles_needed:,.0f} cycles" if s is None else duration_text(s)
+        return f"a run of at least {n} is needed for p={self.exceedance:g}"
+
     def summary(self) -> str:
-        """One line: the level with its interval, or why there is none."""
+        """One line: the observed maximum, then the level with its interval, or why there
+        is none (with its code) and how long a run would need to be."""
+        seen = "" if self.observed_max_ns is None else f"observed max {self.observed_max_ns / 1000:,.1f} µs; "
         if not self.applicable:
-            return f"not applicable because {self.reason}"
+            text = f"{seen}no estimate at p={self.exceedance:g} [{self.code}]: {self.reason}"
+            if self.length_helps:
+                text += f"; {self.needed_text()}"
+            return text
         high = "unbounded" if self.ci_high_ns is None else f"{self.ci_high_ns / 1000:,.1f}"
-        text = (f"{self.level_ns / 1000:,.1f} µs (95% CI {self.ci_low_ns / 1000:,.1f}–{high} µs) "
+        text = (f"{seen}{self.level_ns / 1000:,.1f} µs (95% CI {self.ci_low_ns / 1000:,.1f}–{high} µs) "
                 f"exceeded with p={self.exceedance:g} per cycle, {self.rate_text()}")
         if self.run_to_reach_s is not None:
             text += f"; a run would need about {duration_text(self.run_to_reach_s)} to observe it"
@@ -144,6 +190,19 @@ class Pwcet:
             "level_ns": self.level_ns, "ci_low_ns": self.ci_low_ns, "ci_high_ns": self.ci_high_ns,
             "confidence": self.confidence, "ci_method": self.ci_method,
             "return_period_s": self.return_period_s, "run_to_reach_s": self.run_to_reach_s,
+            "method": METHOD,
+            "code": self.code,
+            "estimate": None if not self.applicable else {
+                "exceedance": self.exceedance, "level_ns": self.level_ns, "ci_low_ns": self.ci_low_ns,
+                "ci_high_ns": self.ci_high_ns},
+            "tail": None if self.tail is None else {"class": self.tail, "shape": self.fit.shape,
+                                                    "shape_ci_low": self.shape_low, "shape_ci_high": self.shape_high},
+            "supported": None if self.supported_exceedance is None else {
+                "exceedance": self.supported_exceedance, "level_ns": self.supported_level_ns,
+                "ci_low_ns": self.supported_low_ns, "ci_high_ns": self.supported_high_ns},
+            "mixture": self.mixture,
+            "evidence_limit": None if not self.blocks else evidence_limit(self.blocks, self.block_cycles),
+            "cycles_needed": self.cycles_needed, "run_needed_s": self.run_needed_s,
             "summary": self.summary(),
         }
 
@@ -343,19 +402,20 @@ def _return_level(fit: GevFit, x: np.ndarray, q: float, confidence: float) -> tu
 # ---- applicability checks ----------------------------------------------------------
 
 def check_independence(x: np.ndarray) -> Check:
-    """Ljung-Box portmanteau test on the ranks of the series (ranks: one huge maximum
-    must not dominate the autocorrelations); chi-square p-value from scipy."""
+    """Ljung-Box portmanteau test (statsmodels acorr_ljungbox) on the ranks of the series
+    (ranks: one huge maximum must not dominate the autocorrelations), min(10, n/5) lags."""
+    from statsmodels.stats.diagnostic import acorr_ljungbox
+    from statsmodels.tsa.stattools import acf
+
     n = len(x)
     lags = max(1, min(10, n // 5))
     r = stats.rankdata(x)
-    r = r - r.mean()
-    denom = float(np.dot(r, r))
-    if denom == 0:
+    if np.ptp(r) == 0:
         return Check("independence", f"Ljung-Box on ranks, {lags} lags", None, None, False,
                      "all block maxima are equal")
-    ac = np.array([np.dot(r[:-k], r[k:]) / denom for k in range(1, lags + 1)])
-    q = float(n * (n + 2) * np.sum(ac ** 2 / (n - np.arange(1, lags + 1))))
-    p = float(stats.chi2.sf(q, lags))
+    lb = acorr_ljungbox(r, lags=[lags])
+    q, p = float(lb["lb_stat"].iloc[0]), float(lb["lb_pvalue"].iloc[0])
+    ac = acf(r, nlags=lags, fft=False)[1:]
     worst = int(np.argmax(np.abs(ac))) + 1
     return Check("independence", f"Ljung-Box on ranks, {lags} lags", q, p, bool(p > ALPHA),
                  f"largest autocorrelation {ac[worst - 1]:+.2f} at lag {worst}")
@@ -401,48 +461,257 @@ def check_fit(x: np.ndarray, fit: GevFit, draws: int = GOF_DRAWS, seed: int = 0)
 
 # ---- the analysis ---------------------------------------------------------------
 
+def shape_interval(fit: GevFit, x, confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
+    """95 % profile-likelihood interval of the GEV shape ξ: every ξ whose log-likelihood,
+    maximised over location and scale, is within chi2(1, confidence)/2 of the maximum.
+    A side is None when the data do not bound it (|ξ| up to 5 searched)."""
+    with _quiet():
+        x = np.asarray(x, dtype=float)
+        a, b = _standardise(x)
+        z = (x - a) / b
+        loc0, ls0 = (fit.loc - a) / b, math.log(fit.scale / b)
+        lmax = -_nll(z, fit.c, loc0, math.exp(ls0))
+        cut = lmax - stats.chi2.ppf(confidence, 1) / 2
+        starts: dict[float, tuple] = {fit.c: (loc0, ls0)}
+
+        def g(c: float) -> float:
+            near = min(starts, key=lambda k: abs(k - c))
+            r = optimize.minimize(lambda t: _nll(z, c, t[0], math.exp(t[1])), starts[near], method="Nelder-Mead",
+                                  options={"xatol": 1e-4, "fatol": 1e-4, "maxfev": 600})
+            if np.isfinite(r.fun):
+                starts[c] = tuple(r.x)
+            return max(-float(r.fun) - cut, -1e6)
+
+        def bound(direction: int) -> float | None:
+            inner, step = fit.c, 0.05
+            for _ in range(30):
+                outer = fit.c + direction * step
+                if abs(outer) > 5:
+                    return None
+                if g(outer) < 0:
+                    return optimize.brentq(g, min(inner, outer), max(inner, outer), xtol=1e-3)
+                inner, step = outer, step * 1.6
+            return None
+        c_high, c_low = bound(+1), bound(-1)     # ξ = -c: a high c is a low ξ
+        return (None if c_high is None else -c_high), (None if c_low is None else -c_low)
+
+
+def tail_class(low: float | None, high: float | None) -> str:
+    """bounded (ξ < 0 with 95 % confidence), heavy (ξ > 0 with 95 % confidence) or
+    exponential (the interval holds 0: an exponential tail cannot be ruled out)."""
+    if low is not None and low > 0:
+        return "heavy"
+    if high is not None and high < 0:
+        return "bounded"
+    return "exponential"
+
+
+def find_mixture(x: np.ndarray) -> dict | None:
+    """Two regimes among the block maxima: a bulk and a few far larger ones (on a VM, the
+    windows where the host stalled the guest). The split is the widest gap (in log
+    scale, at least a factor MIX_GAP) among the top fifth of the sorted maxima; it is a
+    mixture when a GEV fitted to the maxima below the gap gives the n blocks less than
+    MIX_ALPHA chance of reaching the first value above it, i.e. the bulk's own tail
+    cannot produce the large ones. None when there is no such split."""
+    xs = np.sort(x)
+    n = len(xs)
+    top = max(1, n // 5)
+    lg = np.log(np.maximum(xs, 1.0))
+    first = n - 1 - top
+    gaps = np.diff(lg)[first:]
+    i = int(np.argmax(gaps)) + first          # xs[i] is the bulk's largest, xs[i + 1] the rare regime's smallest
+    if lg[i + 1] - lg[i] < math.log(MIX_GAP) or i + 1 < MIN_BLOCKS:
+        return None
+    lower = xs[: i + 1]
+    try:
+        bulk = fit_gev(lower)
+    except ValueError:
+        return None
+    with _quiet():
+        chance = float(-np.expm1(n * np.log(np.clip(bulk.cdf(xs[i + 1]), 1e-300, 1.0))))
+    if chance >= MIX_ALPHA:
+        return None
+    k = n - 1 - i
+    return {"bulk_blocks": i + 1, "bulk_max_ns": float(xs[i]), "bulk_shape": bulk.shape,
+            "rare_blocks": k, "rare_min_ns": float(xs[i + 1]), "rare_max_ns": float(xs[-1]),
+            "chance": chance}
+
+
+def holdout_check(x: np.ndarray) -> Check:
+    """The analysis judged on data it did not see: a GEV fitted to the first half of the
+    maxima predicts the distribution of the largest of the second half (G(z)^n2); its
+    probability integral transform (PIT) must not be in either 0.5 % tail unless a fit
+    within the first half's 95 % profile-likelihood region would put it there (the
+    plug-in fit alone is overconfident: a bounded tail's fitted end is often just below
+    the next maximum). A fit that is too light (a later stall far beyond it) or too heavy
+    (a later half far below) fails."""
+    h = len(x) // 2
+    if h < MIN_BLOCKS:
+        return Check("held-out maximum", "PIT of the second half's maximum under the first half's fit", None, None,
+                     None, f"not tested: {h} block maxima a half (at least {MIN_BLOCKS} needed)")
+    try:
+        f = fit_gev(x[:h])
+    except ValueError:
+        return Check("held-out maximum", "PIT of the second half's maximum under the first half's fit", None, None,
+                     False, "the fit of the first half did not converge")
+    n2, held = len(x) - h, float(np.max(x[h:]))
+    with _quiet():
+        pit = float(np.clip(f.cdf(held), 0.0, 1.0) ** n2)
+    detail = f"second half's maximum {held / 1000:,.1f} µs at PIT {pit:.3g}"
+    ok = True
+    # an extreme PIT fails only when no fit within the 95 % confidence region of the first
+    # half's parameters reaches it either: the level the n2 blocks' maximum exceeds with
+    # probability α/2 (or stays under), at the far end of its profile-likelihood interval
+    if pit >= 1 - ALPHA / 2:
+        _, _, high = return_level(f, x[:h], -math.expm1(math.log1p(-ALPHA / 2) / n2))
+        ok = high is None or held <= high
+        detail += "" if ok else f", above {high / 1000:,.1f} µs, the highest level the first half allows"
+    elif pit <= ALPHA / 2:
+        _, low, _ = return_level(f, x[:h], -math.expm1(math.log(ALPHA / 2) / n2))
+        ok = held >= low
+        detail += "" if ok else f", below {low / 1000:,.1f} µs, the lowest level the first half allows"
+    return Check("held-out maximum", "PIT of the second half's maximum under the first half's fit, two-sided, "
+                 "beyond its 95% profile-likelihood region", pit, pit, bool(ok), detail)
+
+
+def evidence_limit(blocks: int, block_cycles: int) -> float:
+    """The smallest per-cycle probability the evidence supports: a return period at most
+    EXTRAPOLATION times the cycles observed."""
+    return 1.0 / (blocks * block_cycles * EXTRAPOLATION)
+
+
+def cycles_needed(exceedance: float, block_cycles: int) -> float:
+    """Cycles a run must observe for the evidence limit to reach this probability (and at
+    least MIN_BLOCKS blocks)."""
+    return max(1.0 / (exceedance * EXTRAPOLATION), MIN_BLOCKS * block_cycles)
+
+
+def _level_at(fit: GevFit, x: np.ndarray, p: float, m: int) -> tuple[float, float, float | None, str | None]:
+    """(level, low, high, why not credible) at per-cycle p: too-uncertain when the
+    interval is unbounded or spans more than MAX_SPAN."""
+    level, low, high = return_level(fit, x, block_probability(p, m))
+    if high is None or not low > 0 or high / low > MAX_SPAN:
+        return level, low, high, "too-uncertain"
+    return level, low, high, None
+
+
+def supported_level(fit: GevFit, x: np.ndarray, p: float, m: int,
+                    extrapolation: float = EXTRAPOLATION) -> tuple[float, float, float, float] | None:
+    """(p', level, low, high) at the smallest per-cycle probability p' >= p that is within
+    the evidence limit and whose interval is bounded and spans at most MAX_SPAN; found by
+    bisection in log p between that limit and the data's own range (1 / cycles). None
+    when even the data's own range is not credible."""
+    n = len(x)
+    p_hi = 1.0 / (n * m)
+    p_lo = max(p, p_hi / extrapolation)
+    if p_lo >= p_hi:
+        p_lo = p_hi
+    level, low, high, why = _level_at(fit, x, p_lo, m)
+    if why is None:
+        return p_lo, level, low, high
+    level, low, high, why = _level_at(fit, x, p_hi, m)
+    if why is not None:
+        return None
+    best = (p_hi, level, low, high)
+    a, b = math.log10(p_lo), math.log10(p_hi)      # a fails, b holds
+    for _ in range(5):
+        mid = (a + b) / 2
+        level, low, high, why = _level_at(fit, x, 10 ** mid, m)
+        if why is None:
+            b, best = mid, (10 ** mid, level, low, high)
+        else:
+            a = mid
+    return best
+
+
 def analyse(maxima, block_cycles: int, exceedance: float = DEFAULT_EXCEEDANCE, interval_ns: int | None = None,
             label: str = "all threads", source: str = "ti_window_max", gof_draws: int = GOF_DRAWS) -> Pwcet:
-    """The pWCET of a series of block maxima (ns, in time order)."""
+    """The probable worst case of a series of block maxima (ns, in time order): an
+    estimate at the requested per-cycle probability with its interval, or a refusal with
+    a stable code (CODES) and, where a fit is sound, the level at the smallest probability
+    the data support. docs/pwcet.md gives the order of the steps."""
     if not 0 < exceedance < 1:
         raise UserError(f"the exceedance probability must be between 0 and 1 (got {exceedance:g}); "
                         "give e.g. --exceedance 1e-9.")
     x = np.asarray([v for v in maxima if v is not None], dtype=float)
-    res = Pwcet(label=label, source=source, exceedance=exceedance, block_cycles=int(block_cycles),
+    m = int(block_cycles)
+    res = Pwcet(label=label, source=source, exceedance=exceedance, block_cycles=m,
                 interval_ns=interval_ns, blocks=len(x), observed_max_ns=float(x.max()) if len(x) else None,
                 applicable=False, reason=None, maxima_ns=x.tolist())
+    res.cycles_needed = cycles_needed(exceedance, m)
+
+    def refuse(code: str, reason: str) -> Pwcet:
+        res.code, res.reason = code, reason
+        return res
+
     if len(x) < MIN_BLOCKS:
-        res.reason = (f"only {len(x)} block maxima (at least {MIN_BLOCKS} are needed); "
-                      "run longer or use shorter windows")
-        res.checks.append(Check("enough blocks", f"at least {MIN_BLOCKS} block maxima", len(x), None, False,
-                                res.reason))
-        return res
+        reason = f"only {len(x)} block maxima (at least {MIN_BLOCKS} are needed); run longer or use shorter windows"
+        res.checks.append(Check("enough blocks", f"at least {MIN_BLOCKS} block maxima", len(x), None, False, reason))
+        return refuse("too-few-maxima", reason)
     if np.ptp(x) == 0:
-        res.reason = "every block maximum is the same value, so there is no tail to fit"
-        return res
+        return refuse("no-tail", "every block maximum is the same value, so there is no tail to fit")
+    # the more specific diagnosis first: rare stalls also disturb the i.i.d. checks
+    mix = find_mixture(x)
+    if mix is not None:
+        res.mixture = mix
+        return refuse("mixture", (
+            f"the maxima are two regimes: {mix['bulk_blocks']} blocks up to {mix['bulk_max_ns'] / 1000:,.1f} µs and "
+            f"{mix['rare_blocks']} of {mix['rare_min_ns'] / 1000:,.1f}–{mix['rare_max_ns'] / 1000:,.1f} µs (e.g. host "
+            f"stalls), which the bulk's tail gives less than {MIX_ALPHA:g} chance; {mix['rare_blocks']} rare events "
+            "are too few to extrapolate their regime"))
     res.checks += [check_independence(x), check_identical(x)]
+    failed = [c for c in res.checks if c.passed is False]
+    if failed:
+        return refuse("not-iid", _failed_text(failed))
     try:
         fit = fit_gev(x)
     except ValueError:
-        res.reason = "the GEV fit did not converge"
-        return res
+        return refuse("bad-fit", "the GEV fit did not converge")
     res.fit = fit
-    if all(c.passed for c in res.checks):
-        res.checks.append(check_fit(x, fit, gof_draws))
-    else:
-        res.checks.append(Check("goodness of fit", "Anderson-Darling against the fitted GEV", None, None, None,
-                                "not tested: an earlier check failed"))
-    failed = [c for c in res.checks if c.passed is False]
-    if failed:
-        res.reason = "; ".join(f"the block maxima fail the {c.name} check ({c.test}: p={c.p_value:.2g} ≤ {ALPHA}; "
-                               f"{c.detail})" if c.p_value is not None else f"{c.name}: {c.detail}"
-                               for c in failed)
-        return res
-    q = res.block_exceedance
-    level, low, high = return_level(fit, x, q)
+    res.shape_low, res.shape_high = shape_interval(fit, x)
+    res.tail = tail_class(res.shape_low, res.shape_high)
+    gof = check_fit(x, fit, gof_draws)
+    res.checks.append(gof)
+    if not gof.passed:
+        return refuse("bad-fit", _failed_text([gof]))
+    hold = holdout_check(x)
+    res.checks.append(hold)
+    if hold.passed is False:
+        return refuse("failed-validation", _failed_text([hold]))
+    # a heavy tail's level grows as a power of the return period: the data support it
+    # only within the range they cover (a return period of the cycles observed)
+    sup = supported_level(fit, x, exceedance, m, 1.0 if res.tail == "heavy" else EXTRAPOLATION)
+    if sup is not None:
+        res.supported_exceedance, res.supported_level_ns, res.supported_low_ns, res.supported_high_ns = sup
+    support_text = ("" if sup is None else
+                    f"; the largest level the data support is {sup[1] / 1000:,.1f} µs (95% CI {sup[2] / 1000:,.1f}–"
+                    f"{sup[3] / 1000:,.1f} µs) at p={sup[0]:.2g}")
+    if res.tail == "heavy":
+        return refuse("heavy-tail", (
+            f"the latency tail of this system is heavy (shape ξ={fit.shape:+.2f}, 95% CI "
+            f"{_num(res.shape_low)} to {_num(res.shape_high)}): no credible bound at p={exceedance:g} from this run"
+            + support_text))
+    if exceedance < evidence_limit(len(x), m) * (1 - 1e-9):
+        return refuse("beyond-evidence", (
+            f"p={exceedance:g} is beyond the evidence: {len(x) * m:,} cycles support levels down to "
+            f"p={evidence_limit(len(x), m):.2g} ({EXTRAPOLATION:g} times the cycles observed)" + support_text))
+    level, low, high, why = _level_at(fit, x, exceedance, m)
+    if why is not None:
+        span = "unbounded" if high is None else f"{low / 1000:,.1f}–{high / 1000:,.1f} µs"
+        return refuse("too-uncertain", f"the 95% interval at p={exceedance:g} is {span}, wider than "
+                      f"{MAX_SPAN:g}×" + support_text)
     res.level_ns, res.ci_low_ns, res.ci_high_ns = level, low, high
     res.applicable = True
     return res
+
+
+def _num(v: float | None) -> str:
+    return "unbounded" if v is None else f"{v:+.2f}"
+
+
+def _failed_text(failed: list[Check]) -> str:
+    return "; ".join(f"the block maxima fail the {c.name} check ({c.test}: p={c.p_value:.2g}; {c.detail})"
+                     if c.p_value is not None else f"{c.name}: {c.detail}" for c in failed)
 
 
 def block_maxima(values, block_cycles: int) -> np.ndarray:
@@ -504,6 +773,24 @@ def measurement_pwcet(m: Measurement | dict, exceedance: float = DEFAULT_EXCEEDA
         vals, block, interval_ns = s
         out.append(analyse(vals, block, exceedance, interval_ns, label, "ti_window_max", gof_draws))
     return out
+
+
+def worst_case(m: Measurement | dict, exceedance: float = DEFAULT_EXCEEDANCE, thread: int | None = None) -> Pwcet | None:
+    """THE worst-case answer of one stored latency measurement, for every caller (the
+    terminal, the report, `show --json`, `pwcet --json`, a verdict against a budget): all
+    threads together, or one thread. None when it stored no per-window maxima. The fields
+    (docs/pwcet.md, "The answer"): observed_max_ns; applicable with level_ns, ci_low_ns,
+    ci_high_ns (the estimate at `exceedance`) or code and reason (the refusal);
+    supported_exceedance and supported_level_ns (the level at the smallest probability the
+    data support, where a fit is sound); run_needed_s (the run the requested probability
+    needs). to_json() gives the same as JSON."""
+    key = "ti_window_max" if thread is None else f"ti_window_max#{thread}"
+    s = measurement_series(m, key)
+    if s is None:
+        return None
+    vals, block, interval_ns = s
+    label = "all threads" if thread is None else f"thread {thread}"
+    return analyse(vals, block, exceedance, interval_ns, label, "ti_window_max")
 
 
 # ---- raw samples -------------------------------------------------------------------
@@ -665,24 +952,31 @@ def _as_pwcet(m, exceedance: float, gof_draws: int) -> Pwcet:
 
 # ---- the return-level plot -----------------------------------------------------------
 
-def plot_data(r: Pwcet, band_points: int = 5) -> dict:
+def plot_data(r: Pwcet, band_points: int = 5) -> dict | None:
     """What a return-level plot of r shows, in µs against the return period in cycles:
     observed block maxima at their empirical return periods (Weibull plotting positions
     i/(n+1)), the fitted curve, its 95 % profile-likelihood band at band_points periods,
-    and the level at the chosen exceedance with its interval."""
+    and the level with its interval at the requested exceedance (an estimate) or at the
+    smallest probability the data support (a refusal that still has a sound fit). None
+    when there is no fitted level to show (a refusal without one draws no chart)."""
+    if r.fit is None or not r.maxima_ns:
+        return None
+    if r.applicable:
+        p, mark = r.exceedance, (r.level_ns, r.ci_low_ns, r.ci_high_ns)
+    elif r.supported_exceedance is not None:
+        p, mark = r.supported_exceedance, (r.supported_level_ns, r.supported_low_ns, r.supported_high_ns)
+    else:
+        return None
     x = np.sort(np.asarray(r.maxima_ns, dtype=float))
     n, m = len(x), r.block_cycles
     F = np.arange(1, n + 1) / (n + 1)
-    observed = [(float(m / (1 - f)), float(v) / 1000) for f, v in zip(F, x)]
-    out = {"observed": observed, "curve": [], "band": [], "mark": None}
-    if r.fit is None or not r.applicable:
-        return out
-    q_target = r.block_exceedance
+    out = {"observed": [(float(m / (1 - f)), float(v) / 1000) for f, v in zip(F, x)], "curve": [], "band": [],
+           "exceedance": p}
+    q_target = block_probability(p, m)
     qs = np.geomspace(0.5, q_target, 40)
     out["curve"] = [(float(m / q), float(r.fit.isf(q)) / 1000) for q in qs]
     for q in np.geomspace(0.5, q_target, band_points):
         _, lo, hi = return_level(r.fit, x, float(q))
         out["band"].append((float(m / q), lo / 1000, math.inf if hi is None else hi / 1000))
-    out["mark"] = (1 / r.exceedance, r.level_ns / 1000, r.ci_low_ns / 1000,
-                   None if r.ci_high_ns is None else r.ci_high_ns / 1000)
+    out["mark"] = (1 / p, mark[0] / 1000, mark[1] / 1000, None if mark[2] is None else mark[2] / 1000)
     return out

@@ -8,7 +8,9 @@ rtgauge/analysis/noise.py and docs/compare.md. Verdicts:
 - worse / better: the difference is significant after the Benjamini-Hochberg adjustment
   over all tested figures of the comparison (false discovery rate alpha, default 5 %);
 - no significant difference: it is not, or the figure has no interval (a single value
-  without within-run uncertainty, e.g. one wall time);
+  without within-run uncertainty, e.g. one wall time); a single round on each side is
+  never called on within-run uncertainty alone (noise.compare_single adds the
+  run-to-run drift), and a figure not called says what would decide it;
 - new / gone: only in one run; invalid: a job failed or a value is not a number.
 
 The one exception to "only when significant": the tire's largest hard-real-time n is the
@@ -55,6 +57,7 @@ class Figure:
     exact: bool = False                                # compared without statistics (tire grid)
     steal_ms: list = field(default_factory=list)       # hypervisor steal on the measured CPUs, per round
     clock_step: float = 1.0                            # the clock's step behind its samples (noise.clock_step)
+    windows: list[float] = field(default_factory=list)  # a single round's per-window maxima (latency max)
 
     @property
     def estimate(self) -> float | None:
@@ -183,6 +186,13 @@ def steal_ms(m: Measurement | dict) -> float | None:
     return float(v) if noise.is_valid(v) else None
 
 
+def window_maxima(m: Measurement) -> list[float]:
+    """The per-window maxima of a latency measurement's ti (all threads), valid ones."""
+    series = m.metrics.get("ti_window_max")
+    values = series.series if isinstance(series, Metric) and series.series else []
+    return [float(v) for v in values if noise.is_valid(v) and v > 0]
+
+
 def failure_reason(m: Measurement | dict) -> str:
     m = as_measurement(m)
     r = m.round
@@ -211,6 +221,8 @@ def figures(run: Run | dict) -> dict[str, Figure]:
             f = out[f"lat:{name}:{suffix}"]
             f.label = f"{name} {suffix} latency"
             f.steal_ms = [steal_ms(m) for m in good]
+        if len(good) == 1:
+            out[f"lat:{name}:max"].windows = window_maxima(good[0])
         _stall_free_figure(add, f"lat:{name}:avg_stall_free", "avg_latency_stall_free", f"{name} latency", good,
                            "ti", "ns", failed)
         misses = [m.scalar("misses") for m in good]
@@ -292,21 +304,60 @@ def test_figure(fb: Figure, fa: Figure) -> noise.Result:
     if fb.family in ("verdict", "failed_verdicts"):
         return noise.compare_proportions(int(fa.events[0]), int(fa.events[1]), int(fb.events[0]), int(fb.events[1]))
     if fb.family == "misses" and fa.events and fb.events:
-        return noise.compare_rates(fa.events[0], fa.events[1], fb.events[0], fb.events[1])
+        rates = noise.compare_rates(fa.events[0], fa.events[1], fb.events[0], fb.events[1])
+        if len(a) <= 1 and len(b) <= 1:
+            return single_round_rates(fa, fb, rates)
+        return rates
     if len(a) >= 2 or len(b) >= 2:
         return noise.compare_rounds(a, b, max(fa.clock_step, fb.clock_step))
+    within = within_run(fb, fa)
+    drift = noise.DRIFT.get(fb.family)
+    if within is None or drift is None:
+        return noise.Result("no interval: one value per run without its own uncertainty; run rounds "
+                            "(rounds = N) to compare it", None, b[0] - a[0], note="no interval")
+    se_a = se_b = 0.0
+    if within.extra.get("se") is not None:
+        se_a, se_b = within.extra["se"]
+    elif within.base_interval and within.cand_interval:
+        se_a = noise._log_se(a[0], within.base_interval, None)
+        se_b = noise._log_se(b[0], within.cand_interval, None)
+    return noise.compare_single(a[0], b[0], drift, se_a, se_b, within, floor=max(fa.clock_step, fb.clock_step, 1.0),
+                                df=noise.drift_df(fb.family))
+
+
+def within_run(fb: Figure, fa: Figure) -> noise.Result | None:
+    """What a single round on each side says by itself (noise.py: the within-run tests;
+    the per-window test for a latency maximum). Never a call on its own: compare_single
+    adds the run-to-run drift."""
     wa, wb = fa.within, fb.within
-    va, vb = a[0], b[0]
-    if wa and wb:
-        if fb.family in ("avg_latency", "micro_avg", "avg_latency_stall_free", "micro_avg_stall_free") and wa.count and wb.count and wa.stddev is not None \
-                and wb.stddev is not None:
-            return noise.compare_means_within(va, wa.stddev, wa.count, vb, wb.stddev, wb.count)
-        if fb.family in ("p99_latency", "micro_p99") and wa.bins and wb.bins:
-            return noise.compare_quantile_within(wa, wb, va, vb)
-        if fb.family in ("max_latency", "micro_max") and wa.bins and wb.bins:
-            return noise.compare_max_within(wa, wb, va, vb)
-    return noise.Result("no interval: one value per run without its own uncertainty; run rounds "
-                        "(rounds = N) to compare it", None, vb - va, note="no interval")
+    va, vb = fa.rounds[0], fb.rounds[0]
+    if not (wa and wb):
+        return None
+    if fb.family in ("avg_latency", "micro_avg", "avg_latency_stall_free", "micro_avg_stall_free") and wa.count \
+            and wb.count and wa.stddev is not None and wb.stddev is not None:
+        r = noise.compare_means_within(va, wa.stddev, wa.count, vb, wb.stddev, wb.count)
+        r.extra["se"] = [wa.stddev / math.sqrt(wa.count) / max(va, 1.0), wb.stddev / math.sqrt(wb.count) / max(vb, 1.0)]
+        return r
+    if fb.family in ("p99_latency", "micro_p99") and wa.bins and wb.bins:
+        return noise.compare_quantile_within(wa, wb, va, vb)
+    if fb.family == "max_latency" and len(fa.windows) >= 2 and len(fb.windows) >= 2:
+        return noise.compare_windows(fa.windows, fb.windows, va, vb)
+    if fb.family in ("max_latency", "micro_max") and wa.bins and wb.bins:
+        return noise.compare_max_within(wa, wb, va, vb)
+    return None
+
+
+def single_round_rates(fa: Figure, fb: Figure, rates: noise.Result) -> noise.Result:
+    """Missed deadlines of single rounds: the rate ratio against Poisson counting error
+    plus the run-to-run drift of the rate (noise.DRIFT["misses"]); half an event is
+    added to each count so that none-against-some has a finite ratio."""
+    (ka, na), (kb, nb) = fa.events, fb.events
+    ra, rb = (ka + 0.5) / na, (kb + 0.5) / nb
+    r = noise.compare_single(ra, rb, noise.DRIFT["misses"], 1 / math.sqrt(ka + 0.5), 1 / math.sqrt(kb + 0.5),
+                             rates, floor=0.0 if min(ra, rb) > 0 else 1e-300)
+    r.difference, r.interval, r.noise_floor = rates.difference, None, None
+    r.extra = {**rates.extra, **r.extra}
+    return r
 
 
 def exact_call(fb: Figure, fa: Figure) -> tuple[str, str]:
@@ -353,6 +404,8 @@ def compare_runs(base: dict, cand: dict, alpha: float = ALPHA) -> list[Change]:
             c.why = f"q = {q:.2g} < {alpha:g}" + (f"; {c.result.note}" if c.result.note else "")
         else:
             c.why = f"q = {q:.2g}" + (f"; {c.result.note}" if c.result.note else "")
+            if c.result.extra.get("to_decide"):
+                c.why += f"; {c.result.extra['to_decide']}"
     for key, f in fa.items():
         if key not in fb:
             out.append(Change(f, f.estimate, None, GONE, "only in the baseline", base_figure=f))
@@ -446,6 +499,29 @@ class Rule:
                 f"{self.unit or ''}, significant: q = {c.q_value:.2g})" if c.q_value is not None else
                 f"{c.figure.label}: {c.base:g} → {c.value:g} {c.figure.unit} ({change:+.1f}{self.unit or ''})") \
             if hit else None
+
+    def undecided(self, c: Change) -> str | None:
+        """A sentence when the evidence cannot decide this change rule on this figure:
+        the change's point estimate lies beyond the rule's amount but is not
+        significant (single rounds carry the run-to-run drift, docs/compare.md). What
+        would decide is said. A change within the amount passes, as before."""
+        if not self.signed or c.figure.family != self.family or c.significant or c.call != SAME:
+            return None
+        if c.base is None or c.value is None or c.result is None or c.result.p_value is None:
+            return None
+        if self.unit == "%":
+            if c.base == 0:
+                return None
+            change = (c.value - c.base) / abs(c.base) * 100
+        else:
+            change = (c.value - c.base) / (UNITS.get(self.unit, 1.0) if c.figure.unit == "ns" else 1.0)
+        beyond = change > self.amount if self.op == ">" else change < self.amount
+        if not beyond:
+            return None
+        q = f"q = {c.q_value:.2g}" if c.q_value is not None else f"p = {c.result.p_value:.2g}"
+        what = c.result.extra.get("to_decide") or "more rounds (--rounds N --interleave) would narrow it"
+        return (f"{c.figure.label}: {c.base:g} → {c.value:g} {c.figure.unit} ({change:+.1f}{self.unit or ''}) is "
+                f"beyond the rule but within the noise ({q}); {what}")
 
     def fails_closed(self, changes: list[Change], cand: Run | dict) -> list[str]:
         """Sentences for what this rule cannot check: a gate fails closed."""

@@ -3,7 +3,8 @@ regression view of each later run against the first (the baseline): every figure
 better, worse or with no significant difference, with the size of the change and its
 interval (statistics in rtgauge/analysis/noise.py, docs/compare.md). --json prints
 every compared figure for CI. --fail-on rules make the exit status 3 when they trip
-on a significant change, and when they have nothing valid to check (fail closed)."""
+on a significant change, and when they have nothing valid to check (fail closed);
+status 4 (undecided) when a change beyond a rule is within the noise."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import sys
 
 from rtgauge.defaults import REGRESSION_ALPHA as ALPHA
 from rtgauge.cli.report import add_db_argument
-from rtgauge.errors import EXIT_GATE_TRIPPED, UserError
+from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_UNDECIDED, UserError
 
 # compare --json's layout: 2 added "version" and "call" ("verdict", the same value, is kept
 # for readers of version 1); docs/compare.md.
@@ -28,7 +29,8 @@ def register(sub) -> None:
     p.add_argument("--fail-on", action="append", default=[], metavar="RULE",
                    help="e.g. 'max_latency>+20%%', 'micro_avg>+10%%', 'avg_latency>+5us', 'misses>0', "
                    "'tire_max_masses<-10%%' (repeatable); a change trips only when significant; exit status 3 "
-                   "when one trips or has nothing valid to check")
+                   "when one trips or has nothing valid to check, 4 (undecided) when a change beyond a rule "
+                   "is within the noise")
     p.add_argument("-o", "--output", metavar="FILE", default=None, help="also write an HTML report with the regressions")
     p.add_argument("--all", action="store_true", help="list every compared figure, not only the changed ones")
     p.add_argument("--json", action="store_true",
@@ -76,6 +78,7 @@ def cmd_compare(args) -> int:
     base = runs[0]
     tripped: list[str] = []
     closed: list[str] = []
+    undecided: list[str] = []
     comparisons = []
     worst_cases: dict[int, list[dict]] = {}
     for cand in runs[1:]:
@@ -93,6 +96,9 @@ def cmd_compare(args) -> int:
                 hit = rule.trips(c)
                 if hit:
                     tripped.append(f"{rule.text} (run {cand.id}): {hit}")
+                open_ = rule.undecided(c)
+                if open_:
+                    undecided.append(f"{rule.text} (run {cand.id}): {open_}")
     if args.json:
         doc = {"version": JSON_VERSION, "baseline": base.id, "alpha": args.alpha, "correction": "benjamini-hochberg",
                "comparisons": [{"candidate": cand.id,
@@ -104,7 +110,9 @@ def cmd_compare(args) -> int:
                "host_stalls": {str(r.id): [j for m in r.measurements if (j := stalls_json(m))]
                                for r in runs},
                "rules": [r.text for r in rules], "tripped": tripped, "failed_closed": closed,
-               "gate": None if not rules else ("fail" if tripped or closed else "pass")}
+               "undecided": undecided,
+               "gate": None if not rules else ("fail" if tripped or closed else ("undecided" if undecided
+                                                                                 else "pass"))}
         sys.stdout.write(json.dumps(doc, indent=1, allow_nan=False) + "\n")
     if args.output:
         write_html(args.output, runs, comparisons=comparisons, tripped=tripped + closed, **options)
@@ -122,6 +130,15 @@ def cmd_compare(args) -> int:
             for t in tripped + closed:
                 print(f"rtgauge: --fail-on: {t}", file=sys.stderr)
         return EXIT_GATE_TRIPPED
+    if undecided:
+        if not args.json:
+            out.print(f"[yellow bold]--fail-on undecided ({len(undecided)}):[/]")
+            for t in undecided:
+                out.print(f"  [yellow]{escape(t)}[/]")
+        else:
+            for t in undecided:
+                print(f"rtgauge: --fail-on undecided: {t}", file=sys.stderr)
+        return EXIT_UNDECIDED
     if rules and not args.json:
         out.print(f"[green]--fail-on: no rule tripped ({len(rules)} rule{'s' if len(rules) != 1 else ''}).[/]")
     return 0

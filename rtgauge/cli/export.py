@@ -1,6 +1,10 @@
-"""`rtgauge export RUN --format json|csv|md`: one stored run for another machine
-(json, which `rtgauge import` reads back), a spreadsheet (csv: one row per figure)
-or a page of text (md: the summary tables in Markdown)."""
+"""`rtgauge export RUN --format json|csv|md|cyclictest`: one stored run for another
+machine (json, which `rtgauge import` reads back; its shape is validate.EXPORT_SCHEMA,
+versioned by its "rtgauge_export" number), a spreadsheet (csv: one row per figure and
+per histogram bin), a page of text (md: the summary tables in Markdown) or cyclictest's
+-h/--histfile layout (one histogram block per latency measurement, a column per thread,
+for the scripts that read `# Max Latencies`). A file given with -o is written whole or
+not at all (rtgauge/safefile.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +14,6 @@ import sys
 from rtgauge import __version__
 from rtgauge.cli.report import add_db_argument
 from rtgauge.errors import UserError
-
-EXPORT_FORMAT = 1
 STATS = ("count", "min", "avg", "stddev", "p50", "p90", "p99", "p999", "p9999", "max")
 
 
@@ -21,7 +23,9 @@ def register(sub) -> None:
                        "csv (one row per figure) or md (the summary tables).")
     p.add_argument("run", metavar="RUN", help="a run id, or 'latest'")
     add_db_argument(p)
-    p.add_argument("--format", choices=("json", "csv", "md"), default="json", help="output format (default json)")
+    p.add_argument("--format", choices=("json", "csv", "md", "cyclictest"), default="json",
+                   help="output format (default json); cyclictest: its -h/--histfile layout, one block per "
+                   "latency measurement")
     p.add_argument("-o", "--output", metavar="FILE", default=None, help="file to write; - or none: standard output")
     p.set_defaults(func=cmd_export)
 
@@ -30,6 +34,7 @@ def export_json(run: dict) -> str:
     from datetime import datetime, timezone
     import json
     from rtgauge.owner import hash_machine_id
+    from rtgauge.store.validate import EXPORT_FORMAT
     run = dict(run)
     if isinstance(run.get("system"), dict):   # runs stored before facts hashed it hold the raw id
         run["system"] = dict(run["system"], machine_id=hash_machine_id(run["system"].get("machine_id")))
@@ -39,7 +44,23 @@ def export_json(run: dict) -> str:
                       indent=1, default=str) + "\n"
 
 
+# A spreadsheet runs a cell starting with one of these as a formula (CSV injection);
+# such a cell is written with a leading apostrophe, which spreadsheets show as text.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value):
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
 def csv_rows(run: dict):
+    for row in csv_figures(run):
+        yield [csv_cell(c) for c in row]
+
+
+def csv_figures(run: dict):
     s = run.get("system") or {}
     base = [run["id"], s.get("hostname"), s.get("kernel_release")]
     for m in run.get("measurements", []):
@@ -49,12 +70,17 @@ def csv_rows(run: dict):
             if kind == "series":
                 continue
             if "value" in metric:
-                yield head + [name, kind, unit, "value", metric["value"]]
+                yield head + [name, kind, unit, "value", metric["value"], None, None]
             for stat in STATS:
                 if metric.get(stat) is not None:
-                    yield head + [name, kind, unit, stat, metric[stat]]
+                    yield head + [name, kind, unit, stat, metric[stat], None, None]
+            hist = metric.get("histogram") if isinstance(metric.get("histogram"), dict) else {}
+            for lo, hi, count in hist.get("bins") or []:
+                yield head + [name, kind, unit, "bin", count, lo, hi]
+            if hist.get("overflow"):
+                yield head + [name, kind, unit, "overflow", hist["overflow"], hist.get("overflow_from_ns"), None]
         for name, v in (m.get("verdicts") or {}).items():
-            yield head + [name, "verdict", "", "pass", int(bool(v.get("pass")))]
+            yield head + [name, "verdict", "", "pass", int(bool(v.get("pass"))), None, None]
 
 
 def export_csv(run: dict) -> str:
@@ -62,7 +88,7 @@ def export_csv(run: dict) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["run", "host", "kernel", "measurement", "tool", "test", "condition", "metric", "kind", "unit",
-                "statistic", "value"])
+                "statistic", "value", "bin_lo_ns", "bin_hi_ns"])
     w.writerows(csv_rows(run))
     return buf.getvalue()
 
@@ -126,14 +152,42 @@ def export_md(run: dict) -> str:
     return "\n".join(lines)
 
 
+def latency_columns(m: dict) -> list[dict]:
+    """A latency measurement's per-thread distributions (ti#0, ti#1, ...), or its one
+    all-threads distribution when it has none per thread."""
+    metrics = m.get("metrics") or {}
+    threads = sorted((int(k.split("#", 1)[1]), v) for k, v in metrics.items()
+                     if k.startswith("ti#") and k.split("#", 1)[1].isdigit() and isinstance(v, dict))
+    if threads:
+        return [v for _, v in threads]
+    return [metrics["ti"]] if isinstance(metrics.get("ti"), dict) else []
+
+
+def export_cyclictest(run: dict) -> str:
+    from rtgauge.tools.cyclictest import histfile_text
+    blocks = []
+    for m in run.get("measurements", []):
+        if m.get("test") != "latency":
+            continue
+        columns = latency_columns(m)
+        if not columns or not any(c.get("count") for c in columns):
+            continue
+        label = f"{m['name']}" if "@" in str(m["name"]) else f"{m['name']}@{m.get('condition') or 'idle'}"
+        blocks.append(f"# rtgauge measurement {label}\n" + histfile_text(columns))
+    if not blocks:
+        raise UserError(f"run {run['id']} has no latency measurement with samples; export it as json, csv or md.")
+    return "".join(blocks)
+
+
 def cmd_export(args) -> int:
     from rtgauge.cli.report import load_runs
     [run] = load_runs(args.db, [args.run], documents=True)
-    text = {"json": export_json, "csv": export_csv, "md": export_md}[args.format](run)
+    text = {"json": export_json, "csv": export_csv, "md": export_md,
+            "cyclictest": export_cyclictest}[args.format](run)
     if args.output and args.output != "-":
+        from rtgauge.safefile import write_text_atomic
         try:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text)
+            write_text_atomic(args.output, text)
         except OSError as e:
             raise UserError(f"cannot write {args.output} ({e.strerror}); choose another file with -o.") from None
         print(f"Run {run['id']} exported as {args.format} to {args.output}.", file=sys.stderr)

@@ -4,29 +4,91 @@
 - a directory of engine JSON documents (or one document) copied from a board that
   has no Python: one new run whose system facts come from the documents' env.
   A document named NAME@CONDITION.json is measurement NAME@CONDITION under load
-  CONDITION; other names take --condition (default idle).
-Everything is read and checked before anything is stored."""
+  CONDITION; other names take --condition (default idle),
+- cyclictest's own files: its --json output and its -h/--histfile histogram (also
+  what `rtgauge export --format cyclictest` writes), and `rtla timerlat hist`'s text.
+Everything is read and checked before anything is stored, and each run is stored in
+one transaction. Every imported run keeps its original start time and states its origin
+(the format, the file, an identity); importing the same run again (by that identity: the
+original run's, or the foreign file's content hash) stores nothing the second time."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import re
+import shutil
+import sqlite3
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 from rtgauge.errors import UserError
 
+
+class _Later:
+    """A module imported when first used, so `rtgauge --help` does not load jsonschema,
+    SQLAlchemy and rich (the command line imports every subcommand's module)."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr):
+        import importlib
+        return getattr(importlib.import_module(self._name), attr)
+
+
+validate = _Later("rtgauge.store.validate")
+
+
+def open_store(url):
+    from rtgauge.store import open_store as opened
+    return opened(url)
+
+
+def say(text="", **kwargs) -> None:
+    from rtgauge.report.safe import say as said
+    said(text, **kwargs)
+
 FINAL = ("complete", "interrupted", "failed", "abandoned")
 SQLITE_MAGIC = b"SQLite format 3\x00"
+CONDITION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
+
+
+@dataclass
+class Prepared:
+    """One run ready to store: checked, dry-read, with its origin."""
+    run: dict
+    measurements: list[tuple[dict, dict]]
+    origin: dict
+    what: str                       # for the message: "run 3 of host-a", "cyclictest --json file"
+    where: str = ""
+    extra: dict = field(default_factory=dict)
 
 
 def register(sub) -> None:
     p = sub.add_parser("import", help="import results measured elsewhere",
-                       description="Store runs from an rtgauge JSON export, another rtgauge SQLite database, or "
-                       "a directory of engine JSON documents (a board without Python).")
-    p.add_argument("source", metavar="FILE|DIR|-",
-                   help="export file, database file, engine document or directory of them; - reads standard input")
+                       description="Store runs from an rtgauge JSON export, another rtgauge SQLite database, "
+                       "a directory of engine JSON documents (a board without Python), or cyclictest's "
+                       "--json file or -h/--histfile histogram. Each run keeps its original start time and "
+                       "its origin; a run imported before is not stored twice.")
+    p.add_argument("source", metavar="FILE|DIR|-", help="export file, database file, engine document or directory "
+                   "of them, cyclictest --json file or histfile, rtla timerlat hist output; - reads standard input")
     p.add_argument("--db", metavar="URL", default=None, help="results database to import into (default: the user's)")
     p.add_argument("--condition", default="idle",
-                   help="load condition of engine documents whose name does not say it (NAME@CONDITION.json); default idle")
+                   help="load condition of engine documents whose name does not say it (NAME@CONDITION.json) "
+                   "and of cyclictest files; 1 to 64 letters, digits, '.', '_', '+' or '-' (default idle)")
     p.set_defaults(func=cmd_import)
+
+
+def check_condition(value: str) -> str:
+    if not CONDITION.fullmatch(value or ""):
+        raise UserError(f"--condition {validate.short(value)} is not a condition name; give 1 to 64 letters, "
+                        "digits, '.', '_', '+' or '-', starting with a letter or digit (e.g. idle, stress-cpu).")
+    return value
 
 
 def job_of(m: dict) -> dict:
@@ -36,45 +98,92 @@ def job_of(m: dict) -> dict:
 
 def check_export_run(data, where: str) -> dict:
     """The export's run, checked by the schema and read as show/report will read it."""
-    from rtgauge.store import validate
     run = validate.check_export(data, where)
+    validate.check_no_nul(run, where)
     dry_read(run, where)
     return run
 
 
-def discard(store, run_id: int) -> None:
-    """An import that failed half-way leaves nothing: its run goes (best effort: the
-    database may be what failed; then a dead importer's run is marked abandoned later)."""
+def iso_time(value, where: str, what: str) -> str | None:
+    """A stored timestamp (UTC ISO 8601, as rtgauge writes them) from an import's."""
+    if value is None:
+        return None
     try:
-        store.delete_run(run_id)
-    except Exception:
-        pass
+        when = datetime.fromisoformat(str(value))
+    except ValueError:
+        raise UserError(f"{where}: {what} {validate.short(value)} is not an ISO 8601 time; export the run "
+                        "again with `rtgauge export RUN --format json`.") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc).isoformat()
 
 
-def store_run(store, run: dict, source: str) -> int:
-    """One stored run from a complete run dict (an export's or another database's)."""
+def prepared_export_run(run: dict, source: str, fmt: str) -> Prepared:
+    """A complete run dict (an export's or another database's) ready to store: its own
+    start and end times, and the identity of the run as first measured (an imported
+    run exported again keeps the identity of its first origin)."""
+    where = f"{source} run {run.get('id')}"
+    started = iso_time(run.get("started_at"), where, "started_at")
+    finished = iso_time(run.get("finished_at"), where, "finished_at")
+    system = run.get("system") or {}
+    first = run.get("origin") if isinstance(run.get("origin"), dict) else None
+    if first and first.get("identity"):
+        identity, original = str(first["identity"]), first.get("original")
+    else:
+        original = {"run": run.get("id"), "started_at": started, "machine": machine_of(system)}
+        identity = f"rtgauge:{original['machine']}:{run.get('id')}:{started}"
+    origin = {"format": fmt, "file": Path(source).name, "identity": identity[:400], "run": run.get("id"),
+              "host": system.get("hostname")}
+    if isinstance(original, dict):
+        origin["original"] = original
+    if first:
+        origin["first"] = {k: first.get(k) for k in ("format", "file", "identity") if k in first}
     status = run.get("status") if run.get("status") in FINAL else "interrupted"
-    note = (f"imported from {source}: run {run.get('id')} measured {run.get('started_at')} to "
-            f"{run.get('finished_at')}" + (f"; {run['note']}" if run.get("note") else ""))
-    run_id = store.begin_run(run["system"], run.get("doctor") or [], str(run.get("profile") or "imported"),
-                             str(run.get("profile_source") or f"imported:{source}"), list(run.get("argv") or []))
-    try:
-        for m in run["measurements"]:
-            store.add_measurement(run_id, job_of(m), m["document"])
-    except BaseException:
-        discard(store, run_id)
-        raise
-    store.finish_run(run_id, status, note)
-    return run_id
+    stored = {"system": system, "doctor": run.get("doctor") or [],
+              "profile": str(run.get("profile") or "imported"),
+              "profile_source": str(run.get("profile_source") or f"imported:{Path(source).name}"),
+              "argv": list(run.get("argv") or []), "status": status, "started_at": started,
+              "finished_at": finished, "note": str(run.get("note") or "")}
+    return Prepared(stored, [(job_of(m), m["document"]) for m in run["measurements"]], origin,
+                    f"run {run.get('id')} of {system.get('hostname') or '?'}", source)
+
+
+def machine_of(system: dict) -> str:
+    from rtgauge.owner import hash_machine_id
+    return hash_machine_id(system.get("machine_id")) or f"host={system.get('hostname') or '?'}"
+
+
+def already_here(store, p: Prepared) -> int | None:
+    """The run of this database that p is a copy of: one imported before with the same
+    origin identity, or the original run itself (an export coming back home)."""
+    found = store.find_import(p.origin["identity"])
+    if found is not None:
+        return found
+    original = p.origin.get("original")
+    if p.origin.get("format") == "rtgauge spool":
+        return None
+    if isinstance(original, dict) and isinstance(original.get("run"), int) and 0 < original["run"] < 2**63:
+        try:
+            local = store.get_run(original["run"], documents=False)
+        except Exception:
+            return None
+        if local and iso_time(local.get("started_at"), "", "") == original.get("started_at") \
+                and machine_of(local.get("system") or {}) == original.get("machine"):
+            return original["run"]
+    return None
 
 
 def read_json(path: Path):
-    from rtgauge.store import validate
     return validate.read_json_file(path)
 
 
 def is_engine_document(doc) -> bool:
     return isinstance(doc, dict) and "test" in doc and "schema" in doc and isinstance(doc.get("metrics", {}), dict)
+
+
+def is_cyclictest_json(doc) -> bool:
+    return isinstance(doc, dict) and "thread" in doc and ("rt_test_version:" in doc or "file_version" in doc
+                                                         or "num_threads" in doc)
 
 
 def facts_from_env(env: dict) -> dict:
@@ -92,7 +201,6 @@ def facts_from_env(env: dict) -> dict:
 
 
 def engine_documents(paths: list[Path], condition: str) -> tuple[dict, list[tuple[dict, dict]]]:
-    from rtgauge.store import validate
     docs = []
     for path in paths:
         doc = read_json(path)
@@ -100,6 +208,7 @@ def engine_documents(paths: list[Path], condition: str) -> tuple[dict, list[tupl
             raise UserError(f"{path} is not an engine JSON document (it has no 'schema' and 'test'); "
                             "remove it from the directory or give the file alone.")
         validate.check_engine_document(doc, str(path))
+        validate.check_no_nul(doc, str(path))
         name = path.stem
         cond = name.split("@", 1)[1] if "@" in name else condition
         tool = str(doc.get("tool") or "engine")
@@ -121,13 +230,37 @@ def engine_documents(paths: list[Path], condition: str) -> tuple[dict, list[tupl
     env = next((d.get("env") for _, d in docs if d.get("env")), {}) or {}
     facts = facts_from_env(env)
     dry_read({"system": facts, "measurements": [dict(job, document=doc) for job, doc in docs]},
-                      str(paths[0].parent if len(paths) > 1 else paths[0]))
+             str(paths[0].parent if len(paths) > 1 else paths[0]))
     return facts, docs
+
+
+def content_identity(paths: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(hashlib.sha256(chunk).digest())
+    return "sha256:" + digest.hexdigest()
+
+
+def prepared_documents(paths: list[Path], where: str, condition: str) -> Prepared:
+    facts, docs = engine_documents(paths, condition)
+    starts = [d["env"]["run_start_wall"] for _, d in docs
+              if isinstance(d.get("env"), dict) and isinstance(d["env"].get("run_start_wall"), str)]
+    failed = sum(1 for _, d in docs if d.get("ok") is not True)
+    run = {"system": facts, "doctor": [], "profile": "imported", "profile_source": f"engine documents from {where}",
+           "argv": ["rtgauge", "import", where], "status": "complete", "started_at": None, "finished_at": None,
+           "note": f"imported {len(docs)} engine documents from {where}" + (f", {failed} not ok" if failed else "")}
+    if starts:
+        run["started_at"] = iso_time(min(starts), where, "run_start_wall")
+    origin = {"format": "engine documents", "file": Path(where).name, "identity": content_identity(paths)}
+    return Prepared(run, docs, origin,
+                    f"{len(docs)} engine document{'s' if len(docs) != 1 else ''} of {facts.get('hostname') or '?'}",
+                    where)
 
 
 def rtgauge_database_runs(path: Path) -> list[int]:
     """Run ids of another rtgauge SQLite database, read-only (never creates tables there)."""
-    import sqlite3
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
@@ -142,89 +275,207 @@ def rtgauge_database_runs(path: Path) -> list[int]:
         raise UserError(f"cannot read the database {path} ({e}); check the file.") from None
 
 
+def same_file(path: Path, db_url: str | None) -> bool:
+    """Whether path is the SQLite database of db_url, by device and inode (a hard link,
+    `/./` or a symlink name the same file differently)."""
+    from rtgauge.store.urls import normalise_url, sqlite_file
+    try:
+        target = sqlite_file(normalise_url(db_url))
+        if target is None:
+            return False
+        a, b = os.stat(path), os.stat(target)
+    except (OSError, UserError, ValueError):
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
 def cmd_import(args) -> int:
-    import shutil
-    import tempfile
-    if args.source != "-":
-        return import_source(args, Path(args.source))
-    # standard input: kept in a private temporary file, then read as any file would be
-    import sys
-    with tempfile.TemporaryDirectory(prefix="rtgauge-import-") as tmp:
-        path = Path(tmp) / "stdin"
-        with open(path, "wb") as f:
-            shutil.copyfileobj(sys.stdin.buffer, f)
-        if path.stat().st_size == 0:
-            raise UserError("standard input is empty; pipe an export, a database or an engine document into "
-                            "`rtgauge import -`.")
-        return import_source(args, path)
+    try:
+        if args.source != "-":
+            return import_source(args, Path(args.source))
+        # standard input: kept in a private temporary file, then read as any file would be
+        import sys
+        with tempfile.TemporaryDirectory(prefix="rtgauge-import-") as tmp:
+            path = Path(tmp) / "stdin"
+            with open(path, "wb") as f:
+                shutil.copyfileobj(sys.stdin.buffer, f)
+            if path.stat().st_size == 0:
+                raise UserError("standard input is empty; pipe an export, a database or an engine document into "
+                                "`rtgauge import -`.")
+            return import_source(args, path)
+    except MemoryError:
+        raise UserError(f"importing {args.source} needs more memory than this process may use; raise its memory "
+                        "limit or import a smaller file.") from None
 
 
 def import_source(args, source: Path) -> int:
-    from rtgauge.store import open_store
-    from rtgauge.report.safe import say
+    condition = check_condition(args.condition)
     if not source.exists():
         raise UserError(f"{source} does not exist; give an export file, a database or a directory of engine documents.")
     if source.is_dir():
         paths = sorted(p for p in source.iterdir() if p.suffix == ".json" and p.is_file())
         if not paths:
             raise UserError(f"{source} holds no .json engine documents; copy the engine's --out files there.")
-        return import_documents(args, paths, str(source))
+        return store_prepared(args, [prepared_documents(paths, str(source), condition)])
     if not source.is_file():
         raise UserError(f"{source} is not a regular file (a device, pipe or socket); give an export file, a "
                         "database or a directory of engine documents.")
     with open(source, "rb") as f:
-        magic = f.read(len(SQLITE_MAGIC))
-    if magic == SQLITE_MAGIC:
+        head = f.read(4096)
+    if head.startswith(SQLITE_MAGIC):
         return import_database(args, source)
+    if head.lstrip()[:1] in (b"{", b"["):
+        return store_prepared(args, prepared_json(source, condition))
+    if head.lstrip().startswith(b"# RTLA timerlat histogram"):
+        return store_prepared(args, [prepared_rtla(source, condition)])
+    if b"# Histogram" in head or b"# rtgauge measurement " in head:
+        return store_prepared(args, [prepared_histfile(source, condition)])
+    raise UserError(f"{source} is neither an rtgauge export, an engine document nor a cyclictest --json file or "
+                    "histfile; make one with `rtgauge export RUN --format json` or the engine's --out.")
+
+
+def prepared_json(source: Path, condition: str) -> list[Prepared]:
     data = read_json(source)
     if isinstance(data, dict) and "rtgauge_export" in data:
         if data["rtgauge_export"] != 1:
             raise UserError(f"{source} is export format {str(data['rtgauge_export'])[:40]}, which this rtgauge "
                             "does not read; upgrade rtgauge.")
         run = check_export_run(data, str(source))
-        with open_store(args.db) as store:
-            run_id = store_run(store, run, source.name)
-            say(f"Imported run {run.get('id')} of {run['system'].get('hostname')} from {source} as run {run_id} "
-                f"in {store.url}.")
-        return 0
+        if "spooled_because" in data:
+            # a spool file (rtgauge/store/spool.py): the whole of a run whose database failed
+            # mid-run; that database's copy of it is the partial one, so it is not "already here"
+            return [prepared_export_run(run, str(source), "rtgauge spool")]
+        return [prepared_export_run(run, str(source), "rtgauge export")]
     if is_engine_document(data):
-        return import_documents(args, [source], str(source))
-    raise UserError(f"{source} is neither an rtgauge export nor an engine document; make one with "
-                    "`rtgauge export RUN --format json` or the engine's --out.")
+        return [prepared_documents([source], str(source), condition)]
+    if is_cyclictest_json(data):
+        return [prepared_cyclictest_json(source, data, condition)]
+    raise UserError(f"{source} is neither an rtgauge export, an engine document nor a cyclictest --json file; "
+                    "make one with `rtgauge export RUN --format json` or the engine's --out.")
 
 
-def import_documents(args, paths: list[Path], where: str) -> int:
-    from rtgauge.store import open_store
-    from rtgauge.report.safe import say
-    facts, docs = engine_documents(paths, args.condition)
-    with open_store(args.db) as store:
-        run_id = store.begin_run(facts, [], "imported", f"engine documents from {where}",
-                                 ["rtgauge", "import", where])
+def foreign_job(name: str, condition: str, tool: str, command: list[str]) -> dict:
+    return {"name": f"{name}@{condition}", "tool": tool, "test": "latency", "condition": condition,
+            "reference": True, "load": {"condition": condition, "imported": True}, "started_at": None,
+            "duration_s": None, "exit_status": None, "command": command, "error": None}
+
+
+def foreign_run(facts: dict, fmt: str, source: Path, started: str | None, finished: str | None,
+                docs: list[tuple[dict, dict]], detail: str) -> Prepared:
+    where = str(source)
+    run = {"system": facts, "doctor": [], "profile": "imported", "profile_source": f"{fmt} file {source.name}",
+           "argv": ["rtgauge", "import", where], "status": "complete", "started_at": started,
+           "finished_at": finished, "note": f"imported from {fmt} {source.name}" + (f" ({detail})" if detail else "")}
+    dry_read({"system": facts, "measurements": [dict(job, document=doc) for job, doc in docs]}, where)
+    return Prepared(run, docs, {"format": fmt, "file": source.name, "identity": content_identity([source])},
+                    f"{fmt} of {facts.get('hostname') or 'an unnamed system'}", where)
+
+
+def prepared_cyclictest_json(source: Path, data: dict, condition: str) -> Prepared:
+    from rtgauge.tools import cyclictest
+    where = str(source)
+    validate.check_schema(data, cyclictest.JSON_SCHEMA, where, "cyclictest --json file",
+                          "give cyclictest's --json output unchanged.")
+    validate.check_no_nul(data, where)
+    try:
+        doc = cyclictest.document_of_json(data)
+    except ValueError as e:
+        raise UserError(f"{where} is not a valid cyclictest --json file: {e}; give cyclictest's --json output "
+                        "unchanged.") from None
+    validate.check_engine_document(doc, where)
+    cmdline = str(data.get("cmdline:") or "")
+    job = foreign_job("cyclictest", condition, "cyclictest", cmdline.split()[:200])
+    version = data.get("rt_test_version:")
+
+    def when(key):
         try:
-            for job, doc in docs:
-                store.add_measurement(run_id, job, doc)
-        except BaseException:
-            discard(store, run_id)
-            raise
-        failed = sum(1 for _, d in docs if d.get("ok") is not True)
-        store.finish_run(run_id, "complete", f"imported {len(docs)} engine documents from {where}"
-                         + (f", {failed} not ok" if failed else ""))
-        say(f"Imported {len(docs)} engine document{'s' if len(docs) != 1 else ''} of "
-              f"{facts.get('hostname') or '?'} as run {run_id} in {store.url}.")
+            return parsedate_to_datetime(data[key]).astimezone(timezone.utc).isoformat(timespec="seconds")
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None
+    start, end = when("start_time"), when("end_time")
+    if start and end:
+        job["duration_s"] = max(0.0, (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds())
+    job["started_at"] = start
+    job["exit_status"] = data.get("return_code")
+    return foreign_run(cyclictest.facts_of_json(data), "cyclictest --json", source, start, end, [(job, doc)],
+                       ", ".join(x for x in (f"rt-tests {version}" if version else "",
+                                             f"command: {cmdline[:300]}" if cmdline else "") if x))
+
+
+def prepared_histfile(source: Path, condition: str) -> Prepared:
+    from rtgauge.tools import cyclictest
+    where = str(source)
+    text = validate.read_text_file(source)
+    try:
+        blocks = cyclictest.parse_histfile(text, where)
+        docs = []
+        for i, block in enumerate(blocks):
+            label = block["label"] or ("cyclictest" if len(blocks) == 1 else f"cyclictest-{i + 1}")
+            name, _, cond = label.partition("@")
+            name = re.sub(r"[^A-Za-z0-9._+-]", "-", name)[:64] or "cyclictest"
+            cond = cond if CONDITION.fullmatch(cond or "") else condition
+            docs.append((foreign_job(name, cond, "cyclictest", []), cyclictest.document_of_histfile(block)))
+    except ValueError as e:
+        raise UserError(f"{where} is not a cyclictest histfile rtgauge reads: {e}; give the file cyclictest's "
+                        "-h/--histfile wrote, unchanged.") from None
+    for _, doc in docs:
+        validate.check_engine_document(doc, where)
+    names = [job["name"] for job, _ in docs]
+    if len(set(names)) != len(names):
+        raise UserError(f"{where} holds two histograms named the same ({names}); give each a distinct "
+                        "'# rtgauge measurement NAME@CONDITION' line.")
+    facts = {"hostname": None, "machine_id": None, "kernel_release": None, "kernel_version": None, "arch": None,
+             "cpu_model": None, "cpus": None, "preempt_model": None,
+             "facts_source": "none: a cyclictest histfile records no system facts"}
+    return foreign_run(facts, "cyclictest histfile", source, None, None, docs,
+                       f"{len(docs)} histogram{'s' if len(docs) != 1 else ''}; the layout has no system facts, "
+                       "interval or start time")
+
+
+def prepared_rtla(source: Path, condition: str) -> Prepared:
+    from rtgauge.tools import rtla
+    where = str(source)
+    try:
+        doc = rtla.document(rtla.parse(validate.read_text_file(source)))
+    except ValueError as e:
+        raise UserError(f"{where} is not `rtla timerlat hist` output rtgauge reads: {e}; give rtla's output "
+                        "unchanged.") from None
+    validate.check_engine_document(doc, where)
+    facts = {"hostname": None, "machine_id": None, "kernel_release": None, "kernel_version": None, "arch": None,
+             "cpu_model": None, "cpus": None, "preempt_model": None,
+             "facts_source": "none: rtla timerlat hist output records no system facts"}
+    job = foreign_job("timerlat", condition, "rtla-timerlat", [])
+    return foreign_run(facts, "rtla timerlat hist", source, None, None, [(job, doc)],
+                       f"duration {doc['env']['duration'] or '?'}; the output has no system facts or start time")
+
+
+def store_prepared(args, prepared: list[Prepared]) -> int:
+    """Store each prepared run (one transaction each); a run whose origin is already in
+    the database is left out and said so."""
+    with open_store(args.db) as store:
+        new, again = [], []
+        for p in prepared:
+            before = already_here(store, p)
+            if before is not None:
+                again.append((p, before))
+                continue
+            new.append((p, store.import_run(p.run, p.measurements, p.origin)))
+        for p, run_id in new:
+            say(f"Imported {p.what} from {p.where} as run {run_id} in {store.url}.")
+        for p, run_id in again:
+            say(f"{p.what[:1].upper()}{p.what[1:]} from {p.where} was imported before as run {run_id}; nothing stored again.")
     return 0
 
 
 def exportable(run: dict) -> dict:
     """A run read from a database in the shape of an export's run."""
     return {k: v for k, v in run.items() if k not in ("hostname", "kernel_release", "system_id",
-                                                         "rtgauge_version")}
+                                                         "rtgauge_version", "owner")}
 
 
 def import_database(args, path: Path) -> int:
-    import shutil
-    import tempfile
-    from rtgauge.store import open_store
-    from rtgauge.report.safe import say
+    if same_file(path, args.db):
+        raise UserError(f"{path} is the database being imported into; give another --db.")
     ids = rtgauge_database_runs(path)
     if not ids:
         raise UserError(f"{path} holds no runs; nothing to import.")
@@ -241,22 +492,17 @@ def import_database(args, path: Path) -> int:
             except (ValueError, TypeError, RecursionError) as e:
                 raise UserError(f"{path} holds a run rtgauge cannot read ({type(e).__name__}); the database "
                                 "is damaged or not written by rtgauge.") from None
+    prepared = []
     for run in runs:
         where = f"{path} run {run.get('id')}"
-        check_export_run({"rtgauge_export": 1, "run": exportable(run)}, where)
-    with open_store(args.db) as store:
-        if store.url.endswith(str(path.resolve())):
-            raise UserError(f"{path} is the database being imported into; give another --db.")
-        new = [store_run(store, run, path.name) for run in runs]
-        say(f"Imported {len(new)} run{'s' if len(new) != 1 else ''} from {path} as runs "
-              f"{', '.join(map(str, new))} in {store.url}.")
-    return 0
+        checked = check_export_run({"rtgauge_export": 1, "run": exportable(run)}, where)
+        prepared.append(prepared_export_run(checked, str(path), "rtgauge database"))
+    return store_prepared(args, prepared)
 
 
 def dry_read(run: dict, where: str) -> None:
     """Read the run the way show, report, compare and export will; a reader that fails
     on it means the data is not what rtgauge writes."""
-    from rtgauge.store import validate
     import io
 
     from rtgauge.cli.export import export_csv, export_md

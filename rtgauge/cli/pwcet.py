@@ -20,8 +20,10 @@ def register(subparsers) -> None:
         "pwcet", help="the probable worst-case latency of a run or samples file (extreme value theory)",
         description="Fit a GEV distribution to the block maxima of wake-up latency (the per-window maxima a "
         "run stored, or blocks of a raw samples file) and give the latency exceeded with probability P per "
-        "cycle, with its 95%% confidence interval, after checking that the maxima are independent, identically "
-        "distributed and fitted well; otherwise say why it is not applicable. docs/pwcet.md explains it.")
+        "cycle, with its 95% confidence interval, only where the data support it: the maxima independent, "
+        "identically distributed, one regime, fitted well and predicting a held-out half, the tail not heavy, "
+        "P within the evidence. Otherwise no number but a reason code (heavy-tail, not-iid, mixture, ...), the "
+        "level at the smallest probability the data support, and the run length P needs. docs/pwcet.md explains it.")
     p.add_argument("run", nargs="?", metavar="RUN", help="a run id, or 'latest'")
     p.add_argument("--samples", metavar="FILE", help="a raw samples file (docs/samples.md) instead of a run")
     p.add_argument("--exceedance", metavar="P", type=str, default=str(DEFAULT_EXCEEDANCE),
@@ -126,27 +128,37 @@ def dump(data) -> None:
     sys.stdout.write("\n")
 
 
+def tail_text(r: Pwcet) -> str:
+    if r.tail is None:
+        return "-"
+    lo = "?" if r.shape_low is None else f"{r.shape_low:+.2f}"
+    hi = "?" if r.shape_high is None else f"{r.shape_high:+.2f}"
+    return f"{r.tail} (ξ {lo}…{hi})"
+
+
 def print_results(out, results: list[Pwcet]) -> None:
+    """The same answer as `--json`, `show` and the report (Pwcet.summary): observed
+    maximum, the estimate with its interval or the refusal code, the run needed."""
+    from rich.markup import escape
     from rich.table import Table
     from rtgauge.analysis.pwcet import duration_text
-    from rich.markup import escape
     table = Table(title_justify="left")
-    for col in ("series", "blocks", "observed max µs", "pWCET µs", "95% CI µs", "at this rate", "run to observe it"):
-        table.add_column(col, justify="left" if col in ("series", "at this rate", "run to observe it") else "right",
+    for col in ("series", "blocks", "observed max µs", "tail", "estimate µs", "95% CI µs", "run needed for p"):
+        table.add_column(col, justify="left" if col in ("series", "tail", "run needed for p") else "right",
                          overflow="fold")
     notes = []
     for r in results:
         blocks = f"{r.blocks} × {r.block_cycles:,}"
         observed = "-" if r.observed_max_ns is None else f"{r.observed_max_ns / 1000:,.1f}"
+        needed = duration_text(r.run_needed_s) if r.length_helps and r.run_needed_s is not None else "-"
         if r.applicable:
-            high = "unbounded" if r.ci_high_ns is None else f"{r.ci_high_ns / 1000:,.1f}"
-            reach = r.run_to_reach_s
-            table.add_row(escape(r.label), blocks, observed, f"[bold]{r.level_ns / 1000:,.1f}[/]",
-                          f"{r.ci_low_ns / 1000:,.1f}–{high}", escape(r.rate_text()),
-                          "-" if reach is None else escape(duration_text(reach)))
+            table.add_row(escape(r.label), blocks, observed, escape(tail_text(r)), f"[bold]{r.level_ns / 1000:,.1f}[/]",
+                          f"{r.ci_low_ns / 1000:,.1f}–{r.ci_high_ns / 1000:,.1f}", escape(needed))
+            notes.append(f"{r.label}: {r.summary()}")
         else:
-            table.add_row(escape(r.label), blocks, observed, "[yellow]n/a[/]", "-", "-", "-")
-            notes.append(f"{r.label}: not applicable because {r.reason}")
+            table.add_row(escape(r.label), blocks, observed, escape(tail_text(r)), f"[yellow]none[/] ({escape(r.code)})",
+                          "-", escape(needed))
+            notes.append(f"{r.label}: {r.summary()}")
     out.print(table)
     for n in notes:
         out.print(f"  {n}", markup=False)

@@ -237,6 +237,17 @@ def steal_text(m: dict) -> str:
     return f"[yellow]{text}[/]" if steal["total_ms"] > 0 else text
 
 
+def origin_text(origin: dict) -> str:
+    """Where an imported run came from: the format, the file and its identity."""
+    text = f"imported from {origin.get('format') or '?'} {origin.get('file') or '?'}"
+    if origin.get("run") is not None:
+        text += f" (run {origin['run']} of {origin.get('host') or '?'})"
+    first = origin.get("first") if isinstance(origin.get("first"), dict) else None
+    if first:
+        text += f", first imported from {first.get('format') or '?'} {first.get('file') or '?'}"
+    return text + f"; identity {origin.get('identity')}"
+
+
 def print_run(run: dict) -> None:
     from rich.table import Table
     from rtgauge.report.safe import markup as escape, printable
@@ -247,6 +258,8 @@ def print_run(run: dict) -> None:
               f"started {when(run['started_at'])}" + (f" · took {duration}" if duration else ""))
     if run.get("note"):
         out.print(f"  note: {printable(run['note'])}", markup=False)
+    if isinstance(run.get("origin"), dict):
+        out.print(f"  origin: {printable(origin_text(run['origin']))}", markup=False)
     out.print(f"System: {system_line(run['system'] or {'hostname': run['hostname']})}", markup=False)
     warnings = [d for d in run["doctor"] if d.get("status") != "ok"]
     if warnings:

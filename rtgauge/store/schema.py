@@ -22,7 +22,7 @@ from sqlalchemy import (
 )
 
 # Bump when the tables change, and add a step to MIGRATIONS in store.py.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 metadata = MetaData()
 
@@ -71,6 +71,10 @@ runs = Table(
     Column("rtgauge_version", Text, nullable=False),
     # JSON {pid, start_ticks, boot_id, machine_id, host} of the process running it (version 2)
     Column("owner", Text),
+    # An imported run's origin (version 3): JSON {format, file, identity, ...} and the
+    # identity alone, indexed, so importing the same run again is recognised
+    Column("origin", Text),
+    Column("origin_key", Text, index=True),
 )
 
 measurements = Table(

@@ -42,8 +42,14 @@ def add_run_owner(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE runs ADD COLUMN owner TEXT"))
 
 
+def add_run_origin(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE runs ADD COLUMN origin TEXT"))
+    conn.execute(text("ALTER TABLE runs ADD COLUMN origin_key TEXT"))
+    conn.execute(text("CREATE INDEX ix_runs_origin_key ON runs (origin_key)"))
+
+
 # version -> function(conn) bringing a database at that version to version + 1.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: add_run_owner}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: add_run_owner, 2: add_run_origin}
 
 # One bound for any database operation, in seconds (RTGAUGE_DB_TIMEOUT_S changes it): the
 # server's statement_timeout, and a client-side cut for a server that stops answering at all
@@ -253,6 +259,33 @@ class Store:
             ))
             return int(result.inserted_primary_key[0])
 
+    def import_run(self, run: dict, measurements_: list[tuple[dict, dict]], origin: dict) -> int:
+        """A run measured elsewhere, stored whole in one transaction (nothing half-way if
+        any of it fails): run is {system, doctor, profile, profile_source, argv, status,
+        note, started_at, finished_at}; origin's "identity" marks it for find_import."""
+        status = run.get("status")
+        if status not in FINAL_STATUSES:
+            raise ValueError(f"run status must be one of {', '.join(FINAL_STATUSES)}, not {status!r}")
+        system_id = self._system_id(run["system"])
+        with self._transaction("importing a run") as conn:
+            result = conn.execute(insert(runs).values(
+                system_id=system_id, started_at=str(run.get("started_at") or utc_now()),
+                finished_at=run.get("finished_at"), status=status, note=str(run.get("note") or ""),
+                profile=str(run.get("profile") or "imported"), profile_source=str(run.get("profile_source") or ""),
+                argv=to_json(list(run.get("argv") or [])), system_facts=to_json(run["system"]),
+                doctor=to_json(list(run.get("doctor") or [])), rtgauge_version=__version__, owner=None,
+                origin=to_json(origin), origin_key=str(origin["identity"])))
+            run_id = int(result.inserted_primary_key[0])
+            for job, doc in measurements_:
+                self._insert_measurement(conn, run_id, job, doc)
+            return run_id
+
+    def find_import(self, identity: str) -> int | None:
+        """The run already imported with this origin identity, if any."""
+        with self._transaction("looking for an earlier import") as conn:
+            found = conn.execute(select(func.min(runs.c.id)).where(runs.c.origin_key == identity)).scalar()
+            return None if found is None else int(found)
+
     def _system_id(self, system: dict) -> int:
         identity = {key: str(system.get(key) or "") for key in SYSTEM_IDENTITY}
         where = [systems.c[key] == value for key, value in identity.items()]
@@ -277,21 +310,25 @@ class Store:
 
     def add_measurement(self, run_id: int, job: dict, doc: dict) -> int:
         """Store one job's result, all of it in one transaction."""
-        doc = doc if isinstance(doc, dict) else {}
         with self._transaction(f"storing measurement {job.get('name', '?')}") as conn:
             if conn.execute(select(runs.c.id).where(runs.c.id == run_id)).scalar() is None:
                 raise ValueError(f"no run {run_id} in {self.url}")
-            result = conn.execute(insert(measurements).values(**measurement_row(run_id, job, doc)))
-            measurement_id = int(result.inserted_primary_key[0])
-            metric_docs = doc.get("metrics")
-            if isinstance(metric_docs, dict):
-                for name, metric in metric_docs.items():
-                    if isinstance(metric, dict):
-                        insert_metric(conn, measurement_id, str(name), metric)
-            verdict_rows = verdict_rows_of(measurement_id, doc.get("verdicts"))
-            if verdict_rows:
-                conn.execute(insert(verdicts), verdict_rows)
-            return measurement_id
+            return self._insert_measurement(conn, run_id, job, doc)
+
+    @staticmethod
+    def _insert_measurement(conn: Connection, run_id: int, job: dict, doc: dict) -> int:
+        doc = doc if isinstance(doc, dict) else {}
+        result = conn.execute(insert(measurements).values(**measurement_row(run_id, job, doc)))
+        measurement_id = int(result.inserted_primary_key[0])
+        metric_docs = doc.get("metrics")
+        if isinstance(metric_docs, dict):
+            for name, metric in metric_docs.items():
+                if isinstance(metric, dict):
+                    insert_metric(conn, measurement_id, str(name), metric)
+        verdict_rows = verdict_rows_of(measurement_id, doc.get("verdicts"))
+        if verdict_rows:
+            conn.execute(insert(verdicts), verdict_rows)
+        return measurement_id
 
     def finish_run(self, run_id: int, status: str, note: str = "") -> None:
         if status not in FINAL_STATUSES:
@@ -381,6 +418,8 @@ class Store:
             run["system"] = from_json(run.pop("system_facts"), {})
             run["doctor"] = from_json(run["doctor"], [])
             run["owner"] = from_json(run.get("owner"), None)
+            run["origin"] = from_json(run.get("origin"), None)
+            run.pop("origin_key", None)
             run["measurements"] = read_measurements(conn, run_id, documents)
             return run
 

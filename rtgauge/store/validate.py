@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import jsonschema
@@ -27,7 +28,12 @@ MAX_DEPTH = 64
 INT_LIMIT = 2**63 - 1
 NAME_MAX = 200          # job, test, condition, tool names; also a profile name
 TEXT_MAX = 10_000       # notes, errors, doctor values and advice
-FILE_MAX = 2 * 1024**3  # bytes of one import file
+# Bytes of one import file. Parsed JSON takes ~10-25x its text in Python objects, and the
+# import holds the parsed run, its stored form and a dry read at once: bench/import.py
+# measures resident memory per MiB of export; FILE_MAX keeps the whole import under
+# MEMORY_BOUND_TEXT (docs/store.md, "Import").
+FILE_MAX = 64 * 1024**2
+MEMORY_BOUND_TEXT = "2 GiB"
 
 INT64 = {"type": "integer", "minimum": -INT_LIMIT, "maximum": INT_LIMIT}
 NAME = {"type": "string", "minLength": 1, "maxLength": NAME_MAX}
@@ -135,11 +141,21 @@ MEASUREMENT = {
         "document": ENGINE_DOCUMENT_SCHEMA,
     },
 }
+ORIGIN = {
+    "type": ["object", "null"],
+    "properties": {"format": SHORT, "file": {"type": ["string", "null"], "maxLength": 1000},
+                   "identity": {"type": "string", "minLength": 1, "maxLength": 400},
+                   "run": {"type": ["integer", "null"]}, "host": SHORT,
+                   "original": {"type": "object", "properties": {
+                       "run": {"type": ["integer", "null"]}, "started_at": SHORT, "machine": SHORT}},
+                   "first": {"type": "object", "properties": {"format": SHORT, "identity": TEXT}}},
+}
 RUN = {
     "type": "object",
     "required": ["system", "measurements"],
     "properties": {
         "id": {"type": ["integer", "null"]},
+        "origin": ORIGIN,
         "status": SHORT, "note": TEXT, "profile": SHORT, "profile_source": {"type": ["string", "null"]},
         "started_at": SHORT, "finished_at": SHORT,
         "argv": {"type": ["array", "null"], "items": {"type": "string", "maxLength": TEXT_MAX}},
@@ -148,12 +164,16 @@ RUN = {
         "measurements": {"type": "array", "items": MEASUREMENT},
     },
 }
+EXPORT_FORMAT = 1   # the export's "rtgauge_export" field; a change of shape takes a new number
 EXPORT_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "rtgauge export (rtgauge export RUN --format json)",
+    "$id": f"urn:rtgauge:export:{EXPORT_FORMAT}",
+    "title": f"rtgauge export format {EXPORT_FORMAT} (rtgauge export RUN --format json)",
     "type": "object",
     "required": ["rtgauge_export", "run"],
-    "properties": {"rtgauge_export": {"const": 1}, "run": RUN},
+    "properties": {"rtgauge_export": {"const": EXPORT_FORMAT}, "rtgauge_version": SHORT, "exported_at": SHORT,
+                   "spooled_because": TEXT,
+                   "run": RUN},
 }
 
 
@@ -195,19 +215,32 @@ def depth_exceeds(value, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
-def read_json_file(path: Path):
-    """A file's JSON, strictly parsed; one sentence for whatever is wrong with it."""
+def read_text_file(path: Path) -> str:
+    """A file's text, at most FILE_MAX bytes, UTF-8; one sentence for whatever is wrong."""
     try:
-        size = path.stat().st_size
-        if size > FILE_MAX:
-            raise UserError(f"{path} is {size / 1024**3:.1f} GiB, more than an import takes "
-                            f"({FILE_MAX // 1024**3} GiB); split it or export fewer runs.")
-        text = path.read_bytes().decode("utf-8")
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > FILE_MAX:
+                raise UserError(f"{path} is {size / 1024**2:,.0f} MiB, more than an import takes "
+                                f"({FILE_MAX // 1024**2} MiB, which keeps the import under {MEMORY_BOUND_TEXT} "
+                                "of memory); split it or export fewer runs.")
+            data = f.read(FILE_MAX + 1)
+        if len(data) > FILE_MAX:
+            raise UserError(f"{path} grew past {FILE_MAX // 1024**2} MiB while being read; import a finished file.")
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise UserError(f"{path} is not UTF-8 text (byte {e.start}); give an rtgauge export or an engine "
                         "document.") from None
+    except MemoryError:
+        raise UserError(f"{path} does not fit in the memory this process may use; raise the memory limit "
+                        "or import a smaller file.") from None
     except OSError as e:
         raise UserError(f"cannot read {path} ({e.strerror}); check the path.") from None
+
+
+def read_json_file(path: Path):
+    """A file's JSON, strictly parsed; one sentence for whatever is wrong with it."""
+    text = read_text_file(path)
     try:
         data = loads_strict(text)
     except RecursionError:
@@ -218,6 +251,10 @@ def read_json_file(path: Path):
                         "a database or engine documents.") from None
     except ValueError as e:
         raise UserError(f"{path}: {e}; rtgauge stores finite numbers and 64-bit integers only.") from None
+    except MemoryError:
+        raise UserError(f"{path} does not fit in the memory this process may use; raise the memory limit "
+                        "or import a smaller file.") from None
+    del text
     if depth_exceeds(data):
         raise UserError(f"{path} nests deeper than rtgauge reads ({MAX_DEPTH} levels); "
                         "it is not an rtgauge export or engine document.")
@@ -261,6 +298,33 @@ def check_schema(data, schema: dict, where: str, what: str, fix: str) -> None:
     error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is not None:
         raise UserError(f"{where} is not a valid {what}: at {where_in(error)}, {describe(error)}; {fix}")
+
+
+def nul_at(value, path: str = "") -> str | None:
+    """Where a NUL character is in value's strings or keys (None if nowhere)."""
+    stack = [(value, path)]
+    while stack:
+        v, p = stack.pop()
+        if isinstance(v, str):
+            if "\x00" in v:
+                return p or "the top level"
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                if "\x00" in str(k):
+                    return f"{p}/{k!r}".lstrip("/")
+                stack.append((x, f"{p}/{k}".lstrip("/")))
+        elif isinstance(v, list):
+            stack.extend((x, f"{p}/{i}".lstrip("/")) for i, x in enumerate(v))
+    return None
+
+
+def check_no_nul(data, where: str) -> None:
+    """PostgreSQL cannot store a NUL character in text; SQLite can but the readers of its
+    text (terminals, the report, CSV) are cut short by it. Refused on every backend alike."""
+    found = nul_at(data)
+    if found is not None:
+        raise UserError(f"{where} holds a NUL character (\\u0000) at {found[:200]}, which rtgauge does not "
+                        "store; remove it from the file.")
 
 
 def check_export(data, where: str) -> dict:

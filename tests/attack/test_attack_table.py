@@ -152,6 +152,48 @@ CASES = [
     Case("import-database-bad-json", ["import", "{file}", "--db", "{db}"], 2, "cannot read",
          inputs=lambda b, p: crafted_database(b, p, "UPDATE measurements SET params = '{not json'")),
     Case("import-database-itself", ["import", "{db}", "--db", "{db}"], 2, "being imported into"),
+    Case("import-database-itself-dot", ["import", "{tmp}/./db.sqlite", "--db", "{db}"], 2, "being imported into"),
+    Case("import-same-run-back", ["import", "{file}", "--db", "{db}"], 0, "imported before as run 1",
+         inputs=export_with(lambda d: None)),
+    Case("import-nul-in-note", ["import", "{file}", "--db", "{db}"], 2, "NUL character",
+         inputs=export_with(lambda d: d["run"].update(note="before\x00after"))),
+    Case("import-nul-in-name", ["import", "{file}", "--db", "{db}"], 2, "NUL character",
+         inputs=export_with(lambda d: measurement(d).update(name="l\x00x"))),
+    Case("import-started-not-a-time", ["import", "{file}", "--db", "{db}"], 2, "is not an ISO 8601 time",
+         inputs=export_with(lambda d: d["run"].update(started_at="yesterday"))),
+    Case("import-condition-empty", ["import", "{file}", "--db", "{db}", "--condition", ""], 2,
+         "is not a condition name", inputs=lambda b, p: json.dumps(b["document"])),
+    Case("import-condition-201", ["import", "{file}", "--db", "{db}", "--condition", "c" * 201], 2,
+         "is not a condition name", inputs=lambda b, p: json.dumps(b["document"])),
+    Case("import-condition-slash", ["import", "{file}", "--db", "{db}", "--condition", "../x"], 2,
+         "is not a condition name", inputs=lambda b, p: json.dumps(b["document"])),
+    # -- cyclictest's files: strict, bounded ---------------------------------------------------------
+    Case("import-cyclictest-list", ["import", "{file}", "--db", "{db}"], 2, "neither an rtgauge export",
+         inputs=raw("[1,2,3]")),
+    Case("import-cyclictest-deep", ["import", "{file}", "--db", "{db}"], 2, "nests deeper",
+         inputs=raw('{"rt_test_version:": "2.40", "thread": ' + "[" * 5000 + "]" * 5000 + "}")),
+    Case("import-cyclictest-bin-2^70", ["import", "{file}", "--db", "{db}"], 2, "does not fit 64 bits",
+         inputs=lambda b, p: cyclictest_json(bins={"3": 2**70})),
+    Case("import-cyclictest-bin-2^60", ["import", "{file}", "--db", "{db}"], 2, "not a valid cyclictest --json",
+         inputs=lambda b, p: cyclictest_json(bins={"3": 2**60}, cycles=2**60)),
+    Case("import-cyclictest-nan", ["import", "{file}", "--db", "{db}"], 2, "not a number",
+         inputs=lambda b, p: cyclictest_json().replace('"avg": 3.5', '"avg": NaN')),
+    Case("import-cyclictest-threads-list", ["import", "{file}", "--db", "{db}"], 2, "not a valid cyclictest --json",
+         inputs=raw('{"rt_test_version:": "2.40", "thread": [1, 2, 3]}')),
+    Case("import-cyclictest-bin-key", ["import", "{file}", "--db", "{db}"], 2, "not a valid cyclictest --json",
+         inputs=lambda b, p: cyclictest_json(bins={"-1": 3})),
+    Case("import-cyclictest-more-in-hist", ["import", "{file}", "--db", "{db}"], 2, "values in its histogram",
+         inputs=lambda b, p: cyclictest_json(bins={"3": 500}, cycles=10)),
+    Case("import-cyclictest-max-below-bins", ["import", "{file}", "--db", "{db}"], 2, "below its highest",
+         inputs=lambda b, p: cyclictest_json(bins={"300": 5}, cycles=5)),
+    Case("import-cyclictest-max-text", ["import", "{file}", "--db", "{db}"], 2, "thread/0/max",
+         inputs=lambda b, p: cyclictest_json().replace('"max": 9', '"max": "9"')),
+    Case("import-histfile-huge-count", ["import", "{file}", "--db", "{db}"], 2, "not a count",
+         inputs=raw("# Histogram\n000001 " + "9" * 40 + "\n# Max Latencies: 00002\n")),
+    Case("import-histfile-no-footer", ["import", "{file}", "--db", "{db}"], 2, "no '# Max Latencies'",
+         inputs=raw("# Histogram\n000001 000004\n")),
+    Case("import-histfile-max-below-bins", ["import", "{file}", "--db", "{db}"], 2, "below its highest",
+         inputs=raw("# Histogram\n000009 000004\n# Max Latencies: 00002\n")),
     # -- option values ---------------------------------------------------------------------------
     Case("duration-1e999", ["run", "--db", "{db}", "--no-report", "--duration", "1e999"], 2, "not understood"),
     Case("duration-huge-digits", ["run", "--db", "{db}", "--no-report", "--duration", "9" * 400], 2, "out of range"),
@@ -166,7 +208,8 @@ CASES = [
     Case("report-id-text", ["report", "1;DROP TABLE runs", "--db", "{db}", "-o", "{tmp}/r.html"], 2, "is not a run"),
     # -- hostile strings are stored but reach the terminal escaped -------------------------------
     Case("import-ansi-and-markup", ["import", "{file}", "--db", "{db}"], 0, "Imported run", unchanged=False,
-         inputs=export_with(lambda d: (d["run"]["system"].update(hostname="h\x1b]0;owned\x07\x1b[2J"),
+         inputs=export_with(lambda d: (d["run"].update(started_at="2020-01-01T00:00:00+00:00", origin=None),  # another run
+                                       d["run"]["system"].update(hostname="h\x1b]0;owned\x07\x1b[2J"),
                                        measurement(d).update(name="x[/]\x1b[31m"),
                                        d["run"].update(note="\x9b31m note")))),
     # -- tune state: trusted for nothing ---------------------------------------------------------
@@ -188,6 +231,15 @@ CASES = [
     Case("tune-state-deep", ["tune", "--status", "--state", "{tmp}/state/s.json"], 2, "is not one rtgauge wrote",
          inputs=raw("[" * 100_000)),
 ]
+
+
+def cyclictest_json(bins=None, cycles=100) -> str:
+    """A cyclictest --json file in rt-tests 2.x's shape (as tests/test_formats_cyclictest.py
+    makes for real), with the given histogram and cycle count of its one thread."""
+    return json.dumps({"file_version": 1, "cmdline:": "cyclictest -q -h 400 --json=x", "rt_test_version:": "2.40",
+                       "return_code": 0, "sysinfo": {"nodename": "board", "release": "6.1", "machine": "x86_64"},
+                       "thread": {"0": {"histogram": bins if bins is not None else {"3": 100}, "cycles": cycles,
+                                        "min": 3, "max": 9, "avg": 3.5, "cpu": 0}}})
 
 
 def crafted_database(base: dict, path: Path, sql: str) -> bytes:

@@ -8,9 +8,10 @@ from rtgauge.report.html.page import e, figure, num
 
 def render_pwcet(runs: list[dict]) -> str:
     """Per latency measurement of each run: the probable worst case from extreme value
-    theory (or why it is not applicable), the checks, and a return-level plot."""
+    theory (worst_case's answer: the estimate, or the reason code and the run needed), the
+    checks, and a return-level plot where there is a fitted level to show."""
     from rtgauge.analysis import is_latency_measurement
-    from rtgauge.analysis.pwcet import measurement_pwcet, plot_data
+    from rtgauge.analysis.pwcet import duration_text, measurement_pwcet, plot_data
     from rtgauge.report.svg import return_level_plot
 
     out = []
@@ -23,30 +24,35 @@ def render_pwcet(runs: list[dict]) -> str:
                 checks = "; ".join(f"{c.name}: {'ok' if c.passed else ('not tested' if c.passed is None else 'FAIL')}"
                                    + (f" (p={c.p_value:.2g})" if c.p_value is not None else "") for c in r.checks)
                 if r.applicable:
-                    high = "unbounded" if r.ci_high_ns is None else num(r.ci_high_ns / 1000)
-                    cells = (f"<td><b>{num(r.level_ns / 1000)}</b></td><td>{num(r.ci_low_ns / 1000)}–{high}</td>"
-                             f"<td class='l'>{e(r.rate_text())}</td>")
+                    cells = (f"<td><b>{num(r.level_ns / 1000)}</b></td><td>{num(r.ci_low_ns / 1000)}–"
+                             f"{num(r.ci_high_ns / 1000)}</td>")
                 else:
-                    cells = f"<td colspan='3' class='l warn'>not applicable because {e(r.reason)}</td>"
+                    cells = f"<td colspan='2' class='l warn'>none: <code>{e(r.code)}</code></td>"
+                needed = duration_text(r.run_needed_s) if r.length_helps and r.run_needed_s is not None else "-"
                 rows.append(f"<tr><td class='l'>{e(m.name)}</td><td class='l'>{e(m.condition)}</td>"
                             f"<td>{r.blocks} × {r.block_cycles:,}</td><td>{num((r.observed_max_ns or 0) / 1000)}</td>"
-                            f"{cells}<td class='l'><small>{e(checks)}</small></td></tr>")
+                            f"{cells}<td class='l'>{e(needed)}</td>"
+                            f"<td class='l'>{e(r.summary())}<br><small>{e(checks)}</small></td></tr>")
                 d = plot_data(r)
+                if d is None:
+                    continue    # no fitted level to show: no chart (the row says why)
                 svg = return_level_plot(f"{m.name}: return levels", d["observed"], d["curve"], d["band"],
                                         d["mark"])
-                cap = (f"Block maxima of {r.block_cycles:,} cycles against their return period; " +
-                       (f"the fitted GEV (ξ={r.fit.shape:+.2f}) with its 95% profile-likelihood band, and the "
-                        f"level at p marked with its interval: {e(r.summary())}."
-                        if r.applicable else f"no fit shown: not applicable because {e(r.reason)}."))
+                at = ("the estimate at p" if r.applicable else
+                      f"the level at the smallest probability the data support (p={d['exceedance']:.2g})")
+                cap = (f"Block maxima of {r.block_cycles:,} cycles against their return period; the fitted GEV "
+                       f"(ξ={r.fit.shape:+.2f}) with its 95% profile-likelihood band, and {at} marked with its "
+                       f"interval. {e(r.summary())}.")
                 figs.append(figure(svg, cap))
         if rows:
             out.append(f"<h3>{e(system_label(run))}</h3><div class='wide'><table><tr><th class='l'>job</th>"
                        "<th class='l'>condition</th><th>blocks × cycles</th><th>observed max µs</th>"
-                       "<th>pWCET µs</th><th>95% CI µs</th><th class='l'>at this rate</th><th class='l'>checks</th></tr>"
+                       "<th>estimate µs</th><th>95% CI µs</th><th class='l'>run needed for p</th><th class='l'>answer and checks</th></tr>"
                        + "".join(rows) + "</table></div><div class='figs'>" + "".join(figs) + "</div>")
     if not out:
         return "<p>No latency measurement with per-window maxima in these runs.</p>"
     return ("<p class='note'>The latency exceeded with a small probability per cycle, estimated by fitting a "
-            "generalised extreme value distribution to the per-window maxima, only where the maxima are "
-            "independent, identically distributed and fitted well (docs/pwcet.md). The interval is where the "
-            "true level lies with 95% confidence if those conditions hold.</p>" + "".join(out))
+            "generalised extreme value distribution to the per-window maxima, offered only where the maxima are "
+            "independent, identically distributed, one regime, fitted well, not heavy-tailed and the extrapolation "
+            "is within the evidence; otherwise the reason code says why not (docs/pwcet.md). The interval is "
+            "where the true level lies with 95% confidence if those conditions hold.</p>" + "".join(out))

@@ -1,0 +1,324 @@
+"""A/A and A/B experiments of `rtgauge compare` with the default settings a user has
+(docs/compare.md "Single runs", docs/performance.md "compare: A/A and A/B").
+
+    .venv/bin/python bench/compare_aa.py collect --until 13:00   # measure (root; minutes to an hour)
+    .venv/bin/python bench/compare_aa.py analyse                 # compare the stored runs, write the doc section
+
+collect measures, one after the other until the given time (or --cycles), a cycle of:
+the shipped quick profile, the shipped micro profile, and every --ab-every cycles the
+quick profile again with a FIFO spinner (`rtgauge-engine spin`, priority 90, 3 ms every
+30 ms) on the last allowed CPU, started beside the run: same profile, same condition
+names. Every run is stored in one SQLite database (default experiments/compare.db,
+not in git) and listed in a journal beside it (which profile, which arm), so the runs
+can be analysed again with a later method.
+
+analyse compares, with `rtgauge compare --json` and the default settings (one round,
+alpha 0.05, no option):
+- A/A: each quick run with the next quick run without the spinner, each micro run with
+  the next micro run (consecutive pairs: with N runs, N-1 comparisons; neighbouring
+  comparisons share a run, so they are not independent);
+- A/B: each spinner run against the quick run just before it, with the gate
+  `--fail-on 'p99_latency>+20%'`.
+It prints the counts and, with --write, replaces the section in docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+DEFAULT_DIR = ROOT / "experiments"
+if not os.environ.get("RTGAUGE_ENGINE") and (ROOT / "build/engine/src/rtgauge-engine").exists():
+    os.environ["RTGAUGE_ENGINE"] = str(ROOT / "build/engine/src/rtgauge-engine")   # the worktree's build
+GATE = "p99_latency>+20%"
+SPIN = ["--priority", "90", "--busy-us", "3000", "--period-us", "30000"]
+
+
+SRC = ROOT   # collect --src: measure with a frozen copy of the package while this one is edited
+
+
+def rtgauge(*args, timeout=3600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=SRC)
+
+
+def last_run_id(db: Path) -> int | None:
+    if not db.exists():
+        return None
+    with sqlite3.connect(db) as c:
+        row = c.execute("select max(id) from runs").fetchone()
+    return row[0] if row else None
+
+
+def measure(db: Path, journal: Path, profile: str, arm: str) -> None:
+    from rtgauge.enginebin import engine_path
+    before = last_run_id(db)
+    spinner = None
+    cpu = max(os.sched_getaffinity(0))
+    if arm == "spinner":
+        spinner = subprocess.Popen([engine_path(), "spin", "--cpu", str(cpu), *SPIN, "--duration-s", "900"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    start = time.time()
+    try:
+        p = rtgauge("run", "--profile", profile, "--db", f"sqlite:///{db}", "--no-report")
+    finally:
+        if spinner is not None:
+            spinner.terminate()
+            spinner.wait(timeout=60)
+    after = last_run_id(db)
+    row = {"run": after if after != before else None, "profile": profile, "arm": arm,
+           "status": p.returncode, "started": datetime.fromtimestamp(start, timezone.utc).isoformat(),
+           "seconds": round(time.time() - start, 1), **({"spinner_cpu": cpu} if spinner else {})}
+    with journal.open("a") as f:
+        f.write(json.dumps(row) + "\n")
+    print(json.dumps(row), flush=True)
+
+
+def collect(args) -> int:
+    global SRC
+    if args.src:
+        SRC = Path(args.src)
+    out = Path(args.dir)
+    out.mkdir(parents=True, exist_ok=True)
+    db, journal = out / "compare.db", out / "journal.jsonl"
+    deadline = None
+    if args.until:
+        h, m = (int(x) for x in args.until.split(":"))
+        now = datetime.now()
+        deadline = now.replace(hour=h, minute=m, second=0, microsecond=0).timestamp()
+    cycle = 0
+    while (args.cycles is None or cycle < args.cycles) and (deadline is None or time.time() < deadline):
+        cycle += 1
+        plan = [("quick", "plain"), ("micro", "plain")]
+        if args.ab_every and cycle % args.ab_every == 0:
+            plan.append(("quick", "spinner"))
+        for profile, arm in plan:
+            if deadline is not None and time.time() > deadline:
+                break
+            measure(db, journal, profile, arm)
+    return 0
+
+
+def compare(db: Path, a: int, b: int, *rules: str) -> tuple[int, dict]:
+    args = ["compare", str(a), str(b), "--db", f"sqlite:///{db}", "--json"]
+    for r in rules:
+        args += ["--fail-on", r]
+    p = rtgauge(*args, timeout=600)
+    return p.returncode, json.loads(p.stdout)
+
+
+def called(doc: dict) -> list[str]:
+    return [f"{f['label']} ({f['call']}, q={f['q_value']:.2g})" for f in doc["comparisons"][0]["figures"]
+            if f["call"] in ("worse", "better")]
+
+
+def drift_pairs(db: Path, pairs: list[tuple[int, int]]) -> dict[str, list[float]]:
+    """Per family, the log ratio of every figure between the two runs of each A/A pair."""
+    from rtgauge.analysis.regress import figures
+    from rtgauge.store import open_store
+
+    out: dict[str, list[float]] = {}
+    with open_store(f"sqlite:///{db}") as store:
+        runs = {i: figures(store.get_run(i)) for pair in pairs for i in pair}
+    for a, b in pairs:
+        fa, fb = runs[a], runs[b]
+        for key, f in fb.items():
+            g = fa.get(key)
+            if g is None or f.family not in DRIFT_FAMILIES:
+                continue
+            if f.family == "misses":
+                (ka, na), (kb, nb) = g.events, f.events
+                va, vb = (ka + 0.5) / na, (kb + 0.5) / nb
+            else:
+                if len(f.rounds) != 1 or len(g.rounds) != 1:
+                    continue
+                va, vb = g.rounds[0], f.rounds[0]
+            if va > 0 and vb > 0:
+                out.setdefault(f.family, []).append(math.log(vb / va))
+    return out
+
+
+DRIFT_FAMILIES = ("avg_latency", "p99_latency", "max_latency", "avg_latency_stall_free", "micro_avg", "micro_p99",
+                  "micro_max", "micro_avg_stall_free", "misses")
+
+
+def fit_drift(ratios: list[float], family: str = "") -> tuple[float, float]:
+    """The run-to-run drift of one family: a Student t centred on 0 fitted by maximum
+    likelihood to the log ratios of A/A pairs. Its degrees of freedom are the free
+    fit's, rounded down and kept within 2..10 (heavy tails are the point; a few dozen
+    ratios cannot show a tail lighter than t10); its scale is refitted with that df.
+    The ratio of two runs carries the drift of both, so the drift of one run is the
+    scale over sqrt(2). (tau, df)"""
+    import numpy as np
+    from scipy import stats
+    x = np.asarray(ratios, float)
+    free_df, _, _ = stats.t.fit(x, floc=0)
+    df = float(min(max(math.floor(free_df), 2), 10))
+    _, _, scale = stats.t.fit(x, fdf=df, floc=0)
+    return float(scale / math.sqrt(2)), df
+
+
+def plain_pairs(rows: list[dict], profile: str) -> list[tuple[int, int]]:
+    plain = [r["run"] for r in rows if r["profile"] == profile and r["arm"] == "plain"]
+    return list(zip(plain, plain[1:]))
+
+
+def drift(args) -> int:
+    out = Path(args.dir)
+    db, journal = out / "compare.db", out / "journal.jsonl"
+    rows = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if r.get("run") and r.get("status") == 0]
+    pairs = plain_pairs(rows, "quick") + plain_pairs(rows, "micro")
+    if args.fit_before:
+        pairs = [(a, b) for a, b in pairs if b < args.fit_before]
+    ratios = drift_pairs(db, pairs)
+    print(f"{len(pairs)} A/A pairs")
+    for fam in DRIFT_FAMILIES:
+        if fam in ratios and len(ratios[fam]) >= 5:
+            tau, df = fit_drift(ratios[fam], fam)
+            x = sorted(abs(v) for v in ratios[fam])
+            print(f"{fam:24} n={len(x):4} tau={tau:.3f} df={df:g} median|d|={x[len(x) // 2]:.3f} max|d|={x[-1]:.3f}")
+    return 0
+
+
+def aa_calls(db: Path, pairs: list[tuple[int, int]]) -> list[tuple[int, int, int, list[str]]]:
+    """Each A/A pair compared with the default settings (compare_runs in this process,
+    the same statistics as `rtgauge compare`): (a, b, figures, called figures)."""
+    from rtgauge.analysis.regress import BETTER, WORSE, compare_runs
+    from rtgauge.store import open_store
+
+    out = []
+    with open_store(f"sqlite:///{db}") as store:
+        for a, b in pairs:
+            changes = compare_runs(store.get_run(a), store.get_run(b))
+            called = [f"{c.figure.label} ({c.call}, q={c.q_value:.2g})" for c in changes if c.call in (WORSE, BETTER)]
+            out.append((a, b, len(changes), called))
+    return out
+
+
+def analyse(args) -> int:
+    from rtgauge.analysis import noise
+
+    out = Path(args.dir)
+    db, journal = out / "compare.db", out / "journal.jsonl"
+    rows = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if r.get("run") and r.get("status") == 0]
+    lines = []
+    counts = {"ab": sum(1 for r in rows if r["arm"] == "spinner")}
+    for profile in ("quick", "micro"):
+        pairs = plain_pairs(rows, profile)
+        counts[profile] = len(pairs)
+        results = aa_calls(db, pairs)
+        with_call = sum(bool(c) for *_, c in results)
+        for a, b, n, c in results:
+            print(f"A/A {profile} {a} vs {b}: {len(c)} called of {n}" + (f": {'; '.join(c)}" if c else ""), flush=True)
+        figures = results[0][2] if results else 0
+        lines.append(f"| A/A {profile}, shipped drift model | {len(pairs)} | {len(pairs) - with_call} of {len(pairs)} "
+                     f"without a call (about {figures} figures each) |")
+        if args.fit_before:
+            later = [r for r in results if r[1] >= args.fit_before]
+            lines.append(f"| A/A {profile}, only the pairs not used to fit the shipped drift (fitted to runs before "
+                         f"{args.fit_before}) | {len(later)} | {sum(not c for *_, c in later)} of {len(later)} "
+                         "without a call |")
+        for a, b, n, c in results:
+            if c:
+                lines.append(f"| | runs {a} → {b} | {'; '.join(c)} |")
+        # out of sample: the drift fitted to the first half of the pairs, tested on the second
+        half = len(pairs) // 2
+        if half >= 3:
+            fitted = {fam: fit_drift(r, fam) for fam, r in drift_pairs(db, pairs[:half]).items() if len(r) >= 5}
+            shipped, shipped_df = dict(noise.DRIFT), dict(noise.DRIFT_DF_BY_FAMILY)
+            noise.DRIFT.update({fam: tau for fam, (tau, _) in fitted.items()})
+            noise.DRIFT_DF_BY_FAMILY.update({fam: df for fam, (_, df) in fitted.items()})
+            try:
+                later = aa_calls(db, pairs[half:])
+            finally:
+                noise.DRIFT.clear()
+                noise.DRIFT.update(shipped)
+                noise.DRIFT_DF_BY_FAMILY.clear()
+                noise.DRIFT_DF_BY_FAMILY.update(shipped_df)
+            calls = sum(bool(c) for *_, c in later)
+            print(f"A/A {profile}, drift fitted to the first {half} pairs, on the other {len(later)}: "
+                  f"{calls} with a call", flush=True)
+            lines.append(f"| A/A {profile}, drift fitted to the first {half} pairs only | {len(later)} (the others) | "
+                         f"{len(later) - calls} of {len(later)} without a call |")
+    for i, r in enumerate(rows):
+        if r["arm"] != "spinner":
+            continue
+        base = next((q["run"] for q in reversed(rows[:i]) if q["profile"] == "quick" and q["arm"] == "plain"), None)
+        if base is None:
+            continue
+        status, doc = compare(db, base, r["run"], GATE)
+        figs = {f["key"]: f for f in doc["comparisons"][0]["figures"]}
+        tail = [f"{f['label']}: {f['call']}" + (f" (q={f['q_value']:.2g})" if f["q_value"] is not None else "")
+                for k, f in figs.items() if k.startswith("lat:latency@") and k.rsplit(":", 1)[1] in ("p99", "max")]
+        gate = doc.get("gate")
+        print(f"A/B {base} vs {r['run']}: exit {status}, gate {gate}; {'; '.join(tail)}", flush=True)
+        lines.append(f"| A/B spinner | runs {base} → {r['run']} | gate `{GATE}`: {gate} (exit {status}); "
+                     f"{'; '.join(tail)} |")
+    all_pairs = plain_pairs(rows, "quick") + plain_pairs(rows, "micro")
+    fit_pairs = [(a, b) for a, b in all_pairs if not args.fit_before or b < args.fit_before]
+    drift_rows = []
+    fitted, everything = drift_pairs(db, fit_pairs), drift_pairs(db, all_pairs)
+    for fam in DRIFT_FAMILIES:
+        if len(fitted.get(fam, [])) >= 5 and len(everything.get(fam, [])) >= 5:
+            (t1, d1), (t2, d2) = fit_drift(fitted[fam], fam), fit_drift(everything[fam], fam)
+            x = sorted(abs(v) for v in everything[fam])
+            drift_rows.append(f"| {fam} | {noise.DRIFT.get(fam)} ({noise.drift_df(fam):g}) | {t1:.3f} ({d1:g}) | "
+                              f"{t2:.3f} ({d2:g}) | {len(x)} | {x[len(x) // 2]:.2f} | {x[-1]:.2f} |")
+    if args.write:
+        from perfdoc import write_section
+        date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+        body = (f"Measured {date} on this shared 2-vCPU VM (other engineers' jobs running), default settings "
+                f"(one round, alpha 0.05). Command: `sudo .venv/bin/python bench/compare_aa.py collect --until HH:MM` "
+                f"then `.venv/bin/python bench/compare_aa.py analyse --write` (and `... drift` for the fitted "
+                f"drift). A/A pairs are consecutive runs of the same shipped profile (neighbouring pairs share a "
+                f"run, so they are not independent repetitions). Repetitions done: {counts['quick']} A/A pairs of quick, "
+                f"{counts['micro']} of micro and {counts['ab']} A/B pairs (the issue asks for 20 A/A repetitions; one "
+                f"hour of this machine gave these).\n\n"
+                "| experiment | comparisons | result |\n|---|---|---|\n" + "\n".join(lines) + "\n\n"
+                "The run-to-run drift, log(figure of run B / figure of run A) of every figure of a family over "
+                "the A/A pairs: τ (t degrees of freedom) shipped in rtgauge/analysis/noise.py, fitted to the "
+                "pairs used for it, and refitted to every pair; |d| is the absolute log ratio.\n\n"
+                "| family | shipped τ (df) | fitted (df) | all pairs (df) | ratios | median abs(d) | max abs(d) |\n"
+                "|---|---|---|---|---|---|---|\n" + "\n".join(drift_rows) + "\n")
+        write_section("compare: A/A and A/B with the default settings", body)
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dir", default=str(DEFAULT_DIR), help="where the database and journal live")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("collect", help="measure the runs")
+    c.add_argument("--until", help="stop starting runs after HH:MM (local time)")
+    c.add_argument("--cycles", type=int, default=None, help="number of quick+micro cycles")
+    c.add_argument("--src", help="directory holding the rtgauge package to measure with (default: this one)")
+    c.add_argument("--ab-every", type=int, default=4, help="a spinner run every N cycles (0: none)")
+    c.set_defaults(func=collect)
+    a = sub.add_parser("analyse", help="compare the stored runs")
+    a.add_argument("--write", action="store_true", help="replace the section of docs/performance.md")
+    a.add_argument("--fit-before", type=int, default=None, metavar="RUN",
+                   help="the shipped drift was fitted to pairs of runs before RUN: count the other pairs apart")
+    a.set_defaults(func=analyse)
+    d = sub.add_parser("drift", help="fit the run-to-run drift of each family to the A/A pairs")
+    d.add_argument("--fit-before", type=int, default=None, metavar="RUN", help="only pairs of runs before RUN")
+    d.set_defaults(func=drift)
+    args = ap.parse_args()
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

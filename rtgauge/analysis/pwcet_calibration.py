@@ -1,0 +1,164 @@
+"""Validation that can fail, for the probable worst case (docs/pwcet.md, "Validation").
+
+A method is fitted on the first part of the data and judged on data it did not see:
+
+* calibration: the probability integral transform (PIT) of the held-out maximum under the
+  predicted distribution of the maximum of the held-out length, G(z)^(L/m). For a
+  calibrated method the PIT values are uniform on (0, 1); an inflated method puts them
+  near 0 (the held-out maxima are smaller than predicted), a deflated one near 1. The
+  uniformity is judged two-sided by the Kolmogorov-Smirnov test (scipy.stats.kstest);
+* sharpness: the predicted median of the held-out maximum divided by the held-out
+  maximum (median and quartiles): a method can only be calibrated and useless by being
+  wide, which this shows;
+* reliability: the binomial test (scipy.stats.binomtest) of the count of held-out blocks
+  above the estimated level (the plug-in point estimate) against its probability. The
+  point estimate ignores the uncertainty of the fitted parameters, so it is exceeded
+  somewhat more often than its probability says (docs/performance.md measures by how
+  much); the interval, not the point, is what a safety argument uses.
+
+The method judged is the one behind an estimate (a GEV fitted by maximum likelihood to the
+block maxima); METHODS also holds a deliberately inflated and a deliberately deflated
+version of it, which the tests require to fail.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from rtgauge.analysis.pwcet import block_probability, fit_gev
+
+# Multiplying every predicted level by these factors gives the broken methods.
+METHODS = {"calibrated": 1.0, "inflated": 1.5, "deflated": 1 / 1.5}
+ALPHA = 0.01
+
+
+# Per-cycle distributions with a known tail: (upper quantile isf(p), draw of the maximum
+# of k cycles by inverse transform of F^k, sf(x) per cycle). Values in µs-like units.
+TAILS = {
+    "bounded": (lambda p: 20 + 30 * (1 - p ** (1 / 3)),
+                lambda rng, n, k: 20 + 30 * (1 - (-np.expm1(np.log(rng.random(n)) / k)) ** (1 / 3)),
+                lambda x: np.clip(1 - (x - 20) / 30, 0, 1) ** 3),
+    "exponential": (lambda p: 20 + 3 * -np.log(p),
+                    lambda rng, n, k: 20 + 3 * -np.log(-np.expm1(np.log(rng.random(n)) / k)),
+                    lambda x: np.exp(-np.maximum(x - 20, 0) / 3)),
+    "heavy": (lambda p: 20 * p ** (-1 / 5),                     # Pareto index 5, ξ = 0.2
+              lambda rng, n, k: 20 * (-np.expm1(np.log(rng.random(n)) / k)) ** (-1 / 5),
+              lambda x: np.minimum((np.maximum(x, 20) / 20) ** -5, 1)),
+}
+
+
+def draw_mixture(rng, n: int, k: int, rate: float = 0.02, stall=(1000.0, 12000.0)) -> np.ndarray:
+    """Block maxima of a quiet exponential regime plus rare bounded stalls: each block
+    holds a stall with probability `rate`, uniform in `stall` (a VM's host stalls)."""
+    quiet = TAILS["exponential"][1](rng, n, k)
+    hit = rng.random(n) < rate
+    return np.where(hit, np.maximum(quiet, rng.uniform(*stall, n)), quiet)
+
+
+@dataclass
+class Calibration:
+    method: str
+    cases: int
+    pit: list[float]
+    ks_p: float                   # two-sided uniformity of the PIT values
+    sharpness_median: float       # predicted median of the held-out maximum / held-out maximum
+    sharpness_q1: float
+    sharpness_q3: float
+    exceedances: int              # held-out blocks above the estimated level
+    expected: float               # blocks × q
+    binomial_p: float
+
+    @property
+    def passed(self) -> bool:
+        """Calibrated: the PIT values of the held-out maxima are uniform (two-sided)."""
+        return self.ks_p > ALPHA
+
+    @property
+    def reliable(self) -> bool:
+        """The held-out count of blocks above the point estimate is compatible with its
+        probability (binomial, two-sided)."""
+        return self.binomial_p > ALPHA
+
+    def row(self) -> dict:
+        return {"method": self.method, "cases": self.cases, "ks_p": self.ks_p,
+                "sharpness_median": self.sharpness_median, "sharpness_iqr": [self.sharpness_q1, self.sharpness_q3],
+                "exceedances": self.exceedances, "expected": self.expected, "binomial_p": self.binomial_p,
+                "passed": self.passed, "reliable": self.reliable}
+
+
+def predicted_max_cdf(fit, z: float, blocks_ahead: float, factor: float = 1.0) -> float:
+    """P(max of blocks_ahead blocks <= z) under the fit, every level multiplied by factor."""
+    with np.errstate(all="ignore"):
+        g = float(np.clip(fit.cdf(z / factor), 0.0, 1.0))
+    return g ** blocks_ahead if g > 0 else 0.0
+
+
+def predicted_max_median(fit, blocks_ahead: float, factor: float = 1.0) -> float:
+    """Median of the maximum of blocks_ahead blocks under the fit: G^-1(2^(-1/k))."""
+    q = -math.expm1(math.log(0.5) / blocks_ahead)       # the block-level exceedance with that median
+    return factor * float(fit.isf(q))
+
+
+def judge(fits_and_heldout: list[tuple], q: float, method: str) -> Calibration:
+    """fits_and_heldout: (fit, held-out maximum, held-out blocks, held-out count above
+    each level function) per case; q: the block probability of the level of the
+    reliability test."""
+    factor = METHODS[method]
+    pit, sharp, count, expected = [], [], 0, 0.0
+    for fit, held_max, blocks_ahead, count_above in fits_and_heldout:
+        pit.append(predicted_max_cdf(fit, held_max, blocks_ahead, factor))
+        sharp.append(predicted_max_median(fit, blocks_ahead, factor) / held_max)
+        count += count_above(factor * float(fit.isf(q)))
+        expected += blocks_ahead * q
+    total = int(round(expected / q))
+    bt = stats.binomtest(count, total, q)
+    ks = stats.kstest(pit, "uniform")
+    q1, med, q3 = np.quantile(sharp, [0.25, 0.5, 0.75])
+    return Calibration(method, len(pit), pit, float(ks.pvalue), float(med), float(q1), float(q3), count, expected,
+                       float(bt.pvalue))
+
+
+def synthetic_cases(tail: str, cases: int, blocks: int, block_cycles: int, ahead: int, seed: int = 0) -> list[tuple]:
+    """Fit `blocks` maxima of `block_cycles` cycles drawn from the tail; the held-out part
+    is `ahead` times as long, its maximum drawn exactly, and its count of blocks above a
+    level drawn from the exact binomial (so the held-out run need not be generated)."""
+    rng = np.random.default_rng(seed)
+    if tail == "mixture":
+        draw = lambda n, k: draw_mixture(rng, n, k)                      # noqa: E731
+        sf = None
+    else:
+        _, draw_max, sf = TAILS[tail]
+        draw = lambda n, k: draw_max(rng, n, k)                           # noqa: E731
+    out = []
+    for _ in range(cases):
+        x = draw(blocks, block_cycles)
+        fit = fit_gev(x)
+        n_ahead = blocks * ahead
+        if sf is None:
+            held = draw(n_ahead, block_cycles)
+            held_max = float(held.max())
+            count = (lambda h: lambda level: int(np.sum(h > level)))(held)
+        else:
+            held_max = float(draw(1, block_cycles * n_ahead)[0])
+
+            def count(level, n=n_ahead):
+                qb = block_probability(float(np.clip(sf(level), 1e-300, 1 - 1e-16)), block_cycles)
+                return int(rng.binomial(n, qb))
+        out.append((fit, held_max, n_ahead, count))
+    return out
+
+
+def real_cases(series: list[np.ndarray]) -> list[tuple]:
+    """Each stored series of block maxima: the first half fitted, the second held out."""
+    out = []
+    for x in series:
+        x = np.asarray(x, dtype=float)
+        h = len(x) // 2
+        fit = fit_gev(x[:h])
+        held = x[h:]
+        out.append((fit, float(held.max()), len(held), (lambda hh: lambda level: int(np.sum(hh > level)))(held)))
+    return out

@@ -1,0 +1,183 @@
+"""`rtla timerlat hist` text output (rtla has no machine-readable output; rteval and CI
+harnesses parse this text). The layout, from rtla-timerlat-hist(1):
+
+    # RTLA timerlat histogram
+    # Time unit is microseconds (us)          (or nanoseconds (ns) with -n)
+    # Duration:   0 00:10:00
+    Index   IRQ-000   Thr-000   IRQ-001   Thr-001      (Usr-NNN with -u; columns may be left out)
+    0        276489         0    206089         0      (a row per bucket: its lower edge, counts)
+    ...
+    over:         0         0         0         0      (samples beyond the last bucket)
+    count:   600002    600002    600002    600002
+    min:          0         1         0         1
+    avg:          0         5         0         4
+    max:         16        36        15        58
+
+A row's index is its bucket's lower edge (bucket number × --bucket-size); rows of zeros
+may be skipped. The bucket size is not printed: it is the greatest common divisor of
+the indexes (1 when a row 1 is there). Each CPU's thread column becomes `ti#CPU` (a
+timer-woken thread's latency, what rtgauge's latency test measures), its IRQ column
+`ti_irq#CPU`, and the user-thread column (-u) `ti_user#CPU`; `ti` etc. merge the CPUs.
+Read strictly: counts ≤ 2^53, at most 100,000 rows and 4096 CPUs, one sentence for
+anything else."""
+
+from __future__ import annotations
+
+import math
+import re
+
+COUNT_MAX = 2**53
+ROWS_MAX = 100_000
+CPUS_MAX = 4096
+KINDS = {"IRQ": "ti_irq", "Thr": "ti", "Usr": "ti_user"}
+PERCENTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999), ("p9999", 0.9999))
+FOOTER = ("over", "count", "min", "avg", "max")
+
+
+def is_timerlat_hist(text: str) -> bool:
+    return text.lstrip().startswith("# RTLA timerlat histogram")
+
+
+def _count(text: str, line: int, decimal: bool = False):
+    try:
+        value = float(text) if decimal else int(text)
+    except ValueError:
+        raise ValueError(f"line {line}: {text[:40]!r} is not a number") from None
+    if not (0 <= value <= COUNT_MAX) or (decimal and not math.isfinite(value)):
+        raise ValueError(f"line {line}: {text[:40]!r} is out of range (0 to 2^53)")
+    return value
+
+
+def parse(text: str) -> dict:
+    """{unit_ns, duration, columns [(kind, cpu)], rows {index: [counts]}, footer {key: [values]}}."""
+    unit_ns, duration, columns = 1000, None, None
+    rows: dict[int, list[int]] = {}
+    footer: dict[str, list] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        words = line.split()
+        if not words:
+            continue
+        if line.startswith("#"):
+            if "Time unit is nanoseconds" in line:
+                unit_ns = 1
+            elif line.startswith("# Duration:"):
+                duration = line.split(":", 1)[1].strip()[:40]
+            continue
+        if words[0] == "Index":
+            columns = []
+            for w in words[1:]:
+                m = re.fullmatch(r"(IRQ|Thr|Usr)-(\d{1,6})", w)
+                if not m or int(m.group(2)) >= CPUS_MAX:
+                    raise ValueError(f"line {number}: {w[:40]!r} is not a column rtla prints (IRQ-N, Thr-N, Usr-N)")
+                columns.append((m.group(1), int(m.group(2))))
+            if not columns or len(set(columns)) != len(columns):
+                raise ValueError(f"line {number}: the columns are empty or repeated")
+            continue
+        if words[0].upper().startswith("ALL"):
+            break                                  # newer rtla's all-CPUs summary: recomputed here
+        if columns is None:
+            raise ValueError(f"line {number} comes before the 'Index' header line")
+        key = words[0].rstrip(":")
+        values = words[1:]
+        if len(values) != len(columns):
+            raise ValueError(f"line {number} has {len(values)} values for {len(columns)} columns")
+        if key in FOOTER:
+            footer[key] = [_count(v, number, decimal=(key == "avg")) for v in values]
+        elif key.isdigit():
+            index = _count(key, number)
+            if index in rows or len(rows) >= ROWS_MAX:
+                raise ValueError(f"line {number}: bucket {index} repeated, or more than {ROWS_MAX:,} rows")
+            rows[index] = [_count(v, number) for v in values]
+        else:
+            raise ValueError(f"line {number} is neither a bucket row nor one of {', '.join(FOOTER)}")
+    if columns is None:
+        raise ValueError("there is no 'Index' header line")
+    missing = [k for k in ("count", "max") if k not in footer]
+    if missing:
+        raise ValueError(f"the '{missing[0]}:' line is missing")
+    return {"unit_ns": unit_ns, "duration": duration, "columns": columns, "rows": rows, "footer": footer}
+
+
+def bucket_size(indexes) -> int:
+    size = 0
+    for i in indexes:
+        size = math.gcd(size, i)
+    return size or 1
+
+
+def distribution(counts: dict[int, int], size: int, unit_ns: int, count: int, over: int, vmin, vavg, vmax) -> dict:
+    """A contract distribution (ns): buckets [lo, lo + size) in rtla's unit, plus overflows."""
+    scale = unit_ns
+    inside = sum(counts.values())
+    mids = {lo: (lo + size / 2) * scale for lo in counts}
+    mean = sum(mids[lo] * c for lo, c in counts.items()) / inside if inside else 0.0
+    var = sum(c * (mids[lo] - mean) ** 2 for lo, c in counts.items()) / inside if inside else 0.0
+    out = {"unit": "ns", "count": count, "min": vmin * scale if count else None,
+           "avg": float(vavg) * scale if count and vavg is not None else None, "stddev": math.sqrt(var),
+           "max": vmax * scale if count else None, "resolution_ns": size * scale}
+    bounded = []
+    for name, q in PERCENTILES:
+        out[name] = None
+        if not count:
+            continue
+        rank, seen = max(1, math.ceil(q * count)), 0
+        for lo in sorted(counts):
+            seen += counts[lo]
+            if seen >= rank:
+                out[name] = min((lo + size - 1) * scale, out["max"])   # the bucket's top: not lower than measured
+                break
+        else:
+            out[name] = out["max"]
+            bounded.append(name)
+    if bounded:
+        out["upper_bounds"] = bounded
+    out["histogram"] = {"scheme": "linear", "bucket_ns": size * scale,
+                        "bins": [[lo * scale, (lo + size) * scale - 1, c] for lo, c in sorted(counts.items()) if c]}
+    if over:
+        out["histogram"]["overflow"] = over
+        out["histogram"]["overflow_from_ns"] = (max(counts, default=0) + size) * scale
+    return out
+
+
+def document(parsed: dict) -> dict:
+    """The parsed output as an engine-contract latency document."""
+    size = bucket_size(parsed["rows"])
+    unit = parsed["unit_ns"]
+    footer = parsed["footer"]
+    metrics: dict = {}
+    merged: dict[str, dict] = {}
+    for col, (kind, cpu) in enumerate(parsed["columns"]):
+        counts = {lo: row[col] for lo, row in parsed["rows"].items() if row[col]}
+        count = int(footer["count"][col])
+        over = int(footer["over"][col]) if "over" in footer else max(0, count - sum(counts.values()))
+        if sum(counts.values()) + over != count:
+            raise ValueError(f"{kind}-{cpu:03d} counts {sum(counts.values()):,} in its buckets and {over:,} over, "
+                             f"but its count is {count:,}")
+        vmin = footer["min"][col] if "min" in footer else min(counts, default=0)
+        vmax = footer["max"][col]
+        if counts and vmax < max(counts):
+            raise ValueError(f"{kind}-{cpu:03d}'s max {vmax} is below its highest bucket ({max(counts)})")
+        name = KINDS[kind]
+        metrics[f"{name}#{cpu}"] = distribution(counts, size, unit, count, over, vmin,
+                                                footer["avg"][col] if "avg" in footer else None, vmax)
+        m = merged.setdefault(name, {"counts": {}, "count": 0, "over": 0, "min": None, "max": None, "sum": 0.0})
+        for lo, c in counts.items():
+            m["counts"][lo] = m["counts"].get(lo, 0) + c
+        m["count"] += count
+        m["over"] += over
+        if count:
+            m["min"] = vmin if m["min"] is None else min(m["min"], vmin)
+            m["max"] = vmax if m["max"] is None else max(m["max"], vmax)
+            m["sum"] += (footer["avg"][col] if "avg" in footer else 0) * count
+    for name, m in merged.items():
+        metrics[name] = distribution(m["counts"], size, unit, m["count"], m["over"], m["min"] or 0,
+                                     m["sum"] / m["count"] if m["count"] else None, m["max"] or 0)
+    total = merged.get("ti", next(iter(merged.values()), {"count": 0}))["count"]
+    metrics["cycles"] = {"unit": "count", "value": total}
+    cpus = sorted({cpu for _, cpu in parsed["columns"]})
+    return {"schema": 1, "test": "latency", "tool": "rtla-timerlat", "ok": bool(total), "interrupted": False,
+            "params": {"cpus": cpus, "bucket_size": size, "unit_ns": unit},
+            "env": {"resolution_ns": size * unit, "duration": parsed["duration"],
+                    "threads": [{"index": i, "cpu": c} for i, c in enumerate(cpus)]},
+            "metrics": metrics, "verdicts": {},
+            **({} if total else {"error": "the histogram holds no samples"})}
