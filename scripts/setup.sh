@@ -10,7 +10,8 @@ PACKAGES="build-essential meson ninja-build pkg-config python3 python3-venv pyth
 stress-ng rt-tests postgresql util-linux procps iproute2 iputils-ping chromium libseccomp2 \
 libtracefs-dev libtraceevent-dev \
 gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-riscv64-linux-gnu qemu-user-static \
-openssh-server openssh-client netcat-openbsd strace default-jre-headless"
+openssh-server openssh-client netcat-openbsd strace default-jre-headless \
+qemu-system-x86 qemu-system-arm mmdebstrap arch-test kmod"
 
 missing=""
 for p in $PACKAGES; do

@@ -18,8 +18,22 @@ def _clocksource(f: dict):
     return c.get("current") if isinstance(c, dict) else c
 
 
+def emulation_note(f: dict) -> str | None:
+    """What a report says of a system under full-system emulation (QEMU's TCG: every
+    instruction translated in software) or of a virtual machine: its timings are not
+    those of a hardware. None for bare metal."""
+    v = f.get("virtualization")
+    if not isinstance(v, dict) or not v.get("vm"):
+        return None
+    if v.get("emulated"):
+        return f"emulated ({v.get('kind') or 'full-system emulation'}): timings not meaningful for hardware"
+    return f"virtual machine ({v.get('kind') or v.get('hypervisor') or 'unknown'}): timings are the VM's, not the hardware's"
+
+
 def _virt(f: dict):
     v = f.get("virtualization")
+    if isinstance(v, dict) and v.get("emulated"):
+        return f"full-system emulation ({v.get('kind')}): timings not meaningful for hardware"
     if isinstance(v, dict):
         return (v.get("hypervisor") or "yes") if v.get("vm") else "bare metal"
     return v

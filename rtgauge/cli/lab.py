@@ -35,6 +35,8 @@ def register(sub) -> None:
                    help="write JUnit XML: a test suite per target, a test case per job and rule (and the verdict "
                    "when the lab's profile has a [budget])")
     r.set_defaults(func=cmd_lab_run)
+    from rtgauge.cli import emulate
+    emulate.register(actions)
     p.set_defaults(func=no_action)
 
 
@@ -178,4 +180,5 @@ def finish(lab, runs, report: str | None, stopped, rules=(), junit_path: str | N
 
 
 def no_action(args) -> int:
-    raise UserError("rtgauge lab needs an action: `rtgauge lab run LAB.toml` (docs/lab.md).")
+    raise UserError("rtgauge lab needs an action: `rtgauge lab run LAB.toml` or `rtgauge lab emulate start` "
+                    "(docs/lab.md).")

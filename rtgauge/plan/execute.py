@@ -293,7 +293,7 @@ def measure_on_target(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) ->
     there under its guard; Ctrl-C stops it there and keeps what it measured; a lost
     connection keeps nothing of this job (the engine there stops by itself) and
     ends the run as interrupted."""
-    limit = job.expected_s * 1.5 + 60
+    limit = (job.expected_s * 1.5 + 60) * getattr(s.target.target, "patience", 1.0)   # a slow target: longer
     if job.tool == "cyclictest":
         outcome = s.target.run_tool(lambda out: cyclictest.command(job.options, job.cpus, out, exe="cyclictest"),
                                     stop, limit, on_tick)

@@ -33,6 +33,10 @@ def print_summary(console: Console, run: Run | dict, budget_us: float = DEFAULT_
     console.print(f"[bold]Run {run.id}[/] ({escape(str(run.profile))}) on "
                   f"{escape(str(system.get('hostname', '?')))}, kernel {escape(str(system.get('kernel_release', '?')))}, "
                   f"preemption {escape(str(system.get('preempt_model', '?')))}: [bold]{escape(str(run.status))}[/]")
+    from rtgauge.analysis.systems import emulation_note
+    note = emulation_note(system)
+    if note:
+        console.print(f"[yellow]{escape(system.get('hostname') or '?')}: {escape(note)}[/]")
     h = headline(run, budget_us)
     if verdict is not None:
         print_verdict(console, verdict)

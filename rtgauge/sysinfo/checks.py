@@ -465,6 +465,12 @@ def check_virtualization(f: dict) -> dict:
     if not virt.get("vm"):
         return check("virtualization", OK, "bare metal")
     evidence = "; ".join(virt.get("evidence") or [])
+    if virt.get("emulated"):
+        return check(
+            "virtualization", WARN, f"full-system emulation: {virt.get('kind')} ({evidence})",
+            "every instruction is translated in software: the kernel, its preemption model and the userland "
+            "are real, but no timing measured here says anything about a hardware; measure the board itself",
+        )
     return check(
         "virtualization", INFO, f"virtual machine: {virt.get('hypervisor')} ({evidence})",
         "a VM adds hypervisor latency (the host preempts vCPUs; timers and IPIs exit to it): "

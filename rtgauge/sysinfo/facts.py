@@ -87,6 +87,8 @@ def collect_facts(root: str = "/") -> dict:
     facts.update(read_privileges(root))
     facts.update(read_cgroups(root, config))
     facts["virtualization"] = detect_virtualization(root, cpuinfo, facts["clocksource"])
+    # true: full-system emulation, its timings are the emulator's (docs/lab.md, "An emulated lab")
+    facts["emulated"] = facts["virtualization"]["emulated"]
     # Running programs only makes sense for the live system, not a fake tree.
     facts["tools"] = tool_versions() if os.path.realpath(root) == "/" else {}
     return facts
@@ -400,6 +402,8 @@ DMI_HYPERVISORS = (
     ("Bochs", "Bochs"),
     ("Firecracker", "Firecracker"),
 )
+# device tree compatible/model strings of QEMU's generic boards (-M virt)
+DT_QEMU = ("linux,dummy-virt", "QEMU", "riscv-virtio")
 CLOCKSOURCE_HYPERVISORS = {
     "kvm-clock": "KVM",
     "hyperv_clocksource_tsc_page": "Hyper-V",
@@ -410,7 +414,9 @@ CLOCKSOURCE_HYPERVISORS = {
 
 
 def detect_virtualization(root: str, cpuinfo: dict, clocksource: dict) -> dict:
-    """Whether this is a virtual machine, which hypervisor, and the evidence."""
+    """Whether this is a virtual machine, which hypervisor, the evidence, and whether it
+    is full-system emulation (QEMU's TCG: every instruction translated in software, so
+    no timing says anything about a hardware), as `kind` and `emulated`."""
     evidence: list[str] = []
     hypervisor = None
     dmi = " ".join(
@@ -421,26 +427,51 @@ def detect_virtualization(root: str, cpuinfo: dict, clocksource: dict) -> dict:
             hypervisor = hypervisor or name
             evidence.append(f"DMI: {dmi}")
             break
+    # ARM and RISC-V boards have a device tree, not DMI: QEMU's generic boards say so there
+    dt = " ".join(filter(None, (read_text(root, f"/proc/device-tree/{f}") for f in ("compatible", "model"))))
+    dt = " ".join(dict.fromkeys(dt.replace("\0", " ").split()))     # model often repeats compatible
+    if any(n in dt for n in DT_QEMU):
+        hypervisor = hypervisor or "QEMU"
+        evidence.append(f"device tree: {dt}")
     xen = read_text(root, "/sys/hypervisor/type")
     if xen:
         hypervisor = hypervisor or xen.capitalize()
         evidence.append(f"/sys/hypervisor/type: {xen}")
     if "hypervisor" in cpuinfo.get("flags", "").split():
         evidence.append("CPU flag 'hypervisor'")
+    accelerated = None
     for source in clocksource.get("available", []):
         if source in CLOCKSOURCE_HYPERVISORS:
             hypervisor = hypervisor or CLOCKSOURCE_HYPERVISORS[source]
+            accelerated = CLOCKSOURCE_HYPERVISORS[source]
             evidence.append(f"clocksource {source}")
+    cmdline = (read_text(root, "/proc/cmdline") or "").split()
+    said = next((w.split("=", 1)[1] for w in cmdline if w.startswith("rtgauge.emulated=")), None)
+    if said:
+        evidence.append(f"kernel command line: rtgauge.emulated={said} (rtgauge's emulated lab)")
     detected = systemd_detect_virt() if os.path.realpath(root) == "/" else None
     if detected and detected != "none":
         evidence.append(f"systemd-detect-virt: {detected}")
         hypervisor = hypervisor or DETECT_VIRT_NAMES.get(detected, detected)
-    # QEMU without KVM (TCG) translates every instruction: systemd-detect-virt says "qemu"
-    # there and "kvm" under KVM; no other reader tells the two apart
-    emulated = detected == "qemu"
     vm = bool(evidence)
+    if said:
+        kind, emulated = said, True
+    elif detected == "qemu":
+        # QEMU without KVM (TCG): systemd-detect-virt says "qemu" there and "kvm" under KVM
+        kind, emulated = "qemu-tcg", True
+    elif hypervisor == "QEMU" and accelerated is None and cpuinfo.get("flags"):
+        # x86: QEMU's machine without the paravirtual clock of KVM: TCG
+        kind, emulated = "qemu-tcg", True
+    elif accelerated:
+        kind, emulated = accelerated.lower(), False
+    elif hypervisor == "QEMU":
+        kind, emulated = "qemu", None      # a device tree cannot tell TCG from KVM
+    else:
+        kind, emulated = (hypervisor.lower() if hypervisor else None), (False if vm else None)
+    if not vm:
+        emulated = False
     return {"vm": vm, "hypervisor": hypervisor or ("unknown" if vm else None), "evidence": evidence,
-            "emulated": emulated, "detect_virt": detected}
+            "kind": kind, "emulated": emulated, "detect_virt": detected}
 
 
 DETECT_VIRT_NAMES = {"kvm": "KVM", "qemu": "QEMU (emulated)", "vmware": "VMware", "microsoft": "Hyper-V",

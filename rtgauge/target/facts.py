@@ -44,6 +44,7 @@ FILES = " ".join([
     "/sys/fs/cgroup/cpu/cpu.rt_runtime_us", "/sys/fs/cgroup/cpu/*/cpu.rt_runtime_us",
     "/sys/fs/cgroup/cpu/*/*/cpu.rt_runtime_us", "/sys/fs/cgroup/cpu,cpuacct/*/cpu.rt_runtime_us",
     "/sys/class/dmi/id/sys_vendor", "/sys/class/dmi/id/product_name", "/sys/hypervisor/type",
+    "/proc/device-tree/compatible", "/proc/device-tree/model",
     '"/boot/config-$(uname -r)"',
     # for the tuning of a target (rtgauge/target/tune.py)
     "/proc/irq/default_smp_affinity", "/proc/irq/[0-9]*/smp_affinity_list",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -99,6 +100,42 @@ def host_name_ok(name: str, user: bool = False) -> bool:
     return len(encoded) <= 253 and all(0 < len(label) <= 63 for label in encoded.rstrip(b".").split(b"."))
 
 
+CONFIG_ENV = "RTGAUGE_SSH_CONFIG"
+PATIENCE_ENV = "RTGAUGE_TARGET_PATIENCE"
+
+
+def patience() -> float:
+    """$RTGAUGE_TARGET_PATIENCE: how many times longer than on a board rtgauge waits
+    for a slow target (a system under software emulation takes tens of seconds for
+    what a board does in one): the connection's timeout and keepalive, the guard's
+    silence, each command's time limit. Default 1."""
+    text = os.environ.get(PATIENCE_ENV, "").strip()
+    if not text:
+        return 1.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 1 <= value <= 100:
+        raise UserError(f"{PATIENCE_ENV}={text[:20]} is not a factor between 1 and 100; set it to how many times "
+                        "slower than a board the target answers (an emulated lab: 10), or unset it.")
+    return value
+
+
+def ssh_config() -> dict:
+    """$RTGAUGE_SSH_CONFIG: more OpenSSH client configuration files (separated by
+    ':'), read after ~/.ssh/config (an emulated lab's Host aliases, docs/lab.md)."""
+    extra = [p for p in os.environ.get(CONFIG_ENV, "").split(os.pathsep) if p]
+    if not extra:
+        return {}
+    for p in extra:
+        if not os.path.isfile(p):
+            raise UserError(f"{CONFIG_ENV} names {p[:80]}, which is not a file; give the ssh_config an emulated "
+                            f"lab writes (or unset {CONFIG_ENV}).")
+    default = os.path.expanduser("~/.ssh/config")
+    return {"config": ([default] if os.path.isfile(default) else []) + extra}
+
+
 class ConnectionLost(RunFailed):
     """The connection to the target went away during a run; the guard there stops the engine."""
 
@@ -153,9 +190,10 @@ class RemoteRun:
 class SshTarget:
     """async with SshTarget(parse("ssh://root@board")) as t: run = await t.run_engine([...])"""
 
-    def __init__(self, address: Address, silence_s: int = SILENCE_S):
+    def __init__(self, address: Address, silence_s: int | None = None):
         self.address = address
-        self.silence_s = silence_s
+        self.patience = patience()
+        self.silence_s = silence_s if silence_s is not None else round(SILENCE_S * self.patience)
         self.conn: asyncssh.SSHClientConnection | None = None
         self.machine = ""
         self.hostname = ""
@@ -166,9 +204,11 @@ class SshTarget:
         opts = {"username": a.user} if a.user else {}
         if a.port:
             opts["port"] = a.port
+        opts.update(ssh_config())
         try:
             self.conn = await asyncio.wait_for(asyncssh.connect(
-                a.host, keepalive_interval=KEEPALIVE_S, keepalive_count_max=3, **opts), CONNECT_TIMEOUT_S)
+                a.host, keepalive_interval=KEEPALIVE_S * self.patience, keepalive_count_max=3, **opts),
+                CONNECT_TIMEOUT_S * self.patience)
         except asyncssh.HostKeyNotVerifiable as e:
             raise UserError(f"the host key of {a} is not known or has changed ({e.reason}); check it and add it to "
                             "~/.ssh/known_hosts (ssh to it once).") from None
@@ -291,7 +331,7 @@ class SshTarget:
                 kept.proc.stdin.write(b"stop\n")
                 kept.proc.stdin.write_eof()
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(kept.proc.wait(check=False), 15)
+                await asyncio.wait_for(kept.proc.wait(check=False), 15 * self.patience)
             names = " ".join(shlex.quote(f"{kept.directory}/{f}") for f in (*files, "status", "atexit.log"))
             got = await self.read_files(names)
             return {k.rsplit("/", 1)[1]: v for k, v in got.items()}
@@ -356,7 +396,7 @@ class SshTarget:
 
     async def _remove(self, qd: str) -> None:
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._sh(f"rm -rf {qd}", check=False), 10)
+            await asyncio.wait_for(self._sh(f"rm -rf {qd}", check=False), 10 * self.patience)
 
     async def _run_guarded(self, cmd: str, d: str, time_limit_s: float | None) -> RemoteRun:
         proc = await self.conn.create_process(cmd, encoding=None)
@@ -375,7 +415,7 @@ class SshTarget:
                 beat.cancel()
                 proc.stdin.write(b"stop\n")
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(proc.wait(check=False), 10)
+                    await asyncio.wait_for(proc.wait(check=False), 10 * self.patience)
                 self.last_run = await self._collect(proc, d)
                 if isinstance(stop, asyncio.TimeoutError):
                     raise RunFailed(f"the engine on {self.address} ran past {time_limit_s} s and was stopped.") from None

@@ -42,6 +42,7 @@ class TargetSession:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="rtgauge-target", daemon=True)
         self.target = target(address)
+        self._patience = getattr(self.target, "patience", 1.0)   # a slow target: longer time limits
         self._task: asyncio.Task | None = None
 
     def __enter__(self) -> TargetSession:
@@ -73,7 +74,7 @@ class TargetSession:
         watcher may still report the exit of a ProxyCommand process to it."""
         if self.thread.is_alive():
             try:
-                self._call(self.target.__aexit__(None, None, None), 15)
+                self._call(self.target.__aexit__(None, None, None), 15 * self._patience)
             except Exception:
                 pass
             self.loop.call_soon_threadsafe(self.loop.stop)
@@ -81,11 +82,11 @@ class TargetSession:
 
     def sh(self, command: str) -> str:
         """Run a shell command on the target; its output ('' when it failed)."""
-        return self._call(self.target._sh(command, check=False), 60)
+        return self._call(self.target._sh(command, check=False), 60 * self._patience)
 
     def sh_input(self, command: str, text: str) -> str:
         """Run a shell command there with `text` on its stdin; its output."""
-        return self._call(self.target._sh(command, input=text.encode(), check=False), 60)
+        return self._call(self.target._sh(command, input=text.encode(), check=False), 60 * self._patience)
 
     def has(self, program: str) -> bool:
         return bool(self.sh(HAS.format(shlex.quote(program))).strip())
@@ -98,20 +99,20 @@ class TargetSession:
 
     def read_files(self, paths: str, extra=()) -> dict[str, bytes]:
         """Files (paths and globs) of the target in one read (SshTarget.read_files)."""
-        return self._call(self.target.read_files(paths, extra), 60)
+        return self._call(self.target.read_files(paths, extra), 60 * self._patience)
 
     def start_kept(self, argv, atexit: str | None = None):
         """A load (or a tuning) kept on the target while this session lives (SshTarget.start_kept)."""
-        return self._call(self.target.start_kept(argv, atexit), 60)
+        return self._call(self.target.start_kept(argv, atexit), 60 * self._patience)
 
     def kept_running(self, kept) -> bool:
         return self.target.kept_running(kept)
 
     def stop_kept(self, kept, files: tuple[str, ...] = ("log",)) -> dict[str, bytes]:
-        return self._call(self.target.stop_kept(kept, files), 40)
+        return self._call(self.target.stop_kept(kept, files), 40 * self._patience)
 
     def stat_lines(self) -> bytes:
-        return self._call(self.target.stat_lines(), 20)
+        return self._call(self.target.stat_lines(), 20 * self._patience)
 
     def cpus(self) -> int:
         """The target's online CPUs (the workers a load starts there)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rtgauge.analysis import system_label
 from rtgauge.analysis.tire import held_text, period_text
 from rtgauge.analysis.headline import CROSS_CHECK_FACTOR, MIN_RATED_CYCLES, SOFT_MISS_RATIO, SOFT_WORST_US
+from rtgauge.analysis.systems import emulation_note
 from rtgauge.report.html.page import e, flag, num
 
 
@@ -42,6 +43,9 @@ def render_summary(runs: list[dict], heads: list[dict], budget_us: float, verdic
         flags = []
         if h["fallback"]:
             flags.append(flag("not real-time: fallback in " + ", ".join(h["fallback"])))
+        note = emulation_note(run.system)
+        if note:
+            flags.append(flag(note))
         if run.status != "complete":
             flags.append(flag(f"run {run.status}"))
         failed = sum(not m.ok for m in run.measurements)

@@ -1,0 +1,281 @@
+"""The emulated lab (docs/lab.md, "An emulated lab"), for real: Debian 12's stock and
+PREEMPT_RT kernels for amd64 and armhf, booted under qemu-system (software
+emulation) from images rtgauge builds and caches, reached over SSH on loopback, and
+measured through rtgauge's public board path: `doctor --target`, `run --target
+--tuned`, `rtgauge lab run` of the four into one PostgreSQL database and one report.
+No qemu process is left after `stop` (SIGTERM), nor after a SIGKILL of rtgauge.
+
+The first run builds the images (minutes; the cache is ~/.cache/rtgauge/emulab or
+$RTGAUGE_EMULAB_CACHE); later runs reuse them. Marked `emulab` so the suite can
+budget them (`-m "not emulab"` leaves them out)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SYSTEMS = ["amd64", "amd64-rt", "armhf", "armhf-rt"]
+UNAME = {"amd64": "x86_64", "armhf": "armv7l"}
+
+pytestmark = [pytest.mark.emulab,
+              pytest.mark.skipif(os.geteuid() != 0, reason="building the images needs root (mmdebstrap)")]
+
+PROFILE = """\
+name = "emulated-short"
+[settings]
+warmup_s = 0.0
+
+[[jobs]]
+name = "latency"
+test = "latency"
+conditions = ["idle", "cpu"]
+cross_check = ["cyclictest"]
+[jobs.options]
+duration-s = 1
+interval-us = 1000
+priority = 80
+
+[[jobs]]
+name = "timestamp-cost"
+test = "overhead"
+[jobs.options]
+iterations = 20000
+rounds = 3
+
+[[jobs]]
+name = "switch-2"
+test = "switch"
+[jobs.options]
+threads = 2
+iterations = 2000
+
+[[jobs]]
+name = "tire-100"
+test = "tire"
+[jobs.options]
+masses = 100
+steps = 50
+period-ms = 10
+
+[[jobs]]
+name = "tire-400"
+test = "tire"
+[jobs.options]
+masses = 400
+steps = 50
+period-ms = 10
+"""
+
+
+def rtgauge(*args, env=None, timeout=900, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, cwd=REPO,
+                          env=env, timeout=timeout, **kw)
+
+
+def qemu_pids() -> dict[int, str]:
+    out = {}
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            cmd = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if cmd and cmd[0].startswith(b"qemu-system-"):
+            out[int(d.name)] = b" ".join(cmd).decode(errors="replace")
+    return out
+
+
+def ours(state: Path) -> dict[int, str]:
+    """The qemu processes whose console goes into `state` (this test's lab)."""
+    return {p: c for p, c in qemu_pids().items() if f"file:{state}/" in c}
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def wait_gone(state: Path, seconds: float) -> dict[int, str]:
+    end = time.monotonic() + seconds
+    while ours(state) and time.monotonic() < end:
+        time.sleep(0.2)
+    return ours(state)
+
+
+@pytest.fixture(scope="session")
+def built():
+    """The four systems' images, built by `rtgauge lab emulate build` (or found in the cache)."""
+    started = time.monotonic()
+    p = rtgauge("lab", "emulate", "build", timeout=3000)
+    assert p.returncode == 0, p.stdout + p.stderr
+    for s in SYSTEMS:
+        assert re.search(rf"^{s}: Linux 6\.\S+{'-rt-' if s.endswith('-rt') else '-'}", p.stdout, re.M), p.stdout
+    return time.monotonic() - started
+
+
+@pytest.fixture(scope="module")
+def lab(built):
+    """The four systems up under `rtgauge lab emulate start`, stopped by `rtgauge lab emulate stop`."""
+    state = Path(tempfile.mkdtemp(prefix="rtgauge-emulab-"))
+    proc = subprocess.Popen([sys.executable, "-m", "rtgauge", "lab", "emulate", "start", "--state", str(state),
+                             "--time-limit", "3600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=REPO, start_new_session=True)
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("Up in"):
+                break
+        assert proc.poll() is None, "".join(lines) + proc.stderr.read()
+        ports = {m[0]: int(m[1]) for m in re.findall(r"^\s+emu-(\S+): ssh://\S+ \(127\.0\.0\.1:(\d+)\)",
+                                                           "".join(lines), re.M)}
+        assert sorted(ports) == sorted(SYSTEMS), "".join(lines)
+        pids = ours(state)
+        assert len(pids) == 4
+        env = dict(os.environ, RTGAUGE_SSH_CONFIG=str(state / "ssh_config"), RTGAUGE_TARGET_PATIENCE="10")
+        env.pop("SSH_AUTH_SOCK", None)
+        yield {"state": state, "env": env, "ports": ports, "proc": proc, "pids": pids}
+    finally:
+        if proc.poll() is None:
+            p = rtgauge("lab", "emulate", "stop", "--state", str(state), timeout=120)
+            assert p.returncode == 0 and "Stopped the emulated lab" in p.stdout, p.stdout + p.stderr
+        proc.wait(30)
+        out = proc.stdout.read()
+        left = wait_gone(state, 10)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        assert not left, f"qemu left after stop: {left}"
+        assert proc.returncode == 130 and "every emulated system is powered off" in out, out
+        assert not (state / "ssh_config").exists()
+        assert not any(port_open(p) for p in ports.values())
+        import shutil
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def ssh(lab, system: str, command: str) -> str:
+    p = subprocess.run(["ssh", "-F", str(lab["state"] / "ssh_config"), "-o", "BatchMode=yes", f"emu-{system}",
+                        command], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def test_doctor_sees_each_kernel_its_architecture_and_the_emulation(lab):
+    for s in SYSTEMS:
+        p = rtgauge("doctor", "--target", f"ssh://emu-{s}", "--json", env=lab["env"], timeout=300)
+        assert p.returncode == 0, p.stderr
+        facts = json.loads(p.stdout)["facts"]
+        rt = s.endswith("-rt")
+        assert facts["realtime"] is rt, (s, facts["realtime"], facts["preempt_model"])
+        assert (facts["preempt_model"] == "PREEMPT_RT") is rt, (s, facts["preempt_model"])
+        assert facts["arch"] == UNAME[s.split("-")[0]]
+        assert facts["hostname"] == f"emu-{s}"
+        assert ("-rt-" in facts["kernel_release"]) is rt
+        assert facts["kernel_release"] == ssh(lab, s, "uname -r").strip()
+        virt = facts["virtualization"]
+        assert virt["vm"] and virt["emulated"] is True and virt["kind"] == "qemu-tcg" and facts["emulated"] is True
+        # detected from the machine itself too, not only from the lab's word on the command line
+        seen = " ".join(virt["evidence"])
+        assert ("DMI: QEMU" in seen) if s.startswith("amd64") else ("device tree: linux,dummy-virt" in seen), seen
+        assert facts["timerlat_available"] is True      # Debian's kernels carry timerlat
+        [check] = [c for c in json.loads(p.stdout)["checks"] if c["name"] == "virtualization"]
+        assert check["status"] == "warn" and "full-system emulation" in check["value"]
+
+
+TUNABLE = ("/sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/defrag "
+           "/proc/irq/default_smp_affinity /proc/irq/*/smp_affinity_list")
+
+
+def tunables(lab, system: str) -> str:
+    return ssh(lab, system, f"for f in {TUNABLE}; do [ -f $f ] && printf '%s=' $f && cat $f; done")
+
+
+@pytest.mark.parametrize("system", ["armhf-rt", "amd64"])
+def test_run_tuned_on_a_board_measures_there_and_puts_the_tuning_back(lab, system, tmp_path):
+    (tmp_path / "p.toml").write_text(PROFILE)
+    before = tunables(lab, system)
+    db = tmp_path / "r.db"
+    p = rtgauge("run", "--no-report", "--profile", str(tmp_path / "p.toml"), "--target", f"ssh://emu-{system}",
+                "--tuned", "--db", str(db), env=lab["env"], timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "emulated (qemu-tcg): timings not meaningful for hardware" in p.stdout
+    assert tunables(lab, system) == before                       # put back byte for byte
+    assert "/run/rtgauge/target-tune" not in ssh(lab, system, "ls -d /run/rtgauge/* 2>/dev/null; true")
+    from rtgauge.store import open_store
+    with open_store(str(db)) as store:
+        [row] = store.list_runs()
+        run = store.get_run(row["id"])
+    assert run["status"] == "complete" and run["hostname"] == f"emu-{system}"
+    facts = run["system"]
+    assert facts["emulated"] is True and facts["arch"] == UNAME[system.split("-")[0]]
+    assert facts["realtime"] is system.endswith("-rt")
+    by = {(m["name"], m["condition"], m["tool"]): m for m in run["measurements"]}
+    for key in [("latency", "idle", "engine"), ("latency", "cpu", "engine"), ("latency", "idle", "cyclictest"),
+                ("latency", "cpu", "cyclictest"), ("timestamp-cost", "idle", "engine"),
+                ("switch-2", "idle", "engine"), ("tire-100", "idle", "engine"), ("tire-400", "idle", "engine")]:
+        m = by[key]
+        assert m["ok"], (key, m.get("error"))
+        assert m["document"]["env"]["hostname"] == f"emu-{system}"
+    changed = by[("latency", "idle", "engine")]["load"]["tuned"]["changed"]
+    assert changed and all(path.startswith(("/proc/irq/", "/sys/")) for path, *_ in changed), changed
+    lat = by[("latency", "idle", "engine")]["document"]
+    assert lat["env"]["machine"] == UNAME[system.split("-")[0]]
+    assert lat["env"]["policy"] == "fifo"                        # real-time scheduling there, no fallback
+
+
+def test_lab_run_of_the_four_gives_one_report_side_by_side(lab, postgres_server, tmp_path):
+    (tmp_path / "p.toml").write_text(PROFILE)
+    db = postgres_server.new_database()
+    (tmp_path / "lab.toml").write_text(f'name = "emulated"\nprofile = "p.toml"\ndb = "{db}"\n'
+                                       f'targets = [{", ".join(json.dumps("ssh://emu-" + s) for s in SYSTEMS)}]\n')
+    report = tmp_path / "lab.html"
+    p = rtgauge("lab", "run", str(tmp_path / "lab.toml"), "--report", str(report), "--logs", str(tmp_path / "logs"),
+                env=lab["env"], timeout=1500)
+    assert p.returncode == 0, p.stdout + p.stderr
+    from rtgauge.store import open_store
+    with open_store(db) as store:
+        runs = [store.get_run(r["id"]) for r in store.list_runs()]
+    assert sorted(r["hostname"] for r in runs) == sorted(f"emu-{s}" for s in SYSTEMS)
+    assert all(r["status"] == "complete" and r["system"]["emulated"] is True for r in runs)
+    assert {r["hostname"]: r["system"]["realtime"] for r in runs} == {f"emu-{s}": s.endswith("-rt") for s in SYSTEMS}
+    html = report.read_text()
+    for s in SYSTEMS:
+        assert f"emu-{s}" in html
+    assert html.count("emulated (qemu-tcg): timings not meaningful for hardware") >= 4
+
+
+def test_a_killed_rtgauge_leaves_no_qemu_and_no_port(built, tmp_path):
+    """SIGKILL of `rtgauge lab emulate start` while the systems boot: the kernel kills
+    their qemu processes (PR_SET_PDEATHSIG), their forwarded ports close."""
+    state = tmp_path / "state"
+    proc = subprocess.Popen([sys.executable, "-m", "rtgauge", "lab", "emulate", "start", "armhf-rt", "amd64",
+                             "--state", str(state), "--time-limit", "600"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=REPO, start_new_session=True)
+    try:
+        end = time.monotonic() + 120
+        while len(ours(state)) < 2 and time.monotonic() < end and proc.poll() is None:
+            time.sleep(0.2)
+        pids = ours(state)
+        assert len(pids) == 2, "the two systems did not start"
+        ports = [int(m) for c in pids.values() for m in re.findall(r"hostfwd=tcp:127\.0\.0\.1:(\d+)-", c)]
+        time.sleep(3)
+        proc.kill()
+        proc.wait(10)
+        left = wait_gone(state, 10)
+        assert not left, f"qemu outlived its rtgauge: {left}"
+        assert not any(port_open(p) for p in ports)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in ours(state):
+            os.kill(pid, signal.SIGKILL)
