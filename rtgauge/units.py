@@ -19,6 +19,8 @@ def parse_time(text: str, unit: str, whole: bool = False) -> float:
         raise ValueError(f"{text!r} is not a time; give a number of {unit}, or one with a unit "
                          "(ns, us, ms, s, m, h, d) like 500ms or 2m")
     value = float(m.group(1)) * (SECONDS[m.group(2)] / SECONDS[unit] if m.group(2) else 1.0)
+    if not math.isfinite(value):
+        return value            # the caller's range check refuses it with its own sentence
     if abs(value - round(value)) <= 1e-9 * max(1.0, abs(value)):
         value = float(round(value))
     if not math.isfinite(value) or (whole and value != int(value)):
@@ -33,6 +35,6 @@ def time_option(unit: str, whole: bool = True):
             value = parse_time(text, unit, whole)
         except ValueError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
-        return int(value) if whole else value
+        return int(value) if whole and math.isfinite(value) else value
     convert.__name__ = f"time in {unit}"
     return convert

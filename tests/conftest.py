@@ -112,6 +112,7 @@ ONE_AT_A_TIME = {
     "test_latency_split.py", "test_loads.py", "test_long_run.py", "test_micro_behaviour.py",
     "test_partition.py", "test_run.py", "test_study_profiles.py", "test_target_tune.py",
     "test_tick_gaps.py", "test_tire_cost.py", "test_tire_engine.py", "test_trace.py", "test_tune.py",
+    "test_target_ssh.py", "test_target_loads.py", "test_run_target.py",
 }
 
 

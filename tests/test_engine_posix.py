@@ -62,7 +62,7 @@ shutdown sigaction sigaddset sigdelset sigemptyset sigfillset sigismember signal
 sigwait snprintf socket sprintf sscanf stat strchr strcmp strcspn strdup strerror strerror_r strlen
 strncmp strncpy strndup strrchr strspn strstr strtod strtok_r strtol strtoll strtoul strtoull sysconf
 time timer_create timer_delete timer_settime uname unlink usleep vfprintf vsnprintf write
-acos asin atan atan2 ceil cos exp fabs floor fmod llround log log10 lround pow round sin sqrt tan
+acos asin atan atan2 ceil cos exp fabs floor fmax fmod llround nearbyint log log10 lround pow round sin sqrt tan
 """.split())
 
 # How glibc implements some of those names at the ABI: errno, <ctype.h>, large

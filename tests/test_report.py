@@ -159,7 +159,7 @@ def test_report_command_rejects_bad_input(tmp_path, args, message):
 def test_report_of_a_missing_database_says_so_and_creates_nothing(tmp_path):
     p = subprocess.run([sys.executable, "-m", "rtgauge", "report", "--db", str(tmp_path / "none.db")],
                        capture_output=True, text=True, timeout=60)
-    assert p.returncode == 2 and "no runs" in p.stderr and not (tmp_path / "none.db").exists()
+    assert p.returncode == 2 and "there is no results database" in p.stderr and not (tmp_path / "none.db").exists()
 
 
 def test_report_of_a_real_engine_run(tmp_path, run_engine):

@@ -64,6 +64,23 @@ def test_address_parsing():
             remote.parse(bad)
 
 
+def engine_dirs() -> set[Path]:
+    """The targets' temporary directories with an engine running in them now."""
+    return {p for p in Path("/tmp").glob("rtgauge.*") if engine_processes(str(p))}
+
+
+async def engine_started(before: set[Path], watchdog_s: float = 120.0) -> Path:
+    """The directory of the engine this test started (new since `before`), once it runs:
+    uploading and starting it is bounded by a watchdog, not assumed to take 2 s."""
+    deadline = time.monotonic() + watchdog_s
+    while time.monotonic() < deadline:
+        new = engine_dirs() - before
+        if new:
+            return sorted(new)[0]
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no engine started on the target within {watchdog_s:.0f} s")
+
+
 def test_engine_runs_on_the_target_and_leaves_nothing(client, engine_bin):
     run = remote.run_engine("ssh://board", ["latency", "--duration-s", "0.5", "--threads", "1"],
                             engine=Path(engine_bin), time_limit_s=60)
@@ -95,8 +112,10 @@ def test_ctrl_c_stops_the_remote_engine_and_keeps_what_it_measured(client, engin
 
     async def go():
         async with target:
+            before = engine_dirs()
             task = asyncio.create_task(target.run_engine(
                 ["latency", "--duration-s", "60", "--threads", "1"], engine=Path(engine_bin)))
+            await engine_started(before)
             await asyncio.sleep(2)
             t0 = time.monotonic()
             task.cancel()                      # what asyncio.run does on Ctrl-C
@@ -119,10 +138,11 @@ def test_a_cut_link_stops_the_remote_engine_by_itself(client, engine_bin):
 
     async def go():
         async with target:
+            before = engine_dirs()
             task = asyncio.create_task(target.run_engine(
                 ["latency", "--duration-s", "120", "--threads", "1"], engine=Path(engine_bin)))
-            await asyncio.sleep(2)
-            seen["dirs"] = [p for p in Path("/tmp").glob("rtgauge.*") if engine_processes(str(p))]
+            seen["dirs"] = [await engine_started(before)]
+            await asyncio.sleep(1)
             client.link(up=False)
             seen["cut"] = time.monotonic()
             with pytest.raises(RunFailed, match="lost the connection"):

@@ -136,7 +136,7 @@ def cmd_compare(args) -> int:
                                for r in runs},
                "rules": [r.text for r in rules], "tripped": tripped, "failed_closed": closed,
                "undecided": undecided, "incomplete": incomplete,
-               "gate": None if not rules else ("fail" if tripped or closed else "incomplete" if incomplete
+               "gate": None if not rules else ("incomplete" if incomplete else "fail" if tripped or closed
                                                else "undecided" if undecided else "pass")}
         sys.stdout.write(json.dumps(doc, indent=1, allow_nan=False) + "\n")
     if args.junit:
@@ -145,6 +145,11 @@ def cmd_compare(args) -> int:
         write_html(args.output, runs, comparisons=comparisons, tripped=tripped + closed, **options)
         if not args.json:
             out.print(f"Report written to {escape(args.output)}")
+    if incomplete:
+        # a gate never passes on what was not fully measured: it fails closed, with its own status
+        print(f"rtgauge: --fail-on cannot judge {incomplete[0]}" + (f" (and {len(incomplete) - 1} more)"
+              if len(incomplete) > 1 else "") + "; measure it again to a complete run.", file=sys.stderr)
+        return EXIT_INCOMPLETE
     if tripped or closed:
         if not args.json:
             if tripped:
@@ -157,11 +162,6 @@ def cmd_compare(args) -> int:
             for t in tripped + closed:
                 print(f"rtgauge: --fail-on: {t}", file=sys.stderr)
         return EXIT_GATE_TRIPPED
-    if incomplete:
-        # a gate never passes on what was not fully measured: it fails closed, with its own status
-        print(f"rtgauge: --fail-on cannot judge {incomplete[0]}" + (f" (and {len(incomplete) - 1} more)"
-              if len(incomplete) > 1 else "") + "; measure it again to a complete run.", file=sys.stderr)
-        return EXIT_INCOMPLETE
     if undecided:
         if not args.json:
             out.print(f"[yellow bold]--fail-on undecided ({len(undecided)}):[/]")

@@ -44,7 +44,8 @@ def show_budget(args):
     """The budget to judge a shown run against: the command line's, else the config
     file's [budget], else None."""
     from rtgauge.analysis.verdict import make_budget
-    given = {"latency_us": args.budget_us, "period_us": args.period_us, "miss_rate": args.miss_rate}
+    given = {k: getattr(args, a, None) for k, a in (("latency_us", "budget_us"), ("period_us", "period_us"),
+                                                    ("miss_rate", "miss_rate"))}
     if any(v is not None for v in given.values()):
         return make_budget(**given, source="command line")
     conf = config_budget()

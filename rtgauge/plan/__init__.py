@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from rtgauge.bounds import check_cpu_list
+from rtgauge.bounds import check_cpu_list, parse_cpu_list
 from rtgauge.profiles import Profile
 
 

@@ -77,7 +77,7 @@ CASES = [
     Case("report-range-backwards", ["report", "5-2", "--db", "{db}", "-o", "{tmp}/r.html"], 2, "runs backwards"),
     Case("compare-id-2^63", ["compare", "1", str(BIG), "--db", "{db}"], 2, "is not a run"),
     Case("export-id-2^63", ["export", str(BIG), "--db", "{db}"], 2, "is not a run"),
-    Case("report-to-directory", ["report", "1", "--db", "{db}", "-o", "{tmp}"], 2, "cannot write the report"),
+    Case("report-to-directory", ["report", "1", "--db", "{db}", "-o", "{tmp}"], 2, "is not a file rtgauge can write"),
     # -- sizes bounded before work ---------------------------------------------------------
     Case("rt-cpus-0-999999999", ["run", "--db", "{db}", "--no-report", "--rt-cpus", "0-999999999"], 2,
          "is not one rtgauge may use"),
