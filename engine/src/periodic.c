@@ -127,15 +127,17 @@ static void run_payload(worker *w, rtg_cycle_ctx *c)
         cfg->payload(cfg->payload_args ? cfg->payload_args[w->index] : NULL, w->index, c->cycle);
 }
 
-/* Store the cycle's record; then whether the thread ends (the payload said so). */
-static bool finish_cycle(worker *w, const rtg_cycle_ctx *c, int64_t t1, int64_t t2)
+/* Store the cycle's record (numbered `number`: a timer's deadline index, so the
+ * deadlines skipped after an overrun are the missing numbers, docs/samples.md;
+ * otherwise the cycle); then whether the thread ends (the payload said so). */
+static bool finish_cycle(worker *w, const rtg_cycle_ctx *c, uint64_t number, int64_t t1, int64_t t2)
 {
     shared *sh = w->sh;
     if (!c->skip) {
         rtg_cycle *r = rtg_ring_slot(&w->ring);
         if (r) {
             r->deadline_ns = c->trigger_ns;
-            r->cycle = c->cycle;
+            r->cycle = number;
             r->ti = t1 - c->trigger_ns;
             r->ts = (c->step_end_ns ? c->step_end_ns : t2) - t1;
             r->tw = c->next_ns - t2;
@@ -227,7 +229,7 @@ static void measure_timer(worker *w)
         c.next_ns = d + period;
         run_payload(w, &c);
         int64_t t2 = rtg_clock_now(&clk);
-        if (finish_cycle(w, &c, t1, t2))
+        if (finish_cycle(w, &c, (uint64_t)((d - sh->start_ns) / period), t1, t2))
             break;
         /* A TSC clock drifts ~1 us/s from the deadline time base; re-anchor it
          * once a second, after the cycle's timestamps are stored. */
@@ -235,7 +237,9 @@ static void measure_timer(worker *w)
             rtg_clock_resync(&clk);
             next_resync += 1000000000LL;
         }
-        if (!catch_up && t2 > d + period) {
+        /* skip (and count) only deadlines that another cycle of this run would have taken:
+         * after the last of --cycles nothing is skipped, the run simply ends */
+        if (!catch_up && t2 > d + period && (!ncycles || k + 1 < ncycles)) {
             int64_t behind = (t2 - d - period) / period + 1;   /* deadlines now past */
             int64_t before_end = (end - d - 1) / period;          /* of those, due before the end */
             skipped += (uint64_t)(behind < before_end ? behind : (before_end > 0 ? before_end : 0));
@@ -312,7 +316,7 @@ static void measure_frames(worker *w)
         c.from_len = m.msg_namelen;
         run_payload(w, &c);
         int64_t t2 = rtg_clock_now(&clk);
-        if (finish_cycle(w, &c, t1, t2))
+        if (finish_cycle(w, &c, c.cycle, t1, t2))
             break;
     }
 }
@@ -346,7 +350,7 @@ static void measure_events(worker *w)
         c.next_ns = c.trigger_ns + cfg->period_ns;
         run_payload(w, &c);
         int64_t t2 = rtg_clock_now(&clk);
-        if (finish_cycle(w, &c, t1, t2))
+        if (finish_cycle(w, &c, c.cycle, t1, t2))
             break;
     }
 }
