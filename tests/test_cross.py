@@ -13,7 +13,6 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import struct
 import subprocess
 from pathlib import Path
@@ -132,8 +131,13 @@ def test_spin_under_qemu_keeps_its_ground_truth(cross):
     lengths = [end - start for start, end in events]
     assert min(lengths) >= busy_us * 1000        # a burst spins at least its busy time
     assert doc["metrics"]["busy"]["min"] == min(lengths)
-    gaps = [b[0] - a[0] for a, b in zip(events, events[1:])]
-    assert statistics.median(gaps) == pytest.approx(period_us * 1000, rel=0.05)
+    # absolute deadlines: burst k starts after run_start + k periods, and no later than the
+    # thread's worst wake-up latency (plus its own bookkeeping) after it. A spinner that
+    # timed each period from the previous burst would drift: its lateness adds up.
+    period_ns, first = period_us * 1000, doc["env"]["run_start_ns"]
+    late = [start - (first + k * period_ns) for k, (start, _) in enumerate(events)]
+    assert min(late) >= 0
+    assert max(late) <= doc["metrics"]["ti"]["max"] + period_ns // 4
 
 
 def test_overhead_under_qemu_is_plausible(cross):
