@@ -42,7 +42,7 @@ from rtgauge.lab.emulate.systems import System
 BOOT_TIMEOUT_S = 600        # TCG on a loaded 2-CPU machine: generous
 POWEROFF_S = 20
 MEMORY_MB = 1024
-CPUS = 2
+CPUS = 1                    # TCG uses a host CPU a virtual one; the host has few
 PR_SET_PDEATHSIG = 1
 
 
