@@ -45,6 +45,9 @@ r=$!
         sleep 1
         [ -f "$d/said" ] && break          # rtgauge said stop: the reader stops it
         last=$(cat "$d/alive" 2>/dev/null || echo 0)
+        # read while the reader rewrites it (truncated, not yet written: a slow system
+        # shows this often): no word read, so no silence seen either
+        case $last in ''|*[!0-9]*) continue ;; esac
         if [ $(($(date +%s) - last)) -gt "$t" ]; then
             echo "rtgauge: no word from the client for $t s: stopping" >>"$d/log"
             : >"$d/orphan"
