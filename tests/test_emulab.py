@@ -31,6 +31,8 @@ UNAME = {"amd64": "x86_64", "armhf": "armv7l"}
 pytestmark = [pytest.mark.emulab,
               pytest.mark.skipif(os.geteuid() != 0, reason="building the images needs root (mmdebstrap)")]
 
+# Short, for systems under TCG (tens of times slower than a board, one virtual CPU):
+# every kind of job the board path runs, each as small as still measures something.
 PROFILE = """\
 name = "emulated-short"
 [settings]
@@ -50,7 +52,7 @@ priority = 80
 name = "timestamp-cost"
 test = "overhead"
 [jobs.options]
-iterations = 20000
+iterations = 2000
 rounds = 3
 
 [[jobs]]
@@ -58,22 +60,14 @@ name = "switch-2"
 test = "switch"
 [jobs.options]
 threads = 2
-iterations = 2000
+iterations = 200
 
 [[jobs]]
-name = "tire-100"
+name = "tire-8"
 test = "tire"
 [jobs.options]
-masses = 100
-steps = 50
-period-ms = 10
-
-[[jobs]]
-name = "tire-400"
-test = "tire"
-[jobs.options]
-masses = 400
-steps = 50
+masses = 8
+steps = 20
 period-ms = 10
 """
 
@@ -171,9 +165,14 @@ def ssh(lab, system: str, command: str) -> str:
 
 
 def test_doctor_sees_each_kernel_its_architecture_and_the_emulation(lab):
+    doctors = {s: subprocess.Popen([sys.executable, "-m", "rtgauge", "doctor", "--target", f"ssh://emu-{s}", "--json"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=lab["env"])
+               for s in SYSTEMS}       # the four at once: each mostly waits for its system
+    done = {s: d.communicate(timeout=600) for s, d in doctors.items()}
     for s in SYSTEMS:
-        p = rtgauge("doctor", "--target", f"ssh://emu-{s}", "--json", env=lab["env"], timeout=300)
-        assert p.returncode == 0, p.stderr
+        out, err = done[s]
+        assert doctors[s].returncode == 0, err
+        p = subprocess.CompletedProcess([], 0, out, err)
         facts = json.loads(p.stdout)["facts"]
         rt = s.endswith("-rt")
         assert facts["realtime"] is rt, (s, facts["realtime"], facts["preempt_model"])
@@ -187,7 +186,8 @@ def test_doctor_sees_each_kernel_its_architecture_and_the_emulation(lab):
         # detected from the machine itself too, not only from the lab's word on the command line
         seen = " ".join(virt["evidence"])
         assert ("DMI: QEMU" in seen) if s.startswith("amd64") else ("device tree: linux,dummy-virt" in seen), seen
-        assert facts["timerlat_available"] is True      # Debian's kernels carry timerlat
+        # Debian's RT kernels carry the timerlat tracer, its stock kernels do not
+        assert facts["timerlat_available"] is rt, (s, facts.get("tracers_source"))
         [check] = [c for c in json.loads(p.stdout)["checks"] if c["name"] == "virtualization"]
         assert check["status"] == "warn" and "full-system emulation" in check["value"]
 
@@ -200,7 +200,9 @@ def tunables(lab, system: str) -> str:
     return ssh(lab, system, f"for f in {TUNABLE}; do [ -f $f ] && printf '%s=' $f && cat $f; done")
 
 
-@pytest.mark.parametrize("system", ["armhf-rt", "amd64"])
+# the stock kernel: it has transparent hugepages to tune (Debian's RT kernels do not, and on
+# one CPU no interrupt can move), so the tuning changes something to put back
+@pytest.mark.parametrize("system", ["amd64"])
 def test_run_tuned_on_a_board_measures_there_and_puts_the_tuning_back(lab, system, tmp_path):
     (tmp_path / "p.toml").write_text(PROFILE)
     before = tunables(lab, system)
@@ -219,16 +221,17 @@ def test_run_tuned_on_a_board_measures_there_and_puts_the_tuning_back(lab, syste
     facts = run["system"]
     assert facts["emulated"] is True and facts["arch"] == UNAME[system.split("-")[0]]
     assert facts["realtime"] is system.endswith("-rt")
-    by = {(m["name"], m["condition"], m["tool"]): m for m in run["measurements"]}
-    for key in [("latency", "idle", "engine"), ("latency", "cpu", "engine"), ("latency", "idle", "cyclictest"),
-                ("latency", "cpu", "cyclictest"), ("timestamp-cost", "idle", "engine"),
-                ("switch-2", "idle", "engine"), ("tire-100", "idle", "engine"), ("tire-400", "idle", "engine")]:
+    by = {(m["name"], m["tool"]): m for m in run["measurements"]}
+    for key in [("latency@idle", "engine"), ("latency@cpu", "engine"), ("latency@idle/cyclictest", "cyclictest"),
+                ("latency@cpu/cyclictest", "cyclictest"), ("timestamp-cost@idle", "engine"),
+                ("switch-2@idle", "engine"), ("tire-8@idle", "engine")]:
         m = by[key]
-        assert m["ok"], (key, m.get("error"))
-        assert m["document"]["env"]["hostname"] == f"emu-{system}"
-    changed = by[("latency", "idle", "engine")]["load"]["tuned"]["changed"]
+        assert m["ok"], (key, m.get("error"), m.get("load"))
+        if key[1] == "engine":       # the engine's document names the system it ran on
+            assert m["document"]["env"]["hostname"] == f"emu-{system}"
+    changed = by[("latency@idle", "engine")]["load"]["tuned"]["changed"]
     assert changed and all(path.startswith(("/proc/irq/", "/sys/")) for path, *_ in changed), changed
-    lat = by[("latency", "idle", "engine")]["document"]
+    lat = by[("latency@idle", "engine")]["document"]
     assert lat["env"]["machine"] == UNAME[system.split("-")[0]]
     assert lat["env"]["policy"] == "fifo"                        # real-time scheduling there, no fallback
 
@@ -240,7 +243,7 @@ def test_lab_run_of_the_four_gives_one_report_side_by_side(lab, postgres_server,
                                        f'targets = [{", ".join(json.dumps("ssh://emu-" + s) for s in SYSTEMS)}]\n')
     report = tmp_path / "lab.html"
     p = rtgauge("lab", "run", str(tmp_path / "lab.toml"), "--report", str(report), "--logs", str(tmp_path / "logs"),
-                env=lab["env"], timeout=1500)
+                env=lab["env"], timeout=2400)
     assert p.returncode == 0, p.stdout + p.stderr
     from rtgauge.store import open_store
     with open_store(db) as store:
@@ -248,6 +251,12 @@ def test_lab_run_of_the_four_gives_one_report_side_by_side(lab, postgres_server,
     assert sorted(r["hostname"] for r in runs) == sorted(f"emu-{s}" for s in SYSTEMS)
     assert all(r["status"] == "complete" and r["system"]["emulated"] is True for r in runs)
     assert {r["hostname"]: r["system"]["realtime"] for r in runs} == {f"emu-{s}": s.endswith("-rt") for s in SYSTEMS}
+    assert {r["hostname"]: r["system"]["arch"] for r in runs} == {f"emu-{s}": UNAME[s.split("-")[0]] for s in SYSTEMS}
+    for r in runs:       # every job measured on every system, the cpu load running on the board throughout
+        got = {(m["name"], m["tool"]): m for m in r["measurements"]}
+        assert len(got) == 7 and all(m["ok"] for m in got.values()), \
+            (r["hostname"], [(k, m.get("error"), m.get("load")) for k, m in got.items() if not m["ok"]])
+        assert got[("latency@cpu", "engine")]["document"]["env"]["hostname"] == r["hostname"]
     html = report.read_text()
     for s in SYSTEMS:
         assert f"emu-{s}" in html

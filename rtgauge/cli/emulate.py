@@ -175,7 +175,7 @@ def cmd_stop(args) -> int:
         say(f"No emulated lab is up with state in {state}.")
         return 0
     os.kill(pid, signal.SIGTERM)
-    end = time.monotonic() + 60
+    end = time.monotonic() + 120
     while time.monotonic() < end:
         try:
             os.kill(pid, 0)
@@ -183,7 +183,7 @@ def cmd_stop(args) -> int:
             say(f"Stopped the emulated lab (process {pid}).")
             return 0
         time.sleep(0.2)
-    raise UserError(f"the emulated lab's process {pid} did not stop within 60 s; kill it (its qemu processes die "
+    raise UserError(f"the emulated lab's process {pid} did not stop within 120 s; kill it (its qemu processes die "
                     "with it).")
 
 

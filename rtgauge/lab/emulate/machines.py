@@ -209,18 +209,27 @@ class EmulatedLab:
         with contextlib.suppress(OSError):
             self.ssh_config.unlink()
         running = [m for m in self.machines if m.alive()]
+        asked = []          # all at once: one SSH login takes seconds under TCG
         for m in running:
             if m.ready and shutil.which("ssh"):
-                with contextlib.suppress(Exception):
-                    subprocess.run(["ssh", "-F", "/dev/null", "-p", str(m.port), "-i", str(self.img.login_key),
-                                    "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
-                                    "-o", f"HostKeyAlias={self.img.host_key_alias}",
-                                    "-o", f"UserKnownHostsFile={self.img.known_hosts}",
-                                    "-o", "ConnectTimeout=5", "root@127.0.0.1", "busybox poweroff"],
-                                   stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+                with contextlib.suppress(OSError):
+                    asked.append(subprocess.Popen(
+                        ["ssh", "-F", "/dev/null", "-p", str(m.port), "-i", str(self.img.login_key),
+                         "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+                         "-o", f"HostKeyAlias={self.img.host_key_alias}",
+                         "-o", f"UserKnownHostsFile={self.img.known_hosts}",
+                         "-o", "ConnectTimeout=5", "root@127.0.0.1", "busybox poweroff"],
+                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             else:
                 with contextlib.suppress(OSError):
                     m.proc.terminate()
+        end = time.monotonic() + 10
+        for a in asked:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                a.wait(max(0.1, end - time.monotonic()))
+            if a.poll() is None:
+                a.kill()
+                a.wait()
         end = time.monotonic() + POWEROFF_S
         for m in running:
             with contextlib.suppress(subprocess.TimeoutExpired):
