@@ -45,9 +45,6 @@ typedef struct {
     int64_t ti, ts, tw;
 } rtg_cycle;
 
-/* payload: called once per cycle on the measuring thread; arg is per thread. */
-typedef void (*rtg_payload_fn)(void *arg, int thread, uint64_t cycle);
-
 typedef enum { RTG_TRIGGER_TIMER = 0, RTG_TRIGGER_FRAME, RTG_TRIGGER_EVENT } rtg_trigger_kind;
 
 /* An event posted by another thread (trigger EVENT): each post is one cycle,
@@ -81,6 +78,9 @@ typedef struct {
     bool end_run;              /* ... and the other threads stop too */
 } rtg_cycle_ctx;
 
+/* The payload: called once per cycle on the measuring thread, arg from its
+ * trigger (rtg_trigger.arg, one a thread when the threads need their own). The
+ * one way a payload is passed to the driver. */
 typedef void (*rtg_cycle_fn)(void *arg, rtg_cycle_ctx *c);
 
 static inline bool rtg_cycle_stopping(const rtg_cycle_ctx *c)
@@ -88,13 +88,13 @@ static inline bool rtg_cycle_stopping(const rtg_cycle_ctx *c)
     return rtg_stop || (c->stopping && atomic_load_explicit(c->stopping, memory_order_relaxed));
 }
 
-/* How one thread's cycles start. Zeroed = a timer with the cfg's payload. */
+/* How one thread's cycles start, and its payload. Zeroed = a timer, no payload. */
 typedef struct {
     rtg_trigger_kind kind;
     int fd;                    /* FRAME: the bound socket; TIMER: the fd serviced while waiting
                                   (only with service) */
     rtg_event *event;          /* EVENT */
-    rtg_cycle_fn cycle;        /* the payload (wins over cfg->payload) */
+    rtg_cycle_fn cycle;        /* the payload; NULL = none (the latency test) */
     void (*service)(void *arg);              /* TIMER: fd readable before the deadline */
     bool (*idle)(void *arg, int64_t now_ns); /* FRAME/EVENT: nothing came for poll_ns (or a
                                                 stop was asked): true ends the thread */
@@ -125,8 +125,6 @@ typedef struct {
     uint64_t cycles;           /* per thread; 0 = until duration_ns */
     int64_t duration_ns;       /* 0 = until cycles */
     rtg_clock clock;
-    rtg_payload_fn payload;    /* NULL = empty payload (latency test) */
-    void **payload_args;       /* per thread, may be NULL */
     int64_t window_ns;         /* window of the max series (default 1 s) */
     int64_t lin_bucket_ns;     /* linear histogram: bucket width, 0 = none */
     size_t lin_buckets;
@@ -137,7 +135,8 @@ typedef struct {
     const int64_t *periods_ns; /* optional, per thread (e.g. a Hartstone task set); NULL = period_ns
                                   for all. period_ns must then be the shortest (it sizes the rings) */
     const int *priorities;     /* optional, per thread (e.g. rate-monotonic); NULL = priority for all */
-    const rtg_trigger *triggers;   /* optional, per thread; NULL = a timer for all. A FRAME or
+    const rtg_trigger *triggers;   /* optional, per thread (trigger and payload); NULL = a timer
+                                  without payload for all. A FRAME or
                                   EVENT thread runs until its payload or idle hook ends it, a
                                   stop, or cycles; duration_ns and cycles bound timer threads */
 } rtg_periodic_cfg;

@@ -115,10 +115,10 @@ static void do_step(tire_run *r)
         r->sample_y[r->next_sample++] = cy;
 }
 
-static void payload(void *arg, int thread, uint64_t cycle)
+static void payload(void *arg, rtg_cycle_ctx *c)
 {
-    (void)thread;
     tire_run *r = arg;
+    uint64_t cycle = c->cycle;
     if (r->halted)
         return;
     if (cycle == 0) {
@@ -169,27 +169,40 @@ static int run_realfast(tire_run *r, rtg_result *res)
     return RTG_EXIT_OK;
 }
 
+/* The cycle driver's settings of a real-time run (the driver's or the paper's
+ * solver): nthreads threads on cpus, the options' policy and priority, r->steps
+ * cycles of r->period_ns, a late step run late rather than dropped (catch-up),
+ * and the first deadline 200 ms ahead in r->start_ns (the payloads need the
+ * deadlines to see a late step themselves: --stop-on-miss). 0, or -1 with the
+ * sentence in err. */
+static int paced_cfg(rtg_periodic_cfg *cfg, tire_run *r, int nthreads, const int *cpus, const rtg_opts *o,
+                     char *err, size_t errlen)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->nthreads = nthreads;
+    for (int t = 0; t < nthreads; t++)
+        cfg->cpus[t] = cpus[t];
+    rtg_policy_parse(rtg_opt_str(o, "policy"), &cfg->policy);
+    cfg->priority = (int)rtg_opt_int(o, "priority");
+    cfg->allow_fallback = rtg_opt_flag(o, "allow-fallback");
+    cfg->period_ns = r->period_ns;
+    cfg->cycles = r->steps;
+    cfg->catch_up = true;
+    if (rtg_clock_init(&cfg->clock, RTG_CLOCK_MONOTONIC, err, errlen) != 0)
+        return -1;
+    r->start_ns = rtg_mono_ns() + 200000000LL;
+    cfg->start_at_ns = r->start_ns;
+    return 0;
+}
+
 static int run_realtime(tire_run *r, const rtg_opts *o, const int *cpus, rtg_result *res)
 {
     static rtg_periodic_cfg cfg;
     char err[512];
-    memset(&cfg, 0, sizeof cfg);
-    cfg.nthreads = 1;
-    cfg.cpus[0] = cpus[0];
-    rtg_policy_parse(rtg_opt_str(o, "policy"), &cfg.policy);
-    cfg.priority = (int)rtg_opt_int(o, "priority");
-    cfg.allow_fallback = rtg_opt_flag(o, "allow-fallback");
-    cfg.period_ns = r->period_ns;
-    cfg.cycles = r->steps;
-    cfg.catch_up = true;
-    if (rtg_clock_init(&cfg.clock, RTG_CLOCK_MONOTONIC, err, sizeof err) != 0)
+    if (paced_cfg(&cfg, r, 1, cpus, o, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
-    cfg.payload = payload;
-    void *args[1] = {r};
-    cfg.payload_args = args;
-    /* The payload needs the deadlines to see a late step itself (--stop-on-miss). */
-    r->start_ns = rtg_mono_ns() + 200000000LL;
-    cfg.start_at_ns = r->start_ns;
+    rtg_trigger stepper = {.kind = RTG_TRIGGER_TIMER, .cycle = payload, .arg = r};
+    cfg.triggers = &stepper;
     rtg_periodic_run run;
     if (rtg_periodic(&cfg, &run, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
@@ -300,25 +313,14 @@ static int run_paper_realtime(tire_run *r, const rtg_opts *o, const int *cpus, r
 {
     static rtg_periodic_cfg cfg;
     char err[512];
-    memset(&cfg, 0, sizeof cfg);
-    cfg.nthreads = r->nthreads;
     for (int t = 0; t < r->nthreads; t++) {
-        cfg.cpus[t] = cpus[t];
         paper_args[t] = (paper_arg){.r = r, .t = t};
         paper_triggers[t] = (rtg_trigger){.kind = RTG_TRIGGER_TIMER, .cycle = paper_cycle, .arg = &paper_args[t]};
     }
-    rtg_policy_parse(rtg_opt_str(o, "policy"), &cfg.policy);
-    cfg.priority = (int)rtg_opt_int(o, "priority");
-    cfg.allow_fallback = rtg_opt_flag(o, "allow-fallback");
-    cfg.period_ns = r->period_ns;
-    cfg.cycles = r->steps;
-    cfg.catch_up = true;
-    cfg.triggers = paper_triggers;
-    if (rtg_clock_init(&cfg.clock, RTG_CLOCK_MONOTONIC, err, sizeof err) != 0)
+    if (paced_cfg(&cfg, r, r->nthreads, cpus, o, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
-    r->start_ns = rtg_mono_ns() + 200000000LL;
+    cfg.triggers = paper_triggers;
     r->wall_start = r->start_ns;
-    cfg.start_at_ns = r->start_ns;
     rtg_periodic_run run;
     if (rtg_periodic(&cfg, &run, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
