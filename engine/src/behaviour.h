@@ -82,9 +82,11 @@ typedef struct {
  * sentence in res. */
 int rtg_inversion_run(const rtg_opts *o, rtg_prim kind, rtg_inv_cfg *cfg, rtg_inv_result *r,
                       rtg_result *res);
-/* The scenario's timings as metrics (ns): high_wait, medium_hog, low_cs; and
- * low's effective priority before and while high waited. */
+/* The scenario's timings as metrics (ns): high_wait, high_timed_out, medium_hog,
+ * low_hold; and low's effective priority before and while high waited. */
 void rtg_inversion_report(const rtg_inv_cfg *cfg, const rtg_inv_result *r, rtg_result *res);
+/* Those metrics, declared (the metric table of every test that runs the scenario). */
+extern const rtg_metric rtg_inversion_metrics[];
 
 /* env.cpus = [cpu] (the CPU the scenario ran on) and env.scenario_priorities */
 void rtg_behav_env_cpu(rtg_result *res, int cpu);

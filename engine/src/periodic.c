@@ -15,7 +15,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #define RING_SECONDS 2                   /* ring holds >= 2 s of cycles */
@@ -71,13 +70,7 @@ static void *worker_main(void *p)
     pthread_mutex_unlock(&sh->lock);
     if (!atomic_load(&w->failed) && !atomic_load(&sh->abort_setup))
         rtg_pd_measure(w);
-#ifdef RUSAGE_THREAD   /* Linux: per thread; the POSIX-only build leaves the counts 0 */
-    struct rusage ru;
-    if (getrusage(RUSAGE_THREAD, &ru) == 0) {
-        w->out->nvcsw = (uint64_t)ru.ru_nvcsw;
-        w->out->nivcsw = (uint64_t)ru.ru_nivcsw;
-    }
-#endif
+    rtg_thread_switches(&w->out->nvcsw, &w->out->nivcsw, 1);   /* the thread's whole life */
     atomic_store_explicit(&w->done, true, memory_order_release);
     rtg_stop_notify();
     return NULL;

@@ -176,6 +176,34 @@ typedef struct {
 /* Run the driver. Returns 0, or -1 with a sentence in err (then run is freed). */
 int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, size_t errlen);
 void rtg_periodic_free(rtg_periodic_run *run);
+/* The metrics rtg_periodic_put_metrics writes, declared once for the metric
+ * tables of the tests that report a periodic run (test.h: rtg_metric): name,
+ * kind, unit, what it means. Every one is also written per thread (NAME#i). */
+#define RTG_PM_ti RTG_METRIC_DISTRIBUTION, "ns", "wake-up latency: the thread's wake-up minus its deadline"
+#define RTG_PM_ts RTG_METRIC_DISTRIBUTION, "ns", "payload time of a cycle, from wake-up to the end of its work"
+#define RTG_PM_tw RTG_METRIC_DISTRIBUTION, "ns", "slack: the next deadline minus the end of the cycle (below 0 is a miss)"
+#define RTG_PM_misses RTG_METRIC_SCALAR, "count", "cycles that ended after the next deadline"
+#define RTG_PM_skipped RTG_METRIC_SCALAR, "count", "deadlines already past after an overrun, skipped (--overrun skip)"
+#define RTG_PM_cycles RTG_METRIC_SCALAR, "count", "cycles measured (cycles + skipped = deadlines elapsed)"
+#define RTG_PM_dropped RTG_METRIC_SCALAR, "count", \
+    "cycles lost to a full ring before the collector read them (should be 0)"
+#define RTG_PM_ti_window_max RTG_METRIC_SERIES, "ns", "the largest ti of each window of --window-s"
+#define RTG_PM_ROW_(name, kind, unit, help, flags, when) {name, kind, unit, RTG_METRIC_PER_THREAD | (flags), help when}
+#define RTG_PM_ROW_AS_(name, kind, unit, help, flags, own) {name, kind, unit, RTG_METRIC_PER_THREAD | (flags), own}
+#define RTG_PM_ROW(...) RTG_PM_ROW_(__VA_ARGS__)
+#define RTG_PM_ROW_AS(...) RTG_PM_ROW_AS_(__VA_ARGS__)
+/* One row: RTG_METRIC_* flags added, `when` (a string literal, "" for none)
+ * appended to the meaning, e.g. " (realtime and pretest)". */
+#define RTG_PERIODIC_METRIC(name, flags, when) RTG_PM_ROW(#name, RTG_PM_##name, flags, when)
+/* One row whose meaning the test words for itself (its cycles are bursts...). */
+#define RTG_PERIODIC_METRIC_AS(name, flags, help) RTG_PM_ROW_AS(#name, RTG_PM_##name, flags, help)
+/* All eight rows, in the order they are written. */
+#define RTG_PERIODIC_METRICS(flags, when)                                                             \
+    RTG_PERIODIC_METRIC(ti, flags, when), RTG_PERIODIC_METRIC(ts, flags, when),                      \
+        RTG_PERIODIC_METRIC(tw, flags, when), RTG_PERIODIC_METRIC(misses, flags, when),              \
+        RTG_PERIODIC_METRIC(skipped, flags, when), RTG_PERIODIC_METRIC(cycles, flags, when),         \
+        RTG_PERIODIC_METRIC(dropped, flags, when), RTG_PERIODIC_METRIC(ti_window_max, flags, when)
+
 /* Put the run into a result: metrics ti, ts, tw (dist), misses, cycles, dropped
  * skipped (scalar), ti_window_max (series), and per thread the same with suffix "#i"
  * (ti#0, misses#0, ...); env.threads = [{"index","cpu","tid","policy","priority",
