@@ -76,6 +76,14 @@ typedef struct {
     int high_state;                          /* high's state letter while it waits */
 } rtg_inv_result;
 
+/* The options --priority and --policy of a test that runs the scenario, as rows
+ * of its option table (test.h: rtg_opt); its own --hog-ms and --cs-ms differ. */
+#define RTG_INVERSION_OPTS                                                                              \
+    {"priority", RTG_OPT_INT, "10", 1, 96, NULL,                                                         \
+     "priority of the low thread; medium and high run at +1 and +2 (the controller is the watchdog, "    \
+     "FIFO 99 on another CPU)"},                                                                         \
+        {"policy", RTG_OPT_ENUM, "fifo", 0, 0, "fifo", "the scenario runs under SCHED_FIFO"}
+
 /* The scenario with the lock `kind`, set up from the options --priority (low; medium,
  * high at +1, +2; priority_controller: the watchdog's), --cs-ms, --hog-ms and --cpus, run, and
  * reported (metrics and env). RTG_EXIT_OK with r filled, or RTG_EXIT_FAIL with the

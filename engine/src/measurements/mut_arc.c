@@ -15,9 +15,7 @@ static const rtg_opt mut_arc_opts[] = {
      "mutex protocol: priority inheritance, priority ceiling (at high's priority), or none"},
     {"hog-ms", RTG_OPT_INT, "50", 5, 2000, NULL, "how long the medium thread runs before it stops"},
     {"cs-ms", RTG_OPT_INT, "10", 1, 500, NULL, "CPU time the low thread needs inside the mutex"},
-    {"priority", RTG_OPT_INT, "10", 1, 96, NULL,
-     "priority of the low thread; medium and high run at +1 and +2 (the controller is the watchdog, FIFO 99 on another CPU)"},
-    {"policy", RTG_OPT_ENUM, "fifo", 0, 0, "fifo", "the scenario runs under SCHED_FIFO"},
+    RTG_INVERSION_OPTS,
     {0},
 };
 

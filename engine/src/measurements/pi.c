@@ -17,9 +17,7 @@ static const rtg_opt pi_opts[] = {
      "the lock: mutex with priority inheritance, plain mutex, semaphore of value 1, pthread spin lock"},
     {"hog-ms", RTG_OPT_INT, "200", 10, 2000, NULL, "how long the medium thread hogs the CPU before it stops"},
     {"cs-ms", RTG_OPT_INT, "20", 1, 500, NULL, "CPU time the low thread needs inside the lock"},
-    {"priority", RTG_OPT_INT, "10", 1, 96, NULL,
-     "priority of the low thread; medium and high run at +1 and +2 (the controller is the watchdog, FIFO 99 on another CPU)"},
-    {"policy", RTG_OPT_ENUM, "fifo", 0, 0, "fifo", "the scenario runs under SCHED_FIFO"},
+    RTG_INVERSION_OPTS,
     {0},
 };
 
