@@ -12,7 +12,7 @@ from rich.table import Table
 from rtgauge.analysis import cross_checks, latency_measurements, latency_row, system_label
 from rtgauge.analysis.micro import micro_rows, rhealstone, verdict_rows
 from rtgauge.analysis.tire import held_text, period_text
-from rtgauge.analysis.published import published_verdicts, studies, systems_of
+from rtgauge.analysis.published import projection_text, published_verdicts, studies, systems_of
 from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
 from rtgauge.analysis.records import Run, as_run
 from rtgauge.report.stalls import print_stalls
@@ -185,6 +185,11 @@ def print_published(console: Console, runs: list[Run | dict]) -> None:
                             "is not comparable with the published maxima (run the full profile)")
                     if note not in notes:
                         notes.append(note)
+                    if placed.get("projected"):
+                        note = (f"fewer samples: {system_label(r)}, {placed['measurement']}: "
+                                f"{projection_text(placed['projected'])}")
+                        if note not in notes:
+                            notes.append(note)
             table.add_row(escape(row.test), escape(cond), *pub, *mine)
         console.print(table)
         for n in notes:
