@@ -139,3 +139,53 @@ def test_broken_methods_fail(disturbed_run):
     wrong = [spikes.Spike(run["other"], s.thread, s.cycle, s.deadline_ns, s.latency_ns) for s in chosen]
     spikes.attribute_cpu(run["per_cpu"].get(run["other"], []), wrong, {"rtgauge-engine"})
     assert sum(NAME in s.cause() for s in wrong) < 9, [s.cause() for s in wrong]
+
+
+def test_run_show_and_report_name_the_disturber(tmp_path):
+    """End to end: `rtgauge run --attribute` with the disturber beside it; `show`,
+    `show --json` and the report name rtg-disturb as the first cause."""
+    from test_loads import rtgauge_popen, rtgauge
+    measured = sorted(os.sched_getaffinity(0))[-1]
+    prof = tmp_path / "p.toml"
+    prof.write_text(f"""
+name = "attr"
+[settings]
+warmup_s = 0
+attribute = true
+[[jobs]]
+name = "latency"
+test = "latency"
+conditions = ["idle"]
+[jobs.options]
+duration-s = 8
+cpus = "{measured}"
+""")
+    db = tmp_path / "r.db"
+    run = rtgauge_popen("run", "--profile", str(prof), "--db", str(db), "--no-report",
+                        "--attribute-threshold-us", "1500")
+    try:
+        # bursts from now for longer than the run can take to start and measure; bounded
+        dist = subprocess.run([sys.executable, str(HERE / "disturber.py"), str(measured), "90", "4000", "250",
+                               "80", "0"], capture_output=True, text=True, timeout=120)
+        out, err = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert dist.returncode == 0, dist.stderr
+    assert run.returncode == 0, err
+    shown = rtgauge("show", "latest", "--db", str(db))
+    assert shown.returncode == 0, shown.stderr
+    assert "Why it spiked" in shown.stdout and NAME in shown.stdout, shown.stdout
+    doc = json.loads(rtgauge("show", "latest", "--db", str(db), "--json").stdout)
+    a = doc["measurements"][0]["env"]["attribution"]
+    assert a["threshold_from"] == "user" and a["spikes"] >= 9
+    assert NAME in a["sources"][0]["source"], a["sources"][:3]
+    assert a["sources"][0]["caused"] >= 9
+    assert a["periodicity"]["tested"]
+    report = tmp_path / "r.html"
+    p = rtgauge("report", "latest", "--db", str(db), "-o", str(report))
+    assert p.returncode == 0, p.stderr
+    html = report.read_text()
+    assert html.index("<section id='spikes'") > html.index("<section id='latency'")
+    assert NAME in html
