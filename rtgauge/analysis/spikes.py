@@ -145,7 +145,7 @@ class CpuSweep:
         comm, pid = self.task if self.task else ("?", -1)
         woken = self.woken_at is not None and self.woken_at >= deadline
         if not woken:
-            if end - start >= STALL_NS:
+            if end - max(start, deadline) >= STALL_NS:   # silence after the deadline, not the sleep before it
                 return "nothing traced (host stall)"
             if pid == 0:
                 return "exit from idle"
