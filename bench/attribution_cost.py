@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -73,6 +74,7 @@ def main() -> int:
         print(f"bench/attribution_cost.py: {tracefs.note}", file=sys.stderr)
         return 1
     engine = engine_path()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))     # unwind: the trace instance is removed
     cpu = sorted(os.sched_getaffinity(0))[-1]
     arms: dict[str, list[dict]] = {"untraced": [], "traced": []}
     for r in range(args.rounds):

@@ -128,3 +128,25 @@ def test_periodicity_finds_a_period_and_not_noise():
     q = spikes.periodicity(list(poisson[poisson < duration]), duration)
     assert q["tested"] and not q["periodic"], q
     assert not spikes.periodicity([1.0, 2.0], duration)["tested"]
+
+
+def test_bad_attribution_input_is_refused_before_measuring(tmp_path):
+    from test_loads import rtgauge
+    from rtgauge.errors import UserError
+    from rtgauge.profiles import parse_profile
+    db = tmp_path / "r.db"
+    p = rtgauge("run", "--db", str(db), "--attribute", "--trace-threshold-us", "5", "--no-report")
+    assert p.returncode == 2 and "use one of them" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    p = rtgauge("run", "--db", str(db), "--attribute-threshold-us", "0", "--no-report")
+    assert p.returncode == 2 and "out of range" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert not db.exists()
+    base = '[[jobs]]\nname = "l"\ntest = "latency"\n'
+    for bad in ('attribute = "yes"', "attribute_threshold_us = -3"):
+        try:
+            parse_profile(f'name = "x"\n[settings]\n{bad}\n{base}', "t.toml")
+        except UserError as e:
+            assert "settings.attribute" in str(e)
+        else:
+            raise AssertionError(f"{bad} was accepted")
+    prof = parse_profile(f'name = "x"\n[settings]\nattribute_threshold_us = 80\n{base}', "t.toml")
+    assert prof.attribute and prof.attribute_threshold_us == 80.0

@@ -37,6 +37,7 @@ STALL_NS = 500_000          # an untraced gap this long is a host stall (docs/at
 DEFAULT_QUANTILE = 0.999    # default threshold: the run's p99.9 of Ti
 MAX_SPIKES = 20_000         # spikes attributed one by one (the largest); all are counted
 TIMELINE_BEFORE_NS = 50_000
+WINDOW_BEFORE_NS = 10_000_000   # trace kept before a deadline: what held the CPU when it came
 TIMELINE_MAX_LINES = 200
 MIN_PERIOD_S = 0.01         # shortest period the periodicity scan looks for
 MAX_FREQUENCIES = 200_000
@@ -68,28 +69,108 @@ class Event:
     line: str
 
 
-def parse_trace(lines) -> tuple[dict[int, list[Event]], dict[int, int]]:
-    """Trace text -> ({cpu: events in time order}, {cpu: events lost})."""
+def split_line(line: str):
+    """A trace line -> (cpu, ns, rest after the timestamp) cheaply, or None."""
+    b = line.find("[")
+    e = line.find("]", b)
+    if b < 0 or e < 0:
+        return None
+    parts = line[e + 1:].split(None, 2)
+    if len(parts) < 3 or not parts[1].endswith(":"):
+        return None
+    sec, _, frac = parts[1][:-1].partition(".")
+    try:
+        return int(line[b + 1:e]), int(sec) * 1_000_000_000 + int(frac.ljust(9, "0")[:9]), parts[2]
+    except ValueError:
+        return None
+
+
+class IrqCounter:
+    """Interrupt handlers, softirqs and vectors on the measured CPUs: count, total and
+    worst time, from entry/exit pairs, counted while the trace streams past."""
+
+    def __init__(self):
+        self.open: dict[tuple[int, str], int] = {}
+        self.acc: dict[str, list] = {}
+        self.names: dict[str, str] = {}
+
+    def see(self, cpu: int, ns: int, name: str, rest: str) -> None:
+        if name.startswith("irq_handler_"):
+            key = "irq " + rest.split(None, 1)[0][4:] if rest.startswith("irq=") else None
+        elif name.startswith("softirq_"):
+            m = SOFTIRQ.search(rest)
+            key = f"softirq {m.group(1)}" if m else None
+        else:
+            base = name.rsplit("_", 1)[0]
+            key = f"vector {VECTORS[base]}" if base in VECTORS else None
+        if key is None:
+            return
+        if name.endswith("_entry"):
+            self.open[(cpu, key)] = ns
+            if name == "irq_handler_entry":
+                m = IRQ.match(rest)
+                self.names[key] = f"irq {m.group(1)} {m.group(2)}" if m else key
+        elif (cpu, key) in self.open:
+            d = ns - self.open.pop((cpu, key))
+            a = self.acc.setdefault(key, [0, 0, 0])
+            a[0] += 1
+            a[1] += d
+            a[2] = max(a[2], d)
+
+    def rows(self) -> list[dict]:
+        rows = [{"source": self.names.get(k, k), "count": v[0], "total_us": round(v[1] / 1000, 1),
+                 "worst_us": round(v[2] / 1000, 1)} for k, v in self.acc.items()]
+        return sorted(rows, key=lambda r: (-r["count"], r["source"]))[:10]
+
+
+def scan_trace(lines, windows: dict[int, list[tuple[int, int]]] | None = None, irqs: IrqCounter | None = None,
+               irq_cpus: set[int] | None = None) -> tuple[dict[int, list[Event]], dict[int, int]]:
+    """Trace text -> ({cpu: events in time order}, {cpu: events lost}), in one pass.
+    With windows ({cpu: sorted, disjoint [lo, hi] in ns}), only the events inside them
+    are kept (a long run's trace does not fit in memory; the spikes' windows do); irqs
+    counts the interrupts of irq_cpus on the way."""
     per_cpu: dict[int, list[Event]] = {}
     lost: dict[int, int] = {}
+    ptr: dict[int, int] = {}
     for line in lines:
-        line = line.rstrip("\n")
-        if not line or line.startswith("#"):
+        if not line or line[0] == "#":
             continue
-        m = LINE.match(line)
-        if not m:
+        head = split_line(line)
+        if head is None:
             lm = LOST.search(line)
             if lm:
                 lost[int(lm.group(1))] = lost.get(int(lm.group(1)), 0) + int(lm.group(2))
             continue
-        frac = m.group("frac")
-        ns = int(m.group("sec")) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
-        ev = Event(ns, int(m.group("cpu")), m.group("task").strip(), int(m.group("pid")), m.group("ev"),
-                   m.group("rest"), line)
-        per_cpu.setdefault(ev.cpu, []).append(ev)
+        cpu, ns, after = head
+        name, _, rest = after.partition(": ")
+        if name.endswith(":"):       # an event with no fields
+            name, rest = name[:-1], ""
+        if irqs is not None and (irq_cpus is None or cpu in irq_cpus) and (
+                name.endswith("_entry") or name.endswith("_exit")):
+            irqs.see(cpu, ns, name, rest)
+        if windows is not None:
+            ws = windows.get(cpu)
+            if not ws:
+                continue
+            i = ptr.get(cpu, 0)
+            while i < len(ws) and ws[i][1] < ns:
+                i += 1
+            ptr[cpu] = i
+            if i == len(ws) or ns < ws[i][0]:
+                continue
+        m = LINE.match(line.rstrip("\n"))
+        if not m:
+            continue
+        per_cpu.setdefault(cpu, []).append(Event(ns, cpu, m.group("task").strip(), int(m.group("pid")), name,
+                                                 rest.rstrip("\n"), line.rstrip("\n")))
     for evs in per_cpu.values():
-        evs.sort(key=lambda e: e.ns)   # trace_pipe merges CPUs; each CPU's own order is kept by a stable sort
+        evs.sort(key=lambda e: e.ns)   # each CPU's own order; the stable sort keeps ties as written
     return per_cpu, lost
+
+
+def parse_trace(lines) -> tuple[dict[int, list[Event]], dict[int, int]]:
+    """Every event of a (short) trace: ({cpu: events in time order}, {cpu: events lost})."""
+    return scan_trace(lines)
 
 
 def thread_label(comm: str, pid: int, prio: int | None) -> str:
@@ -223,6 +304,8 @@ def attribute_cpu(events: list[Event], spikes: list[Spike], measuring: set[str])
         while si < len(spikes) and spikes[si].deadline_ns <= ev.ns:
             active.append(spikes[si])
             si += 1
+        # the task column is the task that was current up to this event: a switch is itself an event
+        sweep.task = (ev.task, ev.pid)
         give(prev, ev.ns)
         if ev.name == "nmi_handler":
             d = dict(FIELD.findall(ev.rest)).get("delta_ns")
@@ -275,41 +358,6 @@ def timeline(events: list[Event], spike: Spike) -> list[dict]:
         out.append({"t_us": round((ev.ns - spike.deadline_ns) / 1000, 1), "task": f"{ev.task}-{ev.pid}",
                     "event": ev.name, "detail": ev.rest[:160]})
     return out
-
-
-def irq_sources(per_cpu: dict[int, list[Event]], cpus: list[int]) -> list[dict]:
-    """Interrupts on the measured CPUs from the trace: count, total and worst handler time."""
-    acc: dict[str, list] = {}
-    names: dict[str, str] = {}
-    for cpu in cpus:
-        open_: dict[str, int] = {}
-        for ev in per_cpu.get(cpu, []):
-            key = None
-            if ev.name in ("irq_handler_entry", "irq_handler_exit"):
-                m = re.match(r"irq=(\d+)", ev.rest)
-                key = f"irq {m.group(1)}" if m else None
-            elif ev.name in ("softirq_entry", "softirq_exit"):
-                m = SOFTIRQ.search(ev.rest)
-                key = f"softirq {m.group(1)}" if m else None
-            elif (ev.name.endswith("_entry") and ev.name[:-6] in VECTORS) or (
-                    ev.name.endswith("_exit") and ev.name[:-5] in VECTORS):
-                key = f"vector {VECTORS[ev.name.rsplit('_', 1)[0]]}"
-            if key is None:
-                continue
-            if ev.name.endswith("_entry"):
-                open_[key] = ev.ns
-                if ev.name == "irq_handler_entry":
-                    m = IRQ.match(ev.rest)
-                    names[key] = f"irq {m.group(1)} {m.group(2)}" if m else key
-            elif key in open_:
-                d = ev.ns - open_.pop(key)
-                a = acc.setdefault(key, [0, 0, 0])
-                a[0] += 1
-                a[1] += d
-                a[2] = max(a[2], d)
-    rows = [{"source": names.get(k, k), "count": v[0], "total_us": round(v[1] / 1000, 1),
-             "worst_us": round(v[2] / 1000, 1)} for k, v in acc.items()]
-    return sorted(rows, key=lambda r: (-r["count"], r["source"]))[:10]
 
 
 def poisson_rate(n: int, hours: float, level: float = 0.95) -> dict:
@@ -368,6 +416,22 @@ def read_samples(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
             np.array(ti, dtype=np.int64))
 
 
+def windows_of(by_cpu: dict[int, list[Spike]]) -> dict[int, list[tuple[int, int]]]:
+    """Per CPU the stretches of trace the spikes need: from WINDOW_BEFORE_NS before each
+    deadline (to know what held the CPU when it came) to just after the wake-up; merged."""
+    out = {}
+    for cpu, group in by_cpu.items():
+        spans = sorted((s.deadline_ns - WINDOW_BEFORE_NS, s.wakeup_ns + 20_000) for s in group)
+        merged: list[list[int]] = []
+        for lo, hi in spans:
+            if merged and lo <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        out[cpu] = [(lo, hi) for lo, hi in merged]
+    return out
+
+
 def attribute(trace_lines, samples: tuple, thread_cpus: dict[int, int], measuring: set[str],
               threshold_us: float | None = None, cpus: list[int] | None = None) -> dict:
     """The whole-run attribution stored under env.attribution (docs/attribution.md)."""
@@ -378,12 +442,13 @@ def attribute(trace_lines, samples: tuple, thread_cpus: dict[int, int], measurin
     if threshold_us is None:
         threshold_us = float(np.quantile(ti, DEFAULT_QUANTILE)) / 1000
     over = np.nonzero(ti > threshold_us * 1000)[0]
-    per_cpu, lost = parse_trace(trace_lines)
     order = over[np.argsort(-ti[over], kind="stable")][:MAX_SPIKES]
     spikes = [Spike(thread_cpus.get(int(th[i]), -1), int(th[i]), int(cy[i]), int(dl[i]), int(ti[i])) for i in order]
     by_cpu: dict[int, list[Spike]] = {}
     for s in spikes:
         by_cpu.setdefault(s.cpu, []).append(s)
+    irqs = IrqCounter()
+    per_cpu, lost = scan_trace(trace_lines, windows_of(by_cpu), irqs, set(cpus) if cpus is not None else None)
     for cpu, group in by_cpu.items():
         attribute_cpu(per_cpu.get(cpu, []), group, measuring)
     sources: dict[str, dict] = {}
@@ -405,7 +470,6 @@ def attribute(trace_lines, samples: tuple, thread_cpus: dict[int, int], measurin
     duration_s = max((last - first) / 1e9, 1e-9)
     times = sorted(float(dl[i] + ti[i] - first) / 1e9 for i in over)
     worst = spikes[0] if spikes else None
-    traced = sorted(per_cpu)
     return {
         "threshold_us": round(threshold_us, 3), "threshold_from": chosen, "samples": int(len(ti)),
         "spikes": int(len(over)), "attributed": len(spikes), "duration_s": round(duration_s, 3),
@@ -421,7 +485,7 @@ def attribute(trace_lines, samples: tuple, thread_cpus: dict[int, int], measurin
         "worst": None if worst is None else {
             "cpu": worst.cpu, "cycle": worst.cycle, "latency_us": round(worst.latency_ns / 1000, 1),
             "cause": worst.cause(), "timeline": timeline(per_cpu.get(worst.cpu, []), worst)},
-        "irq_sources": irq_sources(per_cpu, cpus if cpus is not None else traced),
-        "traced_cpus": traced, "events": sum(len(v) for v in per_cpu.values()),
+        "irq_sources": irqs.rows(),
+        "events_kept": sum(len(v) for v in per_cpu.values()),
         "lost_events": sum(lost.values()),
     }

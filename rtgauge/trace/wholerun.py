@@ -16,6 +16,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from rtgauge.loads.supervise import die_with_parent
 from rtgauge.trace import cpu_mask
 
 EVENTS = ("sched/sched_switch", "sched/sched_wakeup",
@@ -29,6 +30,18 @@ EVENTS = ("sched/sched_switch", "sched/sched_wakeup",
 BUFFER_KB = 8192        # per CPU; the reader drains it, this only absorbs its delays
 
 
+def remove_stale(tracefs: str) -> None:
+    """Instances left by an rtgauge that was killed (its pid is gone) are removed."""
+    for inst in Path(tracefs, "instances").glob("rtgauge-attr-*"):
+        pid = inst.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not Path("/proc", pid).exists():
+            try:
+                (inst / "tracing_on").write_text("0")
+                inst.rmdir()
+            except OSError:
+                pass
+
+
 class WholeRunTrace:
     def __init__(self, tracefs: str, cpus: list[int], out: Path):
         self.tracefs, self.cpus, self.out = tracefs, cpus, out
@@ -38,6 +51,7 @@ class WholeRunTrace:
         self.missing: list[str] = []
 
     def start(self) -> None:
+        remove_stale(self.tracefs)
         self.instance = Path(self.tracefs, "instances", f"rtgauge-attr-{os.getpid()}")
         if self.instance.exists():
             self.instance.rmdir()
@@ -59,7 +73,8 @@ class WholeRunTrace:
         try:
             self.reader = subprocess.Popen(
                 ["cat", str(self.instance / "trace_pipe")], stdout=out, stdin=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, preexec_fn=(lambda: os.sched_setaffinity(0, others)) if others else None)
+                stderr=subprocess.DEVNULL,    # gone with rtgauge, even killed
+                preexec_fn=die_with_parent((lambda: os.sched_setaffinity(0, others)) if others else None))
         finally:
             out.close()
         self._write("tracing_on", "1")
