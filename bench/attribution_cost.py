@@ -90,10 +90,10 @@ def main() -> int:
     analysis = statistics.median(x["analysis_s"] for x in arms["traced"]) / args.seconds
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
-    def ratio(s):
-        text = f"{np.exp(s['median']):.2f}"
+    def ratio(s):        # paired_shift(ratio=True) gives ratios already
+        text = f"{s['median']:.2f}"
         if s["low"] is not None:
-            text += f" ({np.exp(s['low']):.2f} to {np.exp(s['high']):.2f}, Wilcoxon p {s['p']:.2g})"
+            text += f" ({s['low']:.2f} to {s['high']:.2f}, Wilcoxon p {s['p']:.2g})"
         return text
 
     body = (f"`python3 bench/attribution_cost.py --rounds {args.rounds} --seconds {args.seconds:g}` ({now}, load "
