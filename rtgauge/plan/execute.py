@@ -235,6 +235,7 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
         out_path, err_path = Path(tmp) / "result.json", Path(tmp) / "stderr.txt"
         extra: list[str] = []
         tracer = whole = None
+        untraced = s.tracefs.note if s.tracefs else "tracefs not opened"
         samples = Path(tmp) / "samples.csv"
         if is_engine_latency(job) and s.live is not None:
             extra += ["--samples", str(samples)]
@@ -254,7 +255,11 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
             if tracer:
                 tracer.start()
             if whole:
-                whole.start()
+                try:
+                    whole.start()
+                except OSError as e:       # measured anyway, saying why it was not attributed
+                    whole.remove()
+                    whole, untraced = None, f"could not start the trace ({e.strerror or e})"
             with open(err_path, "w") as err:
                 proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                         preexec_fn=die_with_parent(measurement_placement(s.partition)))
@@ -288,7 +293,7 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
                 env["attribution"] = attribute_job(Path(tmp) / "trace.txt", samples, doc, s.attribute_threshold_us,
                                                    job.cpus, traced, Path(cmd[0]).name[:15])
             elif is_engine_latency(job) and s.attribute:
-                env["attribution"] = {"unavailable": s.tracefs.note if s.tracefs else "tracefs not opened"}
+                env["attribution"] = {"unavailable": untraced}
         finally:
             if proc is not None and proc.poll() is None:
                 stop_child(proc)
