@@ -95,7 +95,7 @@ def main() -> int:
             return "Too few rounds for an interval."
         if s["low"] <= 1 <= s["high"]:
             return ("The interval of the p99.99 ratio includes 1: at this machine's noise (host stalls of "
-                    "several ms in both arms) the tracing's cost is not resolved at this noise (rerun on a quiet machine for a figure).")
+                    "several ms in both arms) the tracing's cost is not resolved (rerun on a quiet machine for a figure).")
         return f"The tracing raises p99.99 by a factor {s['median']:.2f} here (interval above 1)."
 
     def ratio(s):        # paired_shift(ratio=True) gives ratios already
