@@ -113,20 +113,20 @@ def test_no_spike_outside_the_bursts_is_blamed_on_the_disturber(disturbed_run):
     run = disturbed_run
     result = spikes.attribute(open(run["tmp"] / "trace.txt"), run["samples"], run["threads"], {"rtgauge-engine"},
                               threshold_us=BURST_US / 4, cpus=[run["measured"]])
-    bursts = run["bursts"]
     assert result["spikes"] >= 9
-    outside = [s for s in result["spike_list"]
-               if not any(s["t_s"] * 1e9 < b[1] - result_first(run) and
-                          s["t_s"] * 1e9 + s["latency_us"] * 1e3 > b[0] - result_first(run) for b in bursts)]
-    assert not [s for s in outside if NAME in s["cause"]], outside
+    outside = [s for s in result["spike_list"] if not near_a_burst(s, run["bursts"])]
+    assert not [s for s in outside if NAME in s["cause"]], [s for s in outside if NAME in s["cause"]]
     caused = {r["source"]: r["caused"] for r in result["sources"]}
     top = max(caused, key=caused.get)
     assert NAME in top or sum(v for k, v in caused.items() if NAME in k) >= 9, result["sources"][:3]
     assert result["periodicity"]["tested"]
 
 
-def result_first(run) -> int:
-    return int(run["samples"][2].min())
+def near_a_burst(spike: dict, bursts: list[list[int]], margin_ns: int = 2_000_000) -> bool:
+    """The spike's window [deadline, wake-up] overlaps a burst, widened by the disturber's
+    own bookkeeping around its busy loop (it runs at FIFO 90 then too)."""
+    lo, hi = spike["deadline_ns"], spike["deadline_ns"] + spike["latency_us"] * 1000
+    return any(lo < b[1] + margin_ns and hi > b[0] - margin_ns for b in bursts)
 
 
 def test_broken_methods_fail(disturbed_run):
@@ -180,8 +180,13 @@ cpus = "{measured}"
     doc = json.loads(rtgauge("show", "latest", "--db", str(db), "--json").stdout)
     a = doc["measurements"][0]["env"]["attribution"]
     assert a["threshold_from"] == "user" and a["spikes"] >= 9
-    assert NAME in a["sources"][0]["source"], a["sources"][:3]
-    assert a["sources"][0]["caused"] >= 9
+    # the injected spikes (those over a burst) are named for it; host stalls of this VM may
+    # be larger than the bursts, so "the largest" is taken among the injected ones
+    injected = [s for s in a["spike_list"] if near_a_burst(s, json.loads(dist.stdout)["bursts"], 0)]
+    named = sum(NAME in s["cause"] for s in injected)
+    assert len(injected) >= 10 and named >= 0.9 * len(injected), [s["cause"] for s in injected]
+    mine = [r for r in a["sources"] if NAME in r["source"]]
+    assert mine and mine[0]["caused"] >= 9, a["sources"][:3]
     assert a["periodicity"]["tested"]
     report = tmp_path / "r.html"
     p = rtgauge("report", "latest", "--db", str(db), "-o", str(report))

@@ -150,3 +150,24 @@ def test_bad_attribution_input_is_refused_before_measuring(tmp_path):
             raise AssertionError(f"{bad} was accepted")
     prof = parse_profile(f'name = "x"\n[settings]\nattribute_threshold_us = 80\n{base}', "t.toml")
     assert prof.attribute and prof.attribute_threshold_us == 80.0
+
+
+def test_a_context_left_open_between_windows_does_not_leak():
+    """The analysis keeps only the trace around each spike; a softirq whose exit fell in
+    the skipped stretch must not own the next spike's window (it did: every later spike
+    read "softirq RCU")."""
+    trace = [
+        switch(0, "<idle>", 0, 120, "rtgauge-engine", 10, 19),
+        line(100, "rtgauge-engine", 10, "softirq_entry", "vec=9 [action=RCU]"),
+        line(30_200, "rtgauge-engine", 10, "softirq_exit", "vec=9 [action=RCU]"),     # skipped: outside windows
+        switch(50_000, "rtgauge-engine", 10, 19, "hog", 77, 9),
+        *wake(60_002, "hog", 77),
+        switch(60_400, "hog", 77, 9, "rtgauge-engine", 10, 19),
+    ]
+    n = 2
+    smp = (np.zeros(n, dtype=np.int64), np.arange(n, dtype=np.int64),
+           np.array([BASE + 50, BASE + 60_000_000 // 1000 * 1000], dtype=np.int64),
+           np.array([60_000, 400_000], dtype=np.int64))
+    result = spikes.attribute(trace, smp, {0: 1}, ENGINE, threshold_us=10, cpus=[1])
+    causes = {s["cycle"]: s["cause"] for s in result["spike_list"]}
+    assert causes[1] == "thread hog (pid 77, FIFO/RR 90)", result["spike_list"]

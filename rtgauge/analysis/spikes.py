@@ -67,6 +67,7 @@ class Event:
     name: str
     rest: str
     line: str
+    starts_window: bool = False    # the first event kept after a stretch of trace that was skipped
 
 
 def split_line(line: str):
@@ -132,6 +133,7 @@ def scan_trace(lines, windows: dict[int, list[tuple[int, int]]] | None = None, i
     per_cpu: dict[int, list[Event]] = {}
     lost: dict[int, int] = {}
     ptr: dict[int, int] = {}
+    kept_in: dict[int, int] = {}       # per CPU, the window of the last event kept
     for line in lines:
         if not line or line[0] == "#":
             continue
@@ -161,8 +163,11 @@ def scan_trace(lines, windows: dict[int, list[tuple[int, int]]] | None = None, i
         m = LINE.match(line.rstrip("\n"))
         if not m:
             continue
+        starts = windows is not None and kept_in.get(cpu) != ptr[cpu]
+        if windows is not None:
+            kept_in[cpu] = ptr[cpu]
         per_cpu.setdefault(cpu, []).append(Event(ns, cpu, m.group("task").strip(), int(m.group("pid")), name,
-                                                 rest.rstrip("\n"), line.rstrip("\n")))
+                                                 rest.rstrip("\n"), line.rstrip("\n"), starts))
     for evs in per_cpu.values():
         evs.sort(key=lambda e: e.ns)   # each CPU's own order; the stable sort keeps ties as written
     return per_cpu, lost
@@ -304,6 +309,8 @@ def attribute_cpu(events: list[Event], spikes: list[Spike], measuring: set[str])
         while si < len(spikes) and spikes[si].deadline_ns <= ev.ns:
             active.append(spikes[si])
             si += 1
+        if ev.starts_window:     # the trace before it was skipped: an exit there was not seen
+            sweep.stack.clear()
         # the task column is the task that was current up to this event: a switch is itself an event
         sweep.task = (ev.task, ev.pid)
         give(prev, ev.ns)
@@ -479,7 +486,8 @@ def attribute(trace_lines, samples: tuple, thread_cpus: dict[int, int], measurin
         "periodicity": periodicity(times, duration_s),
         "sources": sorted(sources.values(), key=lambda r: (-r["caused"], -r["total_us"], r["source"])),
         "spike_list": [{"cpu": s.cpu, "thread": s.thread, "cycle": s.cycle, "latency_us": round(s.latency_ns / 1000, 1),
-                        "t_s": round((s.deadline_ns - first) / 1e9, 6), "cause": s.cause(),
+                        "t_s": round((s.deadline_ns - first) / 1e9, 6), "deadline_ns": s.deadline_ns,
+                        "cause": s.cause(),
                         "parts_us": {k: round(v / 1000, 1) for k, v in sorted(s.parts.items(), key=lambda kv: -kv[1])}}
                        for s in spikes[:100]],
         "worst": None if worst is None else {
