@@ -97,29 +97,29 @@ def render_spikes_html(runs: list) -> str:
             out.append(f" The trace lost {a['lost_events']:,} events: some windows are incomplete.")
         out.append("</p>")
         if a.get("sources"):
-            out.append("<table><caption>Causes of the wake-ups above the threshold</caption><tr>"
-                       "<th scope='col'>source</th><th scope='col'>kind</th><th scope='col'>caused</th>"
+            out.append("<div class='wide'><table><caption>Causes of the wake-ups above the threshold</caption><tr>"
+                       "<th scope='col' class='l'>source</th><th scope='col' class='l'>kind</th><th scope='col'>caused</th>"
                        "<th scope='col'>seen in</th><th scope='col'>total µs</th><th scope='col'>worst µs</th></tr>")
             for r in a["sources"][:12]:
-                out.append(f"<tr><td>{h(r['source'])}</td><td>{h(r['kind'])}</td><td>{r['caused']:,}</td>"
+                out.append(f"<tr><td class='l'>{h(r['source'])}</td><td class='l'>{h(r['kind'])}</td><td>{r['caused']:,}</td>"
                            f"<td>{r['seen_in']:,}</td><td>{r['total_us']:,.1f}</td><td>{r['worst_us']:,.1f}</td></tr>")
-            out.append("</table>")
+            out.append("</table></div>")
         w = a.get("worst")
         if w:
             out.append(f"<details><summary>The worst wake-up: {w['latency_us']:,.1f} µs on CPU {w['cpu']}, "
-                       f"cause {h(w['cause'])} (its timeline, µs from the deadline)</summary><table>"
-                       "<tr><th scope='col'>µs</th><th scope='col'>task</th><th scope='col'>event</th>"
-                       "<th scope='col'>detail</th></tr>")
+                       f"cause {h(w['cause'])} (its timeline, µs from the deadline)</summary><div class='wide'><table>"
+                       "<tr><th scope='col'>µs</th><th scope='col' class='l'>task</th><th scope='col' class='l'>event</th>"
+                       "<th scope='col' class='l'>detail</th></tr>")
             for ev in w.get("timeline", []):
-                out.append(f"<tr><td>{ev['t_us']:,.1f}</td><td>{h(ev['task'])}</td><td>{h(ev['event'])}</td>"
-                           f"<td>{h(ev['detail'])}</td></tr>")
-            out.append("</table></details>")
+                out.append(f"<tr><td>{ev['t_us']:,.1f}</td><td class='l'>{h(ev['task'])}</td><td class='l'>{h(ev['event'])}</td>"
+                           f"<td class='l'>{h(ev['detail'])}</td></tr>")
+            out.append("</table></div></details>")
         if a.get("irq_sources"):
-            out.append("<table><caption>Interrupts on the measured CPUs (from the trace)</caption><tr>"
+            out.append("<div class='wide'><table><caption>Interrupts on the measured CPUs (from the trace)</caption><tr>"
                        "<th scope='col'>source</th><th scope='col'>count</th><th scope='col'>total µs</th>"
                        "<th scope='col'>worst µs</th></tr>")
             for r in a["irq_sources"]:
                 out.append(f"<tr><td>{h(r['source'])}</td><td>{r['count']:,}</td><td>{r['total_us']:,.1f}</td>"
                            f"<td>{r['worst_us']:,.1f}</td></tr>")
-            out.append("</table>")
+            out.append("</table></div>")
     return "".join(out)
