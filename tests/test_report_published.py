@@ -419,3 +419,29 @@ def test_a_projection_the_model_cannot_make_says_why(tmp_path):
     p = row([run], "xenomai3-arm-2016", "cyclictest").placed[run["id"]]
     assert "level_ns" not in p["projected"] and p["projected"]["reason"]
     assert "no credible projection to 1,000,000 samples" in p["max_note"]
+
+
+def test_rows_no_run_measured_are_left_out_and_counted(tmp_path):
+    """A run of the idle latency alone: the studies' rows it did not measure (loaded
+    conditions, other tests) are not walls of "not measured" cells; the page and the
+    terminal say how many were left out, and every row stays in the data."""
+    import io
+    from rich.console import Console
+    from rtgauge.report.terminal import print_published
+    [run] = stored(tmp_path, [(job("latency@idle", "latency"), latency_document(cpus=1, seed=5))])
+    found = studies([run])
+    assert found
+    html = section(render([run]), "published")
+    buf = io.StringIO()
+    print_published(Console(file=buf, width=200), [run])
+    text = buf.getvalue()
+    for study, rows in found:
+        unmeasured = [r for r in rows if r.placed[run["id"]]["status"] == "not measured"]
+        measured = [r for r in rows if r.placed[run["id"]]["status"] != "not measured"]
+        assert measured
+        if unmeasured:
+            n = len(unmeasured)
+            assert f"{n} published row{'s' if n != 1 else ''} that these runs did not measure" in html
+            assert f"{n} published row{'s' if n != 1 else ''} that these runs did not measure left out" in text
+    assert "<small>not measured" not in html      # no such cell (the conclusions' checks may say so)
+    assert "not measured" not in text

@@ -163,6 +163,10 @@ def print_published(console: Console, runs: list[Run | dict]) -> None:
     runs = [as_run(r) for r in runs]
     for study, rows in studies(runs):
         systems = systems_of(rows)
+        measured = [row for row in rows if any(row.placed.get(r.id, {}).get("status") != "not measured"
+                                               for r in runs)]
+        left_out = len(rows) - len(measured)
+        rows = measured
         table = Table(title=f"{study.title}: {study.layout} µs; published, then measured", title_justify="left")
         table.add_column("test")
         table.add_column("condition")
@@ -192,8 +196,11 @@ def print_published(console: Console, runs: list[Run | dict]) -> None:
                             notes.append(note)
             table.add_row(escape(row.test), escape(cond), *pub, *mine)
         console.print(table)
+        if left_out:
+            notes.append(f"fewer rows: {left_out} published row{'s' if left_out != 1 else ''} that these runs did "
+                         "not measure left out (every row: `rtgauge show --json`, under \"published\")")
         for n in notes:
-            console.print(f"  [dim]{escape(str(n))}{'' if n.startswith('fewer samples') else '; not compared'}[/]")
+            console.print(f"  [dim]{escape(str(n))}{'' if n.startswith(('fewer samples', 'fewer rows')) else '; not compared'}[/]")
     vrows = published_verdicts(runs)
     if vrows:
         table = Table(title="Behaviour verdicts beside the published ones", title_justify="left")
