@@ -221,7 +221,7 @@ def target_address(args, profiles) -> str | None:
     address = args.target if args.target is not None else profiles[0].target
     if address in (None, "", "local"):
         return None
-    from rtgauge.target.remote import parse
+    from rtgauge.remote.ssh import parse
     return str(parse(address))
 
 
@@ -243,7 +243,7 @@ def check_target_conditions(jobs: list[Job], address: str, allow_netns: bool = F
     """A condition that can never run on a target (ping-tcp, net with --allow-netns)
     is refused before connecting; the tools the others need are looked for there."""
     from rtgauge.loads import LoadContext
-    from rtgauge.target.loads import tools_for
+    from rtgauge.remote.loads import tools_for
     for job in jobs:
         tools_for(job.condition, LoadContext(allow_netns=allow_netns))
 
@@ -323,12 +323,12 @@ def cmd_run(args) -> int:
     plans = [prepare_jobs(console, p, args, conditions, address) for p in profiles]
     jobs = [j for plan in plans for j in plan]
     if address:
-        from rtgauge.target.session import TargetSession
+        from rtgauge.remote.session import TargetSession
         console.print(f"Connecting to {address} ...", markup=False)
         session = TargetSession(address).__enter__()    # refuses an unreachable, unauthenticated or
         try:                                            # unprivileged target before anything is stored
             from rtgauge.loads import LoadContext
-            from rtgauge.target.loads import check_on_target
+            from rtgauge.remote.loads import check_on_target
             check_on_target([j.condition for j in jobs], session, LoadContext(allow_netns=conditions.allow_netns))
             facts = session.facts()
             checks = [{"name": "target", "status": "info", "value": f"measured on {address} "

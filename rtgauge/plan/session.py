@@ -45,7 +45,7 @@ class RunConditions:
             raise UserError("--rt-throttling-off only applies with --tuned; add --tuned or drop it.")
         self.live = bool(getattr(args, "live", False))
         self.mount_tracefs = bool(getattr(args, "mount_tracefs", True))
-        self.target = None      # rtgauge.target.session.TargetSession: tuning goes there
+        self.target = None      # rtgauge.remote.session.TargetSession: tuning goes there
 
     def data_dir(self, store) -> str | None:
         """Where the io load writes: --load-dir, else the SQLite database's directory."""
@@ -84,7 +84,7 @@ class RunConditions:
                 elif settings.tracefs.mounted_here:
                     say(settings.tracefs.note)
             if self.tuned and self.target is not None:     # there, held and reverted there
-                from rtgauge.target.tune import TargetTuning
+                from rtgauge.remote.tune import TargetTuning
                 target_tuning = TargetTuning(self.target, say)
                 settings.record["tuned"] = target_tuning.apply()
                 say(f"tuned {self.target.address}: {len(settings.record['tuned']['changed'])} setting(s) changed "

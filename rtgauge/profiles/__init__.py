@@ -165,7 +165,7 @@ def parse_profile(text: str, origin: str) -> Profile:
     if target is not None:
         _expect(isinstance(target, str), f"profile {origin}: target must be text like \"ssh://root@board\".")
         if target not in ("", "local"):
-            from rtgauge.target.remote import parse
+            from rtgauge.remote.ssh import parse
             try:
                 parse(target)
             except UserError as e:

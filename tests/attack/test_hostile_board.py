@@ -24,8 +24,8 @@ from rtgauge.plan.execute import checked_document
 from rtgauge.owner import hash_machine_id
 from rtgauge.sysinfo.facts import collect_facts
 from rtgauge.sysinfo.readers import FILE_READ_MAX, read_bounded
-from rtgauge.target import remote
-from rtgauge.target.facts import tree_path
+from rtgauge.remote import ssh as remote
+from rtgauge.remote.facts import tree_path
 
 REPO = Path(__file__).resolve().parents[2]
 HUGE = "0-4000000000"
