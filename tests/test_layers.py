@@ -82,7 +82,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("engine description and system facts",
      ["rtgauge.catalogue", "rtgauge.enginebin", "rtgauge.sysinfo", "rtgauge.bounds"]),
     ("base", ["rtgauge", "rtgauge.argparsing", "rtgauge.defaults", "rtgauge.config", "rtgauge.units", "rtgauge.errors", "rtgauge.printable", "rtgauge.owner", "rtgauge.published",
-              "rtgauge.redact", "rtgauge.safefile",
+              "rtgauge.redact", "rtgauge.safefile", "rtgauge.records",
               "rtgauge.search"]),
 ]
 

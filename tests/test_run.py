@@ -57,7 +57,7 @@ def test_small_profile_is_measured_stored_and_reported(tmp_path):
     assert "Wake-up latency" in p.stdout and "max" in p.stdout
     assert stress_ng_pids() <= before, "a load process was left behind"
     with open_store(str(db)) as store:
-        run = store.get_run(store.latest_run_id())
+        run = store.get_run(store.latest_run_id()).to_dict()
     assert run["status"] == "complete" and run["profile"] == "small"
     assert run["doctor"] and run["system"]["kernel_release"] == os.uname().release
     by_name = {m["name"]: m for m in run["measurements"]}
@@ -99,7 +99,7 @@ def test_sigterm_keeps_what_was_measured(tmp_path):
     assert "Traceback" not in err
     assert stress_ng_pids() <= before
     with open_store(str(db)) as store:
-        run = store.get_run(store.latest_run_id())
+        run = store.get_run(store.latest_run_id()).to_dict()
     assert run["status"] == "interrupted"
     (m,) = run["measurements"]
     assert m["interrupted"] and m["ok"]

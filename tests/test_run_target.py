@@ -68,7 +68,7 @@ def rtgauge_run(env, *args, **kw):
 def only_run(db: Path) -> dict:
     with open_store(str(db)) as store:
         [row] = store.list_runs()
-        return store.get_run(row["id"])
+        return store.get_run(row["id"]).to_dict()
 
 
 def test_a_profile_with_a_target_is_measured_there_and_stored_here(lab, env, tmp_path):

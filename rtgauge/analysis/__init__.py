@@ -5,7 +5,7 @@ published figures (micro.py), the tire sweep (tire.py), system differences
 
 from __future__ import annotations
 
-from rtgauge.analysis.records import Measurement, Run, as_measurement, as_run
+from rtgauge.records import Measurement, Run, as_measurement, as_run
 from rtgauge.catalogue import LATENCY, catalogue
 
 US = 1000.0

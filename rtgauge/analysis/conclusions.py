@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rtgauge.analysis.records import Run, as_run
+from rtgauge.records import Run, as_run
 from rtgauge.analysis.tire import headline_limits, realfast_curves, tire_points
 
 HOLDS, FAILS, NOT_MEASURED, NEEDS_SECOND, EMULATED = (

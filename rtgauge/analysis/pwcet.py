@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize, special, stats
 
-from rtgauge.analysis.records import Measurement, as_measurement
+from rtgauge.records import Measurement, as_measurement
 from rtgauge.defaults import DEFAULT_EXCEEDANCE
 from rtgauge.errors import UserError
 

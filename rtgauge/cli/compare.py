@@ -63,7 +63,7 @@ def cmd_compare(args) -> int:
     import json
     from rtgauge.analysis.regress import BETTER, WORSE, change_json, compare_runs, parse_rule
     from rtgauge.analysis.headline import DEFAULT_BUDGET_US
-    from rtgauge.analysis.records import as_run
+    from rtgauge.records import as_run
     from rtgauge.cli.report import budget_options, check_writable, load_runs, write_html
     from rich.markup import escape
     from rtgauge.report.stalls import stalls_json

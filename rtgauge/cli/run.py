@@ -401,7 +401,7 @@ def until_verdict(console, store, run_id: int, jobs: list[Job], warmup_s: float,
     one_round = plan_seconds(latency, warmup_s)
     r = max((j.round or 1) for j in jobs)
     while True:
-        v = judge(store.get_run(run_id), args.budget)
+        v = judge(store.get_run(run_id, documents=False), args.budget)
         if v.answer != UNDECIDED:
             return "complete"
         if time.monotonic() - started + one_round > args.max_time_s:
@@ -432,15 +432,15 @@ def gate_outcome(console, args, runs) -> int:
     if args.budget is not None:
         v = judge(run, args.budget)
         statuses.append(v.exit_status)
-        cases += verdict_cases(v, run["id"])
+        cases += verdict_cases(v, run.id)
     checks = check_run(run, args.rules)
     for c in checks:
         statuses.append(c.exit_status)
-        cases.append(Case(f"run {run['id']}.{c.job}", c.rule, c.outcome, c.message))
+        cases.append(Case(f"run {run.id}.{c.job}", c.rule, c.outcome, c.message))
         colour = {"pass": "green", "fail": "red"}.get(c.outcome, "yellow")
         console.print(f"--fail-on {esc(c.rule)}: {esc(c.job)}: [{colour}]{c.outcome}[/] — {esc(c.message)}")
     if args.junit:
-        write_junit(args.junit, [Suite(f"rtgauge run {run['id']}", cases, run.get("started_at"))])
+        write_junit(args.junit, [Suite(f"rtgauge run {run.id}", cases, run.started_at)])
         console.print(f"JUnit: {args.junit}", markup=False)
     return gate_status(statuses)
 
@@ -464,7 +464,7 @@ def same_machine(store, run_id: int, facts: dict) -> bool:
     """Whether another run measures the machine this one measures (a lab measures
     many boards at once from here, each run on its own target)."""
     other = store.get_run(run_id, documents=False)
-    return other is None or (other["system"].get("target") or None) == (facts.get("target") or None)
+    return other is None or (other.system.get("target") or None) == (facts.get("target") or None)
 
 
 def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks, session) -> int:
@@ -534,13 +534,11 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
         failed_any = False
         runs = []
         for rid, plan, outcomes in zip(run_ids, plans, per_run):
-            stored = store.get_run(rid, documents=False)    # a measurement whose load died is failed there
-            failed = sum(1 for m in stored["measurements"] if not m["ok"]) if stored else \
-                sum(1 for o in outcomes if not o.doc.get("ok"))
+            failed = store.failed_measurements(rid)    # a measurement whose load died is failed there
             failed_any = failed_any or bool(failed)
             note = f"{len(outcomes)} of {len(plan)} jobs measured" + (f", {failed} failed" if failed else "")
             store.finish_run(rid, status, note)
-            run = store.get_run(rid)
+            run = store.get_run(rid, documents=bool(args.json))   # read once, as records: summary, JSON, report
             runs.append(run)
             budget = getattr(args, "budget", None)
             if budget is not None and rid == run_id:
@@ -550,13 +548,13 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
                 print_summary(console, run)
         if args.json:
             from rtgauge.cli.show import print_json, run_document
-            docs = [run_document(store.get_run(rid)) for rid in run_ids]
+            docs = [run_document(run) for run in runs]
             print_json(docs[0] if len(docs) == 1 else docs)
         if not args.no_report:
             path = args.report or f"rtgauge-run-{run_id}.html"
             from rtgauge.cli.report import write_html
             budget = getattr(args, "budget", None)
-            ids = ",".join(str(r["id"]) for r in runs)
+            ids = ",".join(str(r.id) for r in runs)
             write_html(path, runs, fix=f"the run is stored; write its report elsewhere with `rtgauge report "
                                        f"{ids} -o FILE` (or give `rtgauge run --report FILE` next time)",
                        **({"budget": budget, "budget_us": budget.latency_us} if budget else {}))

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rtgauge.analysis.stalls import stall_figures, stall_summary
-from rtgauge.analysis.records import as_run
+from rtgauge.records import as_run
 from rtgauge.report.safe import markup as escape
 
 ALL = "avg, all samples"

@@ -14,7 +14,7 @@ from rtgauge.analysis.micro import micro_rows, rhealstone, verdict_rows
 from rtgauge.analysis.tire import held_text, period_text
 from rtgauge.analysis.published import published_verdicts, studies, systems_of
 from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
-from rtgauge.analysis.records import Run, as_run
+from rtgauge.records import Run, as_run
 from rtgauge.report.stalls import print_stalls
 from rtgauge.report.numbers import avg_sigma, fmt_group, latency_figures, us_group
 

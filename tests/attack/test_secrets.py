@@ -74,7 +74,7 @@ def stored(postgres_server, tmp_path, engine_bin):
 def test_no_secret_in_stored_run_report_export_or_message(stored, tmp_path):
     url, url_q, rid, port = stored
     with open_store(url_q) as store:
-        run = store.get_run(rid)
+        run = store.get_run(rid).to_dict()
     assert "***" in " ".join(run["argv"]) and SECRET in run["argv"]        # the --note argument itself is kept
     assert all(SECRET not in a for a in run["argv"] if "://" in a)
     env = {"RTGAUGE_DB": url}                    # the password through the environment, not argv

@@ -1,6 +1,7 @@
 """Typed records of what flows between the store, analysis and the report: a run, its
-measurements and their metrics. Small frozen dataclasses, each read from the dict the
-store returns (`from_dict`) and written back to the same dict (`to_dict`), in the
+measurements and their metrics. Small frozen dataclasses the store returns (it reads
+its rows into them once, `from_dict`) and that write back the same dict (`to_dict`,
+the export's and `show --json`'s form), in the
 manner of pyperf's _bench.py: the stored documents and the JSON contract do not change,
 the code that reads them says what it reads (`m.metric("ti").max`, `run.system_label`)
 instead of chains of `.get(`.
@@ -82,6 +83,9 @@ class Metric:
     start_ns: int | None = None
     nulls: tuple = ()                   # known keys the dict gave as null (kept apart from absent ones)
     extra: dict = field(default_factory=dict)
+    # value, count or histogram as stored where the reader dropped them (beyond COUNT_MAX,
+    # VALUE_MAX): no statistic reads them, to_dict gives them back as they were stored
+    unbounded: dict = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, d: dict) -> Metric:
@@ -93,17 +97,21 @@ class Metric:
         if isinstance(stats["max"], list):           # a series keeps its values under "max"
             series, stats["max"] = stats["max"], None
         count = d.get("count")
-        return cls(kind=kind, unit=d.get("unit"), value=_bounded_value(d.get("value")),
-                   count=None if count is None else bounded_count(count),
-                   histogram=_bounded_histogram(d.get("histogram")), linear=d.get("linear"), series=series,
+        bounded = {"value": _bounded_value(d.get("value")), "count": None if count is None else bounded_count(count),
+                   "histogram": _bounded_histogram(d.get("histogram"))}
+        return cls(kind=kind, unit=d.get("unit"), linear=d.get("linear"), series=series,
                    window_ns=d.get("window_ns"), start_ns=d.get("start_ns"),
                    nulls=tuple(k for k in known if k in d and d[k] is None),
-                   extra={k: v for k, v in d.items() if k not in known}, **stats)
+                   extra={k: v for k, v in d.items() if k not in known},
+                   unbounded={k: d[k] for k, v in bounded.items() if v is None and d.get(k) is not None},
+                   **bounded, **stats)
 
     def to_dict(self, *, with_kind: bool = True) -> dict:
         out: dict = {"kind": self.kind} if with_kind and self.kind is not None else {}
         for key in ("unit", "value", "count", *STATS, "histogram", "linear", "window_ns", "start_ns"):
             v = getattr(self, key)
+            if v is None:
+                v = self.unbounded.get(key)     # the stored figure, given back as it was stored
             if v is not None:
                 out[key] = v
         if self.series is not None:
@@ -234,11 +242,14 @@ class Run:
     KEYS = ("id", "profile", "status", "started_at", "note", "argv", "system", "doctor", "measurements")
 
     @classmethod
-    def from_dict(cls, d: dict) -> Run:
+    def from_dict(cls, d: dict, measurements: list[Measurement] | None = None) -> Run:
+        """The run a dict describes; its measurements are read from the dict's, or are
+        MEASUREMENTS when the caller (the store) has them as records already."""
+        if measurements is None:
+            measurements = [Measurement.from_dict(m) for m in d.get("measurements") or []]
         return cls(id=d.get("id"), profile=d.get("profile"), status=d.get("status"), started_at=d.get("started_at"),
                    note=d.get("note"), argv=list(d.get("argv") or []), system=_mapping(d.get("system")),
-                   doctor=list(d.get("doctor") or []),
-                   measurements=tuple(Measurement.from_dict(m) for m in d.get("measurements") or []),
+                   doctor=list(d.get("doctor") or []), measurements=tuple(measurements),
                    extra={k: v for k, v in d.items() if k not in cls.KEYS})
 
     def to_dict(self) -> dict:
