@@ -37,6 +37,9 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true",
                    help="print the stored run as `rtgauge show RUN --json` gives it on standard output; "
                    "progress, warnings and the summary go to standard error")
+    p.add_argument("--run-id-file", default=None, metavar="FILE",
+                   help="write the id of each run stored (one a line) to FILE as soon as it is begun: for a "
+                   "program that starts `rtgauge run` (`rtgauge lab` does) instead of reading its console")
     p.add_argument("--rounds", type=int, default=None, metavar="N",
                    help="run every job N times, each round a separate engine run, so that `rtgauge compare` "
                    "knows each figure's noise (default: the profile's rounds, usually 1)")
@@ -290,7 +293,7 @@ def execute_interleaved(store, run_ids: list[int], plans: list[list[Job]], warmu
 def cmd_run(args) -> int:
     from rtgauge.report.safe import SafeConsole as Console
     from rtgauge.profiles import MAX_ROUNDS, load_profile, valid_rounds
-    from rtgauge.plan.session import conditions_settings
+    from rtgauge.plan.session import RunConditions
     from rtgauge.sysinfo import collect_facts, run_doctor
 
     # with --json, standard output carries the run's document only: the rest goes to stderr
@@ -319,7 +322,12 @@ def cmd_run(args) -> int:
     address = target_address(args, profiles)
     if address:
         check_target_run(address, args, profiles)
-    conditions = conditions_settings(args, profile.warmup_s)
+    conditions = RunConditions(
+        profile.warmup_s, duration=args.duration, segment=args.segment, rt_cpus=args.rt_cpus,
+        load_cpus=args.load_cpus, housekeeping_cpus=args.housekeeping_cpus,
+        trace_threshold_us=args.trace_threshold_us, load_dir=args.load_dir, allow_netns=args.allow_netns,
+        tuned=args.tuned, rt_throttling_off=args.rt_throttling_off, live=args.live,
+        mount_tracefs=args.mount_tracefs)
     plans = [prepare_jobs(console, p, args, conditions, address) for p in profiles]
     jobs = [j for plan in plans for j in plan]
     if address:
@@ -460,6 +468,16 @@ def verdict_cases(v, run_id) -> list:
     return out
 
 
+def write_run_ids(path: str, run_ids: list[int]) -> None:
+    """--run-id-file: the runs' ids, one a line (rtgauge/lab/runner.py reads them)."""
+    from rtgauge.safefile import write_text_atomic
+    try:
+        write_text_atomic(path, "".join(f"{rid}\n" for rid in run_ids))
+    except OSError as e:
+        raise UserError(f"cannot write the run id to --run-id-file {path} ({e.strerror}); give a writable "
+                        "file path.") from None
+
+
 def same_machine(store, run_id: int, facts: dict) -> bool:
     """Whether another run measures the machine this one measures (a lab measures
     many boards at once from here, each run on its own target)."""
@@ -487,6 +505,8 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
             run_ids.append(store.begin_run(facts, checks, p.name, p.source, sys.argv))
         run_id = run_ids[0]
         try:       # a failure here (stdout closed: `| head`) must not leave the runs running
+            if getattr(args, "run_id_file", None):
+                write_run_ids(args.run_id_file, run_ids)
             for other in store.running_elsewhere(run_id):
                 if other["id"] in run_ids or not same_machine(store, other["id"], facts):
                     continue

@@ -102,7 +102,7 @@ def test_lab_children_get_the_database_through_the_environment(tmp_path):
     fields.update(name="l", profile="quick", db=f"postgresql://u:{SECRET}@h/db", targets=[Target("t", "ssh://t")],
                   path=tmp_path / "lab.toml")
     lab = Lab(**fields)
-    cmd = child_command(lab, "ssh://t")
+    cmd = child_command(lab, "ssh://t", tmp_path / "01-t.run-id")
     assert "--db" not in cmd and SECRET not in " ".join(cmd)
 
 
