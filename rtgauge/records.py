@@ -22,6 +22,14 @@ def _mapping(value) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def _in_order(out: dict, order: tuple) -> dict:
+    """OUT with its keys in the order the record was read in (ORDER), any others after:
+    the JSON a record writes back is the stored one, key for key (tests/test_golden.py)."""
+    if not order:
+        return out
+    return {**{k: out[k] for k in order if k in out}, **{k: v for k, v in out.items() if k not in order}}
+
+
 # The largest count of events a measurement can hold: 31 years of a 1 kHz loop. A stored
 # figure beyond it (a crafted bin count of 2**62, misses of 1e300) is not a measurement;
 # the reader drops it, so no statistic ever runs on it (binom.ppf searched for hours).
@@ -172,6 +180,7 @@ class Measurement:
     metrics: dict[str, Metric] = field(default_factory=dict)
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
+    order: tuple = field(default=(), compare=False)   # the dict's keys as read (to_dict keeps them)
 
     KEYS = ("name", "tool", "test", "condition", "reference", "ok", "interrupted", "error", "duration_s",
             "params", "env", "load", "metrics", "verdicts")
@@ -185,14 +194,15 @@ class Measurement:
             params=_mapping(d.get("params")), env=_mapping(d.get("env")), load=_mapping(d.get("load")),
             metrics={k: Metric.from_dict(v) for k, v in _mapping(d.get("metrics")).items()},
             verdicts={k: Verdict.from_dict(v) for k, v in _mapping(d.get("verdicts")).items()},
-            extra={k: v for k, v in d.items() if k not in cls.KEYS})
+            extra={k: v for k, v in d.items() if k not in cls.KEYS}, order=tuple(d))
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "tool": self.tool, "test": self.test, "condition": self.condition,
-                "reference": self.cross_check, "ok": self.ok, "interrupted": self.interrupted,
-                "error": self.error, "duration_s": self.duration_s, "params": self.params, "env": self.env,
-                "load": self.load, "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
-                "verdicts": {k: v.to_dict() for k, v in self.verdicts.items()}, **self.extra}
+        return _in_order({"name": self.name, "tool": self.tool, "test": self.test, "condition": self.condition,
+                          "reference": self.cross_check, "ok": self.ok, "interrupted": self.interrupted,
+                          "error": self.error, "duration_s": self.duration_s, "params": self.params,
+                          "env": self.env, "load": self.load,
+                          "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
+                          "verdicts": {k: v.to_dict() for k, v in self.verdicts.items()}, **self.extra}, self.order)
 
     def metric(self, name: str) -> Metric:
         """The metric, or an empty one (every field None) when the job did not emit it."""
@@ -238,6 +248,7 @@ class Run:
     doctor: list = field(default_factory=list)    # the doctor's checks when the run began
     measurements: tuple[Measurement, ...] = ()
     extra: dict = field(default_factory=dict)
+    order: tuple = field(default=(), compare=False)   # the dict's keys as read (to_dict keeps them)
 
     KEYS = ("id", "profile", "status", "started_at", "note", "argv", "system", "doctor", "measurements")
 
@@ -250,12 +261,14 @@ class Run:
         return cls(id=d.get("id"), profile=d.get("profile"), status=d.get("status"), started_at=d.get("started_at"),
                    note=d.get("note"), argv=list(d.get("argv") or []), system=_mapping(d.get("system")),
                    doctor=list(d.get("doctor") or []), measurements=tuple(measurements),
-                   extra={k: v for k, v in d.items() if k not in cls.KEYS})
+                   extra={k: v for k, v in d.items() if k not in cls.KEYS},
+                   order=tuple(d) + (() if "measurements" in d else ("measurements",)))
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "profile": self.profile, "status": self.status, "started_at": self.started_at,
-                "note": self.note, "argv": self.argv, "system": self.system, "doctor": self.doctor,
-                "measurements": [m.to_dict() for m in self.measurements], **self.extra}
+        return _in_order({"id": self.id, "profile": self.profile, "status": self.status,
+                          "started_at": self.started_at, "note": self.note, "argv": self.argv,
+                          "system": self.system, "doctor": self.doctor,
+                          "measurements": [m.to_dict() for m in self.measurements], **self.extra}, self.order)
 
     @property
     def hostname(self) -> str:
