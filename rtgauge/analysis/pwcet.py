@@ -716,13 +716,6 @@ def _failed_text(failed: list[Check]) -> str:
                      if c.p_value is not None else f"{c.name}: {c.detail}" for c in failed)
 
 
-def block_maxima(values, block_cycles: int) -> np.ndarray:
-    """Maxima of consecutive blocks of block_cycles values; a last partial block is dropped."""
-    v = np.asarray(values, dtype=float)
-    n = len(v) // block_cycles
-    return v[: n * block_cycles].reshape(n, block_cycles).max(axis=1) if n else np.empty(0)
-
-
 # ---- stored measurements ---------------------------------------------------------
 
 def _series_keys(metrics: dict) -> list[tuple[str, str]]:

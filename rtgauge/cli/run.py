@@ -169,14 +169,12 @@ def validate_engine_jobs(jobs: list[Job]) -> None:
             raise UserError(f"job {job.name}: {why}")
 
 
-def check_tools(jobs: list[Job]) -> None:
+def check_loads(jobs: list[Job]) -> None:
+    """Each job's load can start here (prepare_jobs has dropped the cyclictest
+    cross-checks already when cyclictest is missing)."""
     from rtgauge.loads import make_load
-    from rtgauge.tools import cyclictest
 
     for job in jobs:
-        if job.tool == "cyclictest" and not cyclictest.cyclictest_path():
-            raise UserError("the profile cross-checks with cyclictest, which is not installed; "
-                            "install it with `apt-get install rt-tests`.")
         make_load(job.condition).check()   # raises the missing-package sentence
 
 
@@ -212,7 +210,7 @@ def prepare_jobs(console: Console, profile, args, conditions, address: str | Non
                       "the cross-check is skipped.[/]")
         jobs = [j for j in jobs if j.tool != "cyclictest"]
     if not address:     # a target's loads are checked there once connected
-        check_tools(jobs)
+        check_loads(jobs)
     from rtgauge.plan.optional import resolve_optional
     resolve_optional(jobs, lambda text: console.print(f"[yellow]{markup(text)}[/]"),
                      mount_tracefs=getattr(args, "mount_tracefs", True))

@@ -35,7 +35,7 @@ CROSS_CHECKS = ("cyclictest",)
 _TOP_KEYS = {"name", "description", "settings", "jobs", "tire", "hil_sustained", "target", "budget"}
 _BUDGET_KEYS = {"latency_us", "period_us", "miss_rate"}
 _JOB_KEYS = {"name", "test", "conditions", "cross_check", "options", "rounds", "if_available"}
-_SETTING_KEYS = {"warmup_s", "rounds", "if_available"}
+_SETTING_KEYS = {"warmup_s", "rounds"}       # if_available is a job's (it was accepted here and never read)
 MAX_ROUNDS = 100
 
 

@@ -23,10 +23,6 @@ def _f(v, digits=1) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
 
 
-def _us(ns, digits=1) -> str:
-    return "-" if ns is None else f"{ns / 1000:,.{digits}f}"
-
-
 def print_summary(console: Console, run: Run | dict, budget_us: float = DEFAULT_BUDGET_US, verdict=None) -> None:
     run = as_run(run)
     system = run.system
