@@ -14,7 +14,7 @@ from dataclasses import replace
 from rtgauge.enginebin import engine_path
 from rtgauge.config import DB_HELP
 from rtgauge.units import time_option
-from rtgauge.errors import UserError
+from rtgauge.errors import EXIT_FAILED, UserError
 
 
 def register(sub) -> None:
@@ -579,6 +579,13 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
             console.print(f"Report: {path}", markup=False)
         gate = gate_outcome(console, args, runs) if (getattr(args, "budget", None) or getattr(args, "rules", None)
                                                      or getattr(args, "junit", None)) else 0
+        if status == "interrupted" and getattr(settings, "ended_by", None) == "lost":
+            # the board went away: a failure of the target, not a stop the user asked for
+            why = next((o.doc.get("error") for o in reversed(per_run[0]) if o.doc.get("error")), None)
+            print(f"rtgauge: {why or 'lost the connection to the target'}", file=sys.stderr, flush=True)
+            console.print(f"Failed: {note}; kept in the store as run {', '.join(map(str, run_ids))} (marked "
+                          "interrupted).", markup=False)
+            return EXIT_FAILED
         if status == "interrupted":
             console.print(f"Interrupted: {note}; kept in the store as run {', '.join(map(str, run_ids))}.")
             return 130

@@ -95,6 +95,9 @@ class RunSettings:
     say: Callable[[str], None] = print
     record: dict = field(default_factory=dict)    # stored with every measurement's load
     target: object = None   # rtgauge.remote.session.TargetSession: engine jobs run there
+    # what ended an interrupted run: "SIGINT"/"SIGTERM" (a stop asked for), or "lost" (the
+    # target's connection went: a failure, not a stop; the caller exits 1, not 130)
+    ended_by: str | None = None
 
 
 @contextmanager
@@ -480,12 +483,13 @@ def execute(store, run_id: int, jobs: list[Job], warmup_s: float, progress=None,
                     if seg.interrupted:
                         break
             except Interrupted:
-                status = "interrupted"
+                status, s.ended_by = "interrupted", stop.signal
                 break
             if progress and last_doc is not None:
                 progress.end_job(job, last_doc)
             if stop or (outcomes and outcomes[-1].interrupted):
                 status = "interrupted"
+                s.ended_by = stop.signal or ("lost" if s.target is not None else None)
                 break
     if s.live is not None:
         s.live.close()
