@@ -23,3 +23,4 @@ bench: setup
 	.venv/bin/python bench/stop.py
 	.venv/bin/python bench/startup.py
 	.venv/bin/python bench/pwcet_runlength.py
+	.venv/bin/python bench/attribution_cost.py

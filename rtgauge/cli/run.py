@@ -100,6 +100,13 @@ def add_conditions_options(p) -> None:
     g.add_argument("--trace-threshold-us", type=time_option("us"), metavar="N",
                    help="trace the measured CPUs and stop a latency job at its first wake-up later than N µs, "
                         "storing the end of the trace")
+    g.add_argument("--attribute", action="store_true",
+                   help="trace the measured CPUs for the whole latency job and name what delayed every wake-up "
+                        "above the attribution threshold (docs/attribution.md; root and tracefs; default: the "
+                        "profile's settings.attribute)")
+    g.add_argument("--attribute-threshold-us", type=time_option("us"), metavar="N",
+                   help="with --attribute: the wake-ups later than N µs are attributed (default: the profile's "
+                        "settings.attribute_threshold_us, else the run's p99.9); implies --attribute")
     g.add_argument("--mount-tracefs", action=argparse.BooleanOptionalAction, default=True,
                    help="mount tracefs at /sys/kernel/tracing when the split or the trace needs it and it is "
                         "not mounted (root; left mounted, as rtla does); --no-mount-tracefs refuses instead "
@@ -231,7 +238,8 @@ def check_target_run(address: str, args, profiles) -> None:
     for flag, given in (("--rt-throttling-off", args.rt_throttling_off), ("--load-dir", args.load_dir),
                         ("--rt-cpus", args.rt_cpus), ("--load-cpus", args.load_cpus),
                         ("--housekeeping-cpus", args.housekeeping_cpus), ("--live", args.live),
-                        ("--trace-threshold-us", args.trace_threshold_us is not None)):
+                        ("--trace-threshold-us", args.trace_threshold_us is not None),
+                        ("--attribute", getattr(args, "attribute", False) or profiles[0].attribute)):
         if given:
             raise UserError(f"{flag} cannot run on {address} yet; drop it, or run rtgauge on the board itself.")
     for p in profiles:
@@ -323,9 +331,10 @@ def cmd_run(args) -> int:
     conditions = RunConditions(
         profile.warmup_s, duration=args.duration, segment=args.segment, rt_cpus=args.rt_cpus,
         load_cpus=args.load_cpus, housekeeping_cpus=args.housekeeping_cpus,
-        trace_threshold_us=args.trace_threshold_us, load_dir=args.load_dir, allow_netns=args.allow_netns,
+        trace_threshold_us=args.trace_threshold_us, attribute=args.attribute,
+        attribute_threshold_us=args.attribute_threshold_us, load_dir=args.load_dir, allow_netns=args.allow_netns,
         tuned=args.tuned, rt_throttling_off=args.rt_throttling_off, live=args.live,
-        mount_tracefs=args.mount_tracefs)
+        mount_tracefs=args.mount_tracefs, profile=profile)
     plans = [prepare_jobs(console, p, args, conditions, address) for p in profiles]
     jobs = [j for plan in plans for j in plan]
     if address:

@@ -19,10 +19,12 @@ class RunConditions:
 
     def __init__(self, warmup_s: float, *, duration: str | None = None, segment: str | None = None,
                  rt_cpus: str | None = None, load_cpus: str | None = None, housekeeping_cpus: str | None = None,
-                 trace_threshold_us: float | None = None, load_dir: str | None = None, allow_netns: bool = False,
-                 tuned: bool = False, rt_throttling_off: bool = False, live: bool = False,
-                 mount_tracefs: bool = True):
-        """The options as `rtgauge run` names them (--duration, --segment, --rt-cpus, ...)."""
+                 trace_threshold_us: float | None = None, attribute: bool = False,
+                 attribute_threshold_us: float | None = None, load_dir: str | None = None,
+                 allow_netns: bool = False, tuned: bool = False, rt_throttling_off: bool = False,
+                 live: bool = False, mount_tracefs: bool = True, profile=None):
+        """The options as `rtgauge run` names them (--duration, --segment, --rt-cpus, ...);
+        PROFILE's settings.attribute and attribute_threshold_us where the options do not say."""
         from rtgauge.loads import need_tool
         from rtgauge.loads.partition import plan_partition
         from rtgauge.plan.execute import parse_duration
@@ -31,9 +33,21 @@ class RunConditions:
         self.duration_s = parse_duration(duration) if duration else None
         self.segment_s = parse_duration(segment or "10m")
         self.partition = plan_partition(rt_cpus, load_cpus, housekeeping_cpus)
-        if trace_threshold_us is not None and not 1 <= trace_threshold_us <= 10**9:
-            raise UserError(f"--trace-threshold-us {trace_threshold_us} is out of range; choose 1 to 1000000000 µs.")
-        self.trace_threshold_us = trace_threshold_us
+        threshold = trace_threshold_us
+        if threshold is not None and not 1 <= threshold <= 10**9:
+            raise UserError(f"--trace-threshold-us {threshold} is out of range; choose 1 to 1000000000 µs.")
+        self.trace_threshold_us = threshold
+        attr_threshold = attribute_threshold_us
+        if attr_threshold is not None and not 1 <= attr_threshold <= 10**9:
+            raise UserError(f"--attribute-threshold-us {attr_threshold} is out of range; choose 1 to 1000000000 µs.")
+        if attr_threshold is None and profile is not None:
+            attr_threshold = getattr(profile, "attribute_threshold_us", None)
+        self.attribute = bool(attribute or attr_threshold is not None
+                              or (profile is not None and getattr(profile, "attribute", False)))
+        self.attribute_threshold_us = attr_threshold
+        if self.attribute and threshold:
+            raise UserError("--attribute traces the whole job and --trace-threshold-us stops it at the first "
+                            "spike; use one of them.")
         if load_dir and not (Path(load_dir).is_dir() and os.access(load_dir, os.W_OK)):
             raise UserError(f"--load-dir {load_dir} is not a writable directory; give one on the disk to load.")
         self.load_dir = load_dir
@@ -74,12 +88,13 @@ class RunConditions:
 
         settings = RunSettings(warmup_s=warmup_s, partition=self.partition, segment_s=self.segment_s,
                                trace_threshold_us=self.trace_threshold_us, say=say,
+                               attribute=self.attribute, attribute_threshold_us=self.attribute_threshold_us,
                                load_ctx=LoadContext(data_dir=self.data_dir(store), allow_netns=self.allow_netns))
         state_path, tuned_here, target_tuning = tune.default_state_path(), False, None
         # until execute() takes SIGTERM over, it must unwind through the finally below
         old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
-            if self.trace_threshold_us:
+            if self.trace_threshold_us or self.attribute:
                 settings.tracefs = Tracefs.open(self.mount_tracefs)
                 if not settings.tracefs.path:
                     say(f"[yellow]{settings.tracefs.note}[/]")
