@@ -104,7 +104,8 @@ def without_tracefs(cmd: list[str]) -> list[str]:
 # host stalls, A/B statistics, cyclictest cross-checks), or they start such work
 # themselves, or they change machine-wide state (tuning, cpusets, RT throttling, the
 # tune state file). The rest (pure Python, stores, reports, the engine's contract and
-# stop tests, which hold on a loaded machine) may share the CPUs. Plain `pytest`
+# stop tests, which hold on a loaded machine) may share the CPUs; in such a file, a
+# test that needs the machine alone says so with @pytest.mark.alone. Plain `pytest`
 # runs everything in one pass.
 ONE_AT_A_TIME = {
     "test_compare_engine.py", "test_cyclictest.py", "test_emulab.py", "test_engine_disturbance.py", "test_engine_latency.py",
@@ -122,13 +123,23 @@ def pytest_addoption(parser):
                           "ONE_AT_A_TIME): run them with the rest (all), alone (only) or not (none)")
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "alone: this test needs the machine to itself (runs in the alone "
+                                       "pass, as the files in tests/conftest.py ONE_AT_A_TIME do)")
+
+
+def needs_the_machine(item) -> bool:
+    """A file of ONE_AT_A_TIME, or a test marked `alone` in a file that may share the CPUs."""
+    return item.path.name in ONE_AT_A_TIME or item.get_closest_marker("alone") is not None
+
+
 def pytest_collection_modifyitems(config, items):
     which = config.getoption("machine_tests")
     if which == "all":
         return
     keep, drop = [], []
     for item in items:
-        (keep if (item.path.name in ONE_AT_A_TIME) == (which == "only") else drop).append(item)
+        (keep if needs_the_machine(item) == (which == "only") else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
