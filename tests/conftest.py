@@ -120,15 +120,17 @@ def without_tracefs(cmd: list[str]) -> list[str]:
 # themselves, or they change machine-wide state (tuning, cpusets, RT throttling, the
 # tune state file). The rest (pure Python, stores, reports, the engine's contract and
 # stop tests, which hold on a loaded machine) may share the CPUs, and so may tests that
-# start loads but assert only what load cannot break (test_loads, test_long_run, test_run:
-# a CPU-time floor, deadlines elapsed on the clock, processes found by their tag); in such a file, a
+# start real-time work but assert only its structure (test_study_profiles: what was
+# stored; a latency split traces into a private tracefs instance). The loads' tests stay
+# alone: they ask each load for a floor of CPU time, which a second worker's load takes
+# from them. In a file that may share the CPUs, a
 # test that needs the machine alone says so with @pytest.mark.alone. Plain `pytest`
 # runs everything in one pass.
 ONE_AT_A_TIME = {
     "test_compare_engine.py", "test_cyclictest.py", "test_emulab.py", "test_engine_disturbance.py", "test_engine_latency.py",
     "test_hartstone.py", "test_hil_sustained.py", "test_host_stalls.py", "test_interference.py",
-    "test_latency_split.py", "test_micro_behaviour.py",
-    "test_partition.py", "test_study_profiles.py", "test_target_tune.py",
+    "test_latency_split.py", "test_loads.py", "test_long_run.py", "test_micro_behaviour.py",
+    "test_partition.py", "test_target_tune.py",
     "test_tick_gaps.py", "test_tire_cost.py", "test_tire_engine.py", "test_trace.py", "test_tune.py",
     "test_target_ssh.py", "test_target_loads.py", "test_run_target.py",
 }
