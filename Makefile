@@ -19,6 +19,8 @@ bench: setup
 	.venv/bin/python bench/report.py
 	.venv/bin/python bench/tire.py
 	.venv/bin/python bench/tirecost.py
+	.venv/bin/python bench/memfloor.py
 	.venv/bin/python bench/stop.py
 	.venv/bin/python bench/startup.py
 	.venv/bin/python bench/pwcet_runlength.py
+	.venv/bin/python bench/attribution_cost.py

@@ -14,7 +14,6 @@ import re
 import statistics
 import subprocess
 import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -57,29 +56,6 @@ def cost(solver: str, lock: str, threads: int, masses: int, steps: int, rounds: 
             "rounds": per_mass}
 
 
-# What a step of the fast solver must move per mass, at the least: read the node's
-# state (x, y, vx, vy: 32 bytes), read its opposite node's (another 32, a second
-# stream; the ring neighbours come from cache), write the new state (32).
-BYTES_PER_MASS_STEP = 96
-
-
-def copy_bandwidth(rounds: int, mib: int = 64) -> float:
-    """A STREAM-style copy: bytes moved (read + write) per second, the best of
-    rounds copies of a buffer the size of the fast solver's two states at 1,000,000
-    masses (64 MiB: the same cache regime as the cost runs; both buffers touched
-    first, so no page fault is timed; the best, as STREAM reports it: the floor is
-    what the memory can do, not what a disturbed round did)."""
-    import numpy as np
-    src = np.ones(mib * 2**20 // 8)
-    dst = np.zeros_like(src)
-    rates = []
-    for _ in range(max(5, rounds)):
-        t0 = time.perf_counter()
-        np.copyto(dst, src)
-        rates.append(2 * src.nbytes / (time.perf_counter() - t0))
-    return max(rates)
-
-
 def largest(solver: str, lock: str, threads: int, lo: int, hi: int, steps: int,
             retries: int) -> tuple[int | None, list]:
     def holds(n: int) -> bool:
@@ -110,9 +86,6 @@ def main() -> int:
         c = cost(solver, lock, threads, masses, a.steps, a.rounds)
         print(f"{solver}/{lock} {threads} threads {masses} masses: {c['ns_per_mass_step']:.2f} ns/mass-step", flush=True)
         costs.append((solver, lock, threads, masses, c))
-    bandwidth = copy_bandwidth(a.rounds)
-    floor_ns = BYTES_PER_MASS_STEP / bandwidth * 1e9
-    print(f"copy bandwidth {bandwidth / 1e9:.2f} GB/s: floor {floor_ns:.3f} ns per mass-step", flush=True)
     holds = []
     for solver, lock, threads, lo, hi in HOLD_CONFIGS:
         best, probes = largest(solver, lock, threads, lo, hi, a.hold_steps, a.retries)
@@ -134,24 +107,8 @@ def main() -> int:
     for solver, lock, threads, masses, c in costs:
         lines.append(f"| {solver} | {lock if solver == 'locked' else '-'} | {threads} | {masses:,} | "
                      f"{c['ns_per_mass_step']:.2f} | {c['p99_ns_per_mass_step']:.2f} |")
-    fast1 = next((c for s_, _, t, _, c in costs if s_ == "fast" and t == 1), None)
-    lines += [
-        "",
-        "### The fast solver against the memory-bandwidth floor",
-        "",
-        f"A STREAM-style copy of a 64 MiB buffer (the fast solver's two states at 1,000,000 masses) in the same run moves {bandwidth / 1e9:.2f} GB/s "
-        f"(read + write, the best of {max(5, a.rounds)}, as STREAM reports it). A step must move at least {BYTES_PER_MASS_STEP} bytes "
-        f"per mass (read its state and its opposite node's, write the new state), so no solver can go below "
-        f"{floor_ns:.3f} ns per mass-step on one thread here"
-        + (f"; the fast solver on one thread takes {fast1['ns_per_mass_step']:.2f}, "
-           f"{fast1['ns_per_mass_step'] / floor_ns:.1f}× the floor." if fast1 else "."),
-    ]
-    if fast1 and fast1["ns_per_mass_step"] < floor_ns:
-        lines += ["", "The solver is below that floor: it streams eight arrays at once (x, y, vx, vy in and "
-                  "out), which this VM's memory serves faster than one copy stream, so a single-stream copy "
-                  "is not the floor here. A multi-stream copy is needed for a true floor (not done yet); "
-                  f"the solver's own traffic, {BYTES_PER_MASS_STEP} bytes per mass-step, is "
-                  f"{BYTES_PER_MASS_STEP / fast1['ns_per_mass_step']:.1f} GB/s on one thread."]
+    lines += ["", "The fast solver against its memory traffic alone: section \"Memory-bandwidth floor\" "
+              "(bench/memfloor.py)."]
     lines += [
         "",
         f"### Largest tire holding hard real-time at 100 Hz ({a.hold_steps} steps a probe, zero late steps)",

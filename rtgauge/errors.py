@@ -21,7 +21,7 @@ EXIT_PIPE_CLOSED = 141 # the reader of stdout went away (`| head`): 128 + SIGPIP
 
 EXIT_HELP = """exit status:
   0    done; every --fail-on rule kept, the verdict (if a budget was given) is yes
-  1    a measurement, a target or the database failed
+  1    a measurement, a target (its connection lost) or the database failed
   2    bad input or a missing prerequisite (one sentence says what to do)
   3    a gate tripped: a --fail-on rule is broken or the verdict is no
   4    undecided: not enough evidence for a rule or the verdict (run longer)

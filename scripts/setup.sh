@@ -7,7 +7,7 @@ set -eu
 cd "$(dirname "$0")/.."
 
 PACKAGES="build-essential meson ninja-build pkg-config python3 python3-venv python3-dev \
-stress-ng rt-tests postgresql util-linux procps iproute2 iputils-ping chromium libseccomp2 \
+stress-ng rt-tests jitterdebugger postgresql util-linux procps iproute2 iputils-ping chromium libseccomp2 \
 libtracefs-dev libtraceevent-dev \
 gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-riscv64-linux-gnu qemu-user-static \
 openssh-server openssh-client netcat-openbsd strace default-jre-headless \

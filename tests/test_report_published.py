@@ -364,3 +364,84 @@ def test_the_interrupt_studys_conclusions_on_split_runs(tmp_path):
     assert out.returncode == 0, out.stderr
     keys = {c["key"]: c["status"] for c in json.loads(out.stdout)["published"]["conclusions"]}
     assert keys["loaded-worse-than-idle"] == "holds"
+
+
+def gumbel_latency(seed: int, blocks: int, cycles_per_block: int, loc_ns: float, scale_ns: float) -> dict:
+    """A latency document whose per-window maxima are Gumbel(loc, scale): the level a
+    window of m cycles exceeds with probability q is loc - scale * ln(-ln(1 - q))."""
+    import numpy as np
+    doc = latency_document(cpus=1, seed=seed)
+    maxima = [int(v) for v in np.random.default_rng(seed).gumbel(loc_ns, scale_ns, blocks)]
+    series = {"unit": "ns", "window_ns": 1_000_000_000, "start_ns": 1, "max": maxima}
+    doc["metrics"]["ti_window_max"] = series
+    doc["metrics"]["ti_window_max#0"] = dict(series)
+    doc["metrics"]["cycles"] = {"unit": "count", "value": cycles_per_block * blocks}
+    doc["metrics"]["ti"]["max"] = max(maxima)
+    doc["metrics"]["ti"]["count"] = cycles_per_block * blocks
+    doc["params"]["duration_s"] = blocks
+    return doc
+
+
+def test_a_max_of_fewer_samples_is_projected_to_the_studys_count_with_a_known_tail(tmp_path):
+    """The cyclictest study's maxima rest on about 1,000,000 samples; a run of 200,000
+    (200 windows of 1,000) is projected there with the worst-case model. The windows'
+    maxima are Gumbel with a known scale, so the projection has an analytic answer: the
+    level exceeded once in 1,000,000 cycles, i.e. by a window of 1,000 with probability
+    1e-3. The projection lands near it and its interval holds it."""
+    import math
+    loc, scale, m, blocks = 50_000.0, 4_000.0, 1_000, 200
+    doc = gumbel_latency(3, blocks, m, loc, scale)
+    [run] = stored(tmp_path, [(job("latency@idle", "latency"), doc)])
+    p = row([run], "xenomai3-arm-2016", "cyclictest").placed[run["id"]]
+    assert p["status"] == "compared" and p["max_comparable"] is False
+    truth = loc - scale * math.log(-math.log(1 - m / 1_000_000))
+    proj = p["projected"]
+    assert proj["samples"] == 1_000_000 and "level_ns" in proj, proj
+    assert proj["level_ns"] == pytest.approx(truth, rel=0.08)
+    assert proj["ci_low_ns"] <= truth <= proj["ci_high_ns"]
+    # the tolerance tells the right per-cycle reading from a wrong one: the study's count
+    # taken as windows (exceedance 1e-6 a window) would sit ~35 % higher
+    wrong = loc - scale * math.log(-math.log(1 - 1 / 1_000_000))
+    assert wrong != pytest.approx(truth, rel=0.08)
+    assert "projected to 1,000,000 samples with the worst-case model" in p["max_note"]
+    html = section(render([run]), "published")
+    assert "projected to 1,000,000 samples" in html
+
+
+def test_a_projection_the_model_cannot_make_says_why(tmp_path):
+    """Windows whose maxima climb steadily (a drifting machine: not identically
+    distributed) get no projected number, only the model's reason."""
+    doc = gumbel_latency(4, 200, 1_000, 50_000.0, 1_000.0)
+    doc["metrics"]["ti_window_max"]["max"] = [40_000 + 400 * k for k in range(200)]
+    doc["metrics"]["ti_window_max#0"] = dict(doc["metrics"]["ti_window_max"])
+    doc["metrics"]["ti"]["max"] = 40_000 + 400 * 199
+    [run] = stored(tmp_path, [(job("latency@idle", "latency"), doc)])
+    p = row([run], "xenomai3-arm-2016", "cyclictest").placed[run["id"]]
+    assert "level_ns" not in p["projected"] and p["projected"]["reason"]
+    assert "no credible projection to 1,000,000 samples" in p["max_note"]
+
+
+def test_rows_no_run_measured_are_left_out_and_counted(tmp_path):
+    """A run of the idle latency alone: the studies' rows it did not measure (loaded
+    conditions, other tests) are not walls of "not measured" cells; the page and the
+    terminal say how many were left out, and every row stays in the data."""
+    import io
+    from rich.console import Console
+    from rtgauge.report.terminal import print_published
+    [run] = stored(tmp_path, [(job("latency@idle", "latency"), latency_document(cpus=1, seed=5))])
+    found = studies([run])
+    assert found
+    html = section(render([run]), "published")
+    buf = io.StringIO()
+    print_published(Console(file=buf, width=200), [run])
+    text = buf.getvalue()
+    for study, rows in found:
+        unmeasured = [r for r in rows if r.placed[run["id"]]["status"] == "not measured"]
+        measured = [r for r in rows if r.placed[run["id"]]["status"] != "not measured"]
+        assert measured
+        if unmeasured:
+            n = len(unmeasured)
+            assert f"{n} published row{'s' if n != 1 else ''} that these runs did not measure" in html
+            assert f"{n} published row{'s' if n != 1 else ''} that these runs did not measure left out" in text
+    assert "<small>not measured" not in html      # no such cell (the conclusions' checks may say so)
+    assert "not measured" not in text

@@ -43,7 +43,9 @@ def axe_source() -> str | None:
 def report(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("standards")
     url = f"sqlite:///{tmp / 'r.db'}"
-    a = store_run(url, full_run_documents(n=RATED_N))
+    docs = full_run_documents(n=RATED_N)
+    docs[0][1].setdefault("env", {})["attribution"] = synthetic_attribution()    # the "why it spiked" section
+    a = store_run(url, docs)
     b = store_run(url, full_run_documents(scale=1.8, misses=4, n=RATED_N))
     c = store_run(url, full_run_documents(scale=1.2, n=RATED_N),
                   system=dict(SYSTEM, hostname=HOSTILE, virtualization={"vm": True, "hypervisor": "KVM",
@@ -53,6 +55,12 @@ def report(tmp_path_factory) -> Path:
     path = tmp / "report.html"
     path.write_text(html, encoding="utf-8")
     return path
+
+
+def synthetic_attribution() -> dict:
+    from rtgauge.analysis.spikes import attribute
+    from test_spikes import ENGINE, TRACE, samples
+    return attribute(TRACE, samples(), {0: 1}, ENGINE, threshold_us=50, cpus=[1])
 
 
 def vnu(path: Path) -> subprocess.CompletedProcess:

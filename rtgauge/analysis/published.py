@@ -233,10 +233,13 @@ def place(run: Run | dict, method: Method, condition: str | None) -> dict:
     return {"status": "not measured", "condition": condition}
 
 
-def comparability(placed: dict, study: Study) -> dict:
+def comparability(placed: dict, study: Study, run: Run | dict | None = None) -> dict:
     """A compared placement with whether its maximum is comparable with the study's:
     only at a comparable sample count (COMPARABLE_SHARE of the study's). Averages and
-    minima settle quickly; the maximum keeps growing with the run's length."""
+    minima settle quickly; the maximum keeps growing with the run's length. A wake-up
+    latency max of too few samples is projected to the study's count with the worst-case
+    model (the level exceeded once in that many cycles, pwcet.worst_case), where the
+    model is credible; else the projection says why there is none."""
     if placed.get("status") != "compared" or not study.samples:
         return placed
     count = (placed.get("stats") or {}).get("count") or 0
@@ -245,7 +248,37 @@ def comparability(placed: dict, study: Study) -> dict:
     if not ok:
         placed["max_note"] = (f"max of {count:,} samples beside maxima of {study.samples:,}: not comparable "
                               "(a maximum grows with the number of samples; run the full profile)")
+        projected = projection(run, placed, study.samples) if run is not None else None
+        if projected is not None:
+            placed["projected"] = projected
+            placed["max_note"] += "; " + projection_text(projected)
     return placed
+
+
+def projection(run: Run | dict, placed: dict, samples: int) -> dict | None:
+    """The level a wake-up latency measurement's worst-case model expects to be exceeded
+    once in `samples` cycles (with its 95 % interval), or the reason it offers none. Only
+    for the wake-up latency ti (the model is fitted to its per-window maxima)."""
+    if placed.get("metric") != "ti":
+        return None
+    m = next((m for m in as_run(run).measurements if m.name == placed.get("measurement")), None)
+    if m is None:
+        return None
+    from rtgauge.analysis.pwcet import worst_case
+    w = worst_case(m, exceedance=1.0 / samples)
+    if w is None:
+        return {"samples": samples, "reason": "the measurement stored no per-window maxima"}
+    if w.applicable and w.level_ns is not None:
+        return {"samples": samples, "level_ns": w.level_ns, "ci_low_ns": w.ci_low_ns, "ci_high_ns": w.ci_high_ns}
+    return {"samples": samples, "reason": w.reason or "the worst-case model does not apply"}
+
+
+def projection_text(p: dict) -> str:
+    if "level_ns" in p:
+        ci = ("" if p.get("ci_low_ns") is None or p.get("ci_high_ns") is None else
+              f" (95 % CI {p['ci_low_ns'] / 1000:,.1f}–{p['ci_high_ns'] / 1000:,.1f} µs)")
+        return f"projected to {p['samples']:,} samples with the worst-case model: {p['level_ns'] / 1000:,.1f} µs{ci}"
+    return f"no credible projection to {p['samples']:,} samples: {p['reason']}"
 
 
 @dataclass
@@ -272,7 +305,7 @@ def study_rows(study: Study, runs: list[Run | dict]) -> list[Row]:
         if row is None:
             row = rows[key] = Row(p.test, p.condition, our_condition(p), method)
             for run in runs:
-                row.placed[run.id] = comparability(place(run, method, row.our_condition), study)
+                row.placed[run.id] = comparability(place(run, method, row.our_condition), study, run)
         row.published.setdefault(p.system, {})[p.statistic] = p
     groups: list[str] = []
     for r in rows.values():

@@ -6,7 +6,10 @@
   A document named NAME@CONDITION.json is measurement NAME@CONDITION under load
   CONDITION; other names take --condition (default idle),
 - cyclictest's own files: its --json output and its -h/--histfile histogram (also
-  what `rtgauge export --format cyclictest` writes), and `rtla timerlat hist`'s text.
+  what `rtgauge export --format cyclictest` writes), `rtla timerlat hist`'s text, and
+  jitterdebugger's results (its results.json, or the directory `jitterdebugger -o DIR`
+  wrote, whose copies of uname, cpuinfo and the kernel config give the system facts),
+  and stress-ng's log of a --cyclic run (its --yaml holds no latency figures).
 Everything is read and checked before anything is stored, and each run is stored in
 one transaction. Every imported run keeps its original start time and states its origin
 (the format, the file, an identity); importing the same run again (by that identity: the
@@ -72,15 +75,17 @@ class Prepared:
 def register(sub) -> None:
     p = sub.add_parser("import", help="import results measured elsewhere",
                        description="Store runs from an rtgauge JSON export, another rtgauge SQLite database, "
-                       "a directory of engine JSON documents (a board without Python), or cyclictest's "
-                       "--json file or -h/--histfile histogram. Each run keeps its original start time and "
+                       "a directory of engine JSON documents (a board without Python), cyclictest's "
+                       "--json file or -h/--histfile histogram, rtla timerlat hist output, jitterdebugger's "
+                       "results (results.json or its -o directory), or stress-ng's log of a --cyclic run. Each run keeps its original start time and "
                        "its origin; a run imported before is not stored twice.")
     p.add_argument("source", metavar="FILE|DIR|-", help="export file, database file, engine document or directory "
-                   "of them, cyclictest --json file or histfile, rtla timerlat hist output; - reads standard input")
+                   "of them, cyclictest --json file or histfile, rtla timerlat hist output, jitterdebugger results.json or "
+                   "its -o directory, stress-ng --cyclic log; - reads standard input")
     p.add_argument("--db", metavar="URL", default=None, help="results database to import into (default: the user's)")
     p.add_argument("--condition", default="idle",
                    help="load condition of engine documents whose name does not say it (NAME@CONDITION.json) "
-                   "and of cyclictest files; 1 to 64 letters, digits, '.', '_', '+' or '-' (default idle)")
+                   "and of cyclictest, rtla, jitterdebugger and stress-ng files; 1 to 64 letters, digits, '.', '_', '+' or '-' (default idle)")
     p.set_defaults(func=cmd_import)
 
 
@@ -313,6 +318,12 @@ def import_source(args, source: Path) -> int:
     if not source.exists():
         raise UserError(f"{source} does not exist; give an export file, a database or a directory of engine documents.")
     if source.is_dir():
+        results = source / "results.json"
+        if results.is_file() and not results.is_symlink():
+            data = read_json(results)
+            from rtgauge.tools import jitterdebugger
+            if jitterdebugger.is_results(data):      # the directory `jitterdebugger -o DIR` wrote
+                return store_prepared(args, [prepared_jitterdebugger(results, data, condition, source)])
         paths = sorted(p for p in source.iterdir() if p.suffix == ".json" and p.is_file())
         if not paths:
             raise UserError(f"{source} holds no .json engine documents; copy the engine's --out files there.")
@@ -330,6 +341,8 @@ def import_source(args, source: Path) -> int:
         return store_prepared(args, [prepared_rtla(source, condition)])
     if b"# Histogram" in head or b"# rtgauge measurement " in head:
         return store_prepared(args, [prepared_histfile(source, condition)])
+    if b"cyclic: " in head or head.startswith(b"stress-ng: "):
+        return store_prepared(args, [prepared_stressng(source, condition)])
     raise UserError(f"{source} is neither an rtgauge export, an engine document nor a cyclictest --json file or "
                     "histfile; make one with `rtgauge export RUN --format json` or the engine's --out.")
 
@@ -350,8 +363,12 @@ def prepared_json(source: Path, condition: str) -> list[Prepared]:
         return [prepared_documents([source], str(source), condition)]
     if is_cyclictest_json(data):
         return [prepared_cyclictest_json(source, data, condition)]
-    raise UserError(f"{source} is neither an rtgauge export, an engine document nor a cyclictest --json file; "
-                    "make one with `rtgauge export RUN --format json` or the engine's --out.")
+    from rtgauge.tools import jitterdebugger
+    if jitterdebugger.is_results(data):
+        return [prepared_jitterdebugger(source, data, condition, None)]
+    raise UserError(f"{source} is neither an rtgauge export, an engine document, a cyclictest --json file nor "
+                    "jitterdebugger's results.json; make one with `rtgauge export RUN --format json` or the "
+                    "engine's --out.")
 
 
 def foreign_job(name: str, condition: str, tool: str, command: list[str]) -> dict:
@@ -400,6 +417,51 @@ def prepared_cyclictest_json(source: Path, data: dict, condition: str) -> Prepar
     return foreign_run(cyclictest.facts_of_json(data), "cyclictest --json", source, start, end, [(job, doc)],
                        ", ".join(x for x in (f"rt-tests {version}" if version else "",
                                              f"command: {cmdline[:300]}" if cmdline else "") if x))
+
+
+def prepared_jitterdebugger(source: Path, data: dict, condition: str, directory: Path | None) -> Prepared:
+    """jitterdebugger's results.json; directory: the one `jitterdebugger -o DIR` wrote (its
+    copies of the system's files give the facts)."""
+    from rtgauge.tools import jitterdebugger
+    where = str(source)
+    if isinstance(data.get("version"), int) and data["version"] not in jitterdebugger.VERSIONS:
+        raise UserError(f"{where} is jitterdebugger results version {data['version']}, which this rtgauge does not "
+                        f"read (it reads {', '.join(map(str, jitterdebugger.VERSIONS))}); upgrade rtgauge.")
+    validate.check_schema(data, jitterdebugger.RESULTS_SCHEMA, where, "jitterdebugger results.json",
+                          "give the results.json jitterdebugger wrote, unchanged.")
+    try:
+        doc = jitterdebugger.document(data)
+    except ValueError as e:
+        raise UserError(f"{where} is not a valid jitterdebugger results.json: {e}; give the file jitterdebugger "
+                        "wrote, unchanged.") from None
+    validate.check_engine_document(doc, where)
+    job = foreign_job("jitterdebugger", condition, "jitterdebugger", [])
+    unit = "ns" if jitterdebugger.unit_ns(data) == 1 else "µs"
+    threads = len(data["cpu"])
+    return foreign_run(jitterdebugger.facts(data, directory), "jitterdebugger results", source, None, None,
+                       [(job, doc)], f"{threads} measuring thread{'s' if threads != 1 else ''}, counted in {unit}"
+                       + (f", system files from {directory}" if directory is not None else "")
+                       + "; the file has no interval, priority or start time")
+
+
+def prepared_stressng(source: Path, condition: str) -> Prepared:
+    """stress-ng's log of a --cyclic run (its --log-file, or its stderr kept)."""
+    from rtgauge.tools import stressng
+    where = str(source)
+    try:
+        report = stressng.parse(validate.read_text_file(source))
+        doc = stressng.document(report)
+    except ValueError as e:
+        raise UserError(f"{where} is not a stress-ng --cyclic log rtgauge reads: {e}; give the --log-file (or "
+                        "stderr) of one `stress-ng --cyclic 1` run, unchanged.") from None
+    validate.check_engine_document(doc, where)
+    facts = {"hostname": None, "machine_id": None, "kernel_release": None, "kernel_version": None, "arch": None,
+             "cpu_model": None, "cpus": None, "preempt_model": None,
+             "facts_source": "none: a stress-ng log records no system facts"}
+    job = foreign_job("stress-ng-cyclic", condition, "stress-ng", [])
+    return foreign_run(facts, "stress-ng cyclic log", source, None, None, [(job, doc)],
+                       f"{report['policy']}, {report['delay_ns']:,} ns delay; {stressng.kept_note(report)}; the log "
+                       "has no system facts or start time")
 
 
 def prepared_histfile(source: Path, condition: str) -> Prepared:

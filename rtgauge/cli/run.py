@@ -14,7 +14,7 @@ from dataclasses import replace
 from rtgauge.enginebin import engine_path
 from rtgauge.config import DB_HELP
 from rtgauge.units import time_option
-from rtgauge.errors import UserError
+from rtgauge.errors import EXIT_FAILED, UserError
 
 
 def register(sub) -> None:
@@ -97,6 +97,13 @@ def add_conditions_options(p) -> None:
     g.add_argument("--trace-threshold-us", type=time_option("us"), metavar="N",
                    help="trace the measured CPUs and stop a latency job at its first wake-up later than N µs, "
                         "storing the end of the trace")
+    g.add_argument("--attribute", action="store_true",
+                   help="trace the measured CPUs for the whole latency job and name what delayed every wake-up "
+                        "above the attribution threshold (docs/attribution.md; root and tracefs; default: the "
+                        "profile's settings.attribute)")
+    g.add_argument("--attribute-threshold-us", type=time_option("us"), metavar="N",
+                   help="with --attribute: the wake-ups later than N µs are attributed (default: the profile's "
+                        "settings.attribute_threshold_us, else the run's p99.9); implies --attribute")
     g.add_argument("--mount-tracefs", action=argparse.BooleanOptionalAction, default=True,
                    help="mount tracefs at /sys/kernel/tracing when the split or the trace needs it and it is "
                         "not mounted (root; left mounted, as rtla does); --no-mount-tracefs refuses instead "
@@ -230,7 +237,8 @@ def check_target_run(address: str, args, profiles) -> None:
     for flag, given in (("--rt-throttling-off", args.rt_throttling_off), ("--load-dir", args.load_dir),
                         ("--rt-cpus", args.rt_cpus), ("--load-cpus", args.load_cpus),
                         ("--housekeeping-cpus", args.housekeeping_cpus), ("--live", args.live),
-                        ("--trace-threshold-us", args.trace_threshold_us is not None)):
+                        ("--trace-threshold-us", args.trace_threshold_us is not None),
+                        ("--attribute", getattr(args, "attribute", False) or profiles[0].attribute)):
         if given:
             raise UserError(f"{flag} cannot run on {address} yet; drop it, or run rtgauge on the board itself.")
     for p in profiles:
@@ -319,7 +327,7 @@ def cmd_run(args) -> int:
     address = target_address(args, profiles)
     if address:
         check_target_run(address, args, profiles)
-    conditions = conditions_settings(args, profile.warmup_s)
+    conditions = conditions_settings(args, profile.warmup_s, profile)
     plans = [prepare_jobs(console, p, args, conditions, address) for p in profiles]
     jobs = [j for plan in plans for j in plan]
     if address:
@@ -563,6 +571,13 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
             console.print(f"Report: {path}", markup=False)
         gate = gate_outcome(console, args, runs) if (getattr(args, "budget", None) or getattr(args, "rules", None)
                                                      or getattr(args, "junit", None)) else 0
+        if status == "interrupted" and getattr(settings, "ended_by", None) == "lost":
+            # the board went away: a failure of the target, not a stop the user asked for
+            why = next((o.doc.get("error") for o in reversed(per_run[0]) if o.doc.get("error")), None)
+            print(f"rtgauge: {why or 'lost the connection to the target'}", file=sys.stderr, flush=True)
+            console.print(f"Failed: {note}; kept in the store as run {', '.join(map(str, run_ids))} (marked "
+                          "interrupted).", markup=False)
+            return EXIT_FAILED
         if status == "interrupted":
             console.print(f"Interrupted: {note}; kept in the store as run {', '.join(map(str, run_ids))}.")
             return 130

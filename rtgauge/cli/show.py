@@ -337,6 +337,8 @@ def print_run(run: dict) -> None:
                       scalar(m["metrics"], "misses"), steal_text(m), verdict_summary(m["verdicts"]))
     out.print(table)
     print_stalls(out, [run])
+    from rtgauge.report.spikes import print_attribution
+    print_attribution(out, [run])
     for m in run["measurements"]:
         if m["error"]:
             out.print(f"{printable(m['name'], 200)}: {printable(m['error'])}", markup=False)

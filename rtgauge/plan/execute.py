@@ -42,6 +42,7 @@ from rtgauge.tools import cyclictest
 from rtgauge.trace import ThresholdTrace, Tracefs
 from rtgauge.trace.counters import counters, take_snapshot
 from rtgauge.trace.live import LiveView
+from rtgauge.trace.wholerun import WholeRunTrace
 
 STOP_GRACE_S = 15.0
 DEFAULT_SEGMENT_S = 600.0
@@ -90,11 +91,16 @@ class RunSettings:
     load_ctx: LoadContext = field(default_factory=LoadContext)
     segment_s: float | None = DEFAULT_SEGMENT_S
     trace_threshold_us: int | None = None
+    attribute: bool = False                     # trace the whole job and attribute every spike
+    attribute_threshold_us: float | None = None   # None: the run's p99.9 (docs/attribution.md)
     tracefs: Tracefs | None = None
     live: LiveView | None = None
     say: Callable[[str], None] = print
     record: dict = field(default_factory=dict)    # stored with every measurement's load
     target: object = None   # rtgauge.target.session.TargetSession: engine jobs run there
+    # what ended an interrupted run: "SIGINT"/"SIGTERM" (a stop asked for), or "lost" (the
+    # target's connection went: a failure, not a stop; the caller exits 1, not 130)
+    ended_by: str | None = None
 
 
 @contextmanager
@@ -231,11 +237,16 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
     with tempfile.TemporaryDirectory(prefix=workdir_prefix("job")) as tmp:
         out_path, err_path = Path(tmp) / "result.json", Path(tmp) / "stderr.txt"
         extra: list[str] = []
-        tracer = None
+        tracer = whole = None
+        untraced = s.tracefs.note if s.tracefs else "tracefs not opened"
+        samples = Path(tmp) / "samples.csv"
         if is_engine_latency(job) and s.live is not None:
-            samples = Path(tmp) / "samples.csv"
             extra += ["--samples", str(samples)]
             s.live.follow(samples, job.cpus)
+        if is_engine_latency(job) and s.attribute and s.tracefs and s.tracefs.path:
+            if "--samples" not in extra:
+                extra += ["--samples", str(samples)]
+            whole = WholeRunTrace(s.tracefs.path, job.cpus, Path(tmp) / "trace.txt")
         if is_engine_latency(job) and s.trace_threshold_us and s.tracefs and s.tracefs.path:
             extra += ["--max-latency-us", str(s.trace_threshold_us), "--break"]
             tracer = ThresholdTrace(s.tracefs.path, job.cpus, s.trace_threshold_us,
@@ -246,6 +257,12 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
         try:
             if tracer:
                 tracer.start()
+            if whole:
+                try:
+                    whole.start()
+                except OSError as e:       # measured anyway, saying why it was not attributed
+                    whole.remove()
+                    whole, untraced = None, f"could not start the trace ({e.strerror or e})"
             with open(err_path, "w") as err:
                 proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                         preexec_fn=die_with_parent(measurement_placement(s.partition)))
@@ -264,6 +281,7 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
                         break
                     time.sleep(0.1)
             after = take_snapshot(job.cpus)
+            traced = whole.finish() if whole else None
             interrupted = interrupted or bool(stop)
             doc = read_document(job, out_path, proc.returncode, interrupted, err_path.read_text())
             env = doc.setdefault("env", {})
@@ -274,11 +292,18 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
                 env["trace"] = tracer.finish(doc)
             elif is_engine_latency(job) and s.trace_threshold_us:
                 env["trace"] = {"unavailable": s.tracefs.note if s.tracefs else "tracefs not opened"}
+            if whole:
+                env["attribution"] = attribute_job(Path(tmp) / "trace.txt", samples, doc, s.attribute_threshold_us,
+                                                   job.cpus, traced, Path(cmd[0]).name[:15])
+            elif is_engine_latency(job) and s.attribute:
+                env["attribution"] = {"unavailable": untraced}
         finally:
             if proc is not None and proc.poll() is None:
                 stop_child(proc)
             if tracer:
                 tracer.remove()
+            if whole:
+                whole.remove()
         if s.live is not None and s.live.follower is not None:
             s.live.follower.poll()
     if interrupted:
@@ -286,6 +311,20 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
     command = cmd if job.tool == "engine" else [job.tool]
     command = [("RESULT" if c == str(out_path) else c) for c in command]
     return doc, proc.returncode, interrupted, command
+
+
+def attribute_job(trace_path: Path, samples_path: Path, doc: dict, threshold_us: float | None, cpus: list[int],
+                  traced: dict, comm: str) -> dict:
+    """env.attribution of a latency job from its whole-run trace and raw samples; the
+    measuring threads are known by their name (comm: the engine's, at most 15 characters)."""
+    from rtgauge.analysis.spikes import attribute, read_samples
+    if not samples_path.exists():
+        return {"unavailable": "the engine wrote no samples (it did not start measuring)"}
+    threads = {t.get("index"): t.get("cpu") for t in (doc.get("env") or {}).get("threads") or []}
+    with open(trace_path, errors="replace") as lines:
+        out = attribute(lines, read_samples(str(samples_path)), threads, {comm}, threshold_us, cpus)
+    out["trace"] = traced
+    return out
 
 
 def measure_on_target(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dict, int, bool, list[str]]:
@@ -480,12 +519,13 @@ def execute(store, run_id: int, jobs: list[Job], warmup_s: float, progress=None,
                     if seg.interrupted:
                         break
             except Interrupted:
-                status = "interrupted"
+                status, s.ended_by = "interrupted", stop.signal
                 break
             if progress and last_doc is not None:
                 progress.end_job(job, last_doc)
             if stop or (outcomes and outcomes[-1].interrupted):
                 status = "interrupted"
+                s.ended_by = stop.signal or ("lost" if s.target is not None else None)
                 break
     if s.live is not None:
         s.live.close()

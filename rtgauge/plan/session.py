@@ -17,7 +17,7 @@ from rtgauge.errors import UserError
 class RunConditions:
     """The run options beyond the profile, checked before anything is stored."""
 
-    def __init__(self, args, warmup_s: float):
+    def __init__(self, args, warmup_s: float, profile=None):
         from rtgauge.loads import need_tool
         from rtgauge.loads.partition import plan_partition
         from rtgauge.plan.execute import parse_duration
@@ -31,6 +31,17 @@ class RunConditions:
         if threshold is not None and not 1 <= threshold <= 10**9:
             raise UserError(f"--trace-threshold-us {threshold} is out of range; choose 1 to 1000000000 µs.")
         self.trace_threshold_us = threshold
+        attr_threshold = getattr(args, "attribute_threshold_us", None)
+        if attr_threshold is not None and not 1 <= attr_threshold <= 10**9:
+            raise UserError(f"--attribute-threshold-us {attr_threshold} is out of range; choose 1 to 1000000000 µs.")
+        if attr_threshold is None and profile is not None:
+            attr_threshold = getattr(profile, "attribute_threshold_us", None)
+        self.attribute = bool(getattr(args, "attribute", False) or attr_threshold is not None
+                              or (profile is not None and getattr(profile, "attribute", False)))
+        self.attribute_threshold_us = attr_threshold
+        if self.attribute and threshold:
+            raise UserError("--attribute traces the whole job and --trace-threshold-us stops it at the first "
+                            "spike; use one of them.")
         load_dir = getattr(args, "load_dir", None)
         if load_dir and not (Path(load_dir).is_dir() and os.access(load_dir, os.W_OK)):
             raise UserError(f"--load-dir {load_dir} is not a writable directory; give one on the disk to load.")
@@ -72,12 +83,13 @@ class RunConditions:
 
         settings = RunSettings(warmup_s=warmup_s, partition=self.partition, segment_s=self.segment_s,
                                trace_threshold_us=self.trace_threshold_us, say=say,
+                               attribute=self.attribute, attribute_threshold_us=self.attribute_threshold_us,
                                load_ctx=LoadContext(data_dir=self.data_dir(store), allow_netns=self.allow_netns))
         state_path, tuned_here, target_tuning = tune.default_state_path(), False, None
         # until execute() takes SIGTERM over, it must unwind through the finally below
         old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
-            if self.trace_threshold_us:
+            if self.trace_threshold_us or self.attribute:
                 settings.tracefs = Tracefs.open(self.mount_tracefs)
                 if not settings.tracefs.path:
                     say(f"[yellow]{settings.tracefs.note}[/]")
@@ -164,5 +176,5 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def conditions_settings(args, warmup_s: float) -> RunConditions:
-    return RunConditions(args, warmup_s)
+def conditions_settings(args, warmup_s: float, profile=None) -> RunConditions:
+    return RunConditions(args, warmup_s, profile)

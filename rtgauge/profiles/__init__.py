@@ -35,7 +35,7 @@ CROSS_CHECKS = ("cyclictest",)
 _TOP_KEYS = {"name", "description", "settings", "jobs", "tire", "hil_sustained", "target", "budget"}
 _BUDGET_KEYS = {"latency_us", "period_us", "miss_rate"}
 _JOB_KEYS = {"name", "test", "conditions", "cross_check", "options", "rounds", "if_available"}
-_SETTING_KEYS = {"warmup_s", "rounds", "if_available"}
+_SETTING_KEYS = {"warmup_s", "rounds", "if_available", "attribute", "attribute_threshold_us"}
 MAX_ROUNDS = 100
 
 
@@ -63,6 +63,8 @@ class Profile:
     rounds: int = 1        # settings.rounds: independent engine runs of each job
     target: str | None = None   # "ssh://[user@]host[:port]": the machine the jobs run on
     budget: object = None  # rtgauge.analysis.verdict.Budget from a [budget] table, or None
+    attribute: bool = False    # settings.attribute: trace and attribute every spike (docs/attribution.md)
+    attribute_threshold_us: float | None = None   # settings.attribute_threshold_us (default: the run's p99.9)
 
 
 def load_profile(name_or_path: str) -> Profile:
@@ -100,6 +102,12 @@ def parse_profile(text: str, origin: str) -> Profile:
             f"profile {origin}: settings.warmup_s must be a number of seconds from 0 to 600.")
     rounds = settings.get("rounds", 1)
     _expect(valid_rounds(rounds), f"profile {origin}: settings.rounds must be a whole number from 1 to {MAX_ROUNDS}.")
+    attribute = settings.get("attribute", False)
+    _expect(isinstance(attribute, bool), f"profile {origin}: settings.attribute must be true or false.")
+    attr_threshold = settings.get("attribute_threshold_us")
+    _expect(attr_threshold is None or (isinstance(attr_threshold, (int, float)) and not isinstance(attr_threshold, bool)
+                                       and 1 <= attr_threshold <= 10**9),
+            f"profile {origin}: settings.attribute_threshold_us must be a number of µs from 1 to 1000000000.")
     jobs_raw = data.get("jobs")
     _expect(isinstance(jobs_raw, list) and jobs_raw,
             f"profile {origin} has no [[jobs]]; add at least one job with a test and conditions.")
@@ -180,7 +188,9 @@ def parse_profile(text: str, origin: str) -> Profile:
         budget = make_budget(table.get("latency_us"), table.get("period_us"), table.get("miss_rate"),
                              f"profile {origin} [budget]")
     return Profile(str(name), str(data.get("description", "")), text, origin, float(warmup), jobs, tire,
-                   hil_sustained, int(rounds), target if target not in ("", "local") else None, budget)
+                   hil_sustained, int(rounds), target if target not in ("", "local") else None, budget,
+                   attribute or attr_threshold is not None,
+                   float(attr_threshold) if attr_threshold is not None else None)
 
 
 def valid_rounds(value) -> bool:

@@ -12,7 +12,7 @@ from rich.table import Table
 from rtgauge.analysis import cross_checks, latency_measurements, latency_row, system_label
 from rtgauge.analysis.micro import micro_rows, rhealstone, verdict_rows
 from rtgauge.analysis.tire import held_text, period_text
-from rtgauge.analysis.published import published_verdicts, studies, systems_of
+from rtgauge.analysis.published import projection_text, published_verdicts, studies, systems_of
 from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
 from rtgauge.analysis.records import Run, as_run
 from rtgauge.report.stalls import print_stalls
@@ -163,6 +163,10 @@ def print_published(console: Console, runs: list[Run | dict]) -> None:
     runs = [as_run(r) for r in runs]
     for study, rows in studies(runs):
         systems = systems_of(rows)
+        measured = [row for row in rows if any(row.placed.get(r.id, {}).get("status") != "not measured"
+                                               for r in runs)]
+        left_out = len(rows) - len(measured)
+        rows = measured
         table = Table(title=f"{study.title}: {study.layout} µs; published, then measured", title_justify="left")
         table.add_column("test")
         table.add_column("condition")
@@ -185,10 +189,18 @@ def print_published(console: Console, runs: list[Run | dict]) -> None:
                             "is not comparable with the published maxima (run the full profile)")
                     if note not in notes:
                         notes.append(note)
+                    if placed.get("projected"):
+                        note = (f"fewer samples: {system_label(r)}, {placed['measurement']}: "
+                                f"{projection_text(placed['projected'])}")
+                        if note not in notes:
+                            notes.append(note)
             table.add_row(escape(row.test), escape(cond), *pub, *mine)
         console.print(table)
+        if left_out:
+            notes.append(f"fewer rows: {left_out} published row{'s' if left_out != 1 else ''} that these runs did "
+                         "not measure left out (every row: `rtgauge show --json`, under \"published\")")
         for n in notes:
-            console.print(f"  [dim]{escape(str(n))}{'' if n.startswith('fewer samples') else '; not compared'}[/]")
+            console.print(f"  [dim]{escape(str(n))}{'' if n.startswith(('fewer samples', 'fewer rows')) else '; not compared'}[/]")
     vrows = published_verdicts(runs)
     if vrows:
         table = Table(title="Behaviour verdicts beside the published ones", title_justify="left")

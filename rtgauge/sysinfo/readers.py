@@ -95,17 +95,26 @@ def parse_cmdline(text: str | None) -> dict[str, str]:
 def read_kernel_config(root: str, release: str | None) -> dict[str, str]:
     """CONFIG_* options of the running kernel from /proc/config.gz or
     /boot/config-RELEASE; {} when neither exists."""
-    text = None
-    packed = read_bounded(under(root, "/proc/config.gz"))
+    config = kernel_config_of_gz(read_bounded(under(root, "/proc/config.gz")))
+    if config is None:
+        config = parse_kernel_config(read_text(root, f"/boot/config-{release}") if release else None)
+    return config
+
+
+def kernel_config_of_gz(packed: bytes | None) -> dict[str, str] | None:
+    """CONFIG_* options of a gzipped kernel config (/proc/config.gz, or a copy of it);
+    None when it is missing or not gzip."""
     try:
         if packed is None:
-            raise OSError
+            return None
         with gzip.GzipFile(fileobj=io.BytesIO(packed)) as f:
             data = f.read(FILE_READ_MAX + 1)      # a gzip bomb stops at the bound
-        text = data.decode("utf-8", errors="replace") if len(data) <= FILE_READ_MAX else None
     except (OSError, EOFError, gzip.BadGzipFile):
-        if release:
-            text = read_text(root, f"/boot/config-{release}")
+        return None
+    return parse_kernel_config(data.decode("utf-8", errors="replace") if len(data) <= FILE_READ_MAX else None)
+
+
+def parse_kernel_config(text: str | None) -> dict[str, str]:
     config: dict[str, str] = {}
     for line in (text or "").splitlines():
         if line.startswith("CONFIG_"):

@@ -94,30 +94,32 @@ def to_document(raw: dict, options: dict, cpus: list[int], status: int, interrup
 
 
 def distribution(counts: dict[int, int], cycles: int, overflow: int, vmin, vavg, vmax,
-                 limit_us: int) -> dict:
-    """Contract distribution (ns) from 1 µs buckets plus overflows beyond limit_us."""
+                 limit_us: int, unit_ns: int = US) -> dict:
+    """Contract distribution (ns) from buckets of one unit (1 µs for cyclictest; a tool
+    that counts in ns gives unit_ns=1) plus overflows from limit_us units on; min, avg and
+    max are in the same unit."""
     total = sum(counts.values())
     mean_in = sum((b + 0.5) * c for b, c in counts.items()) / total if total else 0.0
     var_in = sum(c * ((b + 0.5) - mean_in) ** 2 for b, c in counts.items()) / total if total else 0.0
     stats = {"unit": "ns", "count": cycles,
-             "min": int(vmin) * US if vmin is not None else None,
-             "avg": float(vavg) * US if vavg is not None else None,
-             "stddev": math.sqrt(var_in) * US,
-             "max": int(vmax) * US if vmax is not None else None,
-             "resolution_ns": US}
+             "min": int(vmin) * unit_ns if vmin is not None else None,
+             "avg": float(vavg) * unit_ns if vavg is not None else None,
+             "stddev": math.sqrt(var_in) * unit_ns,
+             "max": int(vmax) * unit_ns if vmax is not None else None,
+             "resolution_ns": unit_ns}
     bounded = []
     for name, q in PERCENTILES:
         v, is_bound = _percentile_us(counts, overflow, cycles, q, vmax)
-        stats[name] = v * US if v is not None else None
+        stats[name] = v * unit_ns if v is not None else None
         if is_bound:
             bounded.append(name)
     if bounded:
         stats["upper_bounds"] = bounded
-    stats["histogram"] = {"scheme": "linear", "bucket_ns": US,
-                          "bins": [[b * US, (b + 1) * US - 1, c] for b, c in sorted(counts.items()) if c]}
+    stats["histogram"] = {"scheme": "linear", "bucket_ns": unit_ns,
+                          "bins": [[b * unit_ns, (b + 1) * unit_ns - 1, c] for b, c in sorted(counts.items()) if c]}
     if overflow:
         stats["histogram"]["overflow"] = overflow
-        stats["histogram"]["overflow_from_ns"] = limit_us * US
+        stats["histogram"]["overflow_from_ns"] = limit_us * unit_ns
     return stats
 
 
@@ -337,7 +339,10 @@ def _bounded_int(text: str) -> int:
 def document_of_histfile(block: dict) -> dict:
     """One histfile block as an engine-contract document. The layout has no interval,
     priority or cycle count: the sample count is the histogram's total plus overflows;
-    min, avg (whole µs, truncated by cyclictest) and max come from the footer."""
+    min, avg (whole µs, truncated by cyclictest) and max come from the footer. A block
+    may give "unit_ns" (default 1 µs): the unit of its buckets, limit, min, avg and max
+    (jitterdebugger's per-CPU results have the same shape, in µs or ns)."""
+    unit = block.get("unit_ns", US)
     metrics: dict = {}
     merged_counts: dict[int, int] = {}
     total = overflow_all = 0
@@ -351,7 +356,8 @@ def document_of_histfile(block: dict) -> dict:
         if cycles and top is not None and vmax < top:
             raise ValueError(f"thread {t}'s max latency {vmax} µs is below its highest histogram bin ({top} µs)")
         metrics[f"ti#{t}"] = distribution(counts, cycles, overflow, block["min"][t] if cycles else None,
-                                          block["avg"][t] if cycles else None, vmax if cycles else None, limit)
+                                          block["avg"][t] if cycles else None, vmax if cycles else None, limit,
+                                          unit)
         metrics[f"cycles#{t}"] = {"unit": "count", "value": cycles}
         for b, c in counts.items():
             merged_counts[b] = merged_counts.get(b, 0) + c
@@ -362,11 +368,11 @@ def document_of_histfile(block: dict) -> dict:
     if total:
         live = [t for t in range(len(block["counts"])) if metrics[f"cycles#{t}"]["value"]]
         metrics["ti"] = distribution(merged_counts, total, overflow_all, min(block["min"][t] for t in live),
-                                     weighted / total, max(block["max"][t] for t in live), limit)
+                                     weighted / total, max(block["max"][t] for t in live), limit, unit)
     metrics["cycles"] = {"unit": "count", "value": total}
     return {"schema": 1, "test": "latency", "tool": "cyclictest", "ok": bool(total), "interrupted": False,
             "params": {"histogram": limit, "threads": len(block["counts"])},
-            "env": {"resolution_ns": US, "threads": [{"index": t} for t in range(len(block["counts"]))]},
+            "env": {"resolution_ns": unit, "threads": [{"index": t} for t in range(len(block["counts"]))]},
             "metrics": metrics, "verdicts": {},
             **({} if total else {"error": "the histogram holds no samples"})}
 

@@ -32,6 +32,7 @@ from rtgauge.report.html.summary import render_summary
 from rtgauge.report.html.systems import render_systems
 from rtgauge.report.html.tire import render_tire, render_tire_cost
 from rtgauge.report.html.trend import render_trend
+from rtgauge.report.spikes import render_spikes_html
 from rtgauge.report.stalls import render_stalls_html
 from rtgauge import safefile
 
@@ -43,7 +44,7 @@ def write_report(runs: list[Run | dict], path: str, **options) -> None:
 
 # The order of the question: can it carry the job (verdict and rating), what the latency
 # looks like, then the rest; facts and how it was measured last.
-NAV = (("summary", "Verdict"), ("latency", "Latency"), ("pwcet", "Probable worst case"),
+NAV = (("summary", "Verdict"), ("latency", "Latency"), ("spikes", "Why it spiked"), ("pwcet", "Probable worst case"),
        ("regressions", "Regressions"), ("micro", "Microbenchmarks"), ("stalls", "Host stalls"),
        ("published", "Published"), ("tire", "Tire model"), ("tirecost", "Tire cost"), ("hil", "HIL loop"),
        ("trend", "Trend"), ("systems", "Systems"), ("method", "Method"))
@@ -77,6 +78,7 @@ def render(runs: list[Run | dict], budget_us: float = DEFAULT_BUDGET_US, title: 
     bodies = {
         "summary": ("Can it carry the job? Verdict and rating", render_summary(runs, heads, budget_us, verdicts)),
         "latency": ("Wake-up latency", render_latency(runs, shown_budget)),
+        "spikes": ("Why it spiked: what delayed the late wake-ups", render_spikes_html(runs)),
         "pwcet": ("Probable worst case (extreme value theory)", render_pwcet(runs)),
         "regressions": ("Regressions against the baseline", render_regressions(runs, comparisons, tripped)
                         if comparisons is not None else ""),

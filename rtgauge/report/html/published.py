@@ -94,8 +94,15 @@ def render_published(runs: list[dict]) -> str:
         shown = [r for r in runs if any(row.placed.get(r.id, {}).get("status") != "not measured"
                                         for row in rows)]
         platform = next((p.platform for row in rows for st in row.published.values() for p in st.values()), "")
+        measured = [row for row in rows if any(row.placed.get(r.id, {}).get("status") != "not measured"
+                                               for r in runs)]
+        left_out = len(rows) - len(measured)
+        rows = measured
         out.append(f"<h3 id='pub-{e(study.source)}'>{e(study.title)}</h3><p class='note'>Published on "
-                   f"{e(platform)}; every cell reads {e(study.layout)} µs.</p>")
+                   f"{e(platform)}; every cell reads {e(study.layout)} µs."
+                   + (f" {left_out} published row{'s' if left_out != 1 else ''} that these runs did not measure "
+                      f"{'are' if left_out != 1 else 'is'} left out (every row: `rtgauge show --json`, under "
+                      "\"published\")." if left_out else "") + "</p>")
         out.append("<div class='wide'><table><tr><th class='l'>test</th><th class='l'>condition</th>"
                    + "".join(f"<th class='ref'>{e(s)}</th>" for s in systems)
                    + "".join(f"<th>{e(system_label(r))}</th>" for r in shown) + "</tr>")

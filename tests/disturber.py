@@ -1,0 +1,48 @@
+"""A known disturber for the attribution tests (tests/test_attribution.py): a
+SCHED_FIFO process named rtg-disturb on one CPU that busy-loops for a known length
+at known times, then prints when each burst ran (CLOCK_MONOTONIC ns) as JSON.
+
+    python tests/disturber.py CPU PRIO BURST_US PERIOD_MS COUNT DELAY_MS
+
+Bounded three ways: COUNT bursts at most, each ended by its own clock; RLIMIT_RTTIME
+(the kernel sends SIGKILL to a real-time task that runs longer than it without
+blocking) set just above one burst; and the parent's timeout."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+
+NAME = "rtg-disturb"
+
+
+def main() -> int:
+    cpu, prio, burst_us, period_ms, count, delay_ms = (int(a) for a in sys.argv[1:7])
+    with open("/proc/self/comm", "w") as f:
+        f.write(NAME)
+    os.sched_setaffinity(0, {cpu})
+    limit = burst_us * 4 + 20_000     # µs of real-time CPU without blocking
+    resource.setrlimit(resource.RLIMIT_RTTIME, (limit, limit + 10_000))
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
+    bursts = []
+    start = time.monotonic_ns() + delay_ms * 1_000_000
+    for k in range(count):
+        at = start + k * period_ms * 1_000_000
+        now = time.monotonic_ns()
+        if at > now:
+            time.sleep((at - now) / 1e9)
+        b0 = time.monotonic_ns()
+        end = b0 + burst_us * 1000
+        while time.monotonic_ns() < end:
+            pass
+        bursts.append([b0, time.monotonic_ns()])
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    print(json.dumps({"cpu": cpu, "prio": prio, "pid": os.getpid(), "bursts": bursts}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
