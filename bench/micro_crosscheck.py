@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perfdoc import write_section  # noqa: E402
+from perfdoc import load_text, write_section  # noqa: E402
 from rtgauge.enginebin import engine_path  # noqa: E402
 
 SECTION = "## Microbenchmarks vs rt-tests"
@@ -141,7 +141,7 @@ def render(rows, cat, args, cpu: int) -> str:
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [SECTION, "",
              f"Measured {now} by `python3 bench/micro_crosscheck.py` on {platform.node()}, kernel "
-             f"{platform.release()}, {os.cpu_count()} CPUs; both tools pinned to CPU {cpu}, SCHED_FIFO {PRIO}, "
+             f"{platform.release()}, {os.cpu_count()} CPUs, {load_text()}; both tools pinned to CPU {cpu}, SCHED_FIFO {PRIO}, "
              f"{args.loops} samples a round, one sample every {args.interval_us} us, {args.rounds} rounds "
              "interleaved, medians over rounds. The machine is a shared VM: read ratios, not absolute values.",
              "",

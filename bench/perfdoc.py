@@ -3,12 +3,20 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PERFORMANCE_MD = ROOT / "docs" / "performance.md"
 TITLE = "# Performance of rtgauge itself"
+LOAD_AT_START = os.getloadavg()[0]     # a bench imports this module first thing
+
+
+def load_text() -> str:
+    """The 1-minute load average when the bench started and now: other sessions load
+    this shared machine and it moves a lot within one run, so a section says both."""
+    return f"load average {LOAD_AT_START:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
 
 
 def replace_section_text(text: str, title: str, body: str) -> str:

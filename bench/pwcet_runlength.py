@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perfdoc import write_section  # noqa: E402
+from perfdoc import load_text, write_section  # noqa: E402
 from rtgauge.analysis.pwcet import worst_case  # noqa: E402
 from rtgauge.enginebin import engine_path  # noqa: E402
 
@@ -59,7 +59,7 @@ def main() -> int:
         rows.append((d, answers, codes))
         print(f"{d:g} s: " + "; ".join(f"{a.label}: {a.summary()}" for a in answers), flush=True)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d")
-    lines = [f"Measured {stamp} on {platform.node()} (2 vCPUs shared with other sessions) with "
+    lines = [f"Measured {stamp} on {platform.node()} (2 vCPUs shared with other sessions, {load_text()}) with "
              f"`python3 bench/pwcet_runlength.py --durations {args.durations}`: one engine latency run a length "
              "(1 kHz, FIFO 80, a thread a CPU, 0.1 s windows), the worst case at p = 1e-9 of all threads and each "
              "thread (docs/pwcet.md).", "",

@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from perfdoc import write_section  # noqa: E402
+from perfdoc import load_text, write_section  # noqa: E402
 from rtgauge.report.html import render  # noqa: E402
 from rtgauge.store import open_store  # noqa: E402
 from test_report_builders import SYSTEM, full_run_documents, store_run  # noqa: E402
@@ -50,7 +50,7 @@ def main() -> int:
             size = len(html.encode())
     n_meas = len(docs)
     lines = [f"`python3 bench/report.py --runs {args.runs} --rounds {args.rounds}` "
-             f"({time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {os.cpu_count()} CPUs): {args.runs} "
+             f"({time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {os.cpu_count()} CPUs, {load_text()}): {args.runs} "
              f"hand-made runs of {n_meas} measurements each (two-CPU latency with ~300 log-linear bins per "
              "CPU, a cyclictest cross-check with 1 µs bins, microbenchmarks, a tire grid and real-fast "
              "points), read from SQLite and rendered into one report; medians of the rounds.", "",

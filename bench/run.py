@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perfdoc import PERFORMANCE_MD, paired_shift, shift_text, write_section  # noqa: E402
+from perfdoc import PERFORMANCE_MD, load_text, paired_shift, shift_text, write_section  # noqa: E402
 from rtgauge.enginebin import engine_path  # noqa: E402
 from rtgauge.tools import cyclictest  # noqa: E402
 
@@ -106,7 +106,7 @@ def main() -> int:
             ct.append(cyclictest_round(a.cpu, a.interval_us, a.priority, a.seconds))
     how = "`python3 bench/run.py --engine-before ...`" if a.engine_before else "`make bench` (bench/run.py)"
     where = (f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by {how} on "
-             f"{platform.node()}, kernel {platform.release()}, {os.cpu_count()} CPUs; medians over "
+             f"{platform.node()}, kernel {platform.release()}, {os.cpu_count()} CPUs, {load_text()}; medians over "
              f"{a.rounds} rounds, all figures from that one run. The machine is a shared VM: read ratios "
              "rather than absolute values.")
     ts_lines = [where, "", "The engine's `overhead` test: the same loop with and without a timestamp.", "",

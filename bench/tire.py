@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perfdoc import write_section  # noqa: E402
+from perfdoc import load_text, write_section  # noqa: E402
 from rtgauge.enginebin import engine_path  # noqa: E402
 from rtgauge.tire.sweep import largest_holding, holds_realtime  # noqa: E402
 
@@ -93,7 +93,7 @@ def main() -> int:
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         f"Measured {now} by `python3 bench/tire.py` on {platform.node()}, kernel {platform.release()}, "
-        f"{os.cpu_count()} CPUs; SCHED_FIFO 80, threads pinned round-robin over the CPUs; the machine "
+        f"{os.cpu_count()} CPUs, {load_text()}; SCHED_FIFO 80, threads pinned round-robin over the CPUs; the machine "
         "is a shared VM with other work running, so read orders of magnitude and ratios.",
         "",
         f"### Cost per mass and step (real-fast, {a.steps} steps, median of {a.rounds} rounds)",

@@ -123,9 +123,3 @@ def run_range(text: str, lo: int, hi: int) -> range:
         raise UserError(f"'{text[:60]}' names {hi - lo + 1:,} runs, more than one command takes "
                         f"({RUN_RANGE_MAX:,}); give a shorter range.")
     return range(lo, hi + 1)
-
-
-def check_text(what: str, value: str, limit: int) -> str:
-    if len(value) > limit:
-        raise UserError(f"{what} is {len(value):,} characters long; keep it to {limit:,}.")
-    return value

@@ -1,8 +1,7 @@
-"""Locate and run the engine binary (rtgauge-engine)."""
+"""Locate the engine binary (rtgauge-engine)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -29,10 +28,3 @@ def engine_path() -> str:
     raise UserError("the rtgauge-engine binary is missing; reinstall with `pip install .` "
                     f"or set {ENV_VAR} to a built engine.")
 
-
-def parse_document(stdout: str) -> dict:
-    """The engine prints exactly one JSON document; return it as a dict."""
-    text = stdout.strip()
-    if not text:
-        raise ValueError("the engine printed no JSON document")
-    return json.loads(text)

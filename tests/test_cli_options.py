@@ -133,7 +133,7 @@ def test_run_json_prints_the_stored_run_and_nothing_else(tmp_path):
 def test_a_missing_extra_is_named(tmp_path):
     probe = ("import sys; sys.modules['asyncssh'] = None\n"
              "from rtgauge.errors import UserError\n"
-             "try:\n    import rtgauge.target.remote\nexcept UserError as e:\n    print(e)\n")
+             "try:\n    import rtgauge.remote.ssh\nexcept UserError as e:\n    print(e)\n")
     p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert "pip install 'rtgauge[ssh]'" in p.stdout, p.stdout + p.stderr

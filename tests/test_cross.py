@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from rtgauge.errors import UserError
-from rtgauge.target import engines
+from rtgauge.remote import engines
 
 REPO = Path(__file__).resolve().parent.parent
 # The C unit tests run under qemu by default; `tire` (thousands of barrier steps of

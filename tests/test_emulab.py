@@ -214,7 +214,7 @@ def test_run_tuned_on_a_board_measures_there_and_puts_the_tuning_back(lab, syste
     from rtgauge.store import open_store
     with open_store(str(db)) as store:
         [row] = store.list_runs()
-        run = store.get_run(row["id"])
+        run = store.get_run(row["id"]).to_dict()
     assert run["status"] == "complete" and run["hostname"] == f"emu-{system}"
     facts = run["system"]
     assert facts["emulated"] is True and facts["arch"] == UNAME[system.split("-")[0]]
@@ -244,7 +244,7 @@ def test_lab_run_of_the_four_gives_one_report_side_by_side(lab, postgres_server,
     assert p.returncode == 0, p.stdout + p.stderr
     from rtgauge.store import open_store
     with open_store(db) as store:
-        runs = [store.get_run(r["id"]) for r in store.list_runs()]
+        runs = [store.get_run(r["id"]).to_dict() for r in store.list_runs()]
     assert sorted(r["hostname"] for r in runs) == sorted(f"emu-{s}" for s in SYSTEMS)
     assert all(r["status"] == "complete" and r["system"]["emulated"] is True for r in runs)
     assert {r["hostname"]: r["system"]["realtime"] for r in runs} == {f"emu-{s}": s.endswith("-rt") for s in SYSTEMS}

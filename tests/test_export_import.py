@@ -30,7 +30,7 @@ def test_json_export_imports_unchanged_into_another_database(tmp_path):
     p = rtgauge("import", str(out), "--db", dst)
     assert p.returncode == 0, p.stderr
     with open_store(src) as a, open_store(dst) as b:
-        original, imported = a.get_run(run_id), b.get_run(b.latest_run_id())
+        original, imported = a.get_run(run_id).to_dict(), b.get_run(b.latest_run_id()).to_dict()
     assert comparable(imported) == comparable(original)
     # the machine id leaves the machine hashed (an older run stored it raw)
     from rtgauge.owner import hash_machine_id
@@ -59,7 +59,7 @@ def test_json_export_imports_unchanged_into_another_database(tmp_path):
     third = f"sqlite:///{tmp_path / 'c.db'}"                 # a third machine: the first origin is kept
     assert rtgauge("import", str(out2), "--db", third).returncode == 0
     with open_store(third) as c:
-        chained = c.get_run(c.latest_run_id())
+        chained = c.get_run(c.latest_run_id()).to_dict()
     assert chained["origin"]["identity"] == imported["origin"]["identity"]
     assert chained["origin"]["first"]["file"] == "run.json" and chained["started_at"] == original["started_at"]
 
@@ -98,7 +98,7 @@ def test_engine_documents_from_a_board_become_a_run(tmp_path, run_engine):
     p = rtgauge("import", str(board), "--db", dst)
     assert p.returncode == 0, p.stderr
     with open_store(dst) as b:
-        run = b.get_run(b.latest_run_id())
+        run = b.get_run(b.latest_run_id()).to_dict()
     doc = json.loads((board / "latency@idle.json").read_text())
     assert run["system"]["hostname"] == doc["env"]["hostname"]
     assert run["system"]["kernel_release"] == doc["env"]["kernel"]
@@ -176,7 +176,7 @@ def test_a_version_2_database_is_migrated_to_keep_origins(tmp_path):
     for _ in range(2):
         assert rtgauge("import", str(export), "--db", str(path)).returncode == 0
     with open_store(f"sqlite:///{path}") as store:
-        assert store.get_run(old)["origin"] is None
+        assert store.get_run(old).to_dict()["origin"] is None
         runs = store.list_runs()
     assert len(runs) == 2 and runs[0]["started_at"] == "2020-01-01T00:00:00+00:00"
     con = sqlite3.connect(path)

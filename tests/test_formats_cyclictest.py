@@ -54,7 +54,7 @@ def scrape(text: str) -> dict:
 
 def imported(db: str) -> dict:
     with open_store(db) as store:
-        return store.get_run(store.latest_run_id())
+        return store.get_run(store.latest_run_id()).to_dict()
 
 
 def test_json_and_histfile_import_with_cyclictests_own_figures(made_here, tmp_path):

@@ -42,7 +42,7 @@ def test_the_documented_layout_becomes_a_run_with_known_figures(tmp_path):
     p = rtgauge("import", str(path), "--db", db, "--condition", "stress-cpu")
     assert p.returncode == 0, p.stderr
     with open_store(db) as store:
-        run = store.get_run(store.latest_run_id())
+        run = store.get_run(store.latest_run_id()).to_dict()
     [m] = run["measurements"]
     assert (m["tool"], m["condition"]) == ("rtla-timerlat", "stress-cpu")
     t0, t1, ti = m["metrics"]["ti#0"], m["metrics"]["ti#1"], m["metrics"]["ti"]

@@ -82,7 +82,7 @@ def test_sustained_subcommand_measures_and_stores(engine_bin, tmp_path):
     assert "hil work 300:" in p.stderr
     store = open_store(f"sqlite:///{db}")
     try:
-        run = store.get_run(store.latest_run_id())
+        run = store.get_run(store.latest_run_id()).to_dict()
     finally:
         store.close()
     (m,) = run["measurements"]

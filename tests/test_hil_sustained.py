@@ -77,7 +77,7 @@ def test_sweep_stored_as_one_measurement(engine_bin, tmp_path):
         run_id = store.begin_run({"hostname": "h"}, [], "hil", "", [])
         said: list[str] = []
         doc = sustained_and_store(store, run_id, spec, said.append, engine=engine_bin)
-        (m,) = store.get_run(run_id)["measurements"]
+        (m,) = store.get_run(run_id).to_dict()["measurements"]
     finally:
         store.close()
     assert m["test"] == "hil-sustained" and m["name"] == "hil-sustained"
@@ -121,7 +121,7 @@ precision = 0.5
     assert p.returncode in (0, 1), p.stderr
     store = open_store(f"sqlite:///{db}")
     try:
-        run = store.get_run(store.latest_run_id())
+        run = store.get_run(store.latest_run_id()).to_dict()
     finally:
         store.close()
     names = [m["name"] for m in run["measurements"]]

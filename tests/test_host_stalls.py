@@ -314,7 +314,7 @@ def test_summary_report_and_compare_show_the_stall_free_average(stored, switch_p
     doc = switch_pair[1]
     w = doc["env"]["stalls"]["metrics"]["switch"]
     with open_store(db) as store:
-        runs = [store.get_run(quiet_run), store.get_run(run)]
+        runs = [store.get_run(quiet_run).to_dict(), store.get_run(run).to_dict()]
     buf = io.StringIO()
     print_summary(Console(file=buf, width=250), runs[1])
     text = buf.getvalue()

@@ -196,7 +196,7 @@ def lab_run(env, tmp_path, *args, timeout=300) -> subprocess.CompletedProcess:
 
 def stored_runs(db: str) -> list[dict]:
     with open_store(db) as store:
-        return [store.get_run(r["id"], documents=False) for r in reversed(store.list_runs())]
+        return [store.get_run(r["id"], documents=False).to_dict() for r in reversed(store.list_runs())]
 
 
 def test_two_targets_at_once_stored_in_one_database_and_reported_side_by_side(boards, env, db, tmp_path):

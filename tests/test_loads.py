@@ -228,7 +228,7 @@ def test_rtgauge_stopped_mid_run_leaves_no_load(how, tmp_path):
     if how == "SIGTERM":
         assert p.returncode == 130
         with open_store(str(db)) as store:
-            run = store.get_run(store.latest_run_id())
+            run = store.get_run(store.latest_run_id()).to_dict()
         assert run["status"] == "interrupted"
         (m,) = run["measurements"]
         assert m["interrupted"] and m["condition"] == "sched" and m["load"]["cpu_s"] > 0

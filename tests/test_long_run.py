@@ -65,7 +65,7 @@ def test_segments_are_stored_and_survive_kill_9(tmp_path):
                 return 0
             with open_store(str(db)) as store:
                 rid = store.latest_run_id()
-                return len(store.get_run(rid)["measurements"]) if rid else 0
+                return len(store.get_run(rid).to_dict()["measurements"]) if rid else 0
         assert wait_until(lambda: stored() >= 3, 60), "three segments were not stored in time"
         os.kill(p.pid, signal.SIGKILL)
         p.communicate(timeout=30)
@@ -74,7 +74,7 @@ def test_segments_are_stored_and_survive_kill_9(tmp_path):
             p.kill()
     assert wait_until(lambda: not load_processes(p.pid), 10), "the load outlived rtgauge"
     with open_store(str(db)) as store:
-        run = store.get_run(store.latest_run_id())
+        run = store.get_run(store.latest_run_id()).to_dict()
     # it died: nobody finished the run, and the next opening of the store found it abandoned
     assert run["status"] == "abandoned" and "pid" in run["note"]
     segs = sorted(run["measurements"], key=lambda m: m["load"]["segment"]["index"])
@@ -122,6 +122,6 @@ def test_live_run_and_duration_option(tmp_path):
     p = rtgauge("run", "--profile", str(prof), "--db", str(db), "--no-report", "--duration", "3s", "--live")
     assert p.returncode in (0, 1), p.stderr
     with open_store(str(db)) as store:
-        (m,) = store.get_run(store.latest_run_id())["measurements"]
+        (m,) = store.get_run(store.latest_run_id()).to_dict()["measurements"]
     assert m["name"] == "latency@idle" and m["params"]["duration_s"] == 3
     assert "segment" not in m["load"]

@@ -95,7 +95,7 @@ duration-s = 2
                 "--rt-cpus", str(rt), "--load-cpus", str(load))
     assert p.returncode in (0, 1), p.stderr
     with open_store(str(db)) as store:
-        (m,) = store.get_run(store.latest_run_id())["measurements"]
+        (m,) = store.get_run(store.latest_run_id()).to_dict()["measurements"]
     assert [t["cpu"] for t in m["document"]["env"]["threads"]] == [rt]
     part = m["load"]["partition"]
     assert part["rt_cpus"] == str(rt) and part["load_cpus"] == str(load)

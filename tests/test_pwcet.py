@@ -364,7 +364,7 @@ def test_cli_show_and_report_on_a_real_run(tmp_path):
     p = rtgauge("run", "--profile", str(prof), "--db", str(db), "--report", str(report))
     assert p.returncode == 0, p.stdout + p.stderr
     with open_store(str(db)) as store:
-        run = store.get_run(store.latest_run_id())
+        run = store.get_run(store.latest_run_id()).to_dict()
     m = next(m for m in run["measurements"] if m["name"] == "latency@idle")
     ncpu = len(os.sched_getaffinity(0))
 
@@ -437,7 +437,7 @@ def test_stored_measurements_compare_and_report(tmp_path):
         store.add_measurement(run_id, realistic_job("latency-idle", "idle"), stored_document(3_000, 31))
         store.add_measurement(run_id, realistic_job("latency-cpu", "cpu"), stored_document(6_000, 32))
         store.finish_run(run_id, "complete", None)
-        run = store.get_run(run_id)
+        run = store.get_run(run_id).to_dict()
     idle, cpu = (next(m for m in run["measurements"] if m["name"] == n) for n in ("latency-idle", "latency-cpu"))
     (r,) = pw.measurement_pwcet(idle)
     # the partial last window is not a block

@@ -1,4 +1,4 @@
-"""The typed records (rtgauge/analysis/records.py) read a stored run and give it back
+"""The typed records (rtgauge/records.py) read a stored run and give it back
 unchanged, and say what the dicts said: on real engine runs (latency with its window
 series, a behaviour microbenchmark with verdicts) and on the report's hand-made runs."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from rtgauge.analysis import latency_row, system_label
-from rtgauge.analysis.records import NO_METRIC, Measurement, Metric, Run, as_run
+from rtgauge.records import NO_METRIC, Measurement, Metric, Run, as_run
 from rtgauge.store import open_store
 from test_report_builders import full_run_documents, store_run
 
@@ -16,7 +16,7 @@ def stored_run(tmp_path, docs) -> dict:
     url = f"sqlite:///{tmp_path / 'r.db'}"
     run_id = store_run(url, docs)
     with open_store(url) as s:
-        return s.get_run(run_id)
+        return s.get_run(run_id).to_dict()
 
 
 def job(name, test, condition="idle", tool="engine"):

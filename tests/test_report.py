@@ -26,7 +26,7 @@ def stored(tmp_path, *runs_docs, systems=None) -> list[dict]:
     url = f"sqlite:///{tmp_path / 'r.db'}"
     ids = [store_run(url, docs, system=(systems or [None] * len(runs_docs))[i]) for i, docs in enumerate(runs_docs)]
     with open_store(url) as s:
-        return [s.get_run(i) for i in ids]
+        return [s.get_run(i).to_dict() for i in ids]
 
 
 def test_rebin_spreads_coarse_bins_and_keeps_every_count():

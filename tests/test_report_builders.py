@@ -219,7 +219,7 @@ def test_builders_round_trip_through_the_store(tmp_path):
     docs = full_run_documents()
     run_id = store_run(url, docs)
     with open_store(url) as store:
-        run = store.get_run(run_id)
+        run = store.get_run(run_id).to_dict()
     assert len(run["measurements"]) == len(docs)
     lat = run["measurements"][0]
     assert lat["metrics"]["ti"]["count"] == sum(b[2] for b in lat["metrics"]["ti"]["histogram"]["bins"])

@@ -28,7 +28,7 @@ def stored(tmp_path, *runs_docs) -> list[dict]:
     url = f"sqlite:///{tmp_path / 'r.db'}"
     ids = [store_run(url, docs) for docs in runs_docs]
     with open_store(url) as s:
-        return [s.get_run(i) for i in ids]
+        return [s.get_run(i).to_dict() for i in ids]
 
 
 def split_latency(condition_seed: int = 1) -> dict:
@@ -272,7 +272,7 @@ def test_real_engine_runs_place_the_interrupt_rows_beside_ti_irq(tmp_path, run_e
     url = f"sqlite:///{tmp_path / 'r.db'}"
     run_id = store_run(url, docs)
     with open_store(url) as s:
-        run = s.get_run(run_id)
+        run = s.get_run(run_id).to_dict()
     irq = row([run], "rtlinux-rtems-2000", "interrupt_latency").placed[run_id]
     assert irq["status"] == "compared" and irq["metric"] == "ti_irq"
     assert irq["stats"]["max"] == pytest.approx(r.doc["metrics"]["ti_irq"]["max"] / 1000)
@@ -330,7 +330,7 @@ def test_conclusions_are_checked_per_run_and_across_systems(tmp_path):
     flat = _latency_run(url, 9000, 30000, False, cpu_scale=0.7)     # cpu not worse: the check fails
     vm = _latency_run(url, 9000, 900000, False, virt="kvm")
     with open_store(url) as s:
-        rt, gp, flat, vm = (s.get_run(i) for i in (rt, gp, flat, vm))
+        rt, gp, flat, vm = (s.get_run(i).to_dict() for i in (rt, gp, flat, vm))
     src = {"xenomai3-arm-2016"}
     one = {c.conclusion.key: c for c in check_conclusions([rt], src)}
     assert one["stressed-average-worse"].status == "holds"

@@ -119,7 +119,7 @@ def test_real_documents_through_the_store(engine_bin, tmp_path):
             store.add_measurement(run_id, {"name": test, "test": test, "condition": "idle",
                                            "tool": "engine"}, doc)
         store.finish_run(run_id, "complete")
-        run = store.get_run(run_id)
+        run = store.get_run(run_id).to_dict()
     (fig,) = rhealstone_figures(run)
     assert fig["complete"], fig["missing"]
     comps = fig["components"]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import needs_root, rtgauge
+from rtgauge.lab.runner import read_run_id
 from rtgauge.store import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,13 +48,16 @@ def test_small_profile_is_measured_stored_and_reported(tmp_path):
     prof.write_text(SMALL.format(cross=cross, seconds=2))
     db, report = tmp_path / "r.db", tmp_path / "r.html"
     before = stress_ng_pids()
-    p = rtgauge("run", "--profile", str(prof), "--db", str(db), "--report", str(report))
+    ids = tmp_path / "run-id"
+    p = rtgauge("run", "--profile", str(prof), "--db", str(db), "--report", str(report), "--run-id-file", str(ids))
     assert p.returncode == 0, p.stdout + p.stderr
     assert "Wake-up latency" in p.stdout and "max" in p.stdout
     assert stress_ng_pids() <= before, "a load process was left behind"
     with open_store(str(db)) as store:
-        run = store.get_run(store.latest_run_id())
+        run = store.get_run(store.latest_run_id()).to_dict()
     assert run["status"] == "complete" and run["profile"] == "small"
+    # the machine-readable channel a program that starts the run reads (rtgauge lab)
+    assert ids.read_text() == f"{run['id']}\n" and read_run_id(ids) == run["id"]
     assert run["doctor"] and run["system"]["kernel_release"] == os.uname().release
     by_name = {m["name"]: m for m in run["measurements"]}
     ncpu = len(os.sched_getaffinity(0))
@@ -78,6 +82,16 @@ def test_small_profile_is_measured_stored_and_reported(tmp_path):
     assert html.startswith("<!DOCTYPE html>") and "<svg" in html and "latency@cpu" in html
 
 
+def test_the_run_id_file_is_read_strictly(tmp_path):
+    """A child that failed before its run wrote no id, or a damaged file: no run, not a guess."""
+    f = tmp_path / "01-board.run-id"
+    assert read_run_id(f) is None and read_run_id(None) is None
+    for text, expected in (("7\n", 7), ("7\n8\n", 7), ("", None), ("x\n", None), ("-3\n", None),
+                           ("0\n", None), (f"{2**63}\n", None), ("\xff", None)):
+        f.write_text(text, encoding="latin-1")
+        assert read_run_id(f) == expected, text
+
+
 @needs_root
 @pytest.mark.alone     # no stress-ng may start beside it: it counts them by name
 def test_sigterm_keeps_what_was_measured(tmp_path):
@@ -95,7 +109,7 @@ def test_sigterm_keeps_what_was_measured(tmp_path):
     assert "Traceback" not in err
     assert stress_ng_pids() <= before
     with open_store(str(db)) as store:
-        run = store.get_run(store.latest_run_id())
+        run = store.get_run(store.latest_run_id()).to_dict()
     assert run["status"] == "interrupted"
     (m,) = run["measurements"]
     assert m["interrupted"] and m["ok"]

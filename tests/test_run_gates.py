@@ -159,7 +159,7 @@ def test_a_short_idle_only_run_is_not_rated_and_says_why(tmp_path):
     assert "Rating: not rated" in text and "★" not in text
     assert "too short" in text and "idle only" in text
     with open_store(str(tmp_path / "r.db")) as s:
-        run = s.get_run(s.latest_run_id())
+        run = s.get_run(s.latest_run_id()).to_dict()
     virt = run["system"]["virtualization"]
     if virt.get("vm"):      # this VM: said, with what it means for the claim
         assert "virtualised" in text and "bare metal" in text
@@ -181,7 +181,7 @@ def test_until_verdict_measures_more_rounds_until_its_ceiling(tmp_path):
     assert "not enough evidence" in out and "--until-verdict: undecided, measuring round 2" in out
     assert "still undecided" in out
     with open_store(str(db)) as s:
-        run = s.get_run(s.latest_run_id())
+        run = s.get_run(s.latest_run_id()).to_dict()
     names = [m["name"] for m in run["measurements"]]
     assert any(n.endswith("#r2") for n in names), names
     # a budget that is broken at once is decided at once: no second round

@@ -69,7 +69,7 @@ def rtgauge_run(env, *args, **kw):
 def only_run(db: Path) -> dict:
     with open_store(str(db)) as store:
         [row] = store.list_runs()
-        return store.get_run(row["id"])
+        return store.get_run(row["id"]).to_dict()
 
 
 def test_a_profile_with_a_target_is_measured_there_and_stored_here(lab, env, tmp_path):
@@ -97,7 +97,7 @@ def test_a_profile_with_a_target_is_measured_there_and_stored_here(lab, env, tmp
 
 
 def test_a_target_without_the_tool_is_told_apart(lab, env, monkeypatch):
-    from rtgauge.target.session import TargetSession
+    from rtgauge.remote.session import TargetSession
     monkeypatch.setenv("HOME", env["HOME"])
     monkeypatch.setenv("RTGAUGE_CACHE", env["RTGAUGE_CACHE"])     # else the lab's empty ~/.cache: a build
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)

@@ -84,7 +84,7 @@ def test_latest_is_the_newest_run(populated, capsys):
 def test_json_matches_the_store(populated, capsys):
     db, (first, _) = populated
     with open_store(db) as store:
-        runs, run = store.list_runs(), store.get_run(first)
+        runs, run = store.list_runs(), store.get_run(first).to_dict()
     status, out, _ = cli(capsys, "--db", db, "--json")
     assert status == 0 and json.loads(out) == runs
     status, out, _ = cli(capsys, str(first), "--db", db, "--json")

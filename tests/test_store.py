@@ -137,7 +137,7 @@ def assert_round_trip(store, job: dict, doc: dict) -> dict:
     original = copy.deepcopy(doc)
     run_id = store.begin_run(SYSTEM, DOCTOR, "quick", "builtin:quick", ["rtgauge", "run"])
     mid = store.add_measurement(run_id, job, doc)
-    run = store.get_run(run_id)
+    run = store.get_run(run_id).to_dict()
     assert doc == original, "add_measurement must not change the caller's document"
     [m] = run["measurements"]
     assert m["id"] == mid
@@ -235,7 +235,7 @@ def test_system_record_is_reused_only_for_the_same_identity(store):
     second = store.begin_run(retuned, [], "quick", "builtin:quick", [])
     new_kernel = dict(SYSTEM, kernel_release="6.12.0-rt")
     third = store.begin_run(new_kernel, [], "quick", "builtin:quick", [])
-    runs = {r: store.get_run(r) for r in (first, second, third)}
+    runs = {r: store.get_run(r).to_dict() for r in (first, second, third)}
     assert runs[first]["system_id"] == runs[second]["system_id"] != runs[third]["system_id"]
     assert runs[second]["system"]["governor"] == "powersave"
     assert runs[first]["system"] == SYSTEM
@@ -245,7 +245,7 @@ def test_system_record_is_reused_only_for_the_same_identity(store):
 
 def test_system_without_identity_facts_is_stored(store):
     run_id = store.begin_run({"hostname": "bare"}, [], "quick", "builtin:quick", [])
-    assert store.get_run(run_id)["hostname"] == "bare"
+    assert store.get_run(run_id).to_dict()["hostname"] == "bare"
 
 
 def test_run_lifecycle_and_statuses(store):
@@ -254,11 +254,11 @@ def test_run_lifecycle_and_statuses(store):
     ids = []
     for status, note in (("complete", ""), ("interrupted", "SIGINT during latency-cpu"), ("failed", "engine missing")):
         run_id = store.begin_run(SYSTEM, DOCTOR, "quick", "builtin:quick", ["rtgauge", "run"])
-        running = store.get_run(run_id)
+        running = store.get_run(run_id).to_dict()
         assert running["status"] == "running" and running["finished_at"] is None
         assert running["started_at"].endswith("+00:00")
         store.finish_run(run_id, status, note)
-        done = store.get_run(run_id)
+        done = store.get_run(run_id).to_dict()
         assert (done["status"], done["note"]) == (status, note)
         assert done["finished_at"] >= done["started_at"]
         ids.append(run_id)
@@ -304,7 +304,7 @@ def test_a_measurement_is_atomic(store, monkeypatch):
     with pytest.raises(RuntimeError):
         store.add_measurement(run_id, realistic_job("latency-cpu", "cpu"), realistic_document())
     monkeypatch.undo()
-    run = store.get_run(run_id)
+    run = store.get_run(run_id).to_dict()
     assert [m["name"] for m in run["measurements"]] == ["latency-idle"]
     assert store.list_runs()[0]["measurements"] == 1
 
@@ -328,7 +328,7 @@ def test_measurement_survives_a_writer_that_dies_mid_run(store, store_url):
                        cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert p.returncode == 9, p.stderr
     run_id = int(p.stdout.strip())
-    run = store.get_run(run_id)
+    run = store.get_run(run_id).to_dict()
     assert run["status"] == "running" and run["finished_at"] is None
     [m] = run["measurements"]
     assert m["document"] == doc
@@ -342,7 +342,7 @@ def test_measurement_is_visible_to_another_reader_while_the_run_is_running(store
         import json, sys
         from rtgauge.store import open_store
         with open_store(sys.argv[1]) as s:
-            run = s.get_run(int(sys.argv[2]))
+            run = s.get_run(int(sys.argv[2])).to_dict()
             print(json.dumps([run["status"], [m["name"] for m in run["measurements"]]]))
     """)
     p = subprocess.run([sys.executable, "-c", reader, store_url, str(run_id)], capture_output=True,
@@ -383,7 +383,7 @@ def test_an_older_schema_is_migrated(store_url, monkeypatch):
     monkeypatch.setattr(store_module, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     monkeypatch.setattr(store_module, "MIGRATIONS", {SCHEMA_VERSION: add_tag_column})
     with open_store(store_url) as s:
-        assert s.get_run(run_id)["profile"] == "quick"  # the old run survived the migration
+        assert s.get_run(run_id).to_dict()["profile"] == "quick"  # the old run survived the migration
     with open_store(store_url) as s:
         pass  # already migrated: the step does not run twice
     assert applied == [True]
@@ -476,7 +476,7 @@ def test_any_contract_metrics_round_trip(tmp_path, metric_docs):
     with open_store(f"sqlite:///{tmp_path / 'prop.db'}") as s:
         run_id = s.begin_run(SYSTEM, [], "quick", "builtin:quick", [])
         s.add_measurement(run_id, realistic_job(), doc)
-        [m] = s.get_run(run_id)["measurements"]
+        [m] = s.get_run(run_id).to_dict()["measurements"]
     assert without_kind(m["metrics"]) == metric_docs
 
 
@@ -484,7 +484,7 @@ def test_a_tool_that_printed_nothing_keeps_the_jobs_error(store):
     run_id = store.begin_run(SYSTEM, [], "quick", "builtin:quick", [])
     job = dict(realistic_job(), exit_status=-11, error="rtgauge-engine was killed by signal 11 (SIGSEGV)")
     store.add_measurement(run_id, job, None)
-    [m] = store.get_run(run_id)["measurements"]
+    [m] = store.get_run(run_id).to_dict()["measurements"]
     assert (m["ok"], m["error"], m["exit_status"], m["metrics"], m["document"]) == (
         False, job["error"], -11, {}, {})
 

@@ -49,7 +49,7 @@ def test_rigs_reporting_at_once_into_a_new_database(postgres_server):
         runs = store.list_runs()
         assert sorted(r["id"] for r in runs) == run_ids
         assert all(r["status"] == "complete" and r["measurements"] == 1 for r in runs)
-        assert len({store.get_run(i)["system_id"] for i in run_ids}) == 1
+        assert len({store.get_run(i).to_dict()["system_id"] for i in run_ids}) == 1
 
 
 def test_a_missing_database_is_named(postgres_server):

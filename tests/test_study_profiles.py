@@ -180,7 +180,7 @@ def test_notes_are_stored_with_the_measurement(engine_bin, tmp_path, monkeypatch
     with open_store(url) as store:
         run_id = store.begin_run(SYSTEM, [], "t", "", ["pytest"])
         status, outcomes = execute(store, run_id, [j], 0.0, settings=RunSettings(warmup_s=0.0, say=lambda s: None))
-        [m] = store.get_run(run_id)["measurements"]
+        [m] = store.get_run(run_id).to_dict()["measurements"]
     assert status == "complete" and m["env"]["notes"] == ["--split left out (unavailable here): because"]
 
 

@@ -10,13 +10,9 @@ import shutil
 import pytest
 from fake_system import FakeSystem, dynamic_kernel, mainline_desktop, rt_box
 
+from rtgauge.bounds import format_cpu_list, parse_cpu_list
 from rtgauge.sysinfo import collect_facts
-from rtgauge.sysinfo.readers import (
-    bracketed_choice,
-    format_cpu_list,
-    parse_cmdline,
-    parse_cpu_list,
-)
+from rtgauge.sysinfo.readers import bracketed_choice, parse_cmdline
 from rtgauge.sysinfo.tools import VERSION_PATTERN
 
 

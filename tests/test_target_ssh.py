@@ -1,4 +1,4 @@
-"""rtgauge.target.remote against a real OpenSSH server in a network namespace
+"""rtgauge.remote.ssh against a real OpenSSH server in a network namespace
 (tests/sshlab.py): the engine runs there and its document comes back, the
 temporary directory is removed, Ctrl-C and a cut link leave no engine behind,
 and an unreachable, unauthenticated or unprivileged target is refused in one
@@ -20,7 +20,7 @@ import pytest
 
 import sshlab
 from rtgauge.errors import RunFailed, UserError
-from rtgauge.target import remote
+from rtgauge.remote import ssh as remote
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or "")
@@ -226,7 +226,7 @@ def test_ctrl_c_on_rtgauge_engine_with_a_target(client):
 
 def test_local_and_ssh_targets_answer_alike(client, engine_bin):
     """target(None) and target("ssh://board") run the same engine the same way."""
-    from rtgauge.target import target
+    from rtgauge.remote import target
 
     async def go(address):
         async with target(address) as t:
@@ -245,7 +245,7 @@ def test_local_and_ssh_targets_answer_alike(client, engine_bin):
 
 
 def test_ctrl_c_on_a_local_target(engine_bin):
-    from rtgauge.target import target
+    from rtgauge.remote import target
 
     t = target(None)
 

@@ -84,7 +84,7 @@ duration-s = 5
     if mounted_before:
         assert not any(Path(mounted_before, "instances").glob("rtgauge-*"))
     with open_store(str(db)) as store:
-        (m,) = store.get_run(store.latest_run_id())["measurements"]
+        (m,) = store.get_run(store.latest_run_id()).to_dict()["measurements"]
     trace = m["document"]["env"]["trace"]
     if "unavailable" in trace:
         pytest.skip(trace["unavailable"])
@@ -113,6 +113,6 @@ duration-s = 1
     assert p.returncode in (0, 1), p.stderr
     assert " ".join(p.stdout.split()).count("tracing is skipped") == 1   # once, however wrapped
     with open_store(str(db)) as store:
-        (m,) = store.get_run(store.latest_run_id())["measurements"]
+        (m,) = store.get_run(store.latest_run_id()).to_dict()["measurements"]
     assert "unavailable" in m["document"]["env"]["trace"]
     assert m["metrics"]["cycles"]["value"] > 500     # measured in full, no --break without a trace

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from rtgauge.analysis.headline import MIN_RATED_CYCLES, headline
-from rtgauge.analysis.records import as_measurement
+from rtgauge.records import as_measurement
 from rtgauge.analysis.verdict import (
     NO, UNDECIDED, YES, Budget, cycles_needed, exceedances, judge, make_budget, rate_bounds,
 )
@@ -28,7 +28,7 @@ def stored(tmp_path, docs, system=None, status="complete"):
     url = f"sqlite:///{tmp_path / 'v.db'}"
     rid = store_run(url, docs, system=system, status=status)
     with open_store(url) as s:
-        return s.get_run(rid)
+        return s.get_run(rid).to_dict()
 
 
 # ---- exact bounds ------------------------------------------------------------------

@@ -263,6 +263,16 @@ static void make_plan(rtg_inv_plan *plan, inversion *v)
     plan->placed = inversion_placed;
 }
 
+const rtg_metric rtg_inversion_metrics[] = {
+    {"high_wait", RTG_METRIC_SCALAR, "ns", 0, "how long the high thread waited for the lock (its timeout when it never got it)"},
+    {"high_timed_out", RTG_METRIC_SCALAR, "count", 0, "1 when the high thread's wait timed out, else 0"},
+    {"medium_hog", RTG_METRIC_SCALAR, "ns", 0, "how long the medium thread ran"},
+    {"low_hold", RTG_METRIC_SCALAR, "ns", 0, "how long the low thread held the lock"},
+    {"low_priority_before", RTG_METRIC_SCALAR, "priority", 0, "the low thread's priority before high asked for the lock"},
+    {"low_priority_while_high_waits", RTG_METRIC_SCALAR, "priority", 0, "the low thread's priority while high waited (boosted when inherited)"},
+    {0},
+};
+
 void rtg_inversion_report(const rtg_inv_cfg *cfg, const rtg_inv_result *r, rtg_result *res)
 {
     rtg_json *m = res->metrics;

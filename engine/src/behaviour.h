@@ -76,15 +76,25 @@ typedef struct {
     int high_state;                          /* high's state letter while it waits */
 } rtg_inv_result;
 
+/* The options --priority and --policy of a test that runs the scenario, as rows
+ * of its option table (test.h: rtg_opt); its own --hog-ms and --cs-ms differ. */
+#define RTG_INVERSION_OPTS                                                                              \
+    {"priority", RTG_OPT_INT, "10", 1, 96, NULL,                                                         \
+     "priority of the low thread; medium and high run at +1 and +2 (the controller is the watchdog, "    \
+     "FIFO 99 on another CPU)"},                                                                         \
+        {"policy", RTG_OPT_ENUM, "fifo", 0, 0, "fifo", "the scenario runs under SCHED_FIFO"}
+
 /* The scenario with the lock `kind`, set up from the options --priority (low; medium,
  * high at +1, +2; priority_controller: the watchdog's), --cs-ms, --hog-ms and --cpus, run, and
  * reported (metrics and env). RTG_EXIT_OK with r filled, or RTG_EXIT_FAIL with the
  * sentence in res. */
 int rtg_inversion_run(const rtg_opts *o, rtg_prim kind, rtg_inv_cfg *cfg, rtg_inv_result *r,
                       rtg_result *res);
-/* The scenario's timings as metrics (ns): high_wait, medium_hog, low_cs; and
- * low's effective priority before and while high waited. */
+/* The scenario's timings as metrics (ns): high_wait, high_timed_out, medium_hog,
+ * low_hold; and low's effective priority before and while high waited. */
 void rtg_inversion_report(const rtg_inv_cfg *cfg, const rtg_inv_result *r, rtg_result *res);
+/* Those metrics, declared (the metric table of every test that runs the scenario). */
+extern const rtg_metric rtg_inversion_metrics[];
 
 /* env.cpus = [cpu] (the CPU the scenario ran on) and env.scenario_priorities */
 void rtg_behav_env_cpu(rtg_result *res, int cpu);

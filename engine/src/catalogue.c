@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "test.h"
+#include "availability.h"
 #include "portable.h"
 
 static const struct {

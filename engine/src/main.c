@@ -13,6 +13,7 @@
 #include "stop.h"
 #include "stall.h"
 #include "test.h"
+#include "availability.h"
 #include "portable.h"
 
 #define RTG_ENGINE_VERSION "0.1.0"

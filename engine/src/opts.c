@@ -1,7 +1,6 @@
 /* opts: generic option parsing from a test descriptor (test.h), the common
- * options every test shares, the params block, --help, and the small result
- * helpers (rtg_fail, rtg_verdict, rtg_stop) that tests and main share. Lives in
- * the library rather than main.c so the unit tests can link it. */
+ * options every test shares, the params block and --help. Lives in the library
+ * rather than main.c so the unit tests can link it. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -14,8 +13,6 @@
 
 #include "rt.h"
 #include "test.h"
-
-volatile sig_atomic_t rtg_stop = 0;
 
 #define MAX_OPTS 64
 
@@ -457,28 +454,6 @@ int rtg_opt_cpus(const rtg_opts *o, const char *name, int *cpus, int max)
     for (int i = 0; i < v->ncpus && i < max; i++)
         cpus[i] = v->cpus[i];
     return v->ncpus;
-}
-
-int rtg_fail(rtg_result *res, int status, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(res->error, sizeof res->error, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-void rtg_verdict(rtg_result *res, const char *name, bool pass, const char *fmt, ...)
-{
-    char detail[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
-    va_end(ap);
-    rtg_json *v = rtg_j_obj();
-    rtg_j_set(v, "pass", rtg_j_bool(pass));
-    rtg_j_set(v, "detail", rtg_j_str(detail));
-    rtg_j_set(res->verdicts, name, v);
 }
 
 int rtg_opts_count(const rtg_opts *o) { return o->n; }

@@ -45,9 +45,6 @@ typedef struct {
     int64_t ti, ts, tw;
 } rtg_cycle;
 
-/* payload: called once per cycle on the measuring thread; arg is per thread. */
-typedef void (*rtg_payload_fn)(void *arg, int thread, uint64_t cycle);
-
 typedef enum { RTG_TRIGGER_TIMER = 0, RTG_TRIGGER_FRAME, RTG_TRIGGER_EVENT } rtg_trigger_kind;
 
 /* An event posted by another thread (trigger EVENT): each post is one cycle,
@@ -81,6 +78,9 @@ typedef struct {
     bool end_run;              /* ... and the other threads stop too */
 } rtg_cycle_ctx;
 
+/* The payload: called once per cycle on the measuring thread, arg from its
+ * trigger (rtg_trigger.arg, one a thread when the threads need their own). The
+ * one way a payload is passed to the driver. */
 typedef void (*rtg_cycle_fn)(void *arg, rtg_cycle_ctx *c);
 
 static inline bool rtg_cycle_stopping(const rtg_cycle_ctx *c)
@@ -88,13 +88,13 @@ static inline bool rtg_cycle_stopping(const rtg_cycle_ctx *c)
     return rtg_stop || (c->stopping && atomic_load_explicit(c->stopping, memory_order_relaxed));
 }
 
-/* How one thread's cycles start. Zeroed = a timer with the cfg's payload. */
+/* How one thread's cycles start, and its payload. Zeroed = a timer, no payload. */
 typedef struct {
     rtg_trigger_kind kind;
     int fd;                    /* FRAME: the bound socket; TIMER: the fd serviced while waiting
                                   (only with service) */
     rtg_event *event;          /* EVENT */
-    rtg_cycle_fn cycle;        /* the payload (wins over cfg->payload) */
+    rtg_cycle_fn cycle;        /* the payload; NULL = none (the latency test) */
     void (*service)(void *arg);              /* TIMER: fd readable before the deadline */
     bool (*idle)(void *arg, int64_t now_ns); /* FRAME/EVENT: nothing came for poll_ns (or a
                                                 stop was asked): true ends the thread */
@@ -125,8 +125,6 @@ typedef struct {
     uint64_t cycles;           /* per thread; 0 = until duration_ns */
     int64_t duration_ns;       /* 0 = until cycles */
     rtg_clock clock;
-    rtg_payload_fn payload;    /* NULL = empty payload (latency test) */
-    void **payload_args;       /* per thread, may be NULL */
     int64_t window_ns;         /* window of the max series (default 1 s) */
     int64_t lin_bucket_ns;     /* linear histogram: bucket width, 0 = none */
     size_t lin_buckets;
@@ -137,7 +135,8 @@ typedef struct {
     const int64_t *periods_ns; /* optional, per thread (e.g. a Hartstone task set); NULL = period_ns
                                   for all. period_ns must then be the shortest (it sizes the rings) */
     const int *priorities;     /* optional, per thread (e.g. rate-monotonic); NULL = priority for all */
-    const rtg_trigger *triggers;   /* optional, per thread; NULL = a timer for all. A FRAME or
+    const rtg_trigger *triggers;   /* optional, per thread (trigger and payload); NULL = a timer
+                                  without payload for all. A FRAME or
                                   EVENT thread runs until its payload or idle hook ends it, a
                                   stop, or cycles; duration_ns and cycles bound timer threads */
 } rtg_periodic_cfg;
@@ -177,6 +176,34 @@ typedef struct {
 /* Run the driver. Returns 0, or -1 with a sentence in err (then run is freed). */
 int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, size_t errlen);
 void rtg_periodic_free(rtg_periodic_run *run);
+/* The metrics rtg_periodic_put_metrics writes, declared once for the metric
+ * tables of the tests that report a periodic run (test.h: rtg_metric): name,
+ * kind, unit, what it means. Every one is also written per thread (NAME#i). */
+#define RTG_PM_ti RTG_METRIC_DISTRIBUTION, "ns", "wake-up latency: the thread's wake-up minus its deadline"
+#define RTG_PM_ts RTG_METRIC_DISTRIBUTION, "ns", "payload time of a cycle, from wake-up to the end of its work"
+#define RTG_PM_tw RTG_METRIC_DISTRIBUTION, "ns", "slack: the next deadline minus the end of the cycle (below 0 is a miss)"
+#define RTG_PM_misses RTG_METRIC_SCALAR, "count", "cycles that ended after the next deadline"
+#define RTG_PM_skipped RTG_METRIC_SCALAR, "count", "deadlines already past after an overrun, skipped (--overrun skip)"
+#define RTG_PM_cycles RTG_METRIC_SCALAR, "count", "cycles measured (cycles + skipped = deadlines elapsed)"
+#define RTG_PM_dropped RTG_METRIC_SCALAR, "count", \
+    "cycles lost to a full ring before the collector read them (should be 0)"
+#define RTG_PM_ti_window_max RTG_METRIC_SERIES, "ns", "the largest ti of each window of --window-s"
+#define RTG_PM_ROW_(name, kind, unit, help, flags, when) {name, kind, unit, RTG_METRIC_PER_THREAD | (flags), help when}
+#define RTG_PM_ROW_AS_(name, kind, unit, help, flags, own) {name, kind, unit, RTG_METRIC_PER_THREAD | (flags), own}
+#define RTG_PM_ROW(...) RTG_PM_ROW_(__VA_ARGS__)
+#define RTG_PM_ROW_AS(...) RTG_PM_ROW_AS_(__VA_ARGS__)
+/* One row: RTG_METRIC_* flags added, `when` (a string literal, "" for none)
+ * appended to the meaning, e.g. " (realtime and pretest)". */
+#define RTG_PERIODIC_METRIC(name, flags, when) RTG_PM_ROW(#name, RTG_PM_##name, flags, when)
+/* One row whose meaning the test words for itself (its cycles are bursts...). */
+#define RTG_PERIODIC_METRIC_AS(name, flags, help) RTG_PM_ROW_AS(#name, RTG_PM_##name, flags, help)
+/* All eight rows, in the order they are written. */
+#define RTG_PERIODIC_METRICS(flags, when)                                                             \
+    RTG_PERIODIC_METRIC(ti, flags, when), RTG_PERIODIC_METRIC(ts, flags, when),                      \
+        RTG_PERIODIC_METRIC(tw, flags, when), RTG_PERIODIC_METRIC(misses, flags, when),              \
+        RTG_PERIODIC_METRIC(skipped, flags, when), RTG_PERIODIC_METRIC(cycles, flags, when),         \
+        RTG_PERIODIC_METRIC(dropped, flags, when), RTG_PERIODIC_METRIC(ti_window_max, flags, when)
+
 /* Put the run into a result: metrics ti, ts, tw (dist), misses, cycles, dropped
  * skipped (scalar), ti_window_max (series), and per thread the same with suffix "#i"
  * (ti#0, misses#0, ...); env.threads = [{"index","cpu","tid","policy","priority",

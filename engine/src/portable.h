@@ -7,7 +7,7 @@
  * What the POSIX-only build cannot do, and how it says so:
  *  - pin a thread to a CPU (affinity is not POSIX): threads run where the system
  *    puts them; a test whose threads must share one CPU is unavailable unless
- *    the system has one CPU online (rtg_test_unavailable);
+ *    the system has one CPU online (availability.h: rtg_test_unavailable);
  *  - see from outside that a thread is blocked in a system call (Linux
  *    /proc/self/task): a test that needs that check is unavailable;
  *  - read the kernel's facts (/proc, /sys, /dev/cpu_dma_latency): the env block
@@ -19,8 +19,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
-
-#include "test.h"
 
 /* sem_clockwait(s, CLOCK_MONOTONIC, abs): 0, or -1 with errno (ETIMEDOUT, EINTR).
  * POSIX-only build: sem_timedwait, whose deadline is on CLOCK_REALTIME. The
@@ -61,10 +59,5 @@ long rtg_online_cpus(void);
 
 /* true when this build can pin threads to CPUs. */
 bool rtg_can_pin(void);
-
-/* Availability of test t in this build and on this system: the build's own
- * reasons first (RTG_POSIX_ONLY), then the test's hook. NULL when available,
- * else a sentence "unavailable ... because ..." in why. */
-const char *rtg_test_unavailable(const rtg_test *t, char *why, size_t len);
 
 #endif

@@ -187,6 +187,19 @@ int rtg_allowed_cpus(int *cpus, int max)
 }
 #endif
 
+void rtg_thread_switches(uint64_t *nv, uint64_t *niv, int sign)
+{
+#ifdef RUSAGE_THREAD   /* the POSIX-only build: per-thread counts are Linux-only, they stay as they are */
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+        *nv += (uint64_t)(sign * ru.ru_nvcsw);
+        *niv += (uint64_t)(sign * ru.ru_nivcsw);
+    }
+#else
+    (void)nv, (void)niv, (void)sign;
+#endif
+}
+
 int rtg_lock_memory(void)
 {
     return mlockall(MCL_CURRENT | MCL_FUTURE);

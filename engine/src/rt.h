@@ -5,6 +5,7 @@
 #define RTG_RT_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "json.h"
 
 typedef enum { RTG_POL_OTHER = 0, RTG_POL_FIFO, RTG_POL_RR } rtg_policy;
@@ -37,6 +38,12 @@ int rtg_pin_cpu(int cpu, char *err, size_t errlen);
 int rtg_allowed_cpus(int *cpus, int max);
 /* Confine the calling thread and those it starts to cpus[0..n) without pinning any to one. */
 int rtg_confine_cpus(const int *cpus, int n, char *err, size_t errlen);
+
+/* Add sign (+1 / -1) times the calling thread's voluntary and involuntary
+ * context switches so far (getrusage RUSAGE_THREAD) to *nv and *niv: -1 at the
+ * start of a span and +1 at its end count the span's. Linux only: the POSIX-only
+ * build leaves them as they are. */
+void rtg_thread_switches(uint64_t *nv, uint64_t *niv, int sign);
 
 /* mlockall(MCL_CURRENT|MCL_FUTURE); 0 or -1 (errno kept). */
 int rtg_lock_memory(void);

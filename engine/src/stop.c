@@ -14,6 +14,9 @@
 #include "clock.h"
 #include "test.h"
 
+/* test.h: set by SIGINT/SIGTERM, polled by every loop */
+volatile sig_atomic_t rtg_stop = 0;
+
 static sem_t stop_sem;
 static pthread_once_t stop_once = PTHREAD_ONCE_INIT;
 

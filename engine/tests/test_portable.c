@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "clock.h"
+#include "availability.h"
 #include "portable.h"
 #include "test.h"
 

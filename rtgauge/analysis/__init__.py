@@ -5,7 +5,7 @@ published figures (micro.py), the tire sweep (tire.py), system differences
 
 from __future__ import annotations
 
-from rtgauge.analysis.records import Measurement, Run, as_measurement, as_run
+from rtgauge.records import Measurement, Run, as_measurement, as_run
 from rtgauge.catalogue import LATENCY, catalogue
 
 US = 1000.0
@@ -30,9 +30,9 @@ def latency_row(m: Measurement | dict) -> dict | None:
         return None
     return {
         "name": m.name, "tool": m.tool, "condition": m.condition,
-        "samples": ti.count, "min_us": _us(ti.min), "avg_us": _us(ti.avg), "stddev_us": _us(ti.stddev),
-        "p99_us": _us(ti.p99) if percentile_supported(ti.count, 0.99) else None,
-        "p9999_us": _us(ti.p9999) if percentile_supported(ti.count, 0.9999) else None, "max_us": _us(ti.max),
+        "samples": ti.count, "min_us": _in_us(ti.min), "avg_us": _in_us(ti.avg), "stddev_us": _in_us(ti.stddev),
+        "p99_us": _in_us(ti.p99) if percentile_supported(ti.count, 0.99) else None,
+        "p9999_us": _in_us(ti.p9999) if percentile_supported(ti.count, 0.9999) else None, "max_us": _in_us(ti.max),
         "misses": m.scalar("misses"), "policy": m.policy, "fallback": m.fallback,
         "interrupted": m.interrupted,
     }
@@ -49,7 +49,7 @@ def latency_measurements(run: Run | dict) -> list[Measurement]:
     return [m for m in as_run(run).measurements if is_latency_measurement(m) and latency_row(m)]
 
 
-def _us(ns):
+def _in_us(ns):
     return None if ns is None else ns / US
 
 

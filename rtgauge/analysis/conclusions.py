@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rtgauge.analysis.records import Run, as_run
+from rtgauge.records import Run, as_run
 from rtgauge.analysis.tire import headline_limits, realfast_curves, tire_points
 
 HOLDS, FAILS, NOT_MEASURED, NEEDS_SECOND, EMULATED = (
@@ -30,6 +30,7 @@ ORDER_OF_MAGNITUDE = 0.2
 MUCH_WORSE = 2.0
 # "multiple times larger": the median ratio of the worst cases at least this
 MULTIPLE_TIMES = 2.0
+NOT_HARDWARE = "a system here is emulated or virtualised: its timing says nothing about hardware"
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,7 @@ def _rt_below_mainline(runs: list[Run]) -> tuple[str, str]:
     if not rt or not gp:
         return NEEDS_SECOND, "needs a PREEMPT_RT run and a mainline run of the wake-up latency"
     if any(_emulated(r) for r, _ in rt + gp):
-        return EMULATED, "a system here is emulated or virtualised: its timing says nothing about hardware"
+        return EMULATED, NOT_HARDWARE
     (r1, w1), (r2, w2) = max(rt, key=lambda x: x[1]), min(gp, key=lambda x: x[1])
     status = HOLDS if w1 < w2 else FAILS
     return status, (f"worst PREEMPT_RT run {r1.id}: {w1 / 1000:,.1f} µs; best mainline run {r2.id}: "
@@ -187,7 +188,7 @@ def _suite_multiple(runs: list[Run]) -> tuple[str, str]:
     if len(measured) < 2:
         return NEEDS_SECOND, "needs the evaluation suite on two systems"
     if any(_emulated(r) for r, _ in measured):
-        return EMULATED, "a system here is emulated or virtualised: its timing says nothing about hardware"
+        return EMULATED, NOT_HARDWARE
     (ra, a), (rb, b) = measured[0], measured[1]
     common = sorted(set(a) & set(b))
     if not common:
@@ -222,19 +223,25 @@ def _largest_held(run: Run) -> int | None:
     return max(held) if held else None
 
 
-def _pair(runs: list[Run], value) -> tuple | None:
+def _rt_and_gp(runs: list[Run], value, needs: str) -> tuple[tuple | None, tuple[str, str] | None]:
+    """((real-time run, its value), (general-purpose run, its value)): the first run of
+    each kind with a value, and None; or None and the (status, detail) that decides a
+    cross-system check without them (a kind missing: NEEDS; one emulated)."""
     rt = [(r, v) for r in runs if _is_realtime(r) and (v := value(r))]
     gp = [(r, v) for r in runs if _is_realtime(r) is False and (v := value(r))]
-    return (rt[0], gp[0]) if rt and gp else None
+    if not rt or not gp:
+        return None, (NEEDS_SECOND, needs)
+    if _emulated(rt[0][0]) or _emulated(gp[0][0]):
+        return None, (EMULATED, NOT_HARDWARE)
+    return (rt[0], gp[0]), None
 
 
 def _gpos_faster(runs: list[Run]) -> tuple[str, str]:
-    pair = _pair(runs, _realfast_total)
+    pair, undecided = _rt_and_gp(runs, _realfast_total,
+                                 "needs tire real-fast runs on a real-time and a general-purpose kernel")
     if pair is None:
-        return NEEDS_SECOND, "needs tire real-fast runs on a real-time and a general-purpose kernel"
+        return undecided
     (rr, a), (gr, b) = pair
-    if _emulated(rr) or _emulated(gr):
-        return EMULATED, "a system here is emulated or virtualised: its timing says nothing about hardware"
     common = sorted(set(a) & set(b))
     if not common:
         return NOT_MEASURED, "the two runs share no real-fast configuration"
@@ -244,12 +251,10 @@ def _gpos_faster(runs: list[Run]) -> tuple[str, str]:
 
 
 def _rtos_holds_more(runs: list[Run]) -> tuple[str, str]:
-    pair = _pair(runs, _largest_held)
+    pair, undecided = _rt_and_gp(runs, _largest_held, "needs tire sweeps on a real-time and a general-purpose kernel")
     if pair is None:
-        return NEEDS_SECOND, "needs tire sweeps on a real-time and a general-purpose kernel"
+        return undecided
     (rr, a), (gr, b) = pair
-    if _emulated(rr) or _emulated(gr):
-        return EMULATED, "a system here is emulated or virtualised: its timing says nothing about hardware"
     return (HOLDS if a > b else FAILS), f"held up to {a:,} masses (run {rr.id}) against {b:,} (run {gr.id}) at 100 Hz"
 
 

@@ -3,7 +3,7 @@ three parts on average and in the worst case (µs), for the report's budget bars
 
 from __future__ import annotations
 
-from rtgauge.analysis.records import Measurement, as_measurement
+from rtgauge.records import Measurement, as_measurement
 
 
 def equation_parts(m: Measurement | dict) -> tuple[float, list] | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rtgauge.analysis.regress import INVALID, SAME, Change, Rule, figures, parse_rule
-from rtgauge.analysis.records import Run, as_run
+from rtgauge.records import Run, as_run
 from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_INCOMPLETE, EXIT_OK, EXIT_UNDECIDED, UserError
 
 PASS, FAIL, UNDECIDED, INCOMPLETE = "pass", "fail", "undecided", "incomplete"

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rtgauge.analysis import latency_row, latency_measurements
-from rtgauge.analysis.records import Run, as_run
+from rtgauge.records import Run, as_run
 from rtgauge.analysis.tire import headline_limits, thread_label
 
 DEFAULT_BUDGET_US = 100.0

@@ -4,7 +4,7 @@ sustained-rate sweep (the shortest period per step size). The report lays them o
 
 from __future__ import annotations
 
-from rtgauge.analysis.records import Measurement, Run, as_measurement, as_run
+from rtgauge.records import Measurement, Run, as_measurement, as_run
 from rtgauge.catalogue import LOOP, catalogue
 
 

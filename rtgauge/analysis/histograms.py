@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from rtgauge.analysis.records import Measurement, Metric, as_measurement
+from rtgauge.records import Measurement, Metric, as_measurement
 
 PLOT_BUCKETS_PER_DECADE = 40
 # cyclictest reports whole microseconds: its bin [5000, 5999] holds values in [5, 6) µs.

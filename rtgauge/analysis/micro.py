@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rtgauge.analysis.records import Measurement, Run, as_measurement, as_run
+from rtgauge.records import Measurement, Run, as_measurement, as_run
 from rtgauge.catalogue import MICRO_KINDS, catalogue
 from rtgauge.analysis.published import published_for
 from rtgauge.published import Published

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rtgauge.analysis.records import Measurement, Metric, Run, as_run
+from rtgauge.records import Measurement, Metric, Run, as_run
 from rtgauge.published import Published, load_published
 
 # (engine test, metric, options that must match[, tool]): the tool is "engine" unless a

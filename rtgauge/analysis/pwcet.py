@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize, special, stats
 
-from rtgauge.analysis.records import Measurement, as_measurement
+from rtgauge.records import Measurement, as_measurement
 from rtgauge.defaults import DEFAULT_EXCEEDANCE
 from rtgauge.errors import UserError
 
@@ -714,13 +714,6 @@ def _num(v: float | None) -> str:
 def _failed_text(failed: list[Check]) -> str:
     return "; ".join(f"the block maxima fail the {c.name} check ({c.test}: p={c.p_value:.2g}; {c.detail})"
                      if c.p_value is not None else f"{c.name}: {c.detail}" for c in failed)
-
-
-def block_maxima(values, block_cycles: int) -> np.ndarray:
-    """Maxima of consecutive blocks of block_cycles values; a last partial block is dropped."""
-    v = np.asarray(values, dtype=float)
-    n = len(v) // block_cycles
-    return v[: n * block_cycles].reshape(n, block_cycles).max(axis=1) if n else np.empty(0)
 
 
 # ---- stored measurements ---------------------------------------------------------

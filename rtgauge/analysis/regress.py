@@ -30,7 +30,7 @@ from rtgauge.analysis import noise
 from rtgauge.defaults import REGRESSION_ALPHA
 from rtgauge.analysis.micro import is_micro, variant_of
 from rtgauge.analysis.stalls import stall_free
-from rtgauge.analysis.records import Measurement, Metric, Run, as_measurement, as_run, bounded_count
+from rtgauge.records import Measurement, Metric, Run, as_measurement, as_run, bounded_count
 from rtgauge.analysis.tire import headline_limits, tire_points
 
 ALPHA = REGRESSION_ALPHA
@@ -368,7 +368,7 @@ def exact_call(fb: Figure, fa: Figure) -> tuple[str, str]:
     return (WORSE, text) if d > 0 else ((BETTER, text) if d < 0 else (SAME, "unchanged"))
 
 
-def compare_runs(base: dict, cand: dict, alpha: float = ALPHA) -> list[Change]:
+def compare_runs(base: Run | dict, cand: Run | dict, alpha: float = ALPHA) -> list[Change]:
     fa, fb = figures(base), figures(cand)
     out: list[Change] = []
     tested: list[Change] = []

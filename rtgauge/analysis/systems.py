@@ -4,7 +4,7 @@ that differ between systems marked."""
 from __future__ import annotations
 
 from rtgauge.analysis.headline import tuning_of
-from rtgauge.analysis.records import Run, as_run
+from rtgauge.records import Run, as_run
 
 
 def _governors(f: dict) -> str | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rtgauge.analysis.records import Measurement, Run, as_run
+from rtgauge.records import Measurement, Run, as_run
 from rtgauge.published import Published, tire_published
 
 HEADLINE_PERIOD_MS = 10.0     # 100 Hz, the published rate

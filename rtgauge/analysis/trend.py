@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from rtgauge.analysis import latency_measurements
-from rtgauge.analysis.records import Run, as_run
+from rtgauge.records import Run, as_run
 from rtgauge.analysis.regress import BETTER, WORSE, base_name, compare_runs
 
 FAMILIES = {"max_latency": "max", "p99_latency": "p99"}

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 
 from rtgauge.analysis import latency_measurements
-from rtgauge.analysis.records import Measurement, Run, as_run
+from rtgauge.records import Measurement, Run, as_run
 from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_INCOMPLETE, EXIT_OK, EXIT_UNDECIDED, UserError
 
 CONFIDENCE = 0.95          # one-sided, for the exceedance-rate bounds

@@ -14,6 +14,7 @@ import sys
 from rtgauge.defaults import REGRESSION_ALPHA as ALPHA
 from rtgauge.cli.report import add_db_argument
 from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_INCOMPLETE, EXIT_UNDECIDED, UserError
+from rtgauge.report.numbers import us_fixed
 
 # compare --json's layout: 2 added "version" and "call" ("verdict", the same value, is kept
 # for readers of version 1); docs/compare.md.
@@ -63,7 +64,7 @@ def cmd_compare(args) -> int:
     import json
     from rtgauge.analysis.regress import BETTER, WORSE, change_json, compare_runs, parse_rule
     from rtgauge.analysis.headline import DEFAULT_BUDGET_US
-    from rtgauge.analysis.records import as_run
+    from rtgauge.records import as_run
     from rtgauge.cli.report import budget_options, check_writable, load_runs, write_html
     from rich.markup import escape
     from rtgauge.report.stalls import stalls_json
@@ -217,16 +218,15 @@ def compare_worst_cases(base: Run, cand: Run, exceedance: float) -> list[dict]:
     return out
 
 
+NONE = "-"      # a figure not measured, in the worst-case table
+
+
 def _level(side: dict) -> str:
     if not side.get("applicable"):
         return "n/a"
     lo, hi = side.get("ci_low_ns"), side.get("ci_high_ns")
-    interval = f" [{_us(lo)}, {_us(hi)}]" if lo is not None and hi is not None else ""
-    return f"{_us(side.get('level_ns'))}{interval}"
-
-
-def _us(ns) -> str:
-    return "-" if ns is None else f"{ns / 1000:,.1f}"
+    interval = f" [{us_fixed(lo, dash=NONE)}, {us_fixed(hi, dash=NONE)}]" if lo is not None and hi is not None else ""
+    return f"{us_fixed(side.get('level_ns'), dash=NONE)}{interval}"
 
 
 def print_worst_cases(out: Console, base: Run, cand: Run, rows: list[dict], exceedance: float) -> None:
@@ -238,7 +238,8 @@ def print_worst_cases(out: Console, base: Run, cand: Run, rows: list[dict], exce
         t.add_column(col)
     for r in rows:
         diff = "-" if r.get("difference_ns") is None else \
-            f"{_us(r['difference_ns'])} [{_us(r['ci_low_ns'])}, {_us(r['ci_high_ns'])}]"
+            (f"{us_fixed(r['difference_ns'], dash=NONE)} [{us_fixed(r['ci_low_ns'], dash=NONE)}, "
+             f"{us_fixed(r['ci_high_ns'], dash=NONE)}]")
         call = r["call"] + (f" ({r['reason']})" if r.get("reason") else "")
         t.add_row(escape(str(r["name"])), _level(r["a"]), _level(r["b"]), diff, escape(call))
     if not rows:
@@ -300,7 +301,7 @@ def print_side_by_side(out: Console, runs: list[Run], budget_us: float) -> None:
         for r in runs:
             m = next((m for m in latency_measurements(r) if m.name == name), None)
             row = latency_row(m) if m else None
-            figs = None if row is None else fmt_group([row["avg_us"], row["p99_us"], row["max_us"]], dash="-")
+            figs = None if row is None else fmt_group([row["avg_us"], row["p99_us"], row["max_us"]], dash=NONE)
             cells.append("-" if row is None else f"{figs[0]} / {figs[1]} / [bold]{figs[2]}[/]"
                          + (" [red](fallback)[/]" if row["fallback"] else ""))
         lat.add_row(escape(name), *cells)

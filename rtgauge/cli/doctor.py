@@ -42,11 +42,11 @@ def doctor(args: argparse.Namespace) -> int:
     if target is not None:
         if args.root != "/":
             raise UserError("--root and --target exclude each other; give one.")
-        from rtgauge.target.remote import parse
-        from rtgauge.target.session import TargetSession
+        from rtgauge.remote.ssh import parse
+        from rtgauge.remote.session import TargetSession
         with TargetSession(str(parse(target)), needs_engine=False) as session:
             facts = session.facts()
-            from rtgauge.target.tune import tuning_check
+            from rtgauge.remote.tune import tuning_check
             tuning = tuning_check(session)
         checks = run_doctor(facts) + ([tuning] if tuning else [])
     elif not os.path.isdir(os.path.join(args.root, "proc")):

@@ -93,7 +93,7 @@ def on_target(target: str, args: list[str]) -> int:
     for the target's machine runs there; its document is printed here."""
     import json
 
-    from rtgauge.target import remote
+    from rtgauge.remote import ssh as remote
 
     try:
         if not args or args[0].startswith("-"):

@@ -182,6 +182,7 @@ def export_cyclictest(run: dict) -> str:
 def cmd_export(args) -> int:
     from rtgauge.cli.report import load_runs
     [run] = load_runs(args.db, [args.run], documents=True)
+    run = run.to_dict()     # the export's form: the stored run as a document
     text = {"json": export_json, "csv": export_csv, "md": export_md,
             "cyclictest": export_cyclictest}[args.format](run)
     if args.output and args.output != "-":

@@ -172,8 +172,8 @@ def already_here(store, p: Prepared) -> int | None:
             local = store.get_run(original["run"], documents=False)
         except Exception:
             return None
-        if local and iso_time(local.get("started_at"), "", "") == original.get("started_at") \
-                and machine_of(local.get("system") or {}) == original.get("machine"):
+        if local and iso_time(local.started_at, "", "") == original.get("started_at") \
+                and machine_of(local.system) == original.get("machine"):
             return original["run"]
     return None
 
@@ -550,7 +550,7 @@ def import_database(args, path: Path) -> int:
                 shutil.copyfile(f"{path}{suffix}", f"{copy}{suffix}")
         with open_store(f"sqlite:///{copy}") as other:
             try:
-                runs = [other.get_run(i, documents=True) for i in ids]
+                runs = [other.get_run(i, documents=True).to_dict() for i in ids]   # an export's form
             except (ValueError, TypeError, RecursionError) as e:
                 raise UserError(f"{path} holds a run rtgauge cannot read ({type(e).__name__}); the database "
                                 "is damaged or not written by rtgauge.") from None

@@ -111,7 +111,7 @@ def lab_gates(lab, runs, stored: list[dict], rules, junit_path: str | None) -> i
     from rtgauge.cli.run import verdict_cases
     from rtgauge.errors import gate_status
     from rtgauge.report.junit import Case, Suite, write_junit
-    by_id = {r["id"]: r for r in stored}
+    by_id = {r.id: r for r in stored}
     suites, statuses = [], []
     budget = getattr(lab.loaded, "budget", None)
     for r in runs:
@@ -125,13 +125,13 @@ def lab_gates(lab, runs, stored: list[dict], rules, junit_path: str | None) -> i
         if budget is not None:
             v = judge(run, budget)
             statuses.append(v.exit_status)
-            cases += verdict_cases(v, run["id"])
+            cases += verdict_cases(v, run.id)
             say(f"  {r.target.name}: can it carry the job? {v.headline}")
         for c in check_run(run, rules):
             statuses.append(c.exit_status)
             cases.append(Case(f"{r.target.name}.{c.job}", c.rule, c.outcome, c.message))
             say(f"  {r.target.name}: --fail-on {c.rule}: {c.job}: {c.outcome} — {c.message}")
-        suites.append(Suite(name, cases, run.get("started_at")))
+        suites.append(Suite(name, cases, run.started_at))
     if junit_path:
         write_junit(junit_path, suites)
         say(f"JUnit: {junit_path}")
@@ -151,7 +151,7 @@ def finish(lab, runs, report: str | None, stopped, rules=(), junit_path: str | N
                 stored.append(run)
             where = f"{r.target.name} ({r.address})" if r.address != r.target.name else r.target.name
             if run is not None:
-                text = f"run {run['id']} on {run['hostname']}: {run['status']}, {run['note']}"
+                text = f"run {run.id} on {run.hostname}: {run.status}, {run.note}"
             else:
                 text = "nothing stored"
             if not r.ok and not (stopped and r.exit_status == 130):
@@ -159,7 +159,7 @@ def finish(lab, runs, report: str | None, stopped, rules=(), junit_path: str | N
             say(f"  {where}: {text}")
     if report and stored:
         from rtgauge.cli.report import write_html
-        ids = ",".join(str(r["id"]) for r in stored)
+        ids = ",".join(str(r.id) for r in stored)
         write_html(report, stored, fix=f"the runs are stored; write their page elsewhere with `rtgauge report {ids} "
                                        "-o FILE`")
         say(f"Report of {len(stored)} run{'s' if len(stored) != 1 else ''}: {report}")

@@ -123,6 +123,7 @@ def load_run(text: str, db: str | None) -> dict:
     with open_store(db) as store:
         run_id = store.latest_run_id() if wanted == "latest" else wanted
         run = None if run_id is None else store.get_run(run_id)
+        run = None if run is None else run.to_dict()
         if run is None:
             where = store.url
     if run is None:

@@ -8,6 +8,7 @@ import time
 from rtgauge.bounds import run_range
 from rtgauge.errors import UserError
 from rtgauge.config import DB_HELP
+from rtgauge.records import Run
 
 
 def add_db_argument(p) -> None:
@@ -55,7 +56,7 @@ def parse_run_ids(texts: list[str]) -> list[int | str]:
 
 
 def load_runs(db: str | None, texts: list[str], default_latest: bool = True,
-              documents: bool = False) -> list[dict]:
+              documents: bool = False) -> list[Run]:
     """The stored runs named by texts (the latest one when texts is empty); with
     documents=True each measurement also carries its original engine document."""
     from rtgauge.store.urls import database_to_read, display_url, normalise_url
@@ -76,7 +77,7 @@ def load_runs(db: str | None, texts: list[str], default_latest: bool = True,
                 if run_id is None:
                     raise UserError(f"there are no runs in {store.url} yet; `rtgauge run` makes one.")
                 raise UserError(f"no run {run_id} in {store.url}; `rtgauge show` lists the runs.")
-            if all(r["id"] != run["id"] for r in runs):
+            if all(r.id != run.id for r in runs):
                 runs.append(run)
     return runs
 
@@ -109,13 +110,13 @@ def check_writable(option: str, path: str | None) -> None:
                         "is missing or read-only); give a writable file path.")
 
 
-def default_output(prefix: str, runs: list[dict]) -> str:
-    ids = [r["id"] for r in runs]
+def default_output(prefix: str, runs: list[Run]) -> str:
+    ids = [r.id for r in runs]
     tag = f"{ids[0]}" if len(ids) == 1 else (f"{ids[0]}-{ids[-1]}" if len(ids) > 3 else "-".join(map(str, ids)))
     return f"{prefix}-{tag}.html"
 
 
-def write_html(path: str, runs: list[dict], fix: str = "choose another file with -o", **options) -> None:
+def write_html(path: str, runs: list[Run], fix: str = "choose another file with -o", **options) -> None:
     """fix: what the user does next, in the words of the command that wrote it."""
     from rtgauge.report.html import write_report
     try:

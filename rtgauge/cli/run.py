@@ -37,6 +37,9 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true",
                    help="print the stored run as `rtgauge show RUN --json` gives it on standard output; "
                    "progress, warnings and the summary go to standard error")
+    p.add_argument("--run-id-file", default=None, metavar="FILE",
+                   help="write the id of each run stored (one a line) to FILE as soon as it is begun: for a "
+                   "program that starts `rtgauge run` (`rtgauge lab` does) instead of reading its console")
     p.add_argument("--rounds", type=int, default=None, metavar="N",
                    help="run every job N times, each round a separate engine run, so that `rtgauge compare` "
                    "knows each figure's noise (default: the profile's rounds, usually 1)")
@@ -173,14 +176,12 @@ def validate_engine_jobs(jobs: list[Job]) -> None:
             raise UserError(f"job {job.name}: {why}")
 
 
-def check_tools(jobs: list[Job]) -> None:
+def check_loads(jobs: list[Job]) -> None:
+    """Each job's load can start here (prepare_jobs has dropped the cyclictest
+    cross-checks already when cyclictest is missing)."""
     from rtgauge.loads import make_load
-    from rtgauge.tools import cyclictest
 
     for job in jobs:
-        if job.tool == "cyclictest" and not cyclictest.cyclictest_path():
-            raise UserError("the profile cross-checks with cyclictest, which is not installed; "
-                            "install it with `apt-get install rt-tests`.")
         make_load(job.condition).check()   # raises the missing-package sentence
 
 
@@ -216,7 +217,7 @@ def prepare_jobs(console: Console, profile, args, conditions, address: str | Non
                       "the cross-check is skipped.[/]")
         jobs = [j for j in jobs if j.tool != "cyclictest"]
     if not address:     # a target's loads are checked there once connected
-        check_tools(jobs)
+        check_loads(jobs)
     from rtgauge.plan.optional import resolve_optional
     resolve_optional(jobs, lambda text: console.print(f"[yellow]{markup(text)}[/]"),
                      mount_tracefs=getattr(args, "mount_tracefs", True))
@@ -228,7 +229,7 @@ def target_address(args, profiles) -> str | None:
     address = args.target if args.target is not None else profiles[0].target
     if address in (None, "", "local"):
         return None
-    from rtgauge.target.remote import parse
+    from rtgauge.remote.ssh import parse
     return str(parse(address))
 
 
@@ -251,7 +252,7 @@ def check_target_conditions(jobs: list[Job], address: str, allow_netns: bool = F
     """A condition that can never run on a target (ping-tcp, net with --allow-netns)
     is refused before connecting; the tools the others need are looked for there."""
     from rtgauge.loads import LoadContext
-    from rtgauge.target.loads import tools_for
+    from rtgauge.remote.loads import tools_for
     for job in jobs:
         tools_for(job.condition, LoadContext(allow_netns=allow_netns))
 
@@ -298,7 +299,7 @@ def execute_interleaved(store, run_ids: list[int], plans: list[list[Job]], warmu
 def cmd_run(args) -> int:
     from rtgauge.report.safe import SafeConsole as Console
     from rtgauge.profiles import MAX_ROUNDS, load_profile, valid_rounds
-    from rtgauge.plan.session import conditions_settings
+    from rtgauge.plan.session import RunConditions
     from rtgauge.sysinfo import collect_facts, run_doctor
 
     # with --json, standard output carries the run's document only: the rest goes to stderr
@@ -327,16 +328,22 @@ def cmd_run(args) -> int:
     address = target_address(args, profiles)
     if address:
         check_target_run(address, args, profiles)
-    conditions = conditions_settings(args, profile.warmup_s, profile)
+    conditions = RunConditions(
+        profile.warmup_s, duration=args.duration, segment=args.segment, rt_cpus=args.rt_cpus,
+        load_cpus=args.load_cpus, housekeeping_cpus=args.housekeeping_cpus,
+        trace_threshold_us=args.trace_threshold_us, attribute=args.attribute,
+        attribute_threshold_us=args.attribute_threshold_us, load_dir=args.load_dir, allow_netns=args.allow_netns,
+        tuned=args.tuned, rt_throttling_off=args.rt_throttling_off, live=args.live,
+        mount_tracefs=args.mount_tracefs, profile=profile)
     plans = [prepare_jobs(console, p, args, conditions, address) for p in profiles]
     jobs = [j for plan in plans for j in plan]
     if address:
-        from rtgauge.target.session import TargetSession
+        from rtgauge.remote.session import TargetSession
         console.print(f"Connecting to {address} ...", markup=False)
         session = TargetSession(address).__enter__()    # refuses an unreachable, unauthenticated or
         try:                                            # unprivileged target before anything is stored
             from rtgauge.loads import LoadContext
-            from rtgauge.target.loads import check_on_target
+            from rtgauge.remote.loads import check_on_target
             check_on_target([j.condition for j in jobs], session, LoadContext(allow_netns=conditions.allow_netns))
             facts = session.facts()
             checks = [{"name": "target", "status": "info", "value": f"measured on {address} "
@@ -409,7 +416,7 @@ def until_verdict(console, store, run_id: int, jobs: list[Job], warmup_s: float,
     one_round = plan_seconds(latency, warmup_s)
     r = max((j.round or 1) for j in jobs)
     while True:
-        v = judge(store.get_run(run_id), args.budget)
+        v = judge(store.get_run(run_id, documents=False), args.budget)
         if v.answer != UNDECIDED:
             return "complete"
         if time.monotonic() - started + one_round > args.max_time_s:
@@ -440,15 +447,15 @@ def gate_outcome(console, args, runs) -> int:
     if args.budget is not None:
         v = judge(run, args.budget)
         statuses.append(v.exit_status)
-        cases += verdict_cases(v, run["id"])
+        cases += verdict_cases(v, run.id)
     checks = check_run(run, args.rules)
     for c in checks:
         statuses.append(c.exit_status)
-        cases.append(Case(f"run {run['id']}.{c.job}", c.rule, c.outcome, c.message))
+        cases.append(Case(f"run {run.id}.{c.job}", c.rule, c.outcome, c.message))
         colour = {"pass": "green", "fail": "red"}.get(c.outcome, "yellow")
         console.print(f"--fail-on {esc(c.rule)}: {esc(c.job)}: [{colour}]{c.outcome}[/] — {esc(c.message)}")
     if args.junit:
-        write_junit(args.junit, [Suite(f"rtgauge run {run['id']}", cases, run.get("started_at"))])
+        write_junit(args.junit, [Suite(f"rtgauge run {run.id}", cases, run.started_at)])
         console.print(f"JUnit: {args.junit}", markup=False)
     return gate_status(statuses)
 
@@ -468,11 +475,21 @@ def verdict_cases(v, run_id) -> list:
     return out
 
 
+def write_run_ids(path: str, run_ids: list[int]) -> None:
+    """--run-id-file: the runs' ids, one a line (rtgauge/lab/runner.py reads them)."""
+    from rtgauge.safefile import write_text_atomic
+    try:
+        write_text_atomic(path, "".join(f"{rid}\n" for rid in run_ids))
+    except OSError as e:
+        raise UserError(f"cannot write the run id to --run-id-file {path} ({e.strerror}); give a writable "
+                        "file path.") from None
+
+
 def same_machine(store, run_id: int, facts: dict) -> bool:
     """Whether another run measures the machine this one measures (a lab measures
     many boards at once from here, each run on its own target)."""
     other = store.get_run(run_id, documents=False)
-    return other is None or (other["system"].get("target") or None) == (facts.get("target") or None)
+    return other is None or (other.system.get("target") or None) == (facts.get("target") or None)
 
 
 def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks, session) -> int:
@@ -495,6 +512,8 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
             run_ids.append(store.begin_run(facts, checks, p.name, p.source, sys.argv))
         run_id = run_ids[0]
         try:       # a failure here (stdout closed: `| head`) must not leave the runs running
+            if getattr(args, "run_id_file", None):
+                write_run_ids(args.run_id_file, run_ids)
             for other in store.running_elsewhere(run_id):
                 if other["id"] in run_ids or not same_machine(store, other["id"], facts):
                     continue
@@ -542,13 +561,11 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
         failed_any = False
         runs = []
         for rid, plan, outcomes in zip(run_ids, plans, per_run):
-            stored = store.get_run(rid, documents=False)    # a measurement whose load died is failed there
-            failed = sum(1 for m in stored["measurements"] if not m["ok"]) if stored else \
-                sum(1 for o in outcomes if not o.doc.get("ok"))
+            failed = store.failed_measurements(rid)    # a measurement whose load died is failed there
             failed_any = failed_any or bool(failed)
             note = f"{len(outcomes)} of {len(plan)} jobs measured" + (f", {failed} failed" if failed else "")
             store.finish_run(rid, status, note)
-            run = store.get_run(rid)
+            run = store.get_run(rid, documents=bool(args.json))   # read once, as records: summary, JSON, report
             runs.append(run)
             budget = getattr(args, "budget", None)
             if budget is not None and rid == run_id:
@@ -558,13 +575,13 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
                 print_summary(console, run)
         if args.json:
             from rtgauge.cli.show import print_json, run_document
-            docs = [run_document(store.get_run(rid)) for rid in run_ids]
+            docs = [run_document(run) for run in runs]
             print_json(docs[0] if len(docs) == 1 else docs)
         if not args.no_report:
             path = args.report or f"rtgauge-run-{run_id}.html"
             from rtgauge.cli.report import write_html
             budget = getattr(args, "budget", None)
-            ids = ",".join(str(r["id"]) for r in runs)
+            ids = ",".join(str(r.id) for r in runs)
             write_html(path, runs, fix=f"the run is stored; write its report elsewhere with `rtgauge report "
                                        f"{ids} -o FILE` (or give `rtgauge run --report FILE` next time)",
                        **({"budget": budget, "budget_us": budget.latency_us} if budget else {}))

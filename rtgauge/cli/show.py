@@ -8,6 +8,7 @@ import sys
 
 from rtgauge.errors import UserError
 from rtgauge.config import DB_HELP
+from rtgauge.records import Run
 
 PERIODIC_STATS = ("min", "avg", "p99", "max")
 
@@ -127,15 +128,17 @@ def show(args: argparse.Namespace) -> int:
                 from rtgauge.report.safe import SafeConsole
                 from rtgauge.report.terminal import print_verdict
                 print_verdict(SafeConsole(highlight=False), verdict)
-            print_run(run)
-            print_pwcet(run)
-            print_tire_cost(run)
+            shown = run.to_dict()     # the terminal's tables still read the dict (docs/design.md, "Shape")
+            print_run(shown)
+            print_pwcet(shown)
+            print_tire_cost(shown)
         return verdict.exit_status if verdict is not None else 0
 
 
-def run_document(run: dict) -> dict:
+def run_document(run: Run) -> dict:
     """A stored run as `show RUN --json` (and `run --json`) print it: the run with its
     analyses (tire model, pWCET, host stalls, published studies, tire cost)."""
+    run = run.to_dict()         # the JSON document; the analyses below add to it
     from rtgauge.analysis.tire import tire_summary
     from rtgauge.analysis.tirecost import run_cost_model
     from rtgauge.report.stalls import stalls_json

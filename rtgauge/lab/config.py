@@ -150,7 +150,7 @@ def parse_targets(raw, where: str) -> list[Target]:
             f"{where}: targets is missing or empty; list the boards, e.g. targets = "
             "[\"ssh://root@board-1\", \"labgrid:place-2\"].")
     _expect(len(raw) <= MAX_TARGETS, f"{where}: {len(raw)} targets is more than {MAX_TARGETS}; split the lab.")
-    from rtgauge.target.remote import parse
+    from rtgauge.remote.ssh import parse
 
     out: list[Target] = []
     for i, item in enumerate(raw, 1):

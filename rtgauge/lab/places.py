@@ -153,7 +153,7 @@ class Places:
             host = f"[{host}]"
         user = args.get("username") or "root"
         port = args.get("port") or 22
-        from rtgauge.target.remote import parse
+        from rtgauge.remote.ssh import parse
         return str(parse(f"ssh://{user}@{host}:{port}"))
 
     def release(self) -> None:

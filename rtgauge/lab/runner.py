@@ -29,7 +29,6 @@ from pathlib import Path
 from rtgauge import safefile
 from rtgauge.lab.config import Lab, Target
 
-_RUN_LINE = re.compile(r"^Run (\d+): profile ")
 PR_SET_PDEATHSIG = 1
 
 
@@ -38,10 +37,11 @@ class TargetRun:
     target: Target
     address: str                        # the ssh:// address measured
     process: subprocess.Popen | None = None
-    run_id: int | None = None           # the run it stored, from its "Run N: profile ..." line
+    run_id: int | None = None           # the run it stored, from its --run-id-file (read_run_id)
     exit_status: int | None = None
     reason: str | None = None           # its last "rtgauge: ..." sentence
     log: Path | None = None             # what it printed, stdout and stderr
+    id_file: Path | None = None         # where it writes the id of its run (`rtgauge run --run-id-file`)
     reader: threading.Thread | None = None
 
     @property
@@ -49,11 +49,12 @@ class TargetRun:
         return self.exit_status == 0
 
 
-def child_command(lab: Lab, address: str) -> list[str]:
+def child_command(lab: Lab, address: str, id_file: Path) -> list[str]:
     """The child's argv; the database goes through its environment (child_env), so a
-    password in the URL is in no argv (ps) and in no stored run."""
+    password in the URL is in no argv (ps) and in no stored run. The child writes its
+    run's id to ID_FILE when it begins the run."""
     cmd = [sys.executable, "-m", "rtgauge", "run", "--no-report", "--profile", lab.profile,
-           "--target", address]
+           "--target", address, "--run-id-file", str(id_file)]
     if lab.rounds is not None:
         cmd += ["--rounds", str(lab.rounds)]
     return cmd
@@ -99,7 +100,8 @@ class LabRunner:
             os.write(sys.stderr.fileno(), b"rtgauge: stopping every target; each keeps what it measured.\n")
 
     def run(self, lab: Lab, addresses: dict[Target, str], logs: Path) -> list[TargetRun]:
-        self.runs = [TargetRun(t, addresses[t], log=logs / log_name(i, t)) for i, t in enumerate(lab.targets, 1)]
+        self.runs = [TargetRun(t, addresses[t], log=logs / log_name(i, t), id_file=logs / id_file_name(i, t))
+                     for i, t in enumerate(lab.targets, 1)]
         try:
             return self._run(lab)
         except BaseException:
@@ -117,7 +119,7 @@ class LabRunner:
             if self.stopped:
                 break
             with os.fdopen(safefile.create_new(r.log, 0o644), "w") as out:   # never through a planted link
-                r.process = subprocess.Popen(child_command(lab, r.address), stdin=subprocess.DEVNULL, stdout=out,
+                r.process = subprocess.Popen(child_command(lab, r.address, r.id_file), stdin=subprocess.DEVNULL, stdout=out,
                                              stderr=subprocess.STDOUT, env=env, start_new_session=True,
                                              preexec_fn=_die_with_parent)
             self.say(f"[{r.target.name}] started: rtgauge run --target {r.address} (pid {r.process.pid}, "
@@ -134,6 +136,7 @@ class LabRunner:
                 time.sleep(0.2)          # signals are handled between the sleeps
             r.exit_status = r.process.returncode
             r.reader.join(10)
+            r.run_id = read_run_id(r.id_file)
         return self.runs
 
     def _follow(self, r: TargetRun) -> None:
@@ -155,10 +158,6 @@ class LabRunner:
                     time.sleep(0.1)
 
     def _line(self, r: TargetRun, line: str) -> None:
-        if r.run_id is None:
-            m = _RUN_LINE.match(line)
-            if m:
-                r.run_id = int(m.group(1))
         if line.startswith("rtgauge: "):
             r.reason = line.removeprefix("rtgauge: ")
         with self._lock:
@@ -167,3 +166,18 @@ class LabRunner:
 
 def log_name(index: int, target: Target) -> str:
     return f"{index:02d}-{re.sub(r'[^A-Za-z0-9._-]+', '_', target.name)[:60]}.log"
+
+
+def id_file_name(index: int, target: Target) -> str:
+    return log_name(index, target).removesuffix(".log") + ".run-id"
+
+
+def read_run_id(path: Path | None) -> int | None:
+    """The run a child stored, from the file it wrote (`rtgauge run --run-id-file`), or
+    None when it stored none (it failed before beginning its run)."""
+    try:
+        with open(path, encoding="ascii") as f:      # a line of digits: a few bytes
+            text = f.read(64).split("\n", 1)[0]
+    except (OSError, TypeError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() and 0 < int(text) < 2**63 else None

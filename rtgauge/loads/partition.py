@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rtgauge.errors import UserError
-from rtgauge.sysinfo.readers import format_cpu_list, parse_cpu_list
+from rtgauge.bounds import format_cpu_list, parse_cpu_list
 
 GROUP_PREFIX = "rtgauge-"
 

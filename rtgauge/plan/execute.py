@@ -97,7 +97,7 @@ class RunSettings:
     live: LiveView | None = None
     say: Callable[[str], None] = print
     record: dict = field(default_factory=dict)    # stored with every measurement's load
-    target: object = None   # rtgauge.target.session.TargetSession: engine jobs run there
+    target: object = None   # rtgauge.remote.session.TargetSession: engine jobs run there
     # what ended an interrupted run: "SIGINT"/"SIGTERM" (a stop asked for), or "lost" (the
     # target's connection went: a failure, not a stop; the caller exits 1, not 130)
     ended_by: str | None = None
@@ -328,7 +328,7 @@ def attribute_job(trace_path: Path, samples_path: Path, doc: dict, threshold_us:
 
 
 def measure_on_target(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dict, int, bool, list[str]]:
-    """measure() on a remote target (rtgauge.target): the engine built for it runs
+    """measure() on a remote target (rtgauge.remote): the engine built for it runs
     there under its guard; Ctrl-C stops it there and keeps what it measured; a lost
     connection keeps nothing of this job (the engine there stops by itself) and
     ends the run as interrupted."""
@@ -408,8 +408,8 @@ def run_job_segments(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> 
     """Start the job's load, measure each segment, stop the load (also when the
     consumer stops early or anything fails). The load of the last segment is stopped
     before it is yielded, so its full report (bogo-ops, ...) goes with it."""
-    if s.target is not None:     # started there, over the run's connection (rtgauge/target/loads.py)
-        from rtgauge.target.loads import target_load
+    if s.target is not None:     # started there, over the run's connection (rtgauge/remote/loads.py)
+        from rtgauge.remote.loads import target_load
         load = target_load(job.condition, s.target, load_context(s))
     else:
         load = make_load(job.condition, load_context(s))

@@ -17,46 +17,51 @@ from rtgauge.errors import UserError
 class RunConditions:
     """The run options beyond the profile, checked before anything is stored."""
 
-    def __init__(self, args, warmup_s: float, profile=None):
+    def __init__(self, warmup_s: float, *, duration: str | None = None, segment: str | None = None,
+                 rt_cpus: str | None = None, load_cpus: str | None = None, housekeeping_cpus: str | None = None,
+                 trace_threshold_us: float | None = None, attribute: bool = False,
+                 attribute_threshold_us: float | None = None, load_dir: str | None = None,
+                 allow_netns: bool = False, tuned: bool = False, rt_throttling_off: bool = False,
+                 live: bool = False, mount_tracefs: bool = True, profile=None):
+        """The options as `rtgauge run` names them (--duration, --segment, --rt-cpus, ...);
+        PROFILE's settings.attribute and attribute_threshold_us where the options do not say."""
         from rtgauge.loads import need_tool
         from rtgauge.loads.partition import plan_partition
         from rtgauge.plan.execute import parse_duration
 
         self.warmup_s = warmup_s
-        self.duration_s = parse_duration(args.duration) if getattr(args, "duration", None) else None
-        self.segment_s = parse_duration(getattr(args, "segment", None) or "10m")
-        self.partition = plan_partition(getattr(args, "rt_cpus", None), getattr(args, "load_cpus", None),
-                                        getattr(args, "housekeeping_cpus", None))
-        threshold = getattr(args, "trace_threshold_us", None)
+        self.duration_s = parse_duration(duration) if duration else None
+        self.segment_s = parse_duration(segment or "10m")
+        self.partition = plan_partition(rt_cpus, load_cpus, housekeeping_cpus)
+        threshold = trace_threshold_us
         if threshold is not None and not 1 <= threshold <= 10**9:
             raise UserError(f"--trace-threshold-us {threshold} is out of range; choose 1 to 1000000000 µs.")
         self.trace_threshold_us = threshold
-        attr_threshold = getattr(args, "attribute_threshold_us", None)
+        attr_threshold = attribute_threshold_us
         if attr_threshold is not None and not 1 <= attr_threshold <= 10**9:
             raise UserError(f"--attribute-threshold-us {attr_threshold} is out of range; choose 1 to 1000000000 µs.")
         if attr_threshold is None and profile is not None:
             attr_threshold = getattr(profile, "attribute_threshold_us", None)
-        self.attribute = bool(getattr(args, "attribute", False) or attr_threshold is not None
+        self.attribute = bool(attribute or attr_threshold is not None
                               or (profile is not None and getattr(profile, "attribute", False)))
         self.attribute_threshold_us = attr_threshold
         if self.attribute and threshold:
             raise UserError("--attribute traces the whole job and --trace-threshold-us stops it at the first "
                             "spike; use one of them.")
-        load_dir = getattr(args, "load_dir", None)
         if load_dir and not (Path(load_dir).is_dir() and os.access(load_dir, os.W_OK)):
             raise UserError(f"--load-dir {load_dir} is not a writable directory; give one on the disk to load.")
         self.load_dir = load_dir
-        self.allow_netns = bool(getattr(args, "allow_netns", False))
+        self.allow_netns = bool(allow_netns)
         if self.allow_netns:
             for tool in ("ip", "unshare", "nsenter"):
                 need_tool("net", tool)
-        self.tuned = bool(getattr(args, "tuned", False))
-        self.rt_throttling_off = bool(getattr(args, "rt_throttling_off", False))
+        self.tuned = bool(tuned)
+        self.rt_throttling_off = bool(rt_throttling_off)
         if self.rt_throttling_off and not self.tuned:
             raise UserError("--rt-throttling-off only applies with --tuned; add --tuned or drop it.")
-        self.live = bool(getattr(args, "live", False))
-        self.mount_tracefs = bool(getattr(args, "mount_tracefs", True))
-        self.target = None      # rtgauge.target.session.TargetSession: tuning goes there
+        self.live = bool(live)
+        self.mount_tracefs = bool(mount_tracefs)
+        self.target = None      # rtgauge.remote.session.TargetSession: tuning goes there
 
     def data_dir(self, store) -> str | None:
         """Where the io load writes: --load-dir, else the SQLite database's directory."""
@@ -96,7 +101,7 @@ class RunConditions:
                 elif settings.tracefs.mounted_here:
                     say(settings.tracefs.note)
             if self.tuned and self.target is not None:     # there, held and reverted there
-                from rtgauge.target.tune import TargetTuning
+                from rtgauge.remote.tune import TargetTuning
                 target_tuning = TargetTuning(self.target, say)
                 settings.record["tuned"] = target_tuning.apply()
                 say(f"tuned {self.target.address}: {len(settings.record['tuned']['changed'])} setting(s) changed "
@@ -174,7 +179,3 @@ def stale_tuning_check() -> dict | None:
 
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
-
-
-def conditions_settings(args, warmup_s: float, profile=None) -> RunConditions:
-    return RunConditions(args, warmup_s, profile)

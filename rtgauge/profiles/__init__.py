@@ -35,7 +35,7 @@ CROSS_CHECKS = ("cyclictest",)
 _TOP_KEYS = {"name", "description", "settings", "jobs", "tire", "hil_sustained", "target", "budget"}
 _BUDGET_KEYS = {"latency_us", "period_us", "miss_rate"}
 _JOB_KEYS = {"name", "test", "conditions", "cross_check", "options", "rounds", "if_available"}
-_SETTING_KEYS = {"warmup_s", "rounds", "if_available", "attribute", "attribute_threshold_us"}
+_SETTING_KEYS = {"warmup_s", "rounds", "attribute", "attribute_threshold_us"}   # if_available is a job's
 MAX_ROUNDS = 100
 
 
@@ -173,7 +173,7 @@ def parse_profile(text: str, origin: str) -> Profile:
     if target is not None:
         _expect(isinstance(target, str), f"profile {origin}: target must be text like \"ssh://root@board\".")
         if target not in ("", "local"):
-            from rtgauge.target.remote import parse
+            from rtgauge.remote.ssh import parse
             try:
                 parse(target)
             except UserError as e:

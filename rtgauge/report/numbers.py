@@ -41,18 +41,16 @@ def fmt_group(values, scale: float = 1.0, sig: int = SIG, dash: str = DASH, max_
     return out
 
 
-def fmt_one(value, scale: float = 1.0, sig: int = SIG, dash: str = DASH) -> str:
-    return fmt_group([value], scale, sig, dash)[0]
+def us_fixed(ns, digits: int = 1, dash: str = DASH) -> str:
+    """One figure in ns as µs with a fixed number of decimals (thousands separated);
+    the dash when it is not a number. For a figure shown alone, in a column of
+    its kind (fmt_group chooses the decimals for figures read together)."""
+    return dash if not isinstance(ns, (int, float)) else f"{ns / 1000:,.{digits}f}"
 
 
 def us_group(values_ns, dash: str = DASH) -> list[str]:
     """Nanosecond values as microseconds, one number of decimals for the group."""
     return fmt_group(values_ns, 1000.0, dash=dash)
-
-
-def avg_max_us(avg_ns, max_ns, dash: str = DASH) -> tuple[str, str]:
-    a, m = us_group([avg_ns, max_ns], dash)
-    return a, m
 
 
 def latency_figures(row: dict, dash: str = DASH) -> list[str]:

@@ -9,7 +9,7 @@ from html import escape as h
 from rich.console import Console
 from rich.table import Table
 
-from rtgauge.analysis.records import as_run
+from rtgauge.records import as_run
 from rtgauge.report.safe import markup as escape
 
 COST_NOTE = ("Tracing has a cost of its own: docs/performance.md (\"Attribution tracing\") gives the wake-up "

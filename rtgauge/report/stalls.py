@@ -12,8 +12,11 @@ from rich.console import Console
 from rich.table import Table
 
 from rtgauge.analysis.stalls import stall_figures, stall_summary
-from rtgauge.analysis.records import as_run
+from rtgauge.records import as_run
+from rtgauge.report.numbers import us_fixed
 from rtgauge.report.safe import markup as escape
+
+NONE = "-"      # a figure not measured, in these tables
 
 ALL = "avg, all samples"
 WITHOUT = "avg without stall-touched samples"
@@ -21,10 +24,6 @@ NOTE = ("A host stall is a gap the engine's non-measuring observer thread saw on
         "same moment (on another CPU); a sample is stall-touched when its time span contains one. "
         "Interference on the measured CPU alone is not a host stall. The maximum is the true maximum "
         "of all samples, stalls included.")
-
-
-def _us(v, digits: int = 3) -> str:
-    return "-" if not isinstance(v, (int, float)) else f"{v / 1000:,.{digits}f}"
 
 
 def stall_rows(runs: list[dict]) -> list[dict]:
@@ -66,8 +65,9 @@ def print_stalls(console: Console, runs: list[dict]) -> None:
     for r in seen:
         label = (f"{r['run']}: " if several else "") + r["measurement"]
         for f in r["figures"]:
-            table.add_row(escape(label), escape(f.metric), f"{f.count:,}", str(f.touched), _us(f.avg_all),
-                          _us(f.avg_without), f"[bold]{_us(f.max_all)}[/]")
+            avg_all, avg_without, max_all = (us_fixed(v, 3, NONE) for v in (f.avg_all, f.avg_without, f.max_all))
+            table.add_row(escape(label), escape(f.metric), f"{f.count:,}", str(f.touched), avg_all, avg_without,
+                          f"[bold]{max_all}[/]")
     if table.row_count:
         console.print(table)
     if unobserved:
@@ -95,8 +95,9 @@ def render_stalls_html(runs: list[dict]) -> str:
             out.append(head + "<td colspan='6'>no sample touched</td></tr>")
             continue
         for f in r["figures"]:
+            avg_all, avg_without, max_all = (us_fixed(v, 3, NONE) for v in (f.avg_all, f.avg_without, f.max_all))
             out.append(head + f"<td>{h(f.metric)}</td><td>{f.count:,}</td><td>{f.touched}</td>"
-                       f"<td>{_us(f.avg_all)}</td><td>{_us(f.avg_without)}</td><td><b>{_us(f.max_all)}</b></td></tr>")
+                       f"<td>{avg_all}</td><td>{avg_without}</td><td><b>{max_all}</b></td></tr>")
     out.append("</table>")
     return "".join(out)
 

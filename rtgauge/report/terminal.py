@@ -14,17 +14,13 @@ from rtgauge.analysis.micro import micro_rows, rhealstone, verdict_rows
 from rtgauge.analysis.tire import held_text, period_text
 from rtgauge.analysis.published import projection_text, published_verdicts, studies, systems_of
 from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
-from rtgauge.analysis.records import Run, as_run
+from rtgauge.records import Run, as_run
 from rtgauge.report.stalls import print_stalls
 from rtgauge.report.numbers import avg_sigma, fmt_group, latency_figures, us_group
 
 
 def _f(v, digits=1) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
-
-
-def _us(ns, digits=1) -> str:
-    return "-" if ns is None else f"{ns / 1000:,.{digits}f}"
 
 
 def print_summary(console: Console, run: Run | dict, budget_us: float = DEFAULT_BUDGET_US, verdict=None) -> None:

@@ -20,6 +20,7 @@ from sqlalchemy.pool import NullPool
 
 from rtgauge import __version__, owner
 from rtgauge.errors import UserError
+from rtgauge.records import Measurement, Run
 from rtgauge.redact import mask_text, redact_argv
 from rtgauge.store import codec, schema
 from rtgauge.store.codec import from_json, to_json
@@ -350,6 +351,13 @@ class Store:
             if result.rowcount == 0:
                 raise ValueError(f"no run {run_id} in {self.url}")
 
+    def failed_measurements(self, run_id: int) -> int:
+        """How many of the run's measurements are stored failed (a job whose load died
+        is failed here though its engine document says ok)."""
+        with self._transaction(f"reading run {run_id}") as conn:
+            return conn.execute(select(func.count()).select_from(measurements).where(
+                measurements.c.run_id == run_id, measurements.c.ok.is_not(True))).scalar_one()
+
     def mark_abandoned(self) -> list[int]:
         """Runs left "running" by a process that is gone (killed, crashed, rebooted):
         marked "abandoned", what they stored kept. Runs of other machines, and of
@@ -413,10 +421,12 @@ class Store:
         with self._transaction("reading runs") as conn:
             return [dict(row._mapping) for row in conn.execute(query)]
 
-    def get_run(self, run_id: int, documents: bool = True) -> dict | None:
-        """The run with its measurements; documents=False leaves out each measurement's
-        original engine document (everything in it is also in the other fields),
-        which halves the time to read a run for a report."""
+    def get_run(self, run_id: int, documents: bool = True) -> Run | None:
+        """The run with its measurements, as records (rtgauge/records.py: the one
+        conversion from the stored rows; `Run.to_dict()` gives the export's dict);
+        documents=False leaves out each measurement's original engine document
+        (everything in it is also in the other fields), which halves the time to read
+        a run for a report."""
         with self._transaction(f"reading run {run_id}") as conn:
             row = conn.execute(
                 select(runs, systems.c.hostname, systems.c.kernel_release)
@@ -431,8 +441,7 @@ class Store:
             run["owner"] = from_json(run.get("owner"), None)
             run["origin"] = from_json(run.get("origin"), None)
             run.pop("origin_key", None)
-            run["measurements"] = read_measurements(conn, run_id, documents)
-            return run
+            return Run.from_dict(run, read_measurements(conn, run_id, documents))
 
     # ---- lifetime --------------------------------------------------------
 
@@ -513,7 +522,7 @@ def verdict_rows_of(measurement_id: int, verdict_docs) -> list[dict]:
     return rows
 
 
-def read_measurements(conn: Connection, run_id: int, documents: bool = True) -> list[dict]:
+def read_measurements(conn: Connection, run_id: int, documents: bool = True) -> list[Measurement]:
     columns = measurements.c if documents else [c for c in measurements.c if c.name != "document"]
     rows = conn.execute(select(*columns).where(measurements.c.run_id == run_id)
                         .order_by(measurements.c.id)).all()
@@ -548,5 +557,5 @@ def read_measurements(conn: Connection, run_id: int, documents: bool = True) -> 
         m["verdicts"] = verdicts_by_measurement[row.id]
         if documents:
             m["document"] = from_json(m["document"], {})
-        out.append(m)
+        out.append(Measurement.from_dict(m))
     return out

@@ -363,11 +363,6 @@ def check_engine_document(doc, where: str) -> dict:
     return doc
 
 
-def check_object(value, where: str, what: str) -> None:
-    """A stored object (system facts, doctor checks) read back from another database."""
-    check_schema(value, RUN, where, what, "the database was not written by rtgauge or is damaged.")
-
-
 # -- the dry read ----------------------------------------------------------------------
 
 def as_stored(run: dict) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from rtgauge.sysinfo.readers import format_cpu_list
+from rtgauge.bounds import format_cpu_list
 
 OK, INFO, WARN, BAD = "ok", "info", "warn", "bad"
 # Idle states that take longer than this to leave show up in wake-up latency.

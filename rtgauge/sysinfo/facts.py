@@ -10,12 +10,12 @@ from rtgauge.owner import hash_machine_id
 import os
 import re
 
+from rtgauge.bounds import parse_cpu_list
 from rtgauge.sysinfo.readers import (
     bracketed_choice,
     exists,
     list_dir,
     parse_cmdline,
-    parse_cpu_list,
     parse_key_value_lines,
     read_int,
     read_kernel_config,

@@ -9,7 +9,6 @@ import os
 import re
 import stat
 
-from rtgauge.bounds import CPU_NUMBER_MAX, format_cpu_list, parse_cpu_list  # noqa: F401 (one grammar)
 
 # The most read of any one file (a board's or a --root tree's): /proc/cpuinfo of an 8192-CPU
 # machine is ~1 MB. A larger file, or one that is not a regular file (a FIFO, /dev/zero),

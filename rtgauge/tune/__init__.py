@@ -40,7 +40,8 @@ import jsonschema
 
 from rtgauge import owner
 from rtgauge.errors import UserError
-from rtgauge.sysinfo.readers import bracketed_choice, format_cpu_list, parse_cpu_list
+from rtgauge.bounds import format_cpu_list, parse_cpu_list
+from rtgauge.sysinfo.readers import bracketed_choice
 
 RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
 THP_FILES = ("/sys/kernel/mm/transparent_hugepage/enabled", "/sys/kernel/mm/transparent_hugepage/defrag")

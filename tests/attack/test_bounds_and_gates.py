@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from rtgauge.analysis.pwcet import BINARY_DTYPE, BINARY_MAGIC, read_samples
-from rtgauge.analysis.records import COUNT_MAX, Metric, bounded_count
+from rtgauge.records import COUNT_MAX, Metric, bounded_count
 from rtgauge.errors import EXIT_INCOMPLETE, UserError
-from rtgauge.target import remote
+from rtgauge.remote import ssh as remote
 from conftest import rtgauge
 
 REPO = Path(__file__).resolve().parents[2]

@@ -24,8 +24,8 @@ from rtgauge.plan.execute import checked_document
 from rtgauge.owner import hash_machine_id
 from rtgauge.sysinfo.facts import collect_facts
 from rtgauge.sysinfo.readers import FILE_READ_MAX, read_bounded
-from rtgauge.target import remote
-from rtgauge.target.facts import tree_path
+from rtgauge.remote import ssh as remote
+from rtgauge.remote.facts import tree_path
 
 REPO = Path(__file__).resolve().parents[2]
 HUGE = "0-4000000000"
@@ -43,11 +43,22 @@ def test_cpu_lists_are_clipped_before_they_are_expanded():
 
 
 def test_one_cpu_list_grammar():
-    """plan and sysinfo read CPU lists with the same function (there were two)."""
-    import rtgauge.plan as plan
-    import rtgauge.sysinfo.readers as readers
-    assert readers.parse_cpu_list is parse_cpu_list
-    assert not hasattr(plan, "parse_cpu_list") or plan.parse_cpu_list is parse_cpu_list
+    """Every module reads and writes CPU lists with rtgauge/bounds.py's functions (plan
+    and sysinfo had a grammar each): none defines its own, none takes them from another
+    module than bounds."""
+    import ast
+    from pathlib import Path
+    package = Path(parse_cpu_list.__code__.co_filename).parent
+    own, elsewhere = [], []
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef) and node.name in ("parse_cpu_list", "format_cpu_list") \
+                    and path.name != "bounds.py":
+                own.append(f"{path.relative_to(package)}:{node.lineno}")
+            if isinstance(node, ast.ImportFrom) and node.module != "rtgauge.bounds" and \
+                    any(a.name in ("parse_cpu_list", "format_cpu_list") for a in node.names):
+                elsewhere.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert not own and not elsewhere, (own, elsewhere)
 
 
 def test_bounded_reads_refuse_large_files_and_fifos(tmp_path):

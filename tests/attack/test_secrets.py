@@ -68,7 +68,7 @@ def stored(postgres_server, tmp_path, engine_bin):
 def test_no_secret_in_stored_run_report_export_or_message(stored, tmp_path):
     url, url_q, rid, port = stored
     with open_store(url_q) as store:
-        run = store.get_run(rid)
+        run = store.get_run(rid).to_dict()
     assert "***" in " ".join(run["argv"]) and SECRET in run["argv"]        # the --note argument itself is kept
     assert all(SECRET not in a for a in run["argv"] if "://" in a)
     env = {"RTGAUGE_DB": url}                    # the password through the environment, not argv
@@ -96,7 +96,7 @@ def test_lab_children_get_the_database_through_the_environment(tmp_path):
     fields.update(name="l", profile="quick", db=f"postgresql://u:{SECRET}@h/db", targets=[Target("t", "ssh://t")],
                   path=tmp_path / "lab.toml")
     lab = Lab(**fields)
-    cmd = child_command(lab, "ssh://t")
+    cmd = child_command(lab, "ssh://t", tmp_path / "01-t.run-id")
     assert "--db" not in cmd and SECRET not in " ".join(cmd)
 
 

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "hil/hil.h"
+#include "hil/device.h"
 #include "test.h"
 
 static size_t ring_capacity(int64_t period_ns)

@@ -1,4 +1,4 @@
-/* hil link: UDP sockets of the loop and the busy-work payload. */
+/* hil link: UDP sockets of the loop. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -8,8 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "hil/hil.h"
+#include "hil/link.h"
 
 int hil_parse_address(const char *text, struct sockaddr_in *sa, char *err, size_t errlen)
 {
@@ -73,16 +72,4 @@ int hil_connect(int fd, const struct sockaddr_in *to, char *err, size_t errlen)
         return -1;
     }
     return 0;
-}
-
-/* Spins on the clock: a fixed wall time per step whatever the CPU's speed, so a
- * slowed simulation is slow by exactly the amount asked; a stop of the run
- * ends the spin at once, however long the step. */
-double hil_work_step(void *arg, const rtg_cycle_ctx *c)
-{
-    hil_work *w = arg;
-    int64_t end = rtg_mono_ns() + w->ns;
-    while (rtg_mono_ns() < end && !rtg_cycle_stopping(c))
-        ;
-    return (double)++w->steps;
 }

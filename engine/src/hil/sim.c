@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 
 #include "clock.h"
-#include "hil/hil.h"
+#include "hil/sim.h"
 #include "test.h"
 
 void hil_sim_init(hil_sim *s, const hil_sim_cfg *cfg)
@@ -108,4 +108,16 @@ void hil_sim_cycle(void *arg, rtg_cycle_ctx *c)
      * answered (a device that keeps sending) */
     if (cfg->alone && (f.seq + 1 >= cfg->frames || s->answered >= cfg->frames || t2 > s->end_by))
         c->end = true;
+}
+
+/* Spins on the clock: a fixed wall time per step whatever the CPU's speed, so a
+ * slowed simulation is slow by exactly the amount asked; a stop of the run
+ * ends the spin at once, however long the step. */
+double hil_work_step(void *arg, const rtg_cycle_ctx *c)
+{
+    hil_work *w = arg;
+    int64_t end = rtg_mono_ns() + w->ns;
+    while (rtg_mono_ns() < end && !rtg_cycle_stopping(c))
+        ;
+    return (double)++w->steps;
 }

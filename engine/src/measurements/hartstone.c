@@ -58,10 +58,9 @@ static void whetstone_iterations(uint64_t n)
     work_sink = x1 + x2 + x3 + x4;
 }
 
-static void payload(void *arg, int thread, uint64_t cycle)
+static void payload(void *arg, rtg_cycle_ctx *c)
 {
-    (void)thread;
-    (void)cycle;
+    (void)c;
     whetstone_iterations(*(const uint64_t *)arg);
 }
 
@@ -181,7 +180,7 @@ static int run_step(const taskset *ts, int cpu, int lowest, double ns_per_iter, 
 {
     static rtg_periodic_cfg cfg;
     static uint64_t iters[MAX_TASKS];
-    static void *args[MAX_TASKS];
+    static rtg_trigger tasks[MAX_TASKS];
     static int prio[MAX_TASKS];
     memset(&cfg, 0, sizeof cfg);
     cfg.nthreads = ts->n;
@@ -190,15 +189,14 @@ static int run_step(const taskset *ts, int cpu, int lowest, double ns_per_iter, 
     for (int i = 0; i < ts->n; i++) {
         cfg.cpus[i] = cpu;
         iters[i] = (uint64_t)llround((double)ts->work_ns[i] / ns_per_iter);
-        args[i] = &iters[i];
+        tasks[i] = (rtg_trigger){.kind = RTG_TRIGGER_TIMER, .cycle = payload, .arg = &iters[i]};
         if (ts->period[i] < cfg.period_ns)
             cfg.period_ns = ts->period[i];
     }
     rm_priorities(ts, lowest, prio);
     cfg.periods_ns = ts->period;
     cfg.priorities = prio;
-    cfg.payload = payload;
-    cfg.payload_args = args;
+    cfg.triggers = tasks;
     cfg.duration_ns = step_ns;
     cfg.start_delay_ns = 20000000;
     cfg.window_ns = step_ns;

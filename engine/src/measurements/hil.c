@@ -17,7 +17,9 @@
 #include "tire/team.h"
 
 #include "clock.h"
-#include "hil/hil.h"
+#include "hil/device.h"
+#include "hil/link.h"
+#include "hil/sim.h"
 #include "rt.h"
 #include "samples.h"
 #include "test.h"

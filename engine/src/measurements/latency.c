@@ -178,14 +178,7 @@ static int latency_run(const rtg_opts *o, rtg_result *res)
 }
 
 static const rtg_metric latency_metrics[] = {
-    {"ti", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_PER_THREAD, "wake-up latency: the thread's wake-up minus its deadline"},
-    {"ts", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_PER_THREAD, "payload time of a cycle, from wake-up to the end of its work"},
-    {"tw", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_PER_THREAD, "slack: the next deadline minus the end of the cycle (below 0 is a miss)"},
-    {"misses", RTG_METRIC_SCALAR, "count", RTG_METRIC_PER_THREAD, "cycles that ended after the next deadline"},
-    {"skipped", RTG_METRIC_SCALAR, "count", RTG_METRIC_PER_THREAD, "deadlines already past after an overrun, skipped (--overrun skip)"},
-    {"cycles", RTG_METRIC_SCALAR, "count", RTG_METRIC_PER_THREAD, "cycles measured (cycles + skipped = deadlines elapsed)"},
-    {"dropped", RTG_METRIC_SCALAR, "count", RTG_METRIC_PER_THREAD, "cycles lost to a full ring before the collector read them (should be 0)"},
-    {"ti_window_max", RTG_METRIC_SERIES, "ns", RTG_METRIC_PER_THREAD, "the largest ti of each window of --window-s"},
+    RTG_PERIODIC_METRICS(0, ""),
     {"ti_irq", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_PER_THREAD | RTG_METRIC_CONDITIONAL,
      "with --split: the deadline to the timer interrupt handling the thread's timer"},
     {"ti_sched", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_PER_THREAD | RTG_METRIC_CONDITIONAL,

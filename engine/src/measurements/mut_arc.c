@@ -15,9 +15,7 @@ static const rtg_opt mut_arc_opts[] = {
      "mutex protocol: priority inheritance, priority ceiling (at high's priority), or none"},
     {"hog-ms", RTG_OPT_INT, "50", 5, 2000, NULL, "how long the medium thread runs before it stops"},
     {"cs-ms", RTG_OPT_INT, "10", 1, 500, NULL, "CPU time the low thread needs inside the mutex"},
-    {"priority", RTG_OPT_INT, "10", 1, 96, NULL,
-     "priority of the low thread; medium and high run at +1 and +2 (the controller is the watchdog, FIFO 99 on another CPU)"},
-    {"policy", RTG_OPT_ENUM, "fifo", 0, 0, "fifo", "the scenario runs under SCHED_FIFO"},
+    RTG_INVERSION_OPTS,
     {0},
 };
 
@@ -42,22 +40,12 @@ static int mut_arc_run(const rtg_opts *o, rtg_result *res)
     return RTG_EXIT_OK;
 }
 
-static const rtg_metric mut_arc_metrics[] = {
-    {"high_wait", RTG_METRIC_SCALAR, "ns", 0, "how long the high thread waited for the lock (its timeout when it never got it)"},
-    {"high_timed_out", RTG_METRIC_SCALAR, "count", 0, "1 when the high thread's wait timed out, else 0"},
-    {"medium_hog", RTG_METRIC_SCALAR, "ns", 0, "how long the medium thread ran"},
-    {"low_hold", RTG_METRIC_SCALAR, "ns", 0, "how long the low thread held the lock"},
-    {"low_priority_before", RTG_METRIC_SCALAR, "priority", 0, "the low thread's priority before high asked for the lock"},
-    {"low_priority_while_high_waits", RTG_METRIC_SCALAR, "priority", 0, "the low thread's priority while high waited (boosted when inherited)"},
-    {0},
-};
-
 const rtg_test rtg_test_mut_arc = {
     .name = "mut-arc",
     .summary = "MUT-B-ARC: a mutex avoids priority inversion (holder boosted, high served before medium)",
     .kind = RTG_KIND_MICRO_BEHAVIOUR,
     .opts = mut_arc_opts,
-    .metrics = mut_arc_metrics,
+    .metrics = rtg_inversion_metrics,
     .flags = RTG_TEST_RT,
     .run = mut_arc_run,
 };

@@ -17,9 +17,7 @@ static const rtg_opt pi_opts[] = {
      "the lock: mutex with priority inheritance, plain mutex, semaphore of value 1, pthread spin lock"},
     {"hog-ms", RTG_OPT_INT, "200", 10, 2000, NULL, "how long the medium thread hogs the CPU before it stops"},
     {"cs-ms", RTG_OPT_INT, "20", 1, 500, NULL, "CPU time the low thread needs inside the lock"},
-    {"priority", RTG_OPT_INT, "10", 1, 96, NULL,
-     "priority of the low thread; medium and high run at +1 and +2 (the controller is the watchdog, FIFO 99 on another CPU)"},
-    {"policy", RTG_OPT_ENUM, "fifo", 0, 0, "fifo", "the scenario runs under SCHED_FIFO"},
+    RTG_INVERSION_OPTS,
     {0},
 };
 
@@ -47,22 +45,12 @@ static int pi_run(const rtg_opts *o, rtg_result *res)
     return RTG_EXIT_OK;
 }
 
-static const rtg_metric pi_metrics[] = {
-    {"high_wait", RTG_METRIC_SCALAR, "ns", 0, "how long the high thread waited for the lock (its timeout when it never got it)"},
-    {"high_timed_out", RTG_METRIC_SCALAR, "count", 0, "1 when the high thread's wait timed out, else 0"},
-    {"medium_hog", RTG_METRIC_SCALAR, "ns", 0, "how long the medium thread ran"},
-    {"low_hold", RTG_METRIC_SCALAR, "ns", 0, "how long the low thread held the lock"},
-    {"low_priority_before", RTG_METRIC_SCALAR, "priority", 0, "the low thread's priority before high asked for the lock"},
-    {"low_priority_while_high_waits", RTG_METRIC_SCALAR, "priority", 0, "the low thread's priority while high waited (boosted when inherited)"},
-    {0},
-};
-
 const rtg_test rtg_test_pi = {
     .name = "pi",
     .summary = "priority inversion verdict per primitive: low holds, medium hogs, high waits (one CPU)",
     .kind = RTG_KIND_MICRO_BEHAVIOUR,
     .opts = pi_opts,
-    .metrics = pi_metrics,
+    .metrics = rtg_inversion_metrics,
     .flags = RTG_TEST_RT,
     .run = pi_run,
 };

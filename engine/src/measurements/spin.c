@@ -160,14 +160,14 @@ static int spin_run(const rtg_opts *o, rtg_result *res)
 static const rtg_metric spin_metrics[] = {
     {"busy", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_CONDITIONAL, "actual length of each busy period (only when a burst ran)"},
     {"count", RTG_METRIC_SCALAR, "count", 0, "busy periods run"},
-    {"ti", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_PER_THREAD, "the spinner's own wake-up latency: its wake-up minus the burst's deadline"},
-    {"ts", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_PER_THREAD, "the spinner's busy time per period, as the cycle driver measured it"},
-    {"tw", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_PER_THREAD, "the next burst's deadline minus the end of the burst"},
-    {"misses", RTG_METRIC_SCALAR, "count", RTG_METRIC_PER_THREAD, "bursts that ended after the next burst was due"},
-    {"cycles", RTG_METRIC_SCALAR, "count", RTG_METRIC_PER_THREAD, "bursts run by the cycle driver"},
-    {"skipped", RTG_METRIC_SCALAR, "count", RTG_METRIC_PER_THREAD, "burst deadlines skipped after an overrun (0: bursts are at most half the period)"},
-    {"dropped", RTG_METRIC_SCALAR, "count", RTG_METRIC_PER_THREAD, "cycles lost to a full ring before the collector read them (should be 0)"},
-    {"ti_window_max", RTG_METRIC_SERIES, "ns", RTG_METRIC_PER_THREAD, "the spinner's largest wake-up latency per window"},
+    RTG_PERIODIC_METRIC_AS(ti, 0, "the spinner's own wake-up latency: its wake-up minus the burst's deadline"),
+    RTG_PERIODIC_METRIC_AS(ts, 0, "the spinner's busy time per period, as the cycle driver measured it"),
+    RTG_PERIODIC_METRIC_AS(tw, 0, "the next burst's deadline minus the end of the burst"),
+    RTG_PERIODIC_METRIC_AS(misses, 0, "bursts that ended after the next burst was due"),
+    RTG_PERIODIC_METRIC_AS(cycles, 0, "bursts run by the cycle driver"),
+    RTG_PERIODIC_METRIC_AS(skipped, 0, "burst deadlines skipped after an overrun (0: bursts are at most half the period)"),
+    RTG_PERIODIC_METRIC(dropped, 0, ""),
+    RTG_PERIODIC_METRIC_AS(ti_window_max, 0, "the spinner's largest wake-up latency per window"),
     {0},
 };
 

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "tire/model.h"
 #include "tire/solver.h"
@@ -90,19 +89,6 @@ typedef struct {
     int64_t *end_ns;                 /* per thread: when its last step ended */
 } tire_run;
 
-static void thread_switches(uint64_t *nv, uint64_t *niv, int sign)
-{
-    struct rusage ru;
-#ifndef RUSAGE_THREAD   /* the POSIX-only build: per-thread counts are Linux-only, they stay 0 */
-    if (0) {
-#else
-    if (getrusage(RUSAGE_THREAD, &ru) == 0) {
-#endif
-        *nv += (uint64_t)(sign * ru.ru_nvcsw);
-        *niv += (uint64_t)(sign * ru.ru_nivcsw);
-    }
-}
-
 /* One step with its bookkeeping; the clock is read only for the limits. */
 static void do_step(tire_run *r)
 {
@@ -115,15 +101,15 @@ static void do_step(tire_run *r)
         r->sample_y[r->next_sample++] = cy;
 }
 
-static void payload(void *arg, int thread, uint64_t cycle)
+static void payload(void *arg, rtg_cycle_ctx *c)
 {
-    (void)thread;
     tire_run *r = arg;
+    uint64_t cycle = c->cycle;
     if (r->halted)
         return;
     if (cycle == 0) {
         r->wall_start = rtg_mono_ns();
-        thread_switches(&r->nvcsw, &r->nivcsw, -1);
+        rtg_thread_switches(&r->nvcsw, &r->nivcsw, -1);
     }
     do_step(r);
     int64_t now = rtg_mono_ns();
@@ -137,7 +123,7 @@ static void payload(void *arg, int thread, uint64_t cycle)
         r->halted = r->limit_hit = true;
     if (r->halted || cycle + 1 == r->steps) {
         r->wall_end = now;
-        thread_switches(&r->nvcsw, &r->nivcsw, 1);
+        rtg_thread_switches(&r->nvcsw, &r->nivcsw, 1);
     }
 }
 
@@ -146,7 +132,7 @@ static int run_realfast(tire_run *r, rtg_result *res)
     rtg_dist ts;
     if (rtg_dist_init(&ts, 0, 0) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for the step statistics.");
-    thread_switches(&r->nvcsw, &r->nivcsw, -1);
+    rtg_thread_switches(&r->nvcsw, &r->nivcsw, -1);
     r->wall_start = rtg_mono_ns();
     uint64_t k;
     for (k = 0; k < r->steps && !rtg_stop; k++) {
@@ -161,7 +147,7 @@ static int run_realfast(tire_run *r, rtg_result *res)
         }
     }
     r->wall_end = rtg_mono_ns();
-    thread_switches(&r->nvcsw, &r->nivcsw, 1);
+    rtg_thread_switches(&r->nvcsw, &r->nivcsw, 1);
     rtg_dist_add_array(&ts, r->ts, k);
     r->ts_avg = rtg_dist_avg(&ts);
     rtg_j_set(res->metrics, "ts", rtg_j_dist(&ts, "ns"));
@@ -169,27 +155,40 @@ static int run_realfast(tire_run *r, rtg_result *res)
     return RTG_EXIT_OK;
 }
 
+/* The cycle driver's settings of a real-time run (the driver's or the paper's
+ * solver): nthreads threads on cpus, the options' policy and priority, r->steps
+ * cycles of r->period_ns, a late step run late rather than dropped (catch-up),
+ * and the first deadline 200 ms ahead in r->start_ns (the payloads need the
+ * deadlines to see a late step themselves: --stop-on-miss). 0, or -1 with the
+ * sentence in err. */
+static int paced_cfg(rtg_periodic_cfg *cfg, tire_run *r, int nthreads, const int *cpus, const rtg_opts *o,
+                     char *err, size_t errlen)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->nthreads = nthreads;
+    for (int t = 0; t < nthreads; t++)
+        cfg->cpus[t] = cpus[t];
+    rtg_policy_parse(rtg_opt_str(o, "policy"), &cfg->policy);
+    cfg->priority = (int)rtg_opt_int(o, "priority");
+    cfg->allow_fallback = rtg_opt_flag(o, "allow-fallback");
+    cfg->period_ns = r->period_ns;
+    cfg->cycles = r->steps;
+    cfg->catch_up = true;
+    if (rtg_clock_init(&cfg->clock, RTG_CLOCK_MONOTONIC, err, errlen) != 0)
+        return -1;
+    r->start_ns = rtg_mono_ns() + 200000000LL;
+    cfg->start_at_ns = r->start_ns;
+    return 0;
+}
+
 static int run_realtime(tire_run *r, const rtg_opts *o, const int *cpus, rtg_result *res)
 {
     static rtg_periodic_cfg cfg;
     char err[512];
-    memset(&cfg, 0, sizeof cfg);
-    cfg.nthreads = 1;
-    cfg.cpus[0] = cpus[0];
-    rtg_policy_parse(rtg_opt_str(o, "policy"), &cfg.policy);
-    cfg.priority = (int)rtg_opt_int(o, "priority");
-    cfg.allow_fallback = rtg_opt_flag(o, "allow-fallback");
-    cfg.period_ns = r->period_ns;
-    cfg.cycles = r->steps;
-    cfg.catch_up = true;
-    if (rtg_clock_init(&cfg.clock, RTG_CLOCK_MONOTONIC, err, sizeof err) != 0)
+    if (paced_cfg(&cfg, r, 1, cpus, o, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
-    cfg.payload = payload;
-    void *args[1] = {r};
-    cfg.payload_args = args;
-    /* The payload needs the deadlines to see a late step itself (--stop-on-miss). */
-    r->start_ns = rtg_mono_ns() + 200000000LL;
-    cfg.start_at_ns = r->start_ns;
+    rtg_trigger stepper = {.kind = RTG_TRIGGER_TIMER, .cycle = payload, .arg = r};
+    cfg.triggers = &stepper;
     rtg_periodic_run run;
     if (rtg_periodic(&cfg, &run, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
@@ -300,25 +299,14 @@ static int run_paper_realtime(tire_run *r, const rtg_opts *o, const int *cpus, r
 {
     static rtg_periodic_cfg cfg;
     char err[512];
-    memset(&cfg, 0, sizeof cfg);
-    cfg.nthreads = r->nthreads;
     for (int t = 0; t < r->nthreads; t++) {
-        cfg.cpus[t] = cpus[t];
         paper_args[t] = (paper_arg){.r = r, .t = t};
         paper_triggers[t] = (rtg_trigger){.kind = RTG_TRIGGER_TIMER, .cycle = paper_cycle, .arg = &paper_args[t]};
     }
-    rtg_policy_parse(rtg_opt_str(o, "policy"), &cfg.policy);
-    cfg.priority = (int)rtg_opt_int(o, "priority");
-    cfg.allow_fallback = rtg_opt_flag(o, "allow-fallback");
-    cfg.period_ns = r->period_ns;
-    cfg.cycles = r->steps;
-    cfg.catch_up = true;
-    cfg.triggers = paper_triggers;
-    if (rtg_clock_init(&cfg.clock, RTG_CLOCK_MONOTONIC, err, sizeof err) != 0)
+    if (paced_cfg(&cfg, r, r->nthreads, cpus, o, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
-    r->start_ns = rtg_mono_ns() + 200000000LL;
+    cfg.triggers = paper_triggers;
     r->wall_start = r->start_ns;
-    cfg.start_at_ns = r->start_ns;
     rtg_periodic_run run;
     if (rtg_periodic(&cfg, &run, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
@@ -350,7 +338,7 @@ static void *paper_realfast_thread(void *arg)
         return NULL;
     }
     uint64_t nv = 0, niv = 0;
-    thread_switches(&nv, &niv, -1);
+    rtg_thread_switches(&nv, &niv, -1);
     uint64_t k;
     for (k = 0; k < r->steps && !rtg_stop && !atomic_load_explicit(&r->stop_all, memory_order_relaxed); k++) {
         int64_t t1 = a->t == 0 ? rtg_mono_ns() : 0;
@@ -368,7 +356,7 @@ static void *paper_realfast_thread(void *arg)
     }
     r->done[a->t] = k;
     r->end_ns[a->t] = rtg_mono_ns();
-    thread_switches(&nv, &niv, 1);
+    rtg_thread_switches(&nv, &niv, 1);
     r->wnvcsw[a->t] = nv;
     r->wnivcsw[a->t] = niv;
     return NULL;
@@ -751,14 +739,14 @@ static int tire_main(const rtg_opts *o, rtg_result *res)
 }
 
 static const rtg_metric tire_metrics[] = {
-    {"ti", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_PER_THREAD|RTG_METRIC_CONDITIONAL, "wake-up latency: the thread's wake-up minus its deadline (realtime and pretest)"},
-    {"ts", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_PER_THREAD, "payload time of a cycle, from wake-up to the end of its work"},
-    {"tw", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_PER_THREAD|RTG_METRIC_CONDITIONAL, "slack: the next deadline minus the end of the cycle (below 0 is a miss) (realtime and pretest)"},
-    {"misses", RTG_METRIC_SCALAR, "count", RTG_METRIC_PER_THREAD|RTG_METRIC_CONDITIONAL, "cycles that ended after the next deadline (realtime and pretest)"},
-    {"skipped", RTG_METRIC_SCALAR, "count", RTG_METRIC_PER_THREAD|RTG_METRIC_CONDITIONAL, "deadlines already past after an overrun, skipped (--overrun skip) (realtime and pretest)"},
-    {"cycles", RTG_METRIC_SCALAR, "count", RTG_METRIC_PER_THREAD|RTG_METRIC_CONDITIONAL, "cycles measured (cycles + skipped = deadlines elapsed) (realtime and pretest)"},
-    {"dropped", RTG_METRIC_SCALAR, "count", RTG_METRIC_PER_THREAD|RTG_METRIC_CONDITIONAL, "cycles lost to a full ring before the collector read them (should be 0) (realtime and pretest)"},
-    {"ti_window_max", RTG_METRIC_SERIES, "ns", RTG_METRIC_PER_THREAD|RTG_METRIC_CONDITIONAL, "the largest ti of each window of --window-s (realtime and pretest)"},
+    RTG_PERIODIC_METRIC(ti, RTG_METRIC_CONDITIONAL, " (realtime and pretest)"),
+    RTG_PERIODIC_METRIC(ts, 0, ""),
+    RTG_PERIODIC_METRIC(tw, RTG_METRIC_CONDITIONAL, " (realtime and pretest)"),
+    RTG_PERIODIC_METRIC(misses, RTG_METRIC_CONDITIONAL, " (realtime and pretest)"),
+    RTG_PERIODIC_METRIC(skipped, RTG_METRIC_CONDITIONAL, " (realtime and pretest)"),
+    RTG_PERIODIC_METRIC(cycles, RTG_METRIC_CONDITIONAL, " (realtime and pretest)"),
+    RTG_PERIODIC_METRIC(dropped, RTG_METRIC_CONDITIONAL, " (realtime and pretest)"),
+    RTG_PERIODIC_METRIC(ti_window_max, RTG_METRIC_CONDITIONAL, " (realtime and pretest)"),
     {"steps", RTG_METRIC_SCALAR, "count", 0, "steps computed"},
     {"wall_s", RTG_METRIC_SCALAR, "s", 0, "wall time of the computed steps"},
     {"ns_per_mass_step", RTG_METRIC_SCALAR, "ns", 0, "mean step time divided by the masses"},

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -129,19 +128,6 @@ static void wait_all_done(tire_team *tm)
     atomic_store(&tm->driver_sleeping, 0);
 }
 
-static void record_switches(uint64_t *nv, uint64_t *niv, int sign)
-{
-    struct rusage ru;
-#ifndef RUSAGE_THREAD   /* the POSIX-only build: per-thread counts are Linux-only, they stay 0 */
-    if (0) {
-#else
-    if (getrusage(RUSAGE_THREAD, &ru) == 0) {
-#endif
-        *nv += (uint64_t)(sign * ru.ru_nvcsw);
-        *niv += (uint64_t)(sign * ru.ru_nivcsw);
-    }
-}
-
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -153,7 +139,7 @@ static void *worker_main(void *arg)
     if (!ok)
         atomic_fetch_add(&tm->failed, 1);
     rtg_prefault_stack(64 * 1024);
-    record_switches(&w->nvcsw, &w->nivcsw, -1);
+    rtg_thread_switches(&w->nvcsw, &w->nivcsw, -1);
     atomic_fetch_add(&tm->ready, 1);
     sem_post(&tm->arrived);
     unsigned last = 0;
@@ -164,7 +150,7 @@ static void *worker_main(void *arg)
         tire_solver_part(tm->s, w->index, tm->centroid);
         finish_share(tm);
     }
-    record_switches(&w->nvcsw, &w->nivcsw, 1);
+    rtg_thread_switches(&w->nvcsw, &w->nivcsw, 1);
     return NULL;
 }
 

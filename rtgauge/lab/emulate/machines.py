@@ -18,7 +18,7 @@ never written (the root file system is an initramfs), so no image is left either
 
 The lab's ssh_config (HOST aliases emu-SYSTEM, the lab's key, its known host key)
 is written into the state directory; rtgauge reads it when RTGAUGE_SSH_CONFIG
-names it (rtgauge/target/remote.py)."""
+names it (rtgauge/remote/ssh.py)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import re
 from datetime import datetime, timezone
 
 from rtgauge.analysis import system_label
-from rtgauge.analysis.records import Run, as_run
+from rtgauge.records import Run, as_run
 from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
 from rtgauge.report.html.hil import render_hil
 from rtgauge.report.html.latency import render_latency

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rtgauge.analysis import cross_checks, latency_measurements, latency_row, system_label
 from rtgauge.analysis.cycle import equation_parts
-from rtgauge.analysis.records import Measurement, Run
+from rtgauge.records import Measurement, Run
 from rtgauge.analysis.histograms import PLOT_BUCKETS_PER_DECADE, rebin_log, step_points, thread_distributions, window_series
 from rtgauge.report.html.page import e, figure, flag, num
 from rtgauge.report.numbers import avg_sigma, latency_figures

@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from rtgauge.analysis import system_label
+from rtgauge.report.numbers import us_fixed
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:1.5em 2em;color:#222;max-width:90em}
@@ -37,7 +38,7 @@ def num(v, digits: int = 1, unit: str = "") -> str:
 
 
 def us(ns, digits: int = 1) -> str:
-    return "–" if ns is None else f"{ns / 1000:,.{digits}f}"
+    return us_fixed(ns, digits)
 
 
 def section(ident: str, heading: str, body: str) -> str:

@@ -4,7 +4,7 @@ of each run against its start time, significant changes marked (analysis/trend.p
 from __future__ import annotations
 
 from rtgauge.analysis.trend import started, trend
-from rtgauge.analysis.records import as_run
+from rtgauge.records import as_run
 from rtgauge.report.html.page import e, figure, num
 from rtgauge.report.svg import Axis, Plot, Series
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from rtgauge.errors import require_extra, RunFailed, UserError
 from rtgauge.store.validate import DOCUMENT_MAX, parse_document
 from rtgauge.sysinfo.readers import FILE_READ_MAX
-from rtgauge.target import engines
+from rtgauge.remote import engines
 
 asyncssh = require_extra("asyncssh", "ssh", "ssh:// targets")
 

@@ -46,7 +46,7 @@ FILES = " ".join([
     "/sys/class/dmi/id/sys_vendor", "/sys/class/dmi/id/product_name", "/sys/hypervisor/type",
     "/proc/device-tree/compatible", "/proc/device-tree/model",
     '"/boot/config-$(uname -r)"',
-    # for the tuning of a target (rtgauge/target/tune.py)
+    # for the tuning of a target (rtgauge/remote/tune.py)
     "/proc/irq/default_smp_affinity", "/proc/irq/[0-9]*/smp_affinity_list",
 ])
 # commands whose output is framed like a file: (NAME, shell command); '' frames NAME empty

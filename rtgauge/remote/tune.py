@@ -2,7 +2,7 @@
 the run and reverted byte for byte, also on failure, Ctrl-C and a lost connection.
 
 What to change is decided here, by rtgauge.tune's own Tuner reading the target's
-files (fetched in one read over the connection, rtgauge/target/facts.py) without
+files (fetched in one read over the connection, rtgauge/remote/facts.py) without
 writing them: the same governors, THP and IRQ affinity settings, the same checks of
 every path and value (tune.check_change). The target only runs plain shell: one
 script writes the values and keeps, in STATE_DIR there (/run: gone at reboot, as the
@@ -23,8 +23,8 @@ import shlex
 
 from rtgauge import tune
 from rtgauge.errors import UserError
-from rtgauge.target.facts import remove_tree, tuning_tree
-from rtgauge.target.remote import ConnectionLost
+from rtgauge.remote.facts import remove_tree, tuning_tree
+from rtgauge.remote.ssh import ConnectionLost
 
 STATE_DIR = "/run/rtgauge/target-tune"
 HOLD = ["sleep", "86400000"]      # ends at SIGINT (a shell loop would go on)

@@ -1,6 +1,7 @@
 """Typed records of what flows between the store, analysis and the report: a run, its
-measurements and their metrics. Small frozen dataclasses, each read from the dict the
-store returns (`from_dict`) and written back to the same dict (`to_dict`), in the
+measurements and their metrics. Small frozen dataclasses the store returns (it reads
+its rows into them once, `from_dict`) and that write back the same dict (`to_dict`,
+the export's and `show --json`'s form), in the
 manner of pyperf's _bench.py: the stored documents and the JSON contract do not change,
 the code that reads them says what it reads (`m.metric("ti").max`, `run.system_label`)
 instead of chains of `.get(`.
@@ -19,6 +20,14 @@ DISTRIBUTION, SCALAR, SERIES = "distribution", "scalar", "series"
 
 def _mapping(value) -> dict:
     return value if isinstance(value, dict) else {}
+
+
+def _in_order(out: dict, order: tuple) -> dict:
+    """OUT with its keys in the order the record was read in (ORDER), any others after:
+    the JSON a record writes back is the stored one, key for key (tests/test_golden.py)."""
+    if not order:
+        return out
+    return {**{k: out[k] for k in order if k in out}, **{k: v for k, v in out.items() if k not in order}}
 
 
 # The largest count of events a measurement can hold: 31 years of a 1 kHz loop. A stored
@@ -82,6 +91,9 @@ class Metric:
     start_ns: int | None = None
     nulls: tuple = ()                   # known keys the dict gave as null (kept apart from absent ones)
     extra: dict = field(default_factory=dict)
+    # value, count or histogram as stored where the reader dropped them (beyond COUNT_MAX,
+    # VALUE_MAX): no statistic reads them, to_dict gives them back as they were stored
+    unbounded: dict = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, d: dict) -> Metric:
@@ -93,17 +105,21 @@ class Metric:
         if isinstance(stats["max"], list):           # a series keeps its values under "max"
             series, stats["max"] = stats["max"], None
         count = d.get("count")
-        return cls(kind=kind, unit=d.get("unit"), value=_bounded_value(d.get("value")),
-                   count=None if count is None else bounded_count(count),
-                   histogram=_bounded_histogram(d.get("histogram")), linear=d.get("linear"), series=series,
+        bounded = {"value": _bounded_value(d.get("value")), "count": None if count is None else bounded_count(count),
+                   "histogram": _bounded_histogram(d.get("histogram"))}
+        return cls(kind=kind, unit=d.get("unit"), linear=d.get("linear"), series=series,
                    window_ns=d.get("window_ns"), start_ns=d.get("start_ns"),
                    nulls=tuple(k for k in known if k in d and d[k] is None),
-                   extra={k: v for k, v in d.items() if k not in known}, **stats)
+                   extra={k: v for k, v in d.items() if k not in known},
+                   unbounded={k: d[k] for k, v in bounded.items() if v is None and d.get(k) is not None},
+                   **bounded, **stats)
 
     def to_dict(self, *, with_kind: bool = True) -> dict:
         out: dict = {"kind": self.kind} if with_kind and self.kind is not None else {}
         for key in ("unit", "value", "count", *STATS, "histogram", "linear", "window_ns", "start_ns"):
             v = getattr(self, key)
+            if v is None:
+                v = self.unbounded.get(key)     # the stored figure, given back as it was stored
             if v is not None:
                 out[key] = v
         if self.series is not None:
@@ -164,6 +180,7 @@ class Measurement:
     metrics: dict[str, Metric] = field(default_factory=dict)
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
+    order: tuple = field(default=(), compare=False)   # the dict's keys as read (to_dict keeps them)
 
     KEYS = ("name", "tool", "test", "condition", "reference", "ok", "interrupted", "error", "duration_s",
             "params", "env", "load", "metrics", "verdicts")
@@ -177,14 +194,15 @@ class Measurement:
             params=_mapping(d.get("params")), env=_mapping(d.get("env")), load=_mapping(d.get("load")),
             metrics={k: Metric.from_dict(v) for k, v in _mapping(d.get("metrics")).items()},
             verdicts={k: Verdict.from_dict(v) for k, v in _mapping(d.get("verdicts")).items()},
-            extra={k: v for k, v in d.items() if k not in cls.KEYS})
+            extra={k: v for k, v in d.items() if k not in cls.KEYS}, order=tuple(d))
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "tool": self.tool, "test": self.test, "condition": self.condition,
-                "reference": self.cross_check, "ok": self.ok, "interrupted": self.interrupted,
-                "error": self.error, "duration_s": self.duration_s, "params": self.params, "env": self.env,
-                "load": self.load, "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
-                "verdicts": {k: v.to_dict() for k, v in self.verdicts.items()}, **self.extra}
+        return _in_order({"name": self.name, "tool": self.tool, "test": self.test, "condition": self.condition,
+                          "reference": self.cross_check, "ok": self.ok, "interrupted": self.interrupted,
+                          "error": self.error, "duration_s": self.duration_s, "params": self.params,
+                          "env": self.env, "load": self.load,
+                          "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
+                          "verdicts": {k: v.to_dict() for k, v in self.verdicts.items()}, **self.extra}, self.order)
 
     def metric(self, name: str) -> Metric:
         """The metric, or an empty one (every field None) when the job did not emit it."""
@@ -230,21 +248,27 @@ class Run:
     doctor: list = field(default_factory=list)    # the doctor's checks when the run began
     measurements: tuple[Measurement, ...] = ()
     extra: dict = field(default_factory=dict)
+    order: tuple = field(default=(), compare=False)   # the dict's keys as read (to_dict keeps them)
 
     KEYS = ("id", "profile", "status", "started_at", "note", "argv", "system", "doctor", "measurements")
 
     @classmethod
-    def from_dict(cls, d: dict) -> Run:
+    def from_dict(cls, d: dict, measurements: list[Measurement] | None = None) -> Run:
+        """The run a dict describes; its measurements are read from the dict's, or are
+        MEASUREMENTS when the caller (the store) has them as records already."""
+        if measurements is None:
+            measurements = [Measurement.from_dict(m) for m in d.get("measurements") or []]
         return cls(id=d.get("id"), profile=d.get("profile"), status=d.get("status"), started_at=d.get("started_at"),
                    note=d.get("note"), argv=list(d.get("argv") or []), system=_mapping(d.get("system")),
-                   doctor=list(d.get("doctor") or []),
-                   measurements=tuple(Measurement.from_dict(m) for m in d.get("measurements") or []),
-                   extra={k: v for k, v in d.items() if k not in cls.KEYS})
+                   doctor=list(d.get("doctor") or []), measurements=tuple(measurements),
+                   extra={k: v for k, v in d.items() if k not in cls.KEYS},
+                   order=tuple(d) + (() if "measurements" in d else ("measurements",)))
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "profile": self.profile, "status": self.status, "started_at": self.started_at,
-                "note": self.note, "argv": self.argv, "system": self.system, "doctor": self.doctor,
-                "measurements": [m.to_dict() for m in self.measurements], **self.extra}
+        return _in_order({"id": self.id, "profile": self.profile, "status": self.status,
+                          "started_at": self.started_at, "note": self.note, "argv": self.argv,
+                          "system": self.system, "doctor": self.doctor,
+                          "measurements": [m.to_dict() for m in self.measurements], **self.extra}, self.order)
 
     @property
     def hostname(self) -> str:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtgauge.errors import require_extra, RunFailed
-from rtgauge.target import target
-from rtgauge.target.remote import ConnectionLost, RemoteRun
+from rtgauge.remote import target
+from rtgauge.remote.ssh import ConnectionLost, RemoteRun
 
 asyncssh = require_extra("asyncssh", "ssh", "ssh:// targets")
 
@@ -51,7 +51,7 @@ class TargetSession:
             self._call(self.target.__aenter__())
             if self.needs_engine and self.engine is None and hasattr(self.target, "machine") and str(self.target) != "local":
                 # built (or taken from the cache) before anything is stored
-                from rtgauge.target import engines
+                from rtgauge.remote import engines
                 self.engine = engines.build(engines.arch_for_machine(self.target.machine)).binary
         except BaseException:
             self.close()
@@ -93,8 +93,8 @@ class TargetSession:
 
     def facts(self) -> dict:
         """The doctor's facts of the target: its /proc, /sys and /etc read over the
-        connection by the facts readers (rtgauge/target/facts.py)."""
-        from rtgauge.target.facts import target_facts
+        connection by the facts readers (rtgauge/remote/facts.py)."""
+        from rtgauge.remote.facts import target_facts
         return target_facts(self.read_files, self.address)
 
     def read_files(self, paths: str, extra=()) -> dict[str, bytes]:

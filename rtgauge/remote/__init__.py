@@ -12,9 +12,9 @@ from __future__ import annotations
 def target(address: str | None):
     """LocalTarget for None or "local", SshTarget for ssh://[user@]host[:port]."""
     if address in (None, "", "local"):
-        from rtgauge.target.local import LocalTarget
+        from rtgauge.remote.local import LocalTarget
 
         return LocalTarget()
-    from rtgauge.target.remote import SshTarget, parse
+    from rtgauge.remote.ssh import SshTarget, parse
 
     return SshTarget(parse(address))

@@ -14,7 +14,7 @@ from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
 from rtgauge.store.validate import DOCUMENT_MAX, parse_document
 from rtgauge.sysinfo.readers import read_bounded
-from rtgauge.target.remote import RemoteRun
+from rtgauge.remote.ssh import RemoteRun
 
 
 class LocalTarget:
