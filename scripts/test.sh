@@ -1,7 +1,10 @@
 #!/bin/sh
 # All tests: the engine's C unit tests, then pytest against the freshly built engine
 # in two passes: the tests that may share the CPUs on two workers (pytest-xdist), then
-# those that need the machine to themselves, alone (tests/conftest.py ONE_AT_A_TIME).
+# those that need the machine to themselves, alone (tests/conftest.py ONE_AT_A_TIME,
+# and the tests marked `alone`). The shared pass hands out whole files (--dist loadfile):
+# a file's module fixtures (an engine build, a browser, two SSH boards) are made once,
+# not once on each worker.
 # Run scripts/setup.sh first (the README's test command does both).
 # The emulated lab's tests (tests/test_emulab.py, marker emulab) are left out: on a 2-vCPU
 # machine they take ~15 min warm (budget 5) and armhf's cyclictest document does not parse
@@ -12,8 +15,12 @@ cd "$(dirname "$0")/.."
 ninja -C build/engine >/dev/null
 meson test -C build/engine --print-errorlogs
 export RTGAUGE_ENGINE="$PWD/build/engine/src/rtgauge-engine"
+# The tests run `python -m rtgauge` from the source tree hundreds of times; compiled
+# once here, its modules are not compiled again by every one of them (where
+# PYTHONDONTWRITEBYTECODE is set, as in CI containers, Python never caches them itself).
+.venv/bin/python -m compileall -q rtgauge >/dev/null
 shared=0
-.venv/bin/python -m pytest -q -n 2 --machine-tests none -m "not emulab" tests "$@" || shared=$?
+.venv/bin/python -m pytest -q -n 2 --dist loadfile --machine-tests none -m "not emulab" tests "$@" || shared=$?
 alone=0
 .venv/bin/python -m pytest -q --machine-tests only -m "not emulab" tests "$@" || alone=$?
 # 5: no test selected in that pass (a -k or a file that lies in the other one)

@@ -6,8 +6,10 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +33,19 @@ if not os.environ.get("RTGAUGE_TEST_XDG"):
 def pytest_unconfigure(config):
     if _OWN_XDG:
         shutil.rmtree(_OWN_XDG, ignore_errors=True)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def rtgauge(*args: str, timeout: float = 300, env: dict | None = None, cwd: Path | str = ROOT,
+            **kw) -> subprocess.CompletedProcess:
+    """`python -m rtgauge ARGS` as a user runs it, from this source tree (PYTHONPATH; in the
+    repository unless cwd says otherwise); env: variables added to ours; kw goes to
+    subprocess.run (input, preexec_fn, errors). The timeout is a watchdog, not a speed."""
+    full = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True,
+                          timeout=timeout, env=full, cwd=cwd, **kw)
 
 
 @dataclass
@@ -104,13 +119,18 @@ def without_tracefs(cmd: list[str]) -> list[str]:
 # host stalls, A/B statistics, cyclictest cross-checks), or they start such work
 # themselves, or they change machine-wide state (tuning, cpusets, RT throttling, the
 # tune state file). The rest (pure Python, stores, reports, the engine's contract and
-# stop tests, which hold on a loaded machine) may share the CPUs. Plain `pytest`
+# stop tests, which hold on a loaded machine) may share the CPUs, and so may tests that
+# start real-time work but assert only its structure (test_study_profiles: what was
+# stored; a latency split traces into a private tracefs instance). The loads' tests stay
+# alone: they ask each load for a floor of CPU time, which a second worker's load takes
+# from them. In a file that may share the CPUs, a
+# test that needs the machine alone says so with @pytest.mark.alone. Plain `pytest`
 # runs everything in one pass.
 ONE_AT_A_TIME = {
     "test_attribution.py", "test_compare_engine.py", "test_cyclictest.py", "test_emulab.py", "test_engine_disturbance.py", "test_engine_latency.py",
     "test_hartstone.py", "test_hil_sustained.py", "test_host_stalls.py", "test_interference.py",
     "test_latency_split.py", "test_loads.py", "test_long_run.py", "test_micro_behaviour.py",
-    "test_partition.py", "test_run.py", "test_study_profiles.py", "test_target_tune.py",
+    "test_partition.py", "test_target_tune.py",
     "test_tick_gaps.py", "test_tire_cost.py", "test_tire_engine.py", "test_trace.py", "test_tune.py",
     "test_target_ssh.py", "test_target_loads.py", "test_run_target.py",
 }
@@ -122,13 +142,23 @@ def pytest_addoption(parser):
                           "ONE_AT_A_TIME): run them with the rest (all), alone (only) or not (none)")
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "alone: this test needs the machine to itself (runs in the alone "
+                                       "pass, as the files in tests/conftest.py ONE_AT_A_TIME do)")
+
+
+def needs_the_machine(item) -> bool:
+    """A file of ONE_AT_A_TIME, or a test marked `alone` in a file that may share the CPUs."""
+    return item.path.name in ONE_AT_A_TIME or item.get_closest_marker("alone") is not None
+
+
 def pytest_collection_modifyitems(config, items):
     which = config.getoption("machine_tests")
     if which == "all":
         return
     keep, drop = [], []
     for item in items:
-        (keep if (item.path.name in ONE_AT_A_TIME) == (which == "only") else drop).append(item)
+        (keep if needs_the_machine(item) == (which == "only") else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 
 import pytest
 
@@ -18,14 +16,11 @@ from rtgauge.analysis.regress import BETTER, GONE, INVALID, SAME, WORSE, compare
 from rtgauge.errors import UserError
 from rtgauge.store import open_store
 from test_report_builders import SYSTEM, DOCTOR, full_run_documents, latency_document
+from conftest import rtgauge
 
 # round-to-round noise of a figure: a few per cent, as on a quiet machine
 BASE_ROUNDS = (1.00, 1.04, 0.97, 1.02)
 NOISY_ROUNDS = (1.05, 0.99, 1.03, 1.02)
-
-
-def rtgauge(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, timeout=120)
 
 
 def store_rounds(url: str, scales, **kw) -> int:

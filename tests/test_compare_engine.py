@@ -15,11 +15,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
-from conftest import needs_root
+from conftest import needs_root, rtgauge
 from rtgauge.enginebin import engine_path
 
 pytestmark = needs_root
@@ -70,11 +69,6 @@ policy = "fifo"
 # above most other real-time work here; the spinner (FIFO 99) above this
 priority = 98
 """
-
-
-def rtgauge(*args, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def compare_json(db: str, a: int, b: int, *rules: str) -> tuple[int, dict]:

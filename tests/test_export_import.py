@@ -4,17 +4,16 @@ unchanged; engine documents from a board without Python become a run."""
 from __future__ import annotations
 
 import csv
+from functools import partial
 import io
 import json
-import subprocess
-import sys
 
 from rtgauge.store import open_store
 from test_report_builders import HOSTILE, RATED_N, full_run_documents, store_run
+from conftest import rtgauge
 
 
-def rtgauge(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, timeout=600)
+rtgauge = partial(rtgauge, timeout=600)     # a watchdog: its slowest calls take minutes on a loaded machine
 
 
 def comparable(run: dict) -> list:

@@ -9,23 +9,23 @@ are: split on whitespace after the colon)."""
 from __future__ import annotations
 
 import csv
+from functools import partial
 import io
 import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from rtgauge.store import open_store
 from rtgauge.tools import cyclictest
+from conftest import rtgauge
 
 pytestmark = pytest.mark.skipif(shutil.which("cyclictest") is None, reason="cyclictest (rt-tests) not installed")
 
 
-def rtgauge(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, timeout=900)
+rtgauge = partial(rtgauge, timeout=900)     # a watchdog: its slowest calls take minutes on a loaded machine
 
 
 @pytest.fixture(scope="module")

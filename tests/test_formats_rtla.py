@@ -7,13 +7,13 @@ every figure of the result is known in advance."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from functools import partial
 
 import pytest
 
 from rtgauge.store import open_store
 from rtgauge.tools import rtla
+from conftest import rtgauge
 
 SAMPLE = """# RTLA timerlat histogram
 # Time unit is microseconds (us)
@@ -32,8 +32,7 @@ max:          2         7         2        95
 """
 
 
-def rtgauge(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, timeout=900)
+rtgauge = partial(rtgauge, timeout=900)     # a watchdog: its slowest calls take minutes on a loaded machine
 
 
 def test_the_documented_layout_becomes_a_run_with_known_figures(tmp_path):

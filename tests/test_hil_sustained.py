@@ -47,8 +47,9 @@ def test_bad_spec_rejected(table, words):
 @needs_root
 def test_real_sweep_respects_the_step_time(engine_bin):
     # retries: a probe that fails is tried again before it counts as failed (the sweep's
-    # own answer to this VM's host stalls, up to ~15 ms a few times a minute)
-    spec = SustainedSpec(payload="work", sizes=[1500], frames=500, start_us=2000, max_us=20000,
+    # own answer to this VM's host stalls, up to ~15 ms a few times a minute). 200 frames
+    # a probe: a period below the step fails on every frame, whatever their number.
+    spec = SustainedSpec(payload="work", sizes=[1500], frames=200, start_us=2000, max_us=20000,
                          precision=0.15, retries=3)
     result = run_sustained(engine_bin, spec)
     rows = {r["size"]: r for r in result["results"]}
@@ -69,7 +70,7 @@ def test_real_sweep_respects_the_step_time(engine_bin):
 
 @needs_root
 def test_sweep_stored_as_one_measurement(engine_bin, tmp_path):
-    spec = SustainedSpec(payload="none", sizes=[0], frames=300, start_us=2000, min_us=1000, max_us=8000,
+    spec = SustainedSpec(payload="none", sizes=[0], frames=150, start_us=2000, min_us=1000, max_us=8000,
                          precision=0.5, retries=1)
     store = open_store(f"sqlite:///{tmp_path / 'r.db'}")
     try:
@@ -102,12 +103,12 @@ name = "hil"
 test = "hil"
 conditions = ["idle"]
 [jobs.options]
-frames = 200
+frames = 100
 period-us = 2000
 [hil_sustained]
 payload = "none"
 sizes = [0]
-frames = 300
+frames = 150
 start_us = 2000
 min_us = 1000
 max_us = 8000

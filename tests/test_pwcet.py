@@ -5,17 +5,16 @@ files, and a stored run measured by the real engine through the CLI."""
 
 from __future__ import annotations
 
+from functools import partial
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import needs_root
+from conftest import needs_root, rtgauge
 from rtgauge.analysis import pwcet as pw
 from rtgauge.store import open_store
 
@@ -38,10 +37,7 @@ TAILS = {
 }
 
 
-def rtgauge(*args, timeout=900):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=ROOT)
+rtgauge = partial(rtgauge, timeout=900)     # a watchdog: its slowest calls take minutes on a loaded machine
 
 
 # ---- the likelihood and the conversions ------------------------------------------

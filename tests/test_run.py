@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_root
+from conftest import needs_root, rtgauge
 from rtgauge.lab.runner import read_run_id
 from rtgauge.store import open_store
 
@@ -35,18 +35,13 @@ histogram = 5000
 """
 
 
-def rtgauge(*args, timeout=300, **kw):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=kw.get("cwd", ROOT))
-
-
 def stress_ng_pids() -> set[int]:
     p = subprocess.run(["pgrep", "-x", "stress-ng"], capture_output=True, text=True)
     return {int(x) for x in p.stdout.split()}
 
 
 @needs_root
+@pytest.mark.alone     # no stress-ng may start beside it: it counts them by name
 def test_small_profile_is_measured_stored_and_reported(tmp_path):
     cross = '["cyclictest"]' if shutil.which("cyclictest") else "[]"
     prof = tmp_path / "small.toml"
@@ -98,6 +93,7 @@ def test_the_run_id_file_is_read_strictly(tmp_path):
 
 
 @needs_root
+@pytest.mark.alone     # no stress-ng may start beside it: it counts them by name
 def test_sigterm_keeps_what_was_measured(tmp_path):
     prof = tmp_path / "long.toml"
     prof.write_text(SMALL.format(cross="[]", seconds=60))

@@ -5,16 +5,13 @@ rating of a short idle-only run ("not rated", its reasons, virtualisation said).
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from lxml import etree
 
-from conftest import needs_root
+from conftest import needs_root, rtgauge
 from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_OK, EXIT_UNDECIDED, EXIT_USAGE
 from rtgauge.store import open_store
 
@@ -88,12 +85,6 @@ JUNIT_XSD = b"""<?xml version="1.0" encoding="UTF-8"?>
     </xs:complexType>
   </xs:element>
 </xs:schema>"""
-
-
-def rtgauge(*args, timeout=300):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=ROOT)
 
 
 def profile(tmp_path, seconds=2, conditions='["idle"]', cross=False) -> str:

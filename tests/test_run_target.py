@@ -99,6 +99,7 @@ def test_a_profile_with_a_target_is_measured_there_and_stored_here(lab, env, tmp
 def test_a_target_without_the_tool_is_told_apart(lab, env, monkeypatch):
     from rtgauge.remote.session import TargetSession
     monkeypatch.setenv("HOME", env["HOME"])
+    monkeypatch.setenv("RTGAUGE_CACHE", env["RTGAUGE_CACHE"])     # else the lab's empty ~/.cache: a build
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
     with TargetSession("ssh://board") as t:
         assert t.has("cyclictest") and not t.has("rtgauge-no-such-tool")

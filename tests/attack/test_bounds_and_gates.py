@@ -20,13 +20,9 @@ from rtgauge.analysis.pwcet import BINARY_DTYPE, BINARY_MAGIC, read_samples
 from rtgauge.records import COUNT_MAX, Metric, bounded_count
 from rtgauge.errors import EXIT_INCOMPLETE, UserError
 from rtgauge.remote import ssh as remote
+from conftest import rtgauge
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def rtgauge(*args, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, cwd=REPO,
-                          env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=timeout)
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ where an export goes, formula cells in CSV, an import under a memory limit."""
 from __future__ import annotations
 
 import csv
+from functools import partial
 import io
 import json
 import os
@@ -22,11 +23,10 @@ from rtgauge.store import open_store
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 from pgserver import postgres_server  # noqa: E402,F401  (session fixture)
+from conftest import rtgauge
 
 
-def rtgauge(*args, preexec=None, timeout=900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, cwd=ROOT,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=timeout, preexec_fn=preexec)
+rtgauge = partial(rtgauge, timeout=900)     # a watchdog: its slowest calls take minutes on a loaded machine
 
 
 def one_sentence(p: subprocess.CompletedProcess, status: int = 2) -> str:
@@ -99,7 +99,7 @@ def test_a_failed_export_leaves_the_previous_file(one_run, tmp_path):
     def small_files():   # the export is bigger than this: the write fails part-way (EFBIG)
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))
-    p = rtgauge("export", "1", "--db", str(one_run["db"]), "--format", "csv", "-o", str(out), preexec=small_files)
+    p = rtgauge("export", "1", "--db", str(one_run["db"]), "--format", "csv", "-o", str(out), preexec_fn=small_files)
     assert "cannot write" in one_sentence(p, 2)
     assert out.read_bytes() == previous
     assert sorted(x.name for x in tmp_path.iterdir()) == ["run.json"]      # no temporary file left
@@ -155,6 +155,6 @@ def test_an_import_under_a_memory_limit_is_one_sentence(one_run, tmp_path):
 
     def limit():
         resource.setrlimit(resource.RLIMIT_AS, (600 * 1024**2, 600 * 1024**2))
-    p = rtgauge("import", str(big), "--db", str(db), preexec=limit)
+    p = rtgauge("import", str(big), "--db", str(db), preexec_fn=limit)
     assert "memory" in one_sentence(p, 2)
     assert contents(db) == before

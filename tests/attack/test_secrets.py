@@ -8,9 +8,7 @@ password is only ever a thing to hide)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from rtgauge.errors import UserError
 from rtgauge.redact import mask_text, mask_url, redact_argv
 from rtgauge.store import open_store
 from rtgauge.store.store import short_reason
+from conftest import rtgauge
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "Zq7secretPW"
@@ -45,11 +44,6 @@ def test_driver_messages_are_masked_without_mangling():
     e = Orig(f'connection to server at "127.0.0.1", port 1 failed: password={SECRET} rejected')
     reason = short_reason(e, "1")
     assert SECRET not in reason and 'at "127.0.0.1", port' in reason
-
-
-def rtgauge(*args, env=None, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, cwd=REPO,
-                          env=dict(os.environ, PYTHONPATH=str(REPO), **(env or {})), timeout=timeout)
 
 
 @pytest.fixture
