@@ -34,6 +34,14 @@ class TargetOutcome:
     error: str | None       # what went wrong: the connection lost, the time limit passed...
 
 
+async def _cancel_the_rest() -> None:
+    """Cancel every other task of the loop and wait for them to end."""
+    rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for t in rest:
+        t.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)
+
+
 class TargetSession:
     def __init__(self, address: str, engine: Path | None = None, needs_engine: bool = True):
         self.address = address
@@ -75,6 +83,10 @@ class TargetSession:
         if self.thread.is_alive():
             try:
                 self._call(self.target.__aexit__(None, None, None), 15 * self._patience)
+            except Exception:
+                pass
+            try:      # what a lost connection left running (a keeper's heartbeat): cancelled, not destroyed
+                self._call(_cancel_the_rest(), 5)
             except Exception:
                 pass
             self.loop.call_soon_threadsafe(self.loop.stop)

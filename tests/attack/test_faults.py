@@ -353,9 +353,17 @@ def test_a_stopped_load_is_noticed_by_what_it_delivered(tmp_path):
                 pass
         return out
     assert wait_until(lambda: len(stress()) >= 2, 60)
-    for pid in stress():
-        os.kill(pid, signal.SIGSTOP)
-    out, err = p.communicate(timeout=120)
+    # stress-ng may start a worker after the first ones were seen (it did, on a loaded
+    # machine, and that worker delivered the load): every one is stopped until the run ends
+    deadline = time.monotonic() + 120
+    while p.poll() is None and time.monotonic() < deadline:
+        for pid in stress():
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.02)
+    out, err = p.communicate(timeout=60)
     assert p.returncode == 1, out + err
     shown = json.loads(rtgauge(tmp_path, "show", "latest", "--db", str(db), "--json").stdout)
     [m] = shown["measurements"]
