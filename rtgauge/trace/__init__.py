@@ -79,8 +79,23 @@ class Tracefs:
                                   "(left mounted, as rtla and trace-cmd do)", True)
 
 
+class InstanceFiles:
+    """A trace instance's control files (self.instance: its directory)."""
+    instance: Path | None = None
+
+    def _write(self, name: str, value: str) -> None:
+        with open(self.instance / name, "w") as f:
+            f.write(value)
+
+    def _read(self, name: str) -> str:
+        try:
+            return (self.instance / name).read_text(errors="replace")
+        except OSError:
+            return ""
+
+
 @dataclass
-class ThresholdTrace:
+class ThresholdTrace(InstanceFiles):
     """One trace instance around one measurement."""
     tracefs: str
     cpus: list[int]
@@ -139,15 +154,6 @@ class ThresholdTrace:
                 pass
         self.instance = None
 
-    def _write(self, name: str, value: str) -> None:
-        with open(self.instance / name, "w") as f:
-            f.write(value)
-
-    def _read(self, name: str) -> str:
-        try:
-            return (self.instance / name).read_text(errors="replace")
-        except OSError:
-            return ""
 
 
 def breach_of(doc: dict, threshold_us: int) -> dict | None:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from rtgauge.loads.supervise import die_with_parent
-from rtgauge.trace import cpu_mask
+from rtgauge.trace import InstanceFiles, cpu_mask
 
 EVENTS = ("sched/sched_switch", "sched/sched_wakeup",
           "irq/irq_handler_entry", "irq/irq_handler_exit", "irq/softirq_entry", "irq/softirq_exit",
@@ -42,7 +42,7 @@ def remove_stale(tracefs: str) -> None:
                 pass
 
 
-class WholeRunTrace:
+class WholeRunTrace(InstanceFiles):
     def __init__(self, tracefs: str, cpus: list[int], out: Path):
         self.tracefs, self.cpus, self.out = tracefs, cpus, out
         self.instance: Path | None = None
@@ -116,13 +116,3 @@ class WholeRunTrace:
             except OSError:
                 pass
         self.instance = None
-
-    def _write(self, name: str, value: str) -> None:
-        with open(self.instance / name, "w") as f:
-            f.write(value)
-
-    def _read(self, name: str) -> str:
-        try:
-            return (self.instance / name).read_text(errors="replace")
-        except OSError:
-            return ""
