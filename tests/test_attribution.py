@@ -31,7 +31,9 @@ NAME = "rtg-disturb"
 def tracing_ready() -> str | None:
     if os.geteuid() != 0:
         return "needs root (tracefs and SCHED_FIFO)"
-    path = find_tracefs()
+    # as `run --attribute` does on a fresh machine: tracefs mounted where it is expected
+    from rtgauge.trace import Tracefs
+    path = find_tracefs() or Tracefs.open(allow_mount=True).path
     if not path or not Path(path, "events/sched/sched_switch").exists():
         return "needs tracefs with the sched events"
     if len(os.sched_getaffinity(0)) < 2:
