@@ -48,10 +48,23 @@ def test_phases_counted_and_timed(run_engine):
 @needs_root
 def test_single_thread_phases_account_for_the_step(run_engine):
     """Ground truth: with one FIFO thread the step is its four phases and
-    nothing else, so the timed phases must add up to the measured step."""
+    little else (the clock reads and the driver's own work), so the timed
+    phases must add up to nearly all of the measured step and never to more.
+    Every step is timed (--cost-every 1): the phase medians and the step
+    median then come from the same steps, and a machine whose speed changes
+    during the run (a co-runner, the host) moves both alike. With every 4th
+    step, a CI run under load saw 0.89 of the step; with every step, 0.94-0.99
+    idle and under `stress-ng --cpu 2`. A count that lost its largest phase
+    (the deliberately broken one) accounts for about half and must fail."""
     for n in (3200, 12800):
-        p = tirecost.cost_point(tire_doc(run_engine, n, 1, "fifo"))
-        assert p.share_ns == pytest.approx(p.ts_median_ns, rel=0.1), n
+        doc = tire_doc(run_engine, n, 1, "fifo", "--cost-every", "1")
+        p = tirecost.cost_point(doc)
+        assert 0.85 * p.ts_median_ns <= p.share_ns <= 1.03 * p.ts_median_ns, (n, p.share_ns, p.ts_median_ns)
+        t = doc["cost"]["threads"][0]
+        phases = [t[k] for k in ("read_ns_median", "spring_ns_median", "mass_ns_median", "write_ns_median")]
+        assert sum(phases) == pytest.approx(p.share_ns)
+        broken = sum(phases) - max(phases)
+        assert not 0.85 * p.ts_median_ns <= broken, (n, broken, p.ts_median_ns)
         pred = tirecost.predict(p, tirecost.constants([p]), None)
         assert pred == pytest.approx(p.share_ns, rel=1e-9)
 
