@@ -46,7 +46,7 @@ def _label(value: str) -> str:
 
 
 def _number(v) -> str:
-    return str(v) if isinstance(v, int) else repr(float(v))
+    return str(v) if isinstance(v, int) else repr(round(float(v), 9))
 
 
 def exposition(tally) -> str:
