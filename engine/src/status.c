@@ -1,6 +1,7 @@
 /* status: one JSON line per window of a periodic run (status.h). */
 #include "status.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,7 +141,7 @@ static void put_line(rtg_status *s, const entry *r, int64_t w)
         rtg_j_set(t, "cpu", rtg_j_int(s->cpus[i]));
         rtg_j_set(t, "cycles", rtg_j_int((int64_t)e->cycles));
         rtg_j_set(t, "min", e->cycles ? rtg_j_int(e->min) : rtg_j_null());
-        rtg_j_set(t, "avg", e->cycles ? rtg_j_num(e->avg) : rtg_j_null());
+        rtg_j_set(t, "avg", e->cycles ? rtg_j_num(round(e->avg * 10) / 10) : rtg_j_null());   /* 0.1 ns */
         rtg_j_set(t, "max", e->cycles ? rtg_j_int(e->max) : rtg_j_null());
         rtg_j_set(t, "p99", e->cycles ? rtg_j_int(e->p99) : rtg_j_null());
         rtg_j_set(t, "misses", rtg_j_int((int64_t)e->misses));
