@@ -116,6 +116,15 @@ def test_status_to_a_descriptor_and_bad_ones(engine_bin, tmp_path):
     doc = json.loads((tmp_path / "o.json").read_text())
     assert sum(t["cycles"] for w in windows for t in w["threads"]) == doc["metrics"]["cycles"]["value"]
     assert {t["cpu"] for t in windows[0]["threads"]} == {t["cpu"] for t in doc["env"]["threads"]}
+    # a reader that goes away does not end the measurement
+    r, w = os.pipe()
+    p = subprocess.Popen([engine_bin, "latency", "--policy", "other", "--duration-s", "0.6", "--window-s", "0.1",
+                          "--status", f"fd:{w}", "--out", str(tmp_path / "o2.json")], pass_fds=(w,),
+                         stderr=subprocess.PIPE, text=True)
+    os.close(w)
+    os.close(r)
+    assert p.wait(timeout=60) == 0, p.stderr.read()
+    assert json.loads((tmp_path / "o2.json").read_text())["metrics"]["cycles"]["value"] > 0
     for bad in ("fd:", "fd:x", "fd:-1"):
         q = subprocess.run([engine_bin, "latency", "--duration-s", "0.1", "--status", bad],
                            capture_output=True, text=True, timeout=60)

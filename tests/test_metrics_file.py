@@ -3,7 +3,7 @@ node_exporter's textfile collector reads, checked with a real parser (prometheus
 Ground truth: a FIFO spinner's bursts on the measured CPU show as the max in the file,
 which equals the stored measurement's, as do its cycles and misses; the file is
 rewritten while the run goes (each version whole); a symbolic link, a directory or a
-missing directory is refused before anything is stored."""
+missing directory is refused before anything is stored, and so is a run on a target."""
 
 from __future__ import annotations
 
@@ -140,3 +140,8 @@ def test_bad_metrics_paths_are_refused_before_anything_is_stored(tmp_path):
         assert len(p.stderr.strip().splitlines()) == 1, p.stderr
         assert not db.exists() or open_store(str(db)).latest_run_id() is None
     assert (tmp_path / "real.prom").read_text() == ""
+    # on a target the engine's status is not brought back yet: refused before connecting
+    p = rtgauge("run", "--profile", str(prof), "--db", str(tmp_path / "t.db"), "--target", "ssh://board.invalid",
+                "--metrics-file", str(tmp_path / "m.prom"))
+    assert p.returncode == 2 and "--metrics-file cannot run on ssh://board.invalid yet" in p.stderr, p.stderr
+    assert not (tmp_path / "t.db").exists() and not (tmp_path / "m.prom").exists()

@@ -17,6 +17,7 @@ typedef struct {
 
 struct rtg_status {
     FILE *f;
+    bool broken;              /* a write failed (a reader that went away): write no more */
     int n;
     int *cpus;
     int64_t start_ns, window_ns;
@@ -168,7 +169,8 @@ int rtg_status_write(rtg_status *s, bool final)
     }
     int lines = 0;
     for (; s->next < upto; s->next++, lines++) {
-        put_line(s, s->rows ? s->held : NULL, s->next);
+        if (!s->broken)
+            put_line(s, s->rows ? s->held : NULL, s->next);
         if (s->rows) {
             s->rows--;
             memmove(s->held, s->held + s->n, s->rows * (size_t)s->n * sizeof *s->held);
@@ -177,6 +179,7 @@ int rtg_status_write(rtg_status *s, bool final)
     if (final)   /* every thread's window is written: nothing more is held */
         for (int i = 0; i < s->n; i++)
             s->cur[i] = s->next;
-    fflush(s->f);
+    if (!s->broken && (fflush(s->f) != 0 || ferror(s->f)))
+        s->broken = true;   /* the status is a view: the measurement goes on without it */
     return lines;
 }

@@ -30,7 +30,9 @@ void rtg_status_free(rtg_status *s);
 /* One cycle of thread i (in deadline order per thread). */
 void rtg_status_add(rtg_status *s, int i, int64_t deadline_ns, int64_t ti, bool miss);
 /* Write the lines of the windows every thread has moved past (final: of every
- * window up to the last cycle seen), then flush. Returns the lines written. */
+ * window up to the last cycle seen), then flush. Returns the lines written (or
+ * that would have been: after a failed write, e.g. a reader that closed its
+ * pipe, nothing more is written and the run goes on). */
 int rtg_status_write(rtg_status *s, bool final);
 
 #endif

@@ -2,6 +2,7 @@
  * --threads N pinned round-robin), each waking every --interval-us at absolute
  * deadlines with an empty payload; Ti is the wake-up latency. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,8 @@ static FILE *open_status(const rtg_opts *o, rtg_result *res, int *status)
                                "give a file or fd:3.", path);
             return NULL;
         }
+        /* a reader that closes its end must not end the measurement (status.h) */
+        signal(SIGPIPE, SIG_IGN);
         int dupped = dup((int)fd);
         f = dupped < 0 ? NULL : fdopen(dupped, "w");
         if (!f) {
