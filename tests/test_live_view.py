@@ -56,3 +56,25 @@ def test_the_follower_reads_complete_lines_only(tmp_path):
         f.write(line[20:] + "\n" + line[:5])
     assert [w["window"] for w in follower.poll()] == [0]
     assert follower.poll() == []
+
+
+def test_a_metrics_file_that_cannot_be_written_is_said_once_and_the_view_goes_on(tmp_path):
+    from rtgauge.trace.metrics_file import MetricsFile
+    out = tmp_path / "out"
+    out.mkdir()
+    metrics = MetricsFile(str(out / "m.prom"))
+    out.rmdir()                                  # gone under the run's feet
+    said, shown = [], []
+    view = LiveView(show=shown.append, metrics=metrics, say=said.append)
+    status = tmp_path / "s.jsonl"
+    line = {"window": 0, "start_ns": 0, "window_s": 1.0,
+            "threads": [{"thread": 0, "cpu": 0, "cycles": 5, "max": 900, "p99": 800, "misses": 0}]}
+    status.write_text(json.dumps(line) + "\n")
+    view.follow(status, "latency@idle", "idle")
+    assert view.poll() == 1
+    with open(status, "a") as f:
+        f.write(json.dumps(dict(line, window=1)) + "\n")
+    assert view.poll() == 1
+    view.close()
+    assert len(said) == 1 and "could not be written" in said[0] and len(shown) == 2
+    assert view.tally.cpus[("latency@idle", "idle", 0)].cycles == 10

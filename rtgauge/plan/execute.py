@@ -241,9 +241,9 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
         untraced = s.tracefs.note if s.tracefs else "tracefs not opened"
         samples = Path(tmp) / "samples.csv"
         if is_engine_latency(job) and s.live is not None:     # a line a window, not a sample (docs/samples.md)
-            status = Path(tmp) / "status.jsonl"
-            extra += ["--status", str(status)]
-            s.live.follow(status, job.name, job.condition)
+            status_path = Path(tmp) / "status.jsonl"
+            extra += ["--status", str(status_path)]
+            s.live.follow(status_path, job.name, job.condition)
         if is_engine_latency(job) and s.attribute and s.tracefs and s.tracefs.path:
             extra += ["--samples", str(samples)]
             whole = WholeRunTrace(s.tracefs.path, job.cpus, Path(tmp) / "trace.txt")

@@ -148,8 +148,10 @@ class LiveView:
                 self.metrics.write(self.tally)
             except OSError as e:     # said once; the measurement goes on
                 if self.say:
-                    self.say(f"[yellow]the metrics file {self.metrics.path} could not be written "
-                             f"({e.strerror or e}); it is no longer updated.[/]")
+                    from rtgauge.report.safe import markup
+                    text = (f"the metrics file {self.metrics.path} could not be written ({e.strerror or e}); "
+                            "it is no longer updated.")
+                    self.say(f"[yellow]{markup(text, None)}[/]")
                 self.metrics = None
         if self.show is not None:
             try:
