@@ -29,7 +29,9 @@ def lines_of(path) -> list[dict]:
 @pytest.fixture(scope="module")
 def disturbed(engine_bin, tmp_path_factory):
     """A 2.5 s latency run on the last CPU (FIFO 50) and one 20 ms burst of a FIFO 90
-    spinner on that CPU 1.25 s after the run's first deadline."""
+    spinner on that CPU 1.25 s after the run's first deadline. The run catches up after
+    an overrun, so every deadline is measured in its window even if something else (a
+    host stall, another user's real-time load) held the CPU for longer than a window."""
     tmp = tmp_path_factory.mktemp("status")
     cpu = max(os.sched_getaffinity(0))
     start = time.monotonic_ns() + 400_000_000      # CLOCK_MONOTONIC, as the engine's
@@ -40,7 +42,7 @@ def disturbed(engine_bin, tmp_path_factory):
     try:
         lat = subprocess.run([engine_bin, "latency", "--cpus", str(cpu), "--policy", "fifo", "--priority", "50",
                               "--interval-us", "1000", "--duration-s", "2.5", "--window-s", str(WINDOW_S),
-                              "--histogram", str(HIST_US), "--start-at-ns", str(start),
+                              "--histogram", str(HIST_US), "--start-at-ns", str(start), "--overrun", "catch-up",
                               "--status", str(tmp / "status.jsonl"), "--out", str(tmp / "lat.json")],
                              capture_output=True, text=True, timeout=120)
     finally:
@@ -61,7 +63,7 @@ def test_the_burst_shows_in_the_window_that_holds_it(disturbed):
     w = windows[held]
     (t,) = w["threads"]
     # the cycle due at the burst's start (or within one period after) wakes at its end
-    assert t["max"] >= (event[1] - event[0]) - 2_000_000, (t, event)
+    assert t["cycles"] and t["max"] >= (event[1] - event[0]) - 2_000_000, (t, event, windows)
     assert t["overflows"] >= 1 and t["misses"] >= 1
     assert w["start_ns"] <= event[0] < w["start_ns"] + WINDOW_S * 1e9
     assert t["p99"] <= t["max"] and t["min"] <= t["avg"] <= t["max"]
@@ -96,10 +98,10 @@ def test_a_line_a_window_whatever_the_rate(engine_bin, tmp_path):
                             "--out", str(tmp_path / "o.json")], capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, p.stderr
         text = path.read_text().splitlines()
-        cycles = sum(w["threads"][0]["cycles"] for w in map(json.loads, text))
-        shapes.append((len(text), max(map(len, text)), cycles))
+        m = json.loads((tmp_path / "o.json").read_text())["metrics"]
+        shapes.append((len(text), max(map(len, text)), m["cycles"]["value"] + m["skipped"]["value"]))
     (n_fast, len_fast, c_fast), (n_slow, len_slow, c_slow) = shapes
-    assert c_fast > 10 * c_slow           # the rate was a hundred times higher ...
+    assert c_fast >= 50 * c_slow          # deadlines elapsed: the rate was a hundred times higher ...
     assert n_fast == n_slow and n_fast in (4, 5)   # ... the lines are one a window of 0.25 s
     assert abs(len_fast - len_slow) <= 24, shapes
 
