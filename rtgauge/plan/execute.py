@@ -204,6 +204,8 @@ def checked_document(job: Job, data, where: str, status: int, interrupted: bool)
     schema; one of the wrong size, depth or shape, or with NaN, becomes a failed
     measurement saying so, never a traceback nor a number stored as measured."""
     try:
+        if isinstance(data, bytes) and job.tool == "cyclictest":
+            data = cyclictest.readable_json(data)        # a thread without a cycle: avg nan
         raw = parse_document(data, where) if isinstance(data, bytes) else data   # a board's: parsed as strictly
         if job.tool == "cyclictest":
             if not isinstance(raw, dict):
@@ -335,7 +337,7 @@ def measure_on_target(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) ->
     limit = (job.expected_s * 1.5 + 60) * getattr(s.target.target, "patience", 1.0)   # a slow target: longer
     if job.tool == "cyclictest":
         outcome = s.target.run_tool(lambda out: cyclictest.command(job.options, job.cpus, out, exe="cyclictest"),
-                                    stop, limit, on_tick)
+                                    stop, limit, on_tick, readable=cyclictest.readable_json)
         command = ["cyclictest"]
     else:
         outcome = s.target.run_engine([job.test, *job.engine_args()], stop, limit, on_tick)

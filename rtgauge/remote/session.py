@@ -161,9 +161,11 @@ class TargetSession:
         return self._until_done(lambda: self.target.run_engine(args, engine=self.engine, time_limit_s=time_limit_s),
                                 stop, on_tick)
 
-    def run_tool(self, command, stop, time_limit_s: float | None = None, on_tick=None) -> TargetOutcome:
+    def run_tool(self, command, stop, time_limit_s: float | None = None, on_tick=None,
+                 readable=None) -> TargetOutcome:
         """Run a program the target has (SshTarget.run_tool), stopped the same way."""
-        return self._until_done(lambda: self.target.run_tool(command, time_limit_s=time_limit_s), stop, on_tick)
+        return self._until_done(lambda: self.target.run_tool(command, time_limit_s=time_limit_s, readable=readable),
+                                stop, on_tick)
 
     def _until_done(self, start, stop, on_tick) -> TargetOutcome:
         future = asyncio.run_coroutine_threadsafe(self._run(start), self.loop)

@@ -374,16 +374,20 @@ class SshTarget:
             engine = engines.build(engines.arch_for_machine(self.machine)).binary
         return await self._run_in_directory(lambda d: [f"{d}/rtgauge-engine", *args], time_limit_s, Path(engine))
 
-    async def run_tool(self, command, time_limit_s: float | None = None) -> RemoteRun:
+    async def run_tool(self, command, time_limit_s: float | None = None, readable=None) -> RemoteRun:
         """Run a program the target has (cyclictest) under the same guard, in the same
         way: command(result_path) is its command line, writing its JSON result to
-        result_path, which comes back as RemoteRun.document."""
+        result_path, which comes back as RemoteRun.document; readable(bytes) -> bytes
+        makes the tool's own file strict JSON first (cyclictest's nan of a thread
+        without a cycle). What it prints is not read (cyclictest's histogram: 20,000 lines)."""
         def argv(d: str) -> list[str]:
             # the guard appends `--out DIR/doc.json`: they become sh's ignored $1 $2
-            return ["sh", "-c", "exec " + " ".join(shlex.quote(x) for x in command(f"{d}/doc.json")), "sh"]
-        return await self._run_in_directory(argv, time_limit_s, None)
+            return ["sh", "-c", "exec " + " ".join(shlex.quote(x) for x in command(f"{d}/doc.json")) + " >/dev/null",
+                    "sh"]
+        return await self._run_in_directory(argv, time_limit_s, None, readable)
 
-    async def _run_in_directory(self, argv, time_limit_s: float | None, engine: Path | None) -> RemoteRun:
+    async def _run_in_directory(self, argv, time_limit_s: float | None, engine: Path | None,
+                                readable=None) -> RemoteRun:
         d = (await self._sh("mktemp -d /tmp/rtgauge.XXXXXX")).strip()
         if not d.startswith("/tmp/rtgauge."):
             raise RunFailed(f"mktemp -d gave {d!r} on {self.address}; check that /tmp is writable there.")
@@ -395,7 +399,7 @@ class SshTarget:
                                input=Path(engine).read_bytes())
             await self._sh(f"cat > {qd}/guard.sh", input=GUARD.read_bytes())
             cmd = " ".join(shlex.quote(x) for x in ["sh", f"{d}/guard.sh", d, str(self.silence_s), *argv(d)])
-            return await self._run_guarded(cmd, d, time_limit_s)
+            return await self._run_guarded(cmd, d, time_limit_s, readable)
         except (asyncssh.Error, OSError, asyncio.IncompleteReadError) as e:
             lost = True
             raise ConnectionLost(f"lost the connection to {self.address} ({getattr(e, 'reason', e) or type(e).__name__}); "
@@ -409,7 +413,7 @@ class SshTarget:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._sh(f"rm -rf {qd}", check=False), 10 * self.patience)
 
-    async def _run_guarded(self, cmd: str, d: str, time_limit_s: float | None) -> RemoteRun:
+    async def _run_guarded(self, cmd: str, d: str, time_limit_s: float | None, readable=None) -> RemoteRun:
         proc = await self.conn.create_process(cmd, encoding=None)
 
         async def heartbeat() -> None:
@@ -427,7 +431,7 @@ class SshTarget:
                 proc.stdin.write(b"stop\n")
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(proc.wait(check=False), 10 * self.patience)
-                self.last_run = await self._collect(proc, d)
+                self.last_run = await self._collect(proc, d, readable)
                 if isinstance(stop, asyncio.TimeoutError):
                     raise RunFailed(f"the engine on {self.address} ran past {time_limit_s} s and was stopped.") from None
                 raise
@@ -435,10 +439,10 @@ class SshTarget:
             beat.cancel()
         if proc.exit_status is None and proc.exit_signal is None:
             raise asyncssh.ConnectionLost("the session ended without an exit status")
-        self.last_run = await self._collect(proc, d)
+        self.last_run = await self._collect(proc, d, readable)
         return self.last_run
 
-    async def _collect(self, proc, d: str) -> RemoteRun:
+    async def _collect(self, proc, d: str, readable=None) -> RemoteRun:
         """The document and stderr the guard left in d, length-framed (a document cannot
         forge the end of itself) and parsed as strictly as an import."""
         got = await self.read_files(f"{shlex.quote(d)}/doc.json {shlex.quote(d)}/err", limit=DOCUMENT_MAX)
@@ -447,7 +451,7 @@ class SshTarget:
         data = got.get(f"{d}/doc.json")
         if data is not None and data.strip():
             try:
-                doc = parse_document(data, f"the document from {self.address}")
+                doc = parse_document(readable(data) if readable else data, f"the document from {self.address}")
             except UserError as e:
                 err = (err + "\n" + str(e)).strip()
         status = proc.exit_status if proc.exit_status is not None else -1

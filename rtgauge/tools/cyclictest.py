@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import subprocess
 
@@ -34,10 +35,27 @@ def command(options: dict, cpus: list[int], json_path: str, exe: str | None = No
     policy = str(options.get("policy", "fifo"))
     prio = int(options.get("priority", 80)) if policy != "other" else 0
     hist = int(options.get("histogram", 20000))
+    # --loops, not --duration: cyclictest's --duration runs from its own start, its setup
+    # included, which on a slow or loaded system (a board under software emulation with a
+    # CPU load) took longer than a short job, so its thread measured nothing; the engine's
+    # duration counts wake-ups from the first, and so do the loops (the job's time limit
+    # bounds it as it bounds the engine)
+    loops = max(1, math.ceil(duration * 1e6 / interval))
     return [exe, "--mlockall", "--quiet", f"--priority={prio}", f"--policy={policy}",
-            f"--interval={interval}", f"--duration={max(1, math.ceil(duration))}",
+            f"--interval={interval}", f"--loops={loops}",
             f"--affinity={','.join(map(str, cpus))}", f"--threads={len(cpus)}",
             f"--histogram={hist}", f"--json={json_path}"]
+
+
+# cyclictest prints a thread's avg with printf's %.2f of sum/cycles: a thread that measured
+# no cycle (stopped before its first wake-up) gets "nan" or "-nan" (glibc), which is not JSON
+NOT_A_NUMBER = re.compile(rb'^(\s*"avg": )-?(?:nan|inf)(,?\s*)$', re.M | re.I)
+
+
+def readable_json(data: bytes) -> bytes:
+    """cyclictest's --json bytes as strict JSON: the avg of a thread without a cycle
+    (nan) becomes null; nothing else is touched."""
+    return NOT_A_NUMBER.sub(rb"\1null\2", data)
 
 
 def to_document(raw: dict, options: dict, cpus: list[int], status: int, interrupted: bool) -> dict:
@@ -52,6 +70,8 @@ def to_document(raw: dict, options: dict, cpus: list[int], status: int, interrup
         t = threads[key]
         counts = {int(k): int(v) for k, v in t.get("histogram", {}).items()}
         cycles = int(t.get("cycles", 0))
+        if not cycles:           # its min and max are cyclictest's initial values, not measured
+            t = {**t, "min": None, "max": None, "avg": None}
         overflow = max(0, cycles - sum(counts.values()))
         dist = distribution(counts, cycles, overflow, t.get("min"), t.get("avg"), t.get("max"),
                             hist_limit_us)
@@ -62,7 +82,7 @@ def to_document(raw: dict, options: dict, cpus: list[int], status: int, interrup
             merged_counts[b] = merged_counts.get(b, 0) + c
         merged["cycles"] += cycles
         merged["overflow"] += overflow
-        merged["sum_us"] += float(t.get("avg", 0)) * cycles
+        merged["sum_us"] += float(t.get("avg") or 0) * cycles
         if t.get("min") is not None:
             merged["min"] = t["min"] if merged["min"] is None else min(merged["min"], t["min"])
         if t.get("max") is not None:
@@ -88,7 +108,10 @@ def to_document(raw: dict, options: dict, cpus: list[int], status: int, interrup
                 "priority": int(options.get("priority", 80)), "cpus": cpus},
         "metrics": metrics, "verdicts": {},
     }
-    if not doc["ok"]:
+    if not doc["ok"] and ok and not merged["cycles"]:
+        doc["error"] = ("cyclictest measured no wake-up: its thread was stopped before its first one (a system "
+                        "too slow or loaded for the job's length); give the job a longer duration-s")
+    elif not doc["ok"]:
         doc["error"] = f"cyclictest exited with status {status} and measured {merged['cycles']} cycles"
     return doc
 
@@ -141,8 +164,8 @@ def run(options: dict, cpus: list[int], json_path: str, popen_kwargs: dict) -> s
 
 
 def load_json(path: str) -> dict:
-    with open(path) as f:
-        return json.load(f)
+    with open(path, "rb") as f:
+        return json.loads(readable_json(f.read()))
 
 
 # -- cyclictest's files: --json and -h/--histfile ---------------------------------------
