@@ -15,7 +15,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -94,10 +93,40 @@ def ours(state: Path) -> dict[int, str]:
     return {p: c for p, c in qemu_pids().items() if f"file:{state}/" in c}
 
 
-def port_open(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(1)
-        return s.connect_ex(("127.0.0.1", port)) == 0
+def listeners(port: int) -> list[tuple[int | None, str]]:
+    """Who listens on the port here: (pid, command line) a listening socket, from
+    /proc/net/tcp[6] (its inode) and /proc/PID/fd (who holds that inode); pid None when
+    no process of this namespace holds it."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for row in f.read().splitlines()[1:]:
+                cols = row.split()
+                if cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:     # LISTEN
+                    inodes.add(cols[9])
+    found = {}
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            for fd in (d / "fd").iterdir():
+                link = os.readlink(fd)
+                if link.startswith("socket:[") and link[8:-1] in inodes:
+                    found[link[8:-1]] = (int(d.name), (d / "cmdline").read_bytes().replace(b"\0", b" ")
+                                         .decode(errors="replace").strip())
+        except OSError:
+            continue
+    return [found.get(i, (None, f"socket inode {i}, no process holds it")) for i in sorted(inodes)]
+
+
+def no_port_of_ours(ports, state: Path) -> None:
+    """None of the lab's forwarded ports is still listening for us. A port that answers
+    is identified: our qemu (its console in `state`) or our rtgauge is a leftover and
+    fails the test; another program that took the freed port since (ports are reused;
+    others' tests listen on loopback) is said, not blamed on us."""
+    for port in ports:
+        for pid, cmd in listeners(port):
+            ours_ = pid is None or f"file:{state}/" in cmd or str(state) in cmd
+            assert not ours_, f"port {port} is still ours after stop: process {pid}: {cmd}"
+            print(f"port {port} was freed and is now another program's: process {pid}: {cmd[:200]}")
 
 
 def wait_gone(state: Path, seconds: float) -> dict[int, str]:
@@ -152,7 +181,7 @@ def lab(built):
         assert not left, f"qemu left after stop: {left}"
         assert proc.returncode == 130 and "every emulated system is powered off" in out, out
         assert not (state / "ssh_config").exists()
-        assert not any(port_open(p) for p in ports.values())
+        no_port_of_ours(ports.values(), state)
         import shutil
         shutil.rmtree(state, ignore_errors=True)
 
@@ -282,7 +311,7 @@ def test_a_killed_rtgauge_leaves_no_qemu_and_no_port(built, tmp_path):
         proc.wait(10)
         left = wait_gone(state, 10)
         assert not left, f"qemu outlived its rtgauge: {left}"
-        assert not any(port_open(p) for p in ports)
+        no_port_of_ours(ports, state)
     finally:
         if proc.poll() is None:
             proc.kill()

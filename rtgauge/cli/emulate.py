@@ -15,6 +15,7 @@ from rtgauge.errors import EXIT_INTERRUPTED, UserError
 
 DEFAULT_TIME_LIMIT_S = 4 * 3600
 PATIENCE = 10     # RTGAUGE_TARGET_PATIENCE for systems under TCG: they answer tens of times slower than a board
+STOP_WAIT_S = 60  # a stop takes at most POWEROFF_S + KILL_S (rtgauge/lab/emulate/machines.py) and the exit
 
 
 def register(actions) -> None:
@@ -82,6 +83,22 @@ def cmd_build(args) -> int:
         say(f"{s.name}: Linux {img.release(s)} ({s.arch.debian}, {'PREEMPT_RT' if s.preempt_rt else 'stock'}), "
             f"{img.system_dir(s)}")
     return 0
+
+
+def running(pid: int) -> bool:
+    """The process is there and not a zombie (one that has exited but whose parent has
+    not reaped it yet, as a test's Popen until it waits: signal 0 still reaches it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return stat[stat.rindex(")") + 2:][:1] not in ("Z", "X")
 
 
 def running_pid(state: Path) -> int | None:
@@ -155,7 +172,7 @@ def cmd_start(args) -> int:
             block_signals_while(lab.stop)
     except Stop:
         block_signals_while(lab.stop)
-        say("Stopped: every emulated system is powered off.")
+        say(f"Stopped: every emulated system is powered off (in {lab.stop_s or 0:.1f} s).")
         return EXIT_INTERRUPTED
     finally:
         with contextlib.suppress(OSError):
@@ -174,17 +191,16 @@ def cmd_stop(args) -> int:
     if pid is None:
         say(f"No emulated lab is up with state in {state}.")
         return 0
+    started = time.monotonic()
     os.kill(pid, signal.SIGTERM)
-    end = time.monotonic() + 120
+    end = started + STOP_WAIT_S
     while time.monotonic() < end:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            say(f"Stopped the emulated lab (process {pid}).")
+        if not running(pid):
+            say(f"Stopped the emulated lab (process {pid}) in {time.monotonic() - started:.1f} s.")
             return 0
-        time.sleep(0.2)
-    raise UserError(f"the emulated lab's process {pid} did not stop within 120 s; kill it (its qemu processes die "
-                    "with it).")
+        time.sleep(0.1)
+    raise UserError(f"the emulated lab's process {pid} did not stop within {STOP_WAIT_S} s; kill it (its qemu "
+                    "processes die with it).")
 
 
 def cmd_status(args) -> int:

@@ -37,6 +37,10 @@ r=$!
         sleep 1
         [ -f "$d/said" ] && break
         last=$(cat "$d/alive" 2>/dev/null || echo 0)
+        # read while the reader rewrites it (">" truncates, then date runs: a fork and an
+        # exec, long on a loaded system under emulation): no word read, so no silence seen
+        # either; an empty value in $((...)) is 0, which stopped the engine at once
+        case $last in ''|*[!0-9]*) continue ;; esac
         if [ $(($(date +%s) - last)) -gt "$t" ]; then
             echo "rtgauge: no word from the client for $t s: stopping the engine" >>"$d/err"
             stop

@@ -10,8 +10,9 @@ time:
 - a watchdog thread kills it at its time limit, and its CPU time is bounded by
   RLIMIT_CPU (the kernel kills it past that, whatever becomes of rtgauge);
 - it runs in a session of its own, so a Ctrl-C in the terminal reaches rtgauge
-  only, which then powers each system off (busybox poweroff over SSH) and kills
-  what has not stopped within seconds.
+  only, which then asks each system to power off (busybox poweroff over SSH), all
+  at once, and ends with SIGTERM, then SIGKILL, the qemu processes that have not
+  stopped within POWEROFF_S.
 
 The forward lives in the qemu process, so it goes with it; the images are read,
 never written (the root file system is an initramfs), so no image is left either.
@@ -40,7 +41,9 @@ from rtgauge.lab.emulate.images import Images
 from rtgauge.lab.emulate.systems import System
 
 BOOT_TIMEOUT_S = 600        # TCG on a loaded 2-CPU machine: generous
-POWEROFF_S = 20
+ASK_S = 5                   # a poweroff request over SSH, at most
+POWEROFF_S = 10             # from the request to SIGTERM of the qemu processes still running
+KILL_S = 3                  # from SIGTERM to SIGKILL
 MEMORY_MB = 1024
 CPUS = 1                    # TCG uses a host CPU a virtual one; the host has few
 PR_SET_PDEATHSIG = 1
@@ -117,6 +120,7 @@ class EmulatedLab:
     machines: list[Machine] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self.stop_s: float | None = None
         self._done = threading.Event()
         self._watchdog: threading.Thread | None = None
 
@@ -203,11 +207,16 @@ class EmulatedLab:
         tmp.rename(self.ssh_config)
 
     def stop(self) -> None:
-        """Power every system off (busybox poweroff over SSH), kill what is still running after
-        POWEROFF_S, remove the ssh_config."""
+        """Stop every system at once, bounded: ask each to power off (busybox poweroff over
+        SSH, at most ASK_S), give them until POWEROFF_S, then SIGTERM what still runs (qemu
+        exits at once; the guest writes nothing back, so nothing is lost) and SIGKILL what
+        has not gone KILL_S later; remove the ssh_config. Under TCG on a loaded machine an
+        SSH login alone can take longer than the whole of this: the deadline, not the
+        guests, decides how long a stop takes."""
         self._done.set()
         with contextlib.suppress(OSError):
             self.ssh_config.unlink()
+        started = time.monotonic()
         running = [m for m in self.machines if m.alive()]
         asked = []          # all at once: one SSH login takes seconds under TCG
         for m in running:
@@ -218,25 +227,41 @@ class EmulatedLab:
                          "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
                          "-o", f"HostKeyAlias={self.img.host_key_alias}",
                          "-o", f"UserKnownHostsFile={self.img.known_hosts}",
-                         "-o", "ConnectTimeout=5", "root@127.0.0.1", "busybox poweroff"],
-                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            else:
+                         "-o", f"ConnectTimeout={ASK_S}", "root@127.0.0.1", "busybox poweroff"],
+                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                        start_new_session=True))
+            else:            # still booting: nothing to ask
                 with contextlib.suppress(OSError):
                     m.proc.terminate()
-        end = time.monotonic() + 10
-        for a in asked:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                a.wait(max(0.1, end - time.monotonic()))
-            if a.poll() is None:
-                a.kill()
+        try:
+            wait_all(running, started + POWEROFF_S, asked, started + ASK_S)
+            for m in running:
+                if m.alive():
+                    with contextlib.suppress(OSError):
+                        m.proc.terminate()
+            wait_all(running, time.monotonic() + KILL_S)
+        finally:
+            for a in asked:
+                if a.poll() is None:
+                    a.kill()
                 a.wait()
-        end = time.monotonic() + POWEROFF_S
-        for m in running:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                m.proc.wait(max(0.1, end - time.monotonic()))
-            if m.alive():
-                m.proc.kill()
-            m.proc.wait()
+            for m in running:
+                if m.alive():
+                    m.proc.kill()
+                m.proc.wait()
+        if running:
+            self.stop_s = time.monotonic() - started
+
+
+def wait_all(machines: list[Machine], until: float, asked=(), ask_until: float = 0.0) -> None:
+    """Until every machine's qemu has exited or `until`; the poweroff requests (asked)
+    are killed at ask_until."""
+    while time.monotonic() < until and any(m.alive() for m in machines):
+        if asked and time.monotonic() >= ask_until:
+            for a in asked:
+                if a.poll() is None:
+                    a.kill()
+        time.sleep(0.1)
 
 
 def block_signals_while(fn):
