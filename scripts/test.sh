@@ -7,8 +7,8 @@
 # not once on each worker.
 # Run scripts/setup.sh first (the README's test command does both).
 # The emulated lab's tests (tests/test_emulab.py, marker emulab) are left out: on a 2-vCPU
-# machine they take ~15 min warm (budget 5) and armhf's cyclictest document does not parse
-# yet (docs/lab.md, "What is verified here"); run them alone with
+# machine they take ~10 min warm, twice their budget of 5 (docs/lab.md, "Where it
+# stands"); run them alone with
 #   RTGAUGE_ENGINE=build/engine/src/rtgauge-engine .venv/bin/python -m pytest -m emulab tests/test_emulab.py
 set -eu
 cd "$(dirname "$0")/.."

@@ -123,13 +123,15 @@ def listeners(port: int) -> list[tuple[int | None, str]]:
                 if cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:     # LISTEN
                     inodes.add(cols[9])
     found = {}
-    for d in Path("/proc").glob("[0-9]*"):
+    # every thread's files: the main thread of a process still exiting has none of its own
+    for d in Path("/proc").glob("[0-9]*/task/[0-9]*") if inodes else ():
         try:
             for fd in (d / "fd").iterdir():
                 link = os.readlink(fd)
                 if link.startswith("socket:[") and link[8:-1] in inodes:
-                    found[link[8:-1]] = (int(d.name), (d / "cmdline").read_bytes().replace(b"\0", b" ")
-                                         .decode(errors="replace").strip())
+                    pid = int(d.parent.parent.name)
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    found[link[8:-1]] = (pid, cmd.strip() or f"(exiting; thread {d.name})")
         except OSError:
             continue
     return [found.get(i, (None, f"socket inode {i}, no process holds it")) for i in sorted(inodes)]
@@ -142,23 +144,32 @@ def no_port_of_ours(ports, state: Path) -> None:
     others' tests listen on loopback) is said, not blamed on us."""
     for port in ports:
         for pid, cmd in listeners(port):
-            # no process holds it: one whose /proc cannot be read, as a process exiting
-            ours_ = pid is None or f"file:{state}/" in cmd or str(state) in cmd
+            # unidentified, or a process exiting (its command line already empty): not
+            # cleared as another program's
+            ours_ = pid is None or "(exiting" in cmd or f"file:{state}/" in cmd or str(state) in cmd
             assert not ours_, f"port {port} is still ours after stop: process {pid}: {cmd}"
             print(f"port {port} was freed and is now another program's: process {pid}: {cmd[:200]}")
 
 
 def exited(pid: int) -> bool:
-    """The process has finished exiting: no /proc entry, or a zombie (its files, the
-    forwarded port's socket among them, are closed by then). Its command line alone
-    says less: it reads empty as soon as the process has released its memory, and a
-    qemu of 1 GB is still closing its files after that (the port still listening: seen
-    once as "a port that answered after its qemu was gone")."""
+    """The process has finished exiting: no /proc entry, or every thread of it a zombie
+    (its files, the forwarded port's socket among them, are closed by then). Neither its
+    command line nor its main thread says as much: the command line reads empty once the
+    process has released its memory, and the main thread of a multi-threaded qemu is a
+    zombie while its other threads still exit, holding its files (the port still
+    listening: seen as "a port that answered after its qemu was gone")."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
         return True
-    return stat[stat.rindex(")") + 2] in "ZX"
+    for t in tasks:
+        try:
+            stat = (t / "stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.rindex(")") + 2] not in "ZX":
+            return False
+    return True
 
 
 def wait_gone(state: Path, pids, seconds: float) -> dict[int, str]:
