@@ -185,3 +185,14 @@ def test_too_few_clusters_say_run_longer():
     assert alike.code == "too-few-exceedances" and alike.length_helps, alike.summary()
     assert "run longer" in alike.reason and alike.to_json()["run_needed_s"] is not None
     assert drift.code == "not-iid" and not drift.length_helps and "identical distribution" in drift.reason
+
+
+def test_compare_reads_a_pot_answer():
+    """compare_pwcet bootstraps a POT estimate from its own fit (the clusters' count and
+    the GPD): twice the scale under the same bursts is called worse, the reverse better."""
+    a = 20_000 + 1_000 * pc.draw_dependent(np.random.default_rng(0), 600, "exponential", 0.4)
+    b = 20_000 + 2_000 * pc.draw_dependent(np.random.default_rng(50), 600, "exponential", 0.4)
+    ra, rb = (pw.analyse(x, M, 1e-5, interval_ns=1_000_000) for x in (a, b))
+    assert ra.by_pot and rb.by_pot and ra.applicable and rb.applicable, (ra.summary(), rb.summary())
+    assert pw.compare_pwcet(ra, rb, 1e-5, draws=100)["call"] == "worse"
+    assert pw.compare_pwcet(rb, ra, 1e-5, draws=100)["call"] == "better"

@@ -752,7 +752,7 @@ def _analyse_pot(res: Pwcet, x: np.ndarray, m: int, exceedance: float, gof_draws
     too-few-exceedances."""
     res.method = POT_METHOD
     why = "; ".join(f"{c.name} p={c.p_value:.2g}" for c in failed if c.p_value is not None) or "not i.i.d."
-    prefix = f"the block maxima are not i.i.d. ({why}), so peaks over a threshold were fitted: "
+    prefix = f"the block maxima are not i.i.d. ({why}), so peaks over a threshold were tried: "
 
     def refuse(code: str, reason: str) -> Pwcet:
         res.code, res.reason = code, prefix + reason
