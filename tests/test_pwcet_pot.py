@@ -196,3 +196,9 @@ def test_compare_reads_a_pot_answer():
     assert ra.by_pot and rb.by_pot and ra.applicable and rb.applicable, (ra.summary(), rb.summary())
     assert pw.compare_pwcet(ra, rb, 1e-5, draws=100)["call"] == "worse"
     assert pw.compare_pwcet(rb, ra, 1e-5, draws=100)["call"] == "better"
+
+
+def test_a_level_inside_the_bulk_is_not_the_tail_models():
+    x = 20_000 + 1_000 * pc.draw_dependent(np.random.default_rng(101), WINDOWS, "exponential", 0.4)
+    r = pw.analyse(x, M, 1e-2, interval_ns=1_000_000)       # 63 % of the windows: far below any threshold
+    assert r.by_pot and r.code == "below-threshold" and not r.applicable and not r.length_helps, r.summary()

@@ -51,7 +51,7 @@ MIX_ALPHA = 1e-3
 # The stable reason codes of a refusal (JSON "code"; docs/pwcet.md says what each means
 # and what to do).
 CODES = ("too-few-maxima", "no-tail", "not-iid", "too-few-exceedances", "mixture", "bad-fit", "failed-validation",
-         "heavy-tail", "beyond-evidence", "too-uncertain")
+         "heavy-tail", "beyond-evidence", "too-uncertain", "below-threshold")
 POT_METHOD = pot.METHOD
 
 
@@ -165,7 +165,8 @@ class Pwcet:
         """Whether a longer run is the remedy: not for an estimate already given, nor for
         a refusal a longer run would not cure (a heavy tail, a mixture, bursts or drift,
         no tail)."""
-        return not self.applicable and self.code not in ("heavy-tail", "mixture", "not-iid", "no-tail")
+        return not self.applicable and self.code not in ("heavy-tail", "mixture", "not-iid", "no-tail",
+                                                         "below-threshold")
 
     @property
     def method_text(self) -> str:
@@ -800,6 +801,11 @@ def _analyse_pot(res: Pwcet, x: np.ndarray, m: int, exceedance: float, gof_draws
     res.checks.append(hold)
     if hold.passed is False:
         return refuse("failed-validation", _failed_text([hold], "cluster peaks"))
+    if -math.log1p(-res.block_exceedance) >= fit.rate:
+        return refuse("below-threshold", (
+            f"p={exceedance:g} asks for a level exceeded more often than the clusters above the threshold "
+            f"{fit.threshold / 1000:,.1f} µs come ({fit.rate:.3g} a window), which the tail model does not "
+            "describe; the observed maxima answer it, or ask for a smaller p"))
     return _conclude(res, x, prefix)
 
 
