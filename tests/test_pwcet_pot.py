@@ -219,3 +219,19 @@ def test_a_level_inside_the_bulk_is_not_the_tail_models():
     x = 20_000 + 1_000 * pc.draw_dependent(np.random.default_rng(101), WINDOWS, "exponential", 0.4)
     r = pw.analyse(x, M, 1e-2, interval_ns=1_000_000)       # 63 % of the windows: far below any threshold
     assert r.by_pot and r.code == "below-threshold" and not r.applicable and not r.length_helps, r.summary()
+
+
+def test_the_return_level_chart_of_a_pot_answer():
+    """The report's chart of a POT answer: the cluster peaks at their return periods, the
+    fitted curve rising to the mark (the estimate with its interval)."""
+    from rtgauge.report.svg import return_level_plot
+    x = 20_000 + 1_000 * pc.draw_dependent(np.random.default_rng(101), WINDOWS, "exponential", 0.4)
+    r = pw.analyse(x, M, 1e-6, interval_ns=1_000_000)
+    assert r.by_pot and r.applicable, r.summary()
+    d = pw.plot_data(r)
+    assert len(d["observed"]) == r.fit.clusters and d["mark"][1] == pytest.approx(r.level_ns / 1000)
+    periods = [p for p, _ in d["curve"]]
+    levels = [v for _, v in d["curve"]]
+    assert periods == sorted(periods) and levels == sorted(levels) and levels[-1] == pytest.approx(r.level_ns / 1000)
+    assert min(v for _, v in d["observed"]) > r.fit.threshold / 1000
+    assert "<svg" in return_level_plot("t", d["observed"], d["curve"], d["band"], d["mark"])
