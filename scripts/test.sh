@@ -7,7 +7,7 @@
 # not once on each worker.
 # Run scripts/setup.sh first (the README's test command does both).
 # The emulated lab's tests (tests/test_emulab.py, marker emulab) are left out: on a 2-vCPU
-# machine they take ~10 min warm, twice their budget of 5 (docs/lab.md, "Where it
+# machine they take ~7 min warm, over their budget of 5 (docs/lab.md, "Where it
 # stands"); run them alone with
 #   RTGAUGE_ENGINE=build/engine/src/rtgauge-engine .venv/bin/python -m pytest -m emulab tests/test_emulab.py
 set -eu

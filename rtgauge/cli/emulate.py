@@ -47,7 +47,8 @@ def register(actions) -> None:
     s.set_defaults(func=cmd_start)
     t = a.add_parser("stop", help="stop the emulated lab that `start` keeps up",
                      description="Ask the running `rtgauge lab emulate start` to power its systems off, and wait "
-                     "until it has.")
+                     "until it has (seconds: a system that has not powered off within 10 s is ended; at most "
+                     f"{STOP_WAIT_S} s).")
     t.add_argument("--state", metavar="DIR", default=None, help="as given to start")
     t.set_defaults(func=cmd_stop)
     st = a.add_parser("status", help="the systems, whether their images are built, whether a lab is up",
