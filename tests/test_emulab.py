@@ -192,10 +192,20 @@ def built():
     return time.monotonic() - started
 
 
+def scratch(prefix: str) -> Path:
+    """A directory of this test run's own under the build directory: on a machine shared
+    with other sessions, /tmp's rtgauge-* names and pytest's numbered temporary
+    directories (it keeps the last three of a user's) were seen removed mid-run by
+    others, taking the lab's state (pid file, consoles) with them."""
+    base = REPO / "build" / "emulab-tests"
+    base.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+
+
 @pytest.fixture(scope="module")
 def lab(built):
     """The four systems up under `rtgauge lab emulate start`, stopped by `rtgauge lab emulate stop`."""
-    state = Path(tempfile.mkdtemp(prefix="rtgauge-emulab-"))
+    state = scratch("lab-")
     proc = subprocess.Popen([sys.executable, "-m", "rtgauge", "lab", "emulate", "start", "--state", str(state),
                              "--time-limit", "3600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=REPO, start_new_session=True)
@@ -215,16 +225,24 @@ def lab(built):
         env.pop("SSH_AUTH_SOCK", None)
         yield {"state": state, "env": env, "ports": ports, "proc": proc, "pids": pids}
     finally:
+        stopped = None
         if proc.poll() is None:
             p = rtgauge("lab", "emulate", "stop", "--state", str(state), timeout=120)
-            assert p.returncode == 0 and "Stopped the emulated lab" in p.stdout, p.stdout + p.stderr
+            stopped = p.stdout + p.stderr
             print(p.stdout.strip())          # how long the stop took
-        proc.wait(30)
+            if p.returncode != 0 or "Stopped the emulated lab" not in p.stdout:
+                proc.terminate()             # whatever happened, nothing of ours stays up
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
         out = proc.stdout.read()
         left = wait_gone(state, pids, 30)
         for pid in left:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        assert stopped is None or "Stopped the emulated lab" in stopped, stopped
         assert not left, f"qemu left after stop: {left}"
         assert proc.returncode == 130 and "every emulated system is powered off" in out, out
         assert not (state / "ssh_config").exists()
@@ -336,10 +354,10 @@ def test_lab_run_of_the_four_gives_one_report_side_by_side(lab, postgres_server,
     assert html.count("emulated (qemu-tcg): timings not meaningful for hardware") >= 4
 
 
-def test_a_killed_rtgauge_leaves_no_qemu_and_no_port(built, tmp_path):
+def test_a_killed_rtgauge_leaves_no_qemu_and_no_port(built):
     """SIGKILL of `rtgauge lab emulate start` while the systems boot: the kernel kills
     their qemu processes (PR_SET_PDEATHSIG), their forwarded ports close."""
-    state = tmp_path / "state"
+    state = scratch("killed-") / "state"
     proc = subprocess.Popen([sys.executable, "-m", "rtgauge", "lab", "emulate", "start", "armhf-rt", "amd64",
                              "--state", str(state), "--time-limit", "600"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, cwd=REPO, start_new_session=True)
@@ -359,5 +377,9 @@ def test_a_killed_rtgauge_leaves_no_qemu_and_no_port(built, tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait()
         for pid in ours(state):
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        import shutil
+        shutil.rmtree(state.parent, ignore_errors=True)
