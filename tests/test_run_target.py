@@ -87,7 +87,7 @@ def test_a_profile_with_a_target_is_measured_there_and_stored_here(lab, env, tmp
     m, ct = run["measurements"]
     assert ct["tool"] == "cyclictest" and ct["ok"], ct["document"].get("error")
     assert ct["document"]["env"]["target"] == "ssh://board"
-    assert ct["metrics"]["cycles"]["value"] == pytest.approx(1000 * os.cpu_count(), rel=0.05)  # 1 s a CPU
+    assert ct["metrics"]["cycles"]["value"] == 500 * os.cpu_count()     # --loops: 0.5 s at 1 kHz, a CPU
     doc = m["document"]
     assert m["ok"] and not m["interrupted"]
     assert doc["env"]["hostname"] == lab.hostname               # the engine ran there
