@@ -275,6 +275,16 @@ class Run:
         return self.system.get("hostname") or self.extra.get("hostname") or "?"
 
     @property
+    def finished_at(self) -> str | None:
+        return self.extra.get("finished_at")
+
+    @property
+    def origin(self) -> dict | None:
+        """Where an imported run came from (format, file, identity), else None."""
+        origin = self.extra.get("origin")
+        return origin if isinstance(origin, dict) else None
+
+    @property
     def kernel_release(self) -> str:
         return self.system.get("kernel_release") or self.extra.get("kernel_release") or "?"
 
@@ -282,11 +292,3 @@ class Run:
     def label(self) -> str:
         """A short name for the run's system in column headers: host, kernel, run id."""
         return f"{self.hostname} {self.kernel_release} (run {self.id})"
-
-
-def as_run(run: Run | dict) -> Run:
-    return run if isinstance(run, Run) else Run.from_dict(run)
-
-
-def as_measurement(m: Measurement | dict) -> Measurement:
-    return m if isinstance(m, Measurement) else Measurement.from_dict(m)

@@ -53,7 +53,7 @@ def db(tmp_path_factory):
 
 def runs(url, *ids):
     with open_store(url) as s:
-        return [s.get_run(i).to_dict() for i in ids]
+        return [s.get_run(i) for i in ids]
 
 
 def test_identical_and_noisy_runs_show_no_significant_difference(db):

@@ -5,7 +5,7 @@ published figures (micro.py), the tire sweep (tire.py), system differences
 
 from __future__ import annotations
 
-from rtgauge.records import Measurement, Run, as_measurement, as_run
+from rtgauge.records import Measurement, Run
 from rtgauge.catalogue import LATENCY, catalogue
 
 US = 1000.0
@@ -21,10 +21,9 @@ def percentile_supported(count: int | None, q: float) -> bool:
     return bool(count) and count * (1 - q) >= TAIL_SAMPLES - 1e-9
 
 
-def latency_row(m: Measurement | dict) -> dict | None:
+def latency_row(m: Measurement) -> dict | None:
     """Summary figures (µs) of a periodic measurement, or None when it has no ti.
     A percentile the sample count does not support (percentile_supported) is None."""
-    m = as_measurement(m)
     ti = m.metric("ti")
     if not ti.is_distribution or not ti.count:
         return None
@@ -38,15 +37,14 @@ def latency_row(m: Measurement | dict) -> dict | None:
     }
 
 
-def is_latency_measurement(m: Measurement | dict) -> bool:
+def is_latency_measurement(m: Measurement) -> bool:
     """A wake-up latency job (ours or the cyclictest cross-check), not a tire or
     microbenchmark run that also happens to record Ti."""
-    m = as_measurement(m)
     return m.test == "" or m.tool == "cyclictest" or catalogue().kind_of(m.test) == LATENCY
 
 
-def latency_measurements(run: Run | dict) -> list[Measurement]:
-    return [m for m in as_run(run).measurements if is_latency_measurement(m) and latency_row(m)]
+def latency_measurements(run: Run) -> list[Measurement]:
+    return [m for m in run.measurements if is_latency_measurement(m) and latency_row(m)]
 
 
 def _in_us(ns):
@@ -56,7 +54,7 @@ def _in_us(ns):
 def cross_checks(measurements) -> list[dict]:
     """Pair each engine latency measurement with the cyclictest one of the same job and
     condition: the ratio engine/cyclictest of avg, p99 and max."""
-    ms = [as_measurement(m) for m in measurements]
+    ms = list(measurements)
     rows = {m.name: latency_row(m) for m in ms if is_latency_measurement(m)}
     out = []
     for name, row in rows.items():
@@ -71,10 +69,10 @@ def cross_checks(measurements) -> list[dict]:
     return out
 
 
-def scalar(m: Measurement | dict, name: str):
-    return as_measurement(m).scalar(name)
+def scalar(m: Measurement, name: str):
+    return m.scalar(name)
 
 
-def system_label(run: Run | dict) -> str:
+def system_label(run: Run) -> str:
     """A short name for a run's system in column headers: host, kernel, run id."""
-    return as_run(run).label
+    return run.label

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rtgauge.analysis.regress import INVALID, SAME, Change, Rule, figures, parse_rule
-from rtgauge.records import Run, as_run
+from rtgauge.records import Run
 from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_INCOMPLETE, EXIT_OK, EXIT_UNDECIDED, UserError
 
 PASS, FAIL, UNDECIDED, INCOMPLETE = "pass", "fail", "undecided", "incomplete"
@@ -97,8 +97,7 @@ def check_pwcet(run: Run, rule: Rule) -> list[Check]:
     return out
 
 
-def check_run(run: Run | dict, rules: list[Rule]) -> list[Check]:
-    run = as_run(run)
+def check_run(run: Run, rules: list[Rule]) -> list[Check]:
     return [c for rule in rules for c in check_rule(run, rule)]
 
 

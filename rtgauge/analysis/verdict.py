@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 
 from rtgauge.analysis import latency_measurements
-from rtgauge.records import Measurement, Run, as_run
+from rtgauge.records import Measurement, Run
 from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_INCOMPLETE, EXIT_OK, EXIT_UNDECIDED, UserError
 
 CONFIDENCE = 0.95          # one-sided, for the exceedance-rate bounds
@@ -307,8 +307,7 @@ def judge_job(ms: list[Measurement], budget: Budget, name: str | None = None) ->
     return jv
 
 
-def judge(run: Run | dict, budget: Budget) -> Verdict:
-    run = as_run(run)
+def judge(run: Run, budget: Budget) -> Verdict:
     ms = [m for m in latency_measurements(run) if m.ok]
     from rtgauge.analysis.regress import base_name
     groups: dict[str, list[Measurement]] = {}
@@ -318,7 +317,7 @@ def judge(run: Run | dict, budget: Budget) -> Verdict:
     incomplete = []
     if run.status not in ("complete", "running"):
         incomplete.append(f"run {run.id} is {run.status}")
-    failed = [m.name for m in as_run(run).measurements if not m.ok]
+    failed = [m.name for m in run.measurements if not m.ok]
     if failed:
         incomplete.append("failed job(s): " + ", ".join(failed[:5]))
     interrupted = [m.name for m in ms if m.interrupted]

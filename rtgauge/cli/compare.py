@@ -64,7 +64,6 @@ def cmd_compare(args) -> int:
     import json
     from rtgauge.analysis.regress import BETTER, WORSE, change_json, compare_runs, parse_rule
     from rtgauge.analysis.headline import DEFAULT_BUDGET_US
-    from rtgauge.records import as_run
     from rtgauge.cli.report import budget_options, check_writable, load_runs, write_html
     from rich.markup import escape
     from rtgauge.report.stalls import stalls_json
@@ -81,7 +80,7 @@ def cmd_compare(args) -> int:
     options = budget_options(args)
     exceedance = pwcet_exceedance(args)
     check_writable("-o", args.output)
-    runs = [as_run(r) for r in load_runs(args.db, args.runs, default_latest=False)]
+    runs = list(load_runs(args.db, args.runs, default_latest=False))
     if len(runs) < 2:
         raise UserError("compare needs two or more different runs (the first is the baseline); "
                         "`rtgauge show` lists the runs.")

@@ -30,6 +30,7 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 from rtgauge.errors import UserError
+from rtgauge.records import Run
 
 
 class _Later:

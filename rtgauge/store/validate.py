@@ -23,6 +23,7 @@ from pathlib import Path
 import jsonschema
 
 from rtgauge.errors import UserError
+from rtgauge.records import Run
 
 MAX_DEPTH = 64
 INT_LIMIT = 2**63 - 1
@@ -365,8 +366,9 @@ def check_engine_document(doc, where: str) -> dict:
 
 # -- the dry read ----------------------------------------------------------------------
 
-def as_stored(run: dict) -> dict:
-    """The run as Store.get_run would return it after storing (same conversions)."""
+def as_stored(run: dict) -> Run:
+    """The run as Store.get_run would return it after storing (same conversions, the
+    same record)."""
     from rtgauge.store import codec
     from rtgauge.store.store import measurement_row, verdict_rows_of
 
@@ -393,10 +395,11 @@ def as_stored(run: dict) -> dict:
                            for v in verdict_rows_of(0, doc.get("verdicts"))}
         measurements.append(out)
     system = run.get("system") or {}
-    return {"id": run.get("id") or 0, "status": str(run.get("status") or "complete"),
-            "note": str(run.get("note") or ""), "profile": str(run.get("profile") or "imported"),
-            "profile_source": str(run.get("profile_source") or ""), "started_at": run.get("started_at"),
-            "finished_at": run.get("finished_at"), "argv": list(run.get("argv") or []),
-            "system": system, "doctor": list(run.get("doctor") or []),
-            "hostname": str(system.get("hostname") or ""), "kernel_release": str(system.get("kernel_release") or ""),
-            "measurements": measurements}
+    return Run.from_dict({
+        "id": run.get("id") or 0, "status": str(run.get("status") or "complete"),
+        "note": str(run.get("note") or ""), "profile": str(run.get("profile") or "imported"),
+        "profile_source": str(run.get("profile_source") or ""), "started_at": run.get("started_at"),
+        "finished_at": run.get("finished_at"), "argv": list(run.get("argv") or []),
+        "system": system, "doctor": list(run.get("doctor") or []),
+        "hostname": str(system.get("hostname") or ""), "kernel_release": str(system.get("kernel_release") or ""),
+        "measurements": measurements})

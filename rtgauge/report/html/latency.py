@@ -12,7 +12,7 @@ from rtgauge.report.numbers import avg_sigma, latency_figures
 from rtgauge.report.svg import Axis, Plot, Series, budget_bar
 
 
-def shared_x_range(runs: list[dict], budget_us: float | None = None) -> tuple[float, float] | None:
+def shared_x_range(runs: list[Run], budget_us: float | None = None) -> tuple[float, float] | None:
     """One latency range (µs) for every histogram of the report, so panels that are
     compared (engine and cyclictest, idle and loaded, system and system) line up."""
     lows, highs = [], []
@@ -32,7 +32,7 @@ def shared_x_range(runs: list[dict], budget_us: float | None = None) -> tuple[fl
     return min(lows), max(highs)
 
 
-def render_latency(runs: list[dict], budget_us: float | None = None) -> str:
+def render_latency(runs: list[Run], budget_us: float | None = None) -> str:
     out = []
     xr = shared_x_range(runs, budget_us)
     for run in runs:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from rtgauge.analysis import latency_row, system_label
 from rtgauge.report.html.page import e, flag, num
+from rtgauge.records import Run
 
 
-def render_method(runs: list[dict]) -> str:
+def render_method(runs: list[Run]) -> str:
     out = []
     for run in runs:
         out.append(f"<h3>{e(system_label(run))}</h3><p class='note'>Profile {e(run.profile)}, "

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from rtgauge.analysis import system_label
 from rtgauge.report.html.page import e, figure, num
+from rtgauge.records import Run
 
 
-def render_pwcet(runs: list[dict]) -> str:
+def render_pwcet(runs: list[Run]) -> str:
     """Per latency measurement of each run: the probable worst case from extreme value
     theory (worst_case's answer: the estimate, or the reason code and the run needed), the
     checks, and a return-level plot where there is a fitted level to show."""

@@ -24,9 +24,10 @@ from rtgauge.analysis.tire import (
 from rtgauge.analysis.tirecost import run_cost_model
 from rtgauge.report.html.page import e, figure, flag, us
 from rtgauge.report.svg import Axis, Plot, Series, heatmap
+from rtgauge.records import Run
 
 
-def render_tire(runs: list[dict]) -> str:
+def render_tire(runs: list[Run]) -> str:
     out = []
     for run in runs:
         points = tire_points(run)
@@ -138,13 +139,13 @@ def repeats_note(points, mode: str, period: float, solver: str, policy: str) -> 
     return f"<br><small>Repeated points: {e('; '.join(again))}.</small>" if again else ""
 
 
-def render_tire_cost(runs: list[dict]) -> str:
+def render_tire_cost(runs: list[Run]) -> str:
     """Per run and policy: the cost-equation constants the locked solver measured
     and each configuration's step time predicted from the other configurations'
     constants, beside the measured one (docs/tire.md "Cost equation")."""
     out = []
     for run in runs:
-        model = run_cost_model(run.to_dict())
+        model = run_cost_model(run)
         for policy, m in (model or {}).items():
             c = m["constants"]
             tsw, micro = m["tswitch_ns"], m["tswitch_micro_ns"]
