@@ -205,6 +205,25 @@ def test_real_engine_document_round_trips(store):
         assert m["metrics"]["ti"]["count"] > 0
 
 
+def test_the_kind_of_an_engine_metric_is_the_catalogues(store):
+    """An engine measurement's metrics are filed by the kind the engine's catalogue
+    declares, not by their keys: a declared scalar (misses) that also carries a count is
+    still a scalar (its count kept in the extra column); the same document from another
+    tool, which no catalogue describes, is filed by its keys (a count: a distribution).
+    Either way it reads back as written."""
+    from rtgauge.catalogue import catalogue
+    assert catalogue().tests["latency"].metric_for("misses").kind == "scalar"
+    assert catalogue().tests["latency"].metric_for("ti#1").kind == "distribution"
+    doc = realistic_document()
+    doc["metrics"]["misses"] = {"unit": "count", "value": 1, "count": 7}
+    engine = assert_round_trip(store, realistic_job("latency-idle", "idle"), doc)
+    foreign = assert_round_trip(store, realistic_job("latency-idle/cyclictest", "idle", reference=True,
+                                                     tool="cyclictest"), doc)
+    assert engine["metrics"]["misses"]["kind"] == "scalar"
+    assert foreign["metrics"]["misses"]["kind"] == "distribution"
+    assert engine["metrics"]["ti#1"]["kind"] == foreign["metrics"]["ti#1"]["kind"] == "distribution"
+
+
 def test_histogram_bins_and_statistics_are_relational(store, store_url):
     """The bins are rows one can aggregate in SQL, not only JSON text."""
     doc = realistic_document()
@@ -294,11 +313,11 @@ def test_a_measurement_is_atomic(store, monkeypatch):
     real_insert = store_module.insert_metric
     calls = []
 
-    def failing_insert(conn, measurement_id, name, metric):
+    def failing_insert(conn, measurement_id, name, metric, kind):
         calls.append(name)
         if len(calls) == 3:
             raise RuntimeError("simulated crash while storing")
-        real_insert(conn, measurement_id, name, metric)
+        real_insert(conn, measurement_id, name, metric, kind)
 
     monkeypatch.setattr(store_module, "insert_metric", failing_insert)
     with pytest.raises(RuntimeError):

@@ -22,7 +22,7 @@ from rtgauge import __version__, owner
 from rtgauge.errors import UserError
 from rtgauge.records import Measurement, Run
 from rtgauge.redact import mask_text, redact_argv
-from rtgauge.store import codec, schema
+from rtgauge.store import codec, kinds, schema
 from rtgauge.store.codec import from_json, to_json
 from rtgauge.store.schema import (
     SCHEMA_VERSION,
@@ -334,9 +334,10 @@ class Store:
         measurement_id = int(result.inserted_primary_key[0])
         metric_docs = doc.get("metrics")
         if isinstance(metric_docs, dict):
+            info = kinds.declared_test(job, doc)
             for name, metric in metric_docs.items():
                 if isinstance(metric, dict):
-                    insert_metric(conn, measurement_id, str(name), metric)
+                    insert_metric(conn, measurement_id, str(name), metric, kinds.metric_kind(info, str(name), metric))
         verdict_rows = verdict_rows_of(measurement_id, doc.get("verdicts"))
         if verdict_rows:
             conn.execute(insert(verdicts), verdict_rows)
@@ -497,8 +498,8 @@ def measurement_row(run_id: int, job: dict, doc: dict) -> dict:
     }
 
 
-def insert_metric(conn: Connection, measurement_id: int, name: str, metric: dict) -> None:
-    row, arrays = codec.metric_rows(name, metric)
+def insert_metric(conn: Connection, measurement_id: int, name: str, metric: dict, kind: str) -> None:
+    row, arrays = codec.metric_rows(name, metric, kind)
     result = conn.execute(insert(metrics).values(measurement_id=measurement_id, **row))
     metric_id = int(result.inserted_primary_key[0])
     for array in arrays:

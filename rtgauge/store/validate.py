@@ -369,7 +369,7 @@ def check_engine_document(doc, where: str) -> dict:
 def as_stored(run: dict) -> Run:
     """The run as Store.get_run would return it after storing (same conversions, the
     same record)."""
-    from rtgauge.store import codec
+    from rtgauge.store import codec, kinds
     from rtgauge.store.store import measurement_row, verdict_rows_of
 
     measurements = []
@@ -385,9 +385,10 @@ def as_stored(run: dict) -> Run:
         out["command"] = json.loads(out["command"])
         out["document"] = json.loads(out["document"])
         metrics = {}
+        info = kinds.declared_test(m, doc)
         for name, metric in (doc.get("metrics") or {}).items():
             if isinstance(metric, dict):
-                mrow, arrays = codec.metric_rows(str(name), metric)
+                mrow, arrays = codec.metric_rows(str(name), metric, kinds.metric_kind(info, str(name), metric))
                 back = codec.metric_from_rows(mrow, [{"layout": a.layout, **a.row} for a in arrays])
                 metrics[str(name)] = {"kind": mrow["kind"], **back}
         out["metrics"] = metrics
