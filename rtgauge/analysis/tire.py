@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rtgauge.defaults import TIRE_PERIOD_MS
 from rtgauge.records import Measurement, Run
 from rtgauge.published import Published, tire_published
 
 HEADLINE_PERIOD_MS = 10.0     # 100 Hz, the published rate
-DEFAULT_PERIOD_MS = {"realtime": 10.0, "pretest": 0.5}    # the engine's defaults (docs/engine.md)
 STUDY_STEPS = 6000            # the study's 60 s of simulated time at 10 ms
 COST_TERMS = ("tswitch", "tipc", "tspring", "tmass", "nswitch", "nipc", "residual", "residualrms")
 
@@ -55,7 +55,7 @@ def effective_period_ms(params: dict, mode: str, physics: dict | None = None) ->
     for v in (params.get("period_ms"), (physics or {}).get("period_ms")):
         if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
             return float(v)
-    return DEFAULT_PERIOD_MS.get(mode)
+    return TIRE_PERIOD_MS.get(mode)
 
 
 def tire_points(run: Run) -> list[TirePoint]:
