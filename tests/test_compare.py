@@ -33,9 +33,7 @@ def store_rounds(url: str, scales, **kw) -> int:
                     if k > 1:
                         continue          # one sweep per run
                 elif len(scales) > 1:
-                    base, _, tool = j["name"].partition("/")
-                    j = dict(j, name=f"{base}#r{k}" + (f"/{tool}" if tool else ""),
-                             load=dict(j["load"], round={"index": k, "of": len(scales)}))
+                    j = dict(j, round=k, load=dict(j["load"], round={"index": k, "of": len(scales)}))
                 store.add_measurement(run_id, j, d)
         store.finish_run(run_id, "complete", "")
         return run_id

@@ -67,7 +67,10 @@ def test_records_are_frozen_and_defaults_say_not_measured():
         raise AssertionError("a record must not change")
     assert Metric.from_dict({"kind": "scalar", "value": 3, "unit": "ns"}).to_dict() == \
         {"kind": "scalar", "value": 3, "unit": "ns"}
-    assert Measurement.from_dict({"name": "r#r2", "load": {"round": {"index": 2, "of": 3}}}).round == 2
+    r2 = Measurement.from_dict({"name": "r", "round": 2})
+    assert (r2.round, r2.segment, r2.label, r2.key) == (2, None, "r (round 2)", ("r", 2, None))
+    assert r2.to_dict()["round"] == 2 and "round" not in Measurement.from_dict({"name": "r"}).to_dict()
+    assert Measurement.from_dict({"name": "r", "segment": 3}).pooled_name == "r (segment 3)"
 
 
 def test_a_key_stored_as_null_is_kept_apart_from_an_absent_one():

@@ -415,6 +415,34 @@ def test_an_older_schema_is_migrated(store_url, monkeypatch):
     assert sorted(versions) == [SCHEMA_VERSION, SCHEMA_VERSION + 1]
 
 
+def test_round_and_segment_leave_the_names_of_a_schema_3_database(store_url):
+    """Before schema 4 a round and a segment were coded into the name (`NAME#rK`,
+    `NAME#segN`, beside load.round / load.segment); the migration makes them fields and
+    gives the name back to the job, where the load record says the same index (a name
+    that only looks like a tag is left as it is)."""
+    old = [("lat@idle#r2", {"round": {"index": 2, "of": 2}}, ("lat@idle", 2, None)),
+           ("lat@idle#r2/cyclictest", {"round": {"index": 2, "of": 2}}, ("lat@idle/cyclictest", 2, None)),
+           ("lat@cpu#seg3", {"segment": {"index": 3, "of": 5}}, ("lat@cpu", None, 3)),
+           ("lat@cpu#r1#seg2", {"round": {"index": 1, "of": 2}, "segment": {"index": 2, "of": 5}}, ("lat@cpu", 1, 2)),
+           ("odd#r9", {}, ("odd#r9", None, None)),
+           ("plain@idle", {}, ("plain@idle", None, None))]
+    with open_store(store_url) as s:
+        run_id = s.begin_run(SYSTEM, DOCTOR, "quick", "builtin:quick", [])
+        for name, load, _ in old:
+            s.add_measurement(run_id, dict(realistic_job(name, "idle"), load=load), realistic_document())
+    engine = create_engine(normalise_url(store_url))
+    with engine.begin() as conn:       # the database as schema 3 left it
+        conn.execute(text("ALTER TABLE measurements DROP COLUMN round"))
+        conn.execute(text("ALTER TABLE measurements DROP COLUMN segment"))
+        conn.execute(text("UPDATE schema_version SET version = 3 WHERE version = 4"))
+    engine.dispose()
+    with open_store(store_url) as s:
+        run = s.get_run(run_id)
+    assert [(m.name, m.round, m.segment) for m in run.measurements] == [want for _, _, want in old]
+    assert [m.label for m in run.measurements][:3] == ["lat@idle (round 2)", "lat@idle/cyclictest (round 2)",
+                                                       "lat@cpu (segment 3)"]
+
+
 def test_an_older_schema_without_a_migration_is_refused(store_url, monkeypatch):
     open_store(store_url).close()
     monkeypatch.setattr(store_module, "SCHEMA_VERSION", SCHEMA_VERSION + 1)

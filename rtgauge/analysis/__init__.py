@@ -28,7 +28,7 @@ def latency_row(m: Measurement) -> dict | None:
     if not ti.is_distribution or not ti.count:
         return None
     return {
-        "name": m.name, "tool": m.tool, "condition": m.condition,
+        "name": m.label, "tool": m.tool, "condition": m.condition,
         "samples": ti.count, "min_us": _in_us(ti.min), "avg_us": _in_us(ti.avg), "stddev_us": _in_us(ti.stddev),
         "p99_us": _in_us(ti.p99) if percentile_supported(ti.count, 0.99) else None,
         "p9999_us": _in_us(ti.p9999) if percentile_supported(ti.count, 0.9999) else None, "max_us": _in_us(ti.max),
@@ -52,16 +52,17 @@ def _in_us(ns):
 
 
 def cross_checks(measurements) -> list[dict]:
-    """Pair each engine latency measurement with the cyclictest one of the same job and
-    condition: the ratio engine/cyclictest of avg, p99 and max."""
-    ms = list(measurements)
-    rows = {m.name: latency_row(m) for m in ms if is_latency_measurement(m)}
+    """Pair each engine latency measurement with the cyclictest one of the same job,
+    condition, round and segment (the plan names it JOB/cyclictest): the ratio
+    engine/cyclictest of avg, p99 and max."""
+    ms = [m for m in measurements if is_latency_measurement(m)]
+    rows = {m.key: latency_row(m) for m in ms}
     out = []
-    for name, row in rows.items():
-        ref = rows.get(f"{name}/cyclictest")
+    for m in ms:
+        row, ref = rows[m.key], rows.get((f"{m.name}/cyclictest", m.round, m.segment))
         if row is None or ref is None or row["tool"] != "engine":
             continue
-        pair = {"name": name, "condition": row["condition"]}
+        pair = {"name": m.label, "condition": row["condition"]}
         for k in ("avg_us", "p99_us", "max_us"):
             a, b = row[k], ref[k]
             pair[k] = (a, b, (a / b) if a is not None and b else None)

@@ -158,7 +158,7 @@ def headline(run: Run, budget_us: float = DEFAULT_BUDGET_US) -> dict:
     limits = headline_limits(run)
     for lim in limits:
         lim["threads_label"] = thread_label(lim["threads"], facts)
-    fallback = [m.name for m in run.measurements if latency_row(m) and m.fallback]
+    fallback = [m.label for m in run.measurements if latency_row(m) and m.fallback]
     return {
         "run": run.id, "rating": rate(rows, facts, budget_us, disagreements(run)), "worst_idle_us": worst_idle,
         "worst_loaded_us": worst_loaded, "loaded_condition": loaded_condition,

@@ -32,7 +32,7 @@ def loop_row(m: Measurement) -> dict:
     """One loop job's figures (ns for times, counts for frames), None where not measured."""
     rt, ti, ts, tw = (m.metric(k) for k in ("round_trip", "ti", "ts", "tw"))
     return {
-        "name": m.name, "condition": m.condition, "step": hil_payload(m.params),
+        "name": m.label, "condition": m.condition, "step": hil_payload(m.params),
         "period_us": m.param("period_us"), "sent": m.scalar("sent"),
         "lost": m.scalar("lost_frames"), "misses": m.scalar("misses"),
         "round_trip_ns": (rt.p50, rt.p99, rt.max), "ti_ns": (ti.p99, ti.max), "ts_ns": (ts.avg, ts.max),

@@ -87,7 +87,7 @@ def micro_scalars(run: Run) -> list[tuple[str, str, object, str]]:
             continue
         for name, metric in m.metrics.items():
             if "#" not in name and metric.has("value") and (metric.kind or "scalar") == "scalar":
-                out.append((m.name, name, metric.value, metric.unit or ""))
+                out.append((m.label, name, metric.value, metric.unit or ""))
     return out
 
 

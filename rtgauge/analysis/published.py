@@ -221,7 +221,7 @@ def place(run: Run, method: Method, condition: str | None) -> dict:
         hit = find(run, target, condition)
         if hit:
             m, dist = hit
-            return {"status": "compared", "measurement": m.name, "test": target[0], "metric": target[1],
+            return {"status": "compared", "measurement": m.label, "test": target[0], "metric": target[1],
                     "tool": tool_of(target), "condition": condition, "stats": stats_of(dist)}
     for test, metric, params, why in method.near:
         hit = find(run, (test, metric, params), condition)
@@ -261,7 +261,7 @@ def projection(run: Run, placed: dict, samples: int) -> dict | None:
     for the wake-up latency ti (the model is fitted to its per-window maxima)."""
     if placed.get("metric") != "ti":
         return None
-    m = next((m for m in run.measurements if m.name == placed.get("measurement")), None)
+    m = next((m for m in run.measurements if m.label == placed.get("measurement")), None)
     if m is None:
         return None
     from rtgauge.analysis.pwcet import worst_case

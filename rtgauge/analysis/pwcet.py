@@ -964,7 +964,7 @@ def _as_pwcet(m: Measurement | Pwcet, exceedance: float, gof_draws: int) -> Pwce
         return m
     rs = measurement_pwcet(m, exceedance, gof_draws=gof_draws)
     if not rs:
-        raise UserError(f"measurement {m.name or '?'} stored no per-window maxima (ti_window_max), "
+        raise UserError(f"measurement {m.label or '?'} stored no per-window maxima (ti_window_max), "
                         "so it has no probable worst case.")
     return rs[0]
 

@@ -97,19 +97,6 @@ class Change:
 
 # ---- gathering figures over rounds ------------------------------------------------
 
-def round_index(m: Measurement) -> int | None:
-    return m.round
-
-
-def base_name(m: Measurement) -> str:
-    """The job's name without its round tag (`switch-2@idle#r2` -> `switch-2@idle`)."""
-    name = str(m.name or "")
-    r = m.round
-    if r is not None:
-        name = name.replace(f"#r{r}", "", 1)
-    return name
-
-
 def _dist_values(metric: Metric | None, key: str) -> float | None:
     if not isinstance(metric, Metric):
         return None
@@ -175,7 +162,7 @@ def _grouped(measurements: list[Measurement], key) -> dict:
     for m in measurements:
         groups.setdefault(key(m), []).append(m)
     for ms in groups.values():
-        ms.sort(key=lambda m: round_index(m) or 0)
+        ms.sort(key=lambda m: m.round or 0)
     return groups
 
 
@@ -194,7 +181,7 @@ def window_maxima(m: Measurement) -> list[float]:
 
 def failure_reason(m: Measurement) -> str:
     r = m.round
-    where = f"round {r} of job {base_name(m)}" if r else f"job {base_name(m)}"
+    where = f"round {r} of job {m.pooled_name}" if r else f"job {m.pooled_name}"
     if m.ok is not True:
         return f"{where} failed ({m.error or 'no result'})"
     return f"{where} has no valid figure"
@@ -209,7 +196,7 @@ def figures(run: Run) -> dict[str, Figure]:
     ms = run.measurements
     # latency jobs (ours and the cyclictest cross-check), failed rounds included
     lat = [m for m in ms if is_latency_measurement(m)]
-    for name, group in _grouped(lat, base_name).items():
+    for name, group in _grouped(lat, lambda m: m.pooled_name).items():
         good = [m for m in group if m.ok is True and _dist_values(m.metrics.get("ti"), "count")]
         failed = [failure_reason(m) for m in group if not any(m is g for g in good)]
         tis = [m.metrics["ti"] for m in good]
@@ -276,7 +263,7 @@ def figures(run: Run) -> dict[str, Figure]:
     verdicts: dict[tuple, list[bool]] = {}
     for m in ms:
         for vname, v in m.verdicts.items():
-            key = (m.test or base_name(m), vname, variant_of(m.params), m.condition or "")
+            key = (m.test or m.name, vname, variant_of(m.params), m.condition or "")
             verdicts.setdefault(key, []).append(v.passed)
     failed_rows, failed_cells, cells = 0, 0, 0
     for (test, vname, variant, condition), passes in sorted(verdicts.items()):

@@ -81,7 +81,7 @@ def rhealstone(measurements: list[Measurement], condition: str | None = None) ->
                 continue
             avg, worst = _stat(metric, "avg"), _stat(metric, "max")
             chosen[comp.name] = {
-                "test": comp.test, "metric": comp.metric, "measurement": m.name,
+                "test": comp.test, "metric": comp.metric, "measurement": m.label,
                 "avg_ns": float(avg * scale), "max_ns": float(worst * scale),
                 "_avg": avg * scale, "_max": worst * scale,
             }

@@ -10,7 +10,7 @@ from datetime import datetime
 
 from rtgauge.analysis import latency_measurements
 from rtgauge.records import Run
-from rtgauge.analysis.regress import BETTER, WORSE, base_name, compare_runs
+from rtgauge.analysis.regress import BETTER, WORSE, compare_runs
 
 FAMILIES = {"max_latency": "max", "p99_latency": "p99"}
 
@@ -73,7 +73,7 @@ def trend(runs: list[Run]) -> list[dict]:
             for r, pts in points:
                 if cond not in pts:
                     continue
-                names = {base_name(m) for m in latency_measurements(r) if m.condition == cond}
+                names = {m.pooled_name for m in latency_measurements(r) if m.condition == cond}
                 mine = [{"figure": FAMILIES[c.figure.family], "call": c.call, "label": c.figure.label,
                          "base": c.base, "value": c.value}
                         for c in changes.get(r.id, []) if any(c.figure.label.startswith(n + " ") for n in names)

@@ -67,7 +67,7 @@ def csv_figures(run: Run):
     s = run.system
     base = [run.id, s.get("hostname"), s.get("kernel_release")]
     for m in run.measurements:
-        head = base + [m.name, m.tool, m.test, m.condition]
+        head = base + [m.label, m.tool, m.test, m.condition]
         for name, figure in m.metrics.items():
             metric = figure.to_dict()       # the figure as stored (a value beyond the bounds included)
             kind, unit = metric.get("kind", ""), metric.get("unit", "")
@@ -176,7 +176,7 @@ def export_cyclictest(run: Run) -> str:
         columns = latency_columns(m)
         if not columns or not any(c.get("count") for c in columns):
             continue
-        label = m.name if "@" in m.name else f"{m.name}@{m.condition or 'idle'}"
+        label = m.label if "@" in m.name else f"{m.name}@{m.condition or 'idle'}" + m.label[len(m.name):]
         blocks.append(f"# rtgauge measurement {label}\n" + histfile_text(columns))
     if not blocks:
         raise UserError(f"run {run.id} has no latency measurement with samples; export it as json, csv or md.")

@@ -102,13 +102,13 @@ def pwcet(args: argparse.Namespace) -> int:
                         "run a latency profile (e.g. `rtgauge run --profile quick`).")
     if args.json:
         dump({"run": run.id, "exceedance": p, "measurements": [
-            {"name": m.name, "tool": m.tool, "condition": m.condition,
+            {"name": m.label, "tool": m.tool, "condition": m.condition,
              "results": [r.to_json() for r in rs]} for m, rs in groups]})
         return 0
     out = console()
     out.print(f"[bold]Probable worst-case wake-up latency, run {run.id}[/] (p = {p:g} per cycle; docs/pwcet.md)")
     for m, rs in groups:
-        out.print(f"\n[bold]{escape(m.name)}[/] ({escape(str(m.condition))})")
+        out.print(f"\n[bold]{escape(m.label)}[/] ({escape(str(m.condition))})")
         print_results(out, rs)
     return 0
 

@@ -338,7 +338,7 @@ def print_run(run: Run) -> None:
     for m in run.measurements:
         ti = m.metric("ti")
         tool = f"{m.tool} (x-check)" if m.cross_check else m.tool
-        table.add_row(escape(m.name), escape(tool), escape(m.condition), outcome(m),
+        table.add_row(escape(m.label), escape(tool), escape(m.condition), outcome(m),
                       *(microseconds(getattr(ti, stat)) for stat in PERIODIC_STATS),
                       scalar(m, "misses"), steal_text(m), verdict_summary(m.verdicts))
     out.print(table)
@@ -347,7 +347,7 @@ def print_run(run: Run) -> None:
     print_attribution(out, [run])
     for m in run.measurements:
         if m.error:
-            out.print(f"{printable(m.name, 200)}: {printable(m.error)}", markup=False)
+            out.print(f"{printable(m.label, 200)}: {printable(m.error)}", markup=False)
 
 
 # ---- probable worst case (pWCET) -----------------------------------------------
@@ -375,7 +375,7 @@ def print_pwcet(run: Run) -> None:
     out.print("Probable worst case (extreme value theory, docs/pwcet.md; `rtgauge pwcet` gives each thread):")
     for m, rs in results:
         for r in rs:
-            out.print(f"  {m.name}: {r.summary()}", markup=False)
+            out.print(f"  {m.label}: {r.summary()}", markup=False)
 
 
 def print_tire_cost(run: Run) -> None:

@@ -22,7 +22,7 @@ def attributions(runs: list) -> list[tuple[object, str, dict]]:
         for m in run.measurements:
             a = (m.env or {}).get("attribution")
             if isinstance(a, dict):
-                out.append((run.id, m.name or m.test or "?", a))
+                out.append((run.id, m.label or m.test or "?", a))
     return out
 
 

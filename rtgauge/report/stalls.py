@@ -34,7 +34,7 @@ def stall_rows(runs: list[Run]) -> list[dict]:
             s = stall_summary(m)
             if s is None:
                 continue
-            rows.append({"run": run.id, "measurement": m.name or m.test or "?",
+            rows.append({"run": run.id, "measurement": m.label or m.test or "?",
                          "summary": s, "figures": stall_figures(m, touched_only=True)})
     return rows
 

@@ -41,7 +41,7 @@ def print_summary(console: Console, run: Run, budget_us: float = DEFAULT_BUDGET_
     print_stalls(console, [run])
     for m in run.measurements:
         if not m.ok:
-            console.print(f"[red]{escape(m.name)}: failed: {escape(str(m.error))}[/]")
+            console.print(f"[red]{escape(m.label)}: failed: {escape(str(m.error))}[/]")
             continue
         mono, tsc = m.scalar("timestamp_monotonic"), m.scalar("timestamp_tsc")
         if mono is not None:
@@ -99,7 +99,8 @@ def print_latency(console: Console, run: Run) -> None:
         row = latency_row(m)
         flag = " (fallback: not real-time)" if row["fallback"] else ""
         flag += " (interrupted)" if row["interrupted"] else ""
-        table.add_row(escape(m.name.split("/")[0] + flag), escape(row["tool"]), escape(str(row["condition"])),
+        job = m.label.replace(f"/{m.tool}", "", 1) if m.cross_check else m.label
+        table.add_row(escape(job + flag), escape(row["tool"]), escape(str(row["condition"])),
                       f"{row['samples']:,}", latency_figures(row, "-")[0], avg_sigma(row, "-"),
                       *latency_figures(row, "-")[2:4], f"[bold]{latency_figures(row, '-')[4]}[/]",
                       "-" if row["misses"] is None else str(row["misses"]))

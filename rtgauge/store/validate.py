@@ -131,6 +131,8 @@ MEASUREMENT = {
         "name": NAME,
         "tool": SHORT, "test": SHORT, "condition": {"type": ["string", "null"], "maxLength": TEXT_MAX},
         "reference": {"type": ["boolean", "null"]},
+        "round": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**31 - 1},
+        "segment": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**31 - 1},
         "ok": {"type": ["boolean", "null"]},
         "interrupted": {"type": ["boolean", "null"]},
         "error": TEXT,
@@ -376,9 +378,9 @@ def as_stored(run: dict) -> Run:
     for i, m in enumerate(run.get("measurements") or []):
         doc = m["document"]
         row = measurement_row(0, {k: m.get(k) for k in ("name", "tool", "test", "condition", "reference",
-                                                         "load", "started_at", "duration_s", "exit_status",
-                                                         "command", "error")}, doc)
-        out = {k: v for k, v in row.items() if k != "run_id"}
+                                                         "round", "segment", "load", "started_at", "duration_s",
+                                                         "exit_status", "command", "error")}, doc)
+        out = {k: v for k, v in row.items() if k != "run_id" and (v is not None or k not in ("round", "segment"))}
         out["id"] = i + 1
         for key in ("params", "env", "load"):
             out[key] = json.loads(out[key])

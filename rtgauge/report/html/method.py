@@ -26,7 +26,7 @@ def render_method(runs: list[Run]) -> str:
             if m.interrupted:
                 flags += flag("interrupted")
             opts = ", ".join(f"{k}={v}" for k, v in params.items() if v not in (None, False) and k != "out")
-            out.append(f"<tr><td class='l'>{e(m.name)}</td><td class='l'>{e(m.tool)}</td>"
+            out.append(f"<tr><td class='l'>{e(m.label)}</td><td class='l'>{e(m.tool)}</td>"
                        f"<td class='l'>{e(m.test)}</td><td class='l'>{e(m.condition)}</td>"
                        f"<td>{num(m.duration_s)}</td><td class='l'>{e(env.get('policy'))} / "
                        f"{e(env.get('priority'))}</td><td class='l'>{e(env.get('cpus'))}</td>"

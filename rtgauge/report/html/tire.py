@@ -48,7 +48,7 @@ def render_tire(runs: list[Run]) -> str:
                                                f"{policy}, solver {solver}; lower is faster.")))
         for fit in fits:
             m = fit["measurement"]
-            out.append(f"<h4>Cost equation fit ({e(m.name)})</h4><p class='note'>Ts = Nswitch·Tswitch + "
+            out.append(f"<h4>Cost equation fit ({e(m.label)})</h4><p class='note'>Ts = Nswitch·Tswitch + "
                        "4·e·Nipc·Tipc + (2e+1)·Tspring + e·Tmass, e = n / threads nodes per thread.</p>"
                        "<table><tr><th class='l'>term</th><th>value</th><th class='l'>unit</th><th class='l'>published</th></tr>")
             for name, metric in fit["terms"].items():
