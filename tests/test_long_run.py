@@ -1,10 +1,9 @@
 """Long runs: --duration overrides every latency job, long jobs are stored in segments
-as they end (a run killed mid-way keeps the finished segments), and the live view
-follows the engine's samples file."""
+as they end (a run killed mid-way keeps the finished segments), and --live runs
+(tests/test_live_view.py follows the engine's status)."""
 
 import os
 import signal
-import time
 
 import pytest
 
@@ -13,7 +12,6 @@ from rtgauge.errors import UserError
 from rtgauge.plan import Job
 from rtgauge.plan.execute import apply_overrides, parse_duration, split_segments
 from rtgauge.store import open_store
-from rtgauge.trace.live import SamplesFollower
 from test_loads import load_processes, rtgauge, rtgauge_popen, wait_until
 
 PROFILE = """
@@ -89,29 +87,6 @@ def test_segments_are_stored_and_survive_kill_9(tmp_path):
         elapsed = m["metrics"]["cycles"]["value"] + m["metrics"]["skipped"]["value"]
         assert abs(elapsed - 2000 * ncpu) <= ncpu, elapsed
         assert m["load"]["cpu_s"] > 0.3 and m["load"]["alive_until_stop"]
-
-
-def test_live_follower_reads_samples_incrementally(tmp_path, engine_bin):
-    import subprocess
-    samples = tmp_path / "s.csv"
-    cpus = sorted(os.sched_getaffinity(0))
-    follower = SamplesFollower(samples, cpus)
-    proc = subprocess.Popen([engine_bin, "latency", "--duration-s", "2", "--policy", "other",
-                             "--samples", str(samples), "--out", str(tmp_path / "o.json")])
-    seen = []
-    while proc.poll() is None:
-        seen.append(follower.poll())
-        time.sleep(0.2)
-    proc.wait()
-    seen.append(follower.poll())
-    # the file grew while the engine ran and was read piece by piece, not at the end only
-    assert sum(1 for n in seen[:-1] if n > 0) >= 3
-    import json
-    doc = json.loads((tmp_path / "o.json").read_text())
-    assert follower.all.count == doc["metrics"]["cycles"]["value"]
-    assert follower.all.max_ns == doc["metrics"]["ti"]["max"]
-    assert set(follower.per_cpu) == {t["cpu"] for t in doc["env"]["threads"]}
-    assert "p99" in follower.summary() and "cpu" in follower.summary()
 
 
 @needs_root

@@ -266,6 +266,13 @@ int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, 
         run->t[i].ti_max.start_ns = sh.start_ns;
     if (c.samples && !atomic_load(&sh.abort_setup))
         rtg_pd_samples_header(c.samples, c.samples_binary);
+    if (c.status && !atomic_load(&sh.abort_setup)) {
+        sh.status = rtg_status_new(c.status, n, c.cpus, sh.start_ns, c.window_ns, c.lin_bucket_ns, c.lin_buckets);
+        if (!sh.status) {
+            snprintf(err, errlen, "out of memory preparing the status of %d threads; use fewer --threads.", n);
+            atomic_store(&sh.abort_setup, true);
+        }
+    }
     pthread_t coll;
     pthread_attr_t cattr;
     other_attr(&cattr);
@@ -283,6 +290,7 @@ int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, 
         pthread_join(coll, NULL);
     else
         rtg_pd_collector_main(&sh);
+    rtg_status_free(sh.status);
     pthread_attr_destroy(&attr);
     pthread_attr_destroy(&cattr);
     pthread_cond_destroy(&sh.cond);

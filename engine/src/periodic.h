@@ -14,7 +14,8 @@
  * The measuring thread only stores {c_k, Ti, Ts, Tw} into a preallocated SPSC ring;
  * a non-RT collector thread drains the rings (every 50 ms) into per-thread and
  * merged distributions, the per-window max series and, on request, a raw samples
- * file: memory does not grow with the number of cycles. After a timer overrun
+ * file and a status line per window (status.h): memory does not grow with the
+ * number of cycles. After a timer overrun
  * (the cycle ends after the next deadline) the driver
  * either skips the deadlines already past, like cyclictest, counting them as
  * `skipped` (default), or catches up (catch_up: the next deadline is still
@@ -126,6 +127,7 @@ typedef struct {
     size_t lin_buckets;
     FILE *samples;             /* raw samples out, NULL = none */
     bool samples_binary;       /* false = CSV */
+    FILE *status;              /* one JSON line per window out (status.h), NULL = none */
     int64_t stop_above_ns;     /* > 0: stop the run at the first Ti above this */
     bool catch_up;             /* overrun: run missed cycles back to back instead of skipping */
     const int64_t *periods_ns; /* optional, per thread (e.g. a Hartstone task set); NULL = period_ns

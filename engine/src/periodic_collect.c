@@ -1,6 +1,7 @@
 /* periodic_collect: the collector of a periodic run, a SCHED_OTHER thread off
  * the measured CPUs when another is allowed. Every 50 ms it drains each
- * measuring thread's ring into that thread's statistics (and the samples file),
+ * measuring thread's ring into that thread's statistics (and the samples file
+ * and the status), writes the status lines of the windows every thread is past,
  * then calls the trigger's collect hook; after the last worker is done, once
  * more. Memory does not grow with the number of cycles. */
 #include "portable.h"
@@ -29,6 +30,8 @@ static void fold_record(rtg_pd_shared *sh, rtg_pd_worker *w, const rtg_cycle *c)
     rtg_series_add(&t->ti_max, c->deadline_ns, c->ti);
     if (sh->cfg->samples)
         rtg_pd_samples_write(sh->cfg->samples, sh->cfg->samples_binary, w->index, c);
+    if (sh->status)
+        rtg_status_add(sh->status, w->index, c->deadline_ns, c->ti, c->tw < 0);
 }
 
 /* Fold what the rings hold. With the host-stall observer running, a cycle that
@@ -73,6 +76,8 @@ void *rtg_pd_collector_main(void *p)
         }
         if (sh->cfg->samples)
             fflush(sh->cfg->samples);   /* lets a reader follow the file during the run */
+        if (sh->status)
+            rtg_status_write(sh->status, all_done);   /* the windows every thread is past */
         if (all_done)
             break;
         struct timespec ts = rtg_ns_timespec(COLLECT_PERIOD_NS);

@@ -6,6 +6,7 @@
  *                       frame, event), time the payload, store one record;
  *   periodic_collect.c  the collector thread: drain the rings into the statistics;
  *   periodic_samples.c  the raw samples file (docs/samples.md);
+ *   status.c            the status line per window (status.h), written by the collector;
  *   periodic_stall.c    the host-stall observer's view: cycles a stall touched and
  *                       the figures without them;
  *   periodic_report.c   the run as a result's metrics and env (JSON). */
@@ -19,6 +20,7 @@
 
 #include "periodic.h"
 #include "samples.h"
+#include "status.h"
 
 #define RTG_PD_FRAME_MAX 2048   /* largest datagram a FRAME trigger takes */
 
@@ -51,6 +53,7 @@ struct rtg_pd_shared {
     bool go;
     int64_t start_ns;          /* written before go */
     atomic_bool abort_setup;   /* a thread failed setup: nobody measures */
+    rtg_status *status;        /* cfg->status's writer (collector only), NULL = none */
     atomic_bool stop_run;      /* stop_above_ns was exceeded, or a payload ended the run */
     atomic_bool stopped_above;
     atomic_bool ended_by_payload;

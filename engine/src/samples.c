@@ -119,6 +119,37 @@ static void lin_add(rtg_dist *d, int64_t v)
         d->lin_overflow++;
 }
 
+void rtg_dist_clear(rtg_dist *d)
+{
+    if (d->count) {
+        /* the bucket index grows with the value: [min, max] covers every bucket used */
+        size_t lo = rtg_hdr_index(d->min), hi = rtg_hdr_index(d->max);
+        memset(&d->hdr[lo], 0, (hi - lo + 1) * sizeof *d->hdr);
+        if (d->negative) {   /* negatives v in [min, min(max, -1)]: magnitudes in reverse */
+            size_t nlo = rtg_hdr_index(magnitude(d->max < -1 ? d->max : -1));
+            size_t nhi = rtg_hdr_index(magnitude(d->min));
+            memset(&d->hdr_neg[nlo], 0, (nhi - nlo + 1) * sizeof *d->hdr_neg);
+        }
+        if (d->lin && d->max >= 0) {
+            uint64_t llo = d->min > 0 ? (uint64_t)(d->min / d->lin_bucket_ns) : 0;
+            uint64_t lhi = (uint64_t)(d->max / d->lin_bucket_ns);
+            if (lhi >= d->lin_n)
+                lhi = d->lin_n - 1;
+            if (llo <= lhi)
+                memset(&d->lin[llo], 0, (size_t)(lhi - llo + 1) * sizeof *d->lin);
+        }
+        if (d->lin)
+            d->lin[0] = 0;   /* negatives count there */
+    }
+    d->count = 0;
+    d->min = INT64_MAX;
+    d->max = INT64_MIN;
+    d->mean = d->m2 = 0;
+    d->sum = 0;
+    d->negative = 0;
+    d->lin_overflow = 0;
+}
+
 void rtg_dist_add(rtg_dist *d, int64_t v)
 {
     d->count++;

@@ -46,6 +46,10 @@ void rtg_dist_add(rtg_dist *d, int64_t v);
 void rtg_dist_add_array(rtg_dist *d, const int64_t *v, size_t n);
 /* a += b (histograms must have the same linear shape) */
 void rtg_dist_merge(rtg_dist *a, const rtg_dist *b);
+/* Empty d again (count 0, histograms zero), keeping its allocation and shape. It
+ * clears only the buckets between min and max, so emptying a distribution that
+ * held a few close values costs little (a window's distribution, status.h). */
+void rtg_dist_clear(rtg_dist *d);
 double rtg_dist_avg(const rtg_dist *d);
 double rtg_dist_stddev(const rtg_dist *d);   /* population stddev */
 /* q in [0,1]. Nearest-rank percentile from the HDR histogram: the upper edge of

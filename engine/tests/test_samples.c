@@ -399,6 +399,40 @@ static void test_series(void)
     rtg_series_free(&s);
 }
 
+/* rtg_dist_clear empties a distribution (histograms included, negatives and the
+ * linear one too) so that it then reads exactly like a fresh one fed the same values. */
+static void test_clear(void)
+{
+    rtg_dist d, fresh;
+    CHECK(rtg_dist_init(&d, 1000, 50) == 0 && rtg_dist_init(&fresh, 1000, 50) == 0, "init");
+    const int64_t first[] = {-5000, -3, 0, 7, 900, 12345, 49999, 50000, 1234567, 987654321};
+    for (size_t i = 0; i < sizeof first / sizeof *first; i++)
+        rtg_dist_add(&d, first[i]);
+    rtg_dist_clear(&d);
+    CHECK_EQ_I(d.count, 0);
+    CHECK_EQ_I(d.negative, 0);
+    CHECK_EQ_I(d.lin_overflow, 0);
+    size_t nonzero = 0;
+    for (size_t i = 0; i < RTG_HDR_BUCKETS; i++)
+        nonzero += (d.hdr[i] != 0) + (d.hdr_neg[i] != 0);
+    for (size_t i = 0; i < d.lin_n; i++)
+        nonzero += d.lin[i] != 0;
+    CHECK_EQ_I(nonzero, 0);
+    const int64_t second[] = {20, 30, 40, 2000, 2500, 70000};
+    for (size_t i = 0; i < sizeof second / sizeof *second; i++) {
+        rtg_dist_add(&d, second[i]);
+        rtg_dist_add(&fresh, second[i]);
+    }
+    CHECK_EQ_I(d.min, 20);
+    CHECK_EQ_I(d.max, 70000);
+    CHECK_EQ_I(d.lin_overflow, 1);
+    for (double q = 0; q <= 1.0; q += 0.05)
+        CHECK_EQ_I(rtg_dist_percentile(&d, q), rtg_dist_percentile(&fresh, q));
+    CHECK(rtg_dist_avg(&d) == rtg_dist_avg(&fresh), "avg %f vs %f", rtg_dist_avg(&d), rtg_dist_avg(&fresh));
+    rtg_dist_free(&d);
+    rtg_dist_free(&fresh);
+}
+
 int main(void)
 {
     const char *env = getenv("RTG_TEST_SEED");
@@ -411,5 +445,6 @@ int main(void)
     test_ring_full_and_wrap();
     test_ring_threads();
     test_series();
+    test_clear();
     return check_done();
 }

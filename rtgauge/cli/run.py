@@ -88,7 +88,11 @@ def add_conditions_options(p) -> None:
                    help="store a long latency job in segments of this length (default 10m), so a run "
                         "that dies keeps what it measured")
     g.add_argument("--live", action="store_true",
-                   help="show the current max, p99 and per-CPU max while a latency job runs")
+                   help="show per CPU the max so far and the last window's max and p99, and the misses, while a "
+                        "latency job runs (from the engine's status: a line a window, docs/samples.md)")
+    g.add_argument("--metrics-file", metavar="PATH",
+                   help="keep the same figures in PATH as a Prometheus text exposition, rewritten atomically at "
+                        "each window (for node_exporter's textfile collector in long soaks; not a symbolic link)")
     g.add_argument("--load-dir", metavar="DIR", help="directory the io load writes to (default: the database's)")
     g.add_argument("--allow-netns", action="store_true",
                    help="the net load may create two network namespaces joined by a veth pair")
@@ -119,9 +123,17 @@ class ProgressView:
     def __init__(self, console: Console, jobs: list[Job], warmup_s: float):
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
         from rtgauge.plan import Job, plan_seconds
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                                 TextColumn("left"), TimeRemainingColumn(), console=console,
-                                 refresh_per_second=2, transient=False)
+
+        class WithLiveTable(Progress):
+            below = None           # the live table (run --live), under the bar
+
+            def get_renderables(self):
+                yield from super().get_renderables()
+                if self.below is not None:
+                    yield self.below
+        self.progress = WithLiveTable(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                                      TextColumn("left"), TimeRemainingColumn(), console=console,
+                                      refresh_per_second=2, transient=False)
         self.total = plan_seconds(jobs, warmup_s)
         self.done = 0.0
         self.current: Job | None = None
@@ -142,10 +154,9 @@ class ProgressView:
     def tick(self, elapsed: float) -> None:
         self.progress.update(self.task, completed=self.done + min(elapsed, self.current.expected_s))
 
-    def live(self, text: str) -> None:
-        if not hasattr(self, "live_task"):
-            self.live_task = self.progress.add_task(text, total=None)
-        self.progress.update(self.live_task, description=text)
+    def live(self, table) -> None:
+        """Show `table` (trace/live.py: per job and CPU) under the bar until the next one."""
+        self.progress.below = table
 
     def end_job(self, job: Job, doc: dict) -> None:
         self.done += job.expected_s
@@ -238,6 +249,7 @@ def check_target_run(address: str, args, profiles) -> None:
     for flag, given in (("--rt-throttling-off", args.rt_throttling_off), ("--load-dir", args.load_dir),
                         ("--rt-cpus", args.rt_cpus), ("--load-cpus", args.load_cpus),
                         ("--housekeeping-cpus", args.housekeeping_cpus), ("--live", args.live),
+                        ("--metrics-file", args.metrics_file),
                         ("--trace-threshold-us", args.trace_threshold_us is not None),
                         ("--attribute", getattr(args, "attribute", False) or profiles[0].attribute)):
         if given:
@@ -334,6 +346,7 @@ def cmd_run(args) -> int:
         trace_threshold_us=args.trace_threshold_us, attribute=args.attribute,
         attribute_threshold_us=args.attribute_threshold_us, load_dir=args.load_dir, allow_netns=args.allow_netns,
         tuned=args.tuned, rt_throttling_off=args.rt_throttling_off, live=args.live,
+        metrics_file=args.metrics_file,
         mount_tracefs=args.mount_tracefs, profile=profile)
     plans = [prepare_jobs(console, p, args, conditions, address) for p in profiles]
     jobs = [j for plan in plans for j in plan]

@@ -240,12 +240,12 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
         tracer = whole = None
         untraced = s.tracefs.note if s.tracefs else "tracefs not opened"
         samples = Path(tmp) / "samples.csv"
-        if is_engine_latency(job) and s.live is not None:
-            extra += ["--samples", str(samples)]
-            s.live.follow(samples, job.cpus)
+        if is_engine_latency(job) and s.live is not None:     # a line a window, not a sample (docs/samples.md)
+            status_path = Path(tmp) / "status.jsonl"
+            extra += ["--status", str(status_path)]
+            s.live.follow(status_path, job.name, job.condition)
         if is_engine_latency(job) and s.attribute and s.tracefs and s.tracefs.path:
-            if "--samples" not in extra:
-                extra += ["--samples", str(samples)]
+            extra += ["--samples", str(samples)]
             whole = WholeRunTrace(s.tracefs.path, job.cpus, Path(tmp) / "trace.txt")
         if is_engine_latency(job) and s.trace_threshold_us and s.tracefs and s.tracefs.path:
             extra += ["--max-latency-us", str(s.trace_threshold_us), "--break"]
@@ -304,8 +304,8 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
                 tracer.remove()
             if whole:
                 whole.remove()
-        if s.live is not None and s.live.follower is not None:
-            s.live.follower.poll()
+        if s.live is not None:
+            s.live.poll()       # the last windows, while the status file is still there
     if interrupted:
         doc["interrupted"] = True
     command = cmd if job.tool == "engine" else [job.tool]

@@ -22,7 +22,7 @@ class RunConditions:
                  trace_threshold_us: float | None = None, attribute: bool = False,
                  attribute_threshold_us: float | None = None, load_dir: str | None = None,
                  allow_netns: bool = False, tuned: bool = False, rt_throttling_off: bool = False,
-                 live: bool = False, mount_tracefs: bool = True, profile=None):
+                 live: bool = False, metrics_file: str | None = None, mount_tracefs: bool = True, profile=None):
         """The options as `rtgauge run` names them (--duration, --segment, --rt-cpus, ...);
         PROFILE's settings.attribute and attribute_threshold_us where the options do not say."""
         from rtgauge.loads import need_tool
@@ -60,6 +60,10 @@ class RunConditions:
         if self.rt_throttling_off and not self.tuned:
             raise UserError("--rt-throttling-off only applies with --tuned; add --tuned or drop it.")
         self.live = bool(live)
+        self.metrics_file = None
+        if metrics_file is not None:
+            from rtgauge.trace.metrics_file import MetricsFile
+            self.metrics_file = MetricsFile(metrics_file)
         self.mount_tracefs = bool(mount_tracefs)
         self.target = None      # rtgauge.remote.session.TargetSession: tuning goes there
 
@@ -123,8 +127,8 @@ class RunConditions:
                                                             for c in state["changes"]],
                                                 "refused": state["skipped"], "notes": state["notes"]}
                     say(f"tuned: {len(state['changes'])} setting(s) changed for the run, reverted after")
-            if self.live:
-                settings.live = LiveView(view.live)
+            if self.live or self.metrics_file is not None:
+                settings.live = LiveView(view.live if self.live else None, self.metrics_file, say=say)
             yield settings
         finally:
             try:

@@ -2,8 +2,11 @@
  * --threads N pinned round-robin), each waking every --interval-us at absolute
  * deadlines with an empty payload; Ti is the wake-up latency. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "stall.h"
 #include "clock.h"
@@ -25,6 +28,10 @@ static const rtg_opt latency_opts[] = {
      "add a linear 1 us histogram of Ti up to MAX_US (like cyclictest -h)"},
     {"samples", RTG_OPT_STR, NULL, 0, 0, NULL, "write every cycle to FILE (docs/samples.md)"},
     {"samples-format", RTG_OPT_ENUM, "csv", 0, 0, "csv|binary", "format of --samples"},
+    {"status", RTG_OPT_STR, NULL, 0, 0, NULL,
+     "write one JSON line per window of --window-s to FILE (fd:N: to the open descriptor N): per "
+     "thread its cycles, min/avg/max/p99 of ti, misses and overflows, for a live view "
+     "(docs/samples.md); its size per window does not depend on the rate"},
     {"window-s", RTG_OPT_NUM, "1", 0.001, 3600, NULL, "window of the ti_window_max series, in seconds"},
     {"max-latency-us", RTG_OPT_INT, NULL, 1, 1e9, NULL,
      "fail the run (exit 3, verdict max_latency) when any wake-up is later than LIMIT us"},
@@ -71,6 +78,41 @@ static FILE *open_samples(const rtg_opts *o, rtg_periodic_cfg *cfg, rtg_result *
     if (!f)
         *status = rtg_fail(res, RTG_EXIT_FAIL, "cannot write --samples %s (%s); choose a writable file.",
                            path, strerror(errno));
+    return f;
+}
+
+/* --status FILE, or fd:N for a descriptor the caller left open. */
+static FILE *open_status(const rtg_opts *o, rtg_result *res, int *status)
+{
+    const char *path = rtg_opt_str(o, "status");
+    *status = RTG_EXIT_OK;
+    if (!path)
+        return NULL;
+    FILE *f = NULL;
+    if (strncmp(path, "fd:", 3) == 0) {
+        char *end;
+        long fd = strtol(path + 3, &end, 10);
+        if (path[3] == '\0' || *end != '\0' || fd < 0 || fd > 1 << 20) {
+            *status = rtg_fail(res, RTG_EXIT_USAGE, "--status %s is not fd:N with N a descriptor number; "
+                               "give a file or fd:3.", path);
+            return NULL;
+        }
+        /* a reader that closes its end must not end the measurement (status.h) */
+        signal(SIGPIPE, SIG_IGN);
+        int dupped = dup((int)fd);
+        f = dupped < 0 ? NULL : fdopen(dupped, "w");
+        if (!f) {
+            if (dupped >= 0)
+                close(dupped);
+            *status = rtg_fail(res, RTG_EXIT_FAIL, "cannot write --status %s (%s); pass an open descriptor.",
+                               path, strerror(errno));
+        }
+        return f;
+    }
+    f = fopen(path, "w");
+    if (!f)
+        *status = rtg_fail(res, RTG_EXIT_FAIL, "cannot write --status %s (%s); choose a writable file.", path,
+                           strerror(errno));
     return f;
 }
 
@@ -121,6 +163,12 @@ static int latency_run(const rtg_opts *o, rtg_result *res)
     cfg.samples = open_samples(o, &cfg, res, &status);
     if (status != RTG_EXIT_OK)
         return status;
+    cfg.status = open_status(o, res, &status);
+    if (status != RTG_EXIT_OK) {
+        if (cfg.samples)
+            fclose(cfg.samples);
+        return status;
+    }
 
     rtg_split *split = NULL;
     if (rtg_opt_flag(o, "split")) {
@@ -132,6 +180,8 @@ static int latency_run(const rtg_opts *o, rtg_result *res)
         if (!split) {
             if (cfg.samples)
                 fclose(cfg.samples);
+            if (cfg.status)
+                fclose(cfg.status);
             return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
         }
     }
@@ -141,6 +191,8 @@ static int latency_run(const rtg_opts *o, rtg_result *res)
     rtg_split_stop(split);
     if (cfg.samples)
         fclose(cfg.samples);
+    if (cfg.status)
+        fclose(cfg.status);
     if (rc != 0) {
         rtg_split_free(split);
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
