@@ -39,13 +39,30 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def rtgauge(*args: str, timeout: float = 300, env: dict | None = None, cwd: Path | str = ROOT,
-            **kw) -> subprocess.CompletedProcess:
+            fresh: bool = False, env_full: dict | None = None, **kw) -> subprocess.CompletedProcess:
     """`python -m rtgauge ARGS` as a user runs it, from this source tree (PYTHONPATH; in the
     repository unless cwd says otherwise); env: variables added to ours; kw goes to
-    subprocess.run (input, preexec_fn, errors). The timeout is a watchdog, not a speed."""
-    full = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True,
-                          timeout=timeout, env=full, cwd=cwd, **kw)
+    subprocess.run (input, preexec_fn, errors). The timeout is a watchdog, not a speed.
+    The process is forked from a zygote that has the libraries imported already
+    (tests/zygote.py); fresh=True (and preexec_fn) starts a new interpreter instead, for
+    what the interpreter's own start-up does. env_full: the whole environment instead."""
+    full = env_full if env_full is not None else dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    if fresh or set(kw) - {"input", "errors"} or os.environ.get("RTGAUGE_TEST_NO_ZYGOTE"):
+        return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True,
+                              timeout=timeout, env=full, cwd=cwd, **kw)
+    from zygote import zygote
+    return zygote().run(list(args), env=full, cwd=str(cwd), timeout=timeout, **kw)
+
+
+def cli(argv: list, *, env: dict | None = None, cwd: Path | str | None = None, timeout: float = 300,
+        check: bool = False, **kw) -> subprocess.CompletedProcess:
+    """subprocess.run([python, "-m", "rtgauge", *argv], capture_output=True, text=True, env=,
+    cwd=, timeout=, check=) with the same meaning of each argument, through rtgauge()."""
+    p = rtgauge(*map(str, argv), env_full=dict(os.environ) if env is None else env,
+                cwd=os.getcwd() if cwd is None else cwd, timeout=timeout, **kw)
+    if check:
+        p.check_returncode()
+    return p
 
 
 @dataclass

@@ -12,9 +12,8 @@ INSTALLED = Path(sys.prefix) / "bin" / "rtgauge"
 
 
 def rtgauge(*args, env_extra=None, cwd=ROOT):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), **(env_extra or {}))
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True,
-                          timeout=60, env=env, cwd=cwd)
+    from conftest import rtgauge as cli
+    return cli(*args, env=env_extra, cwd=cwd, timeout=60)
 
 
 @pytest.mark.skipif(not INSTALLED.exists(), reason="rtgauge is not installed in this Python environment")

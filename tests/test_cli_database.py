@@ -24,8 +24,8 @@ def rtgauge(*args: str, cwd: Path, **env_extra: str) -> subprocess.CompletedProc
     for name in ("RTGAUGE_DB", "RTGAUGE_CONFIG"):
         env.pop(name, None)
     env.update(env_extra)
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, timeout=120,
-                          env=env, cwd=cwd)
+    from conftest import rtgauge as cli
+    return cli(*args, env_full=env, cwd=cwd, timeout=120)
 
 
 def one_sentence(p: subprocess.CompletedProcess) -> str:

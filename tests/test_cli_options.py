@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def rtgauge(*args: str, cwd: Path = ROOT, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("RTGAUGE_DB", None)
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, input=stdin,
-                          timeout=timeout, env=env, cwd=cwd)
+    from conftest import rtgauge as cli
+    return cli(*args, env_full=env, cwd=cwd, timeout=timeout, input=stdin)
 
 
 @pytest.fixture(scope="module")

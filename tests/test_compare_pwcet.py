@@ -5,6 +5,7 @@ scale is three times A's, so B's level at 1e-9 is far above A's."""
 
 from __future__ import annotations
 
+from conftest import cli
 import json
 import subprocess
 import sys
@@ -41,8 +42,7 @@ def store_run(url: str, seed: int, scale_ns: float) -> int:
 
 
 def compare(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtgauge", "compare", *args], capture_output=True, text=True,
-                          timeout=300)
+    return cli(["compare", *args], timeout=300)
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from conftest import cli
 import argparse
 import json
 import os
@@ -257,8 +258,7 @@ def subprocess_env() -> dict:
 
 
 def test_rtgauge_doctor_json_runs_on_this_machine():
-    p = subprocess.run([sys.executable, "-m", "rtgauge", "doctor", "--json"], capture_output=True,
-                       text=True, timeout=60, env=subprocess_env(), cwd=REPO)
+    p = cli(["doctor", "--json"], timeout=60, env=subprocess_env(), cwd=REPO)
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     assert doc["facts"]["kernel_release"] == os.uname().release
@@ -267,16 +267,14 @@ def test_rtgauge_doctor_json_runs_on_this_machine():
 
 
 def test_rtgauge_doctor_table_runs_on_this_machine():
-    p = subprocess.run([sys.executable, "-m", "rtgauge", "doctor"], capture_output=True,
-                       text=True, timeout=60, env=subprocess_env(), cwd=REPO)
+    p = cli(["doctor"], timeout=60, env=subprocess_env(), cwd=REPO)
     assert p.returncode == 0, p.stderr
     assert "rt_throttling" in p.stdout
     assert " bad, " in p.stdout and " warn" in p.stdout
 
 
 def test_bad_root_is_one_sentence_exit_2(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "rtgauge", "doctor", "--root", str(tmp_path / "nope")],
-                       capture_output=True, text=True, timeout=60, env=subprocess_env(), cwd=REPO)
+    p = cli(["doctor", "--root", str(tmp_path / "nope")], timeout=60, env=subprocess_env(), cwd=REPO)
     assert p.returncode == 2
     assert "Traceback" not in p.stderr
     assert p.stderr.strip().count("\n") == 0 and "--root" in p.stderr

@@ -20,9 +20,8 @@ pytestmark = [pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stre
 
 
 def rtgauge(*args, db: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, RTGAUGE_DB=db)
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True, timeout=300,
-                          env=env)
+    from conftest import rtgauge as cli
+    return cli(*args, env_full=dict(os.environ, RTGAUGE_DB=db), cwd=os.getcwd(), timeout=300)
 
 
 def cyclic(log, *extra) -> str:

@@ -47,8 +47,8 @@ def rtgauge(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     # time zone, so rich's tables and local times do not depend on who runs it
     env = dict(os.environ, PYTHONPATH=str(HERE.parent), COLUMNS="140", LINES="50", TZ="UTC", NO_COLOR="1",
                TERM="dumb", LC_ALL="C.UTF-8")
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True,
-                          timeout=300, cwd=cwd, env=env)
+    from conftest import rtgauge as cli
+    return cli(*args, env_full=env, cwd=cwd, timeout=300)
 
 
 @pytest.fixture(scope="module")

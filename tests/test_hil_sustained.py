@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_root
+from conftest import cli, needs_root
 from rtgauge.errors import UserError
 from rtgauge.hil.sustained import (SustainedSpec, run_sustained, shortest_holding, spec_from_table,
                                    sustained_and_store, sustained_document)
@@ -115,8 +115,8 @@ max_us = 8000
 precision = 0.5
 """)
     db = tmp_path / "r.db"
-    p = subprocess.run([sys.executable, "-m", "rtgauge", "run", "--profile", str(prof), "--db", str(db),
-                        "--no-report"], capture_output=True, text=True, timeout=300,
+    p = cli(["run", "--profile", str(prof), "--db", str(db),
+                        "--no-report"], timeout=300,
                        env={**os.environ, "PYTHONPATH": str(root), "RTGAUGE_ENGINE": engine_bin})
     assert p.returncode in (0, 1), p.stderr
     store = open_store(f"sqlite:///{db}")

@@ -8,6 +8,7 @@ before anything runs."""
 
 from __future__ import annotations
 
+from conftest import cli
 import os
 import re
 import signal
@@ -190,8 +191,7 @@ def lab_file(tmp_path, targets: list[str], db: str | None, coordinator: str | No
 
 
 def lab_run(env, tmp_path, *args, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtgauge", "lab", "run", *map(str, args)], capture_output=True,
-                          text=True, env=env, cwd=tmp_path, timeout=timeout)
+    return cli(["lab", "run", *map(str, args)], env=env, cwd=tmp_path, timeout=timeout)
 
 
 def stored_runs(db: str) -> list[dict]:

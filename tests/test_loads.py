@@ -78,7 +78,9 @@ def rtgauge(*args, timeout=300, fresh=False):
     if fresh:
         from conftest import without_tracefs
         cmd = without_tracefs(cmd)
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+    from conftest import rtgauge as cli
+    return cli(*args, env_full=env, cwd=ROOT, timeout=timeout)
 
 
 def rtgauge_popen(*args):

@@ -3,6 +3,7 @@ shapes) and on a real engine run: sections, figures, escaping, ratings, rebinnin
 
 from __future__ import annotations
 
+from conftest import cli
 import re
 import subprocess
 import sys
@@ -136,8 +137,7 @@ def test_report_command_writes_the_latest_run_by_default(tmp_path):
     store_run(url, full_run_documents())
     second = store_run(url, [(full_run_documents()[0][0], latency_document(hostname="rig-9"))])
     out = tmp_path / "report.html"
-    p = subprocess.run([sys.executable, "-m", "rtgauge", "report", "--db", url, "-o", str(out)],
-                       capture_output=True, text=True, timeout=60)
+    p = cli(["report", "--db", url, "-o", str(out)], timeout=60)
     assert p.returncode == 0, p.stderr
     assert f"(run {second})" in out.read_text() and "(run 1)" not in out.read_text()
 
@@ -150,15 +150,13 @@ def test_report_command_writes_the_latest_run_by_default(tmp_path):
 def test_report_command_rejects_bad_input(tmp_path, args, message):
     url = f"sqlite:///{tmp_path / 'r.db'}"
     store_run(url, full_run_documents()[:1])
-    p = subprocess.run([sys.executable, "-m", "rtgauge", *args, "--db", url, "-o", str(tmp_path / "x.html")],
-                       capture_output=True, text=True, timeout=60)
+    p = cli([*args, "--db", url, "-o", str(tmp_path / "x.html")], timeout=60)
     assert p.returncode == 2 and message in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "x.html").exists()
 
 
 def test_report_of_a_missing_database_says_so_and_creates_nothing(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "rtgauge", "report", "--db", str(tmp_path / "none.db")],
-                       capture_output=True, text=True, timeout=60)
+    p = cli(["report", "--db", str(tmp_path / "none.db")], timeout=60)
     assert p.returncode == 2 and "there is no results database" in p.stderr and not (tmp_path / "none.db").exists()
 
 

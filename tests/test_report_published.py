@@ -8,6 +8,7 @@ the end-to-end path."""
 
 from __future__ import annotations
 
+from conftest import cli
 import json
 import re
 import subprocess
@@ -291,8 +292,7 @@ def test_real_engine_runs_place_the_interrupt_rows_beside_ti_irq(tmp_path, run_e
     # avg ± σ of the interrupt study, from the engine's stddev
     assert re.search(r"\(\d[\d.,]* ± \d[\d.,]*\)", html)
     # show --json carries the same placement
-    out = subprocess.run([sys.executable, "-m", "rtgauge", "show", str(run_id), "--json", "--db", url],
-                         capture_output=True, text=True, timeout=60)
+    out = cli(["show", str(run_id), "--json", "--db", url], timeout=60)
     assert out.returncode == 0, out.stderr
     pub = json.loads(out.stdout)["published"]
     st = next(s for s in pub["studies"] if s["source"] == "rtlinux-rtems-2000")
@@ -301,8 +301,7 @@ def test_real_engine_runs_place_the_interrupt_rows_beside_ti_irq(tmp_path, run_e
     assert jr["published"]["RTL"]["max"]["us"] == pytest.approx(13.5)
     # compare prints the published tables too
     run2 = store_run(url, docs)
-    cmp = subprocess.run([sys.executable, "-m", "rtgauge", "compare", str(run_id), str(run2), "--db", url],
-                         capture_output=True, text=True, timeout=120)
+    cmp = cli(["compare", str(run_id), str(run2), "--db", url], timeout=120)
     assert cmp.returncode == 0, cmp.stderr
     assert "interrupt-latency / context-switch study" in cmp.stdout and "RTEMS native" in cmp.stdout
     assert place(run, METHODS["context_switch"], "ping-tcp")["status"] == "not measured"
@@ -361,8 +360,8 @@ def test_the_interrupt_studys_conclusions_on_split_runs(tmp_path):
     # ti_irq idle: values 1500..2399, avg ~1950 -> avg/max ~0.81: not an order of magnitude
     assert got["averages-tenth-of-maxima"].status == "does not hold"
     assert got["loaded-worse-than-idle"].status == "holds"       # 90 µs against 2.4 µs
-    out = subprocess.run([sys.executable, "-m", "rtgauge", "show", str(run.id), "--json", "--db",
-                          f"sqlite:///{tmp_path / 'r.db'}"], capture_output=True, text=True, timeout=60)
+    out = cli(["show", str(run.id), "--json", "--db",
+               f"sqlite:///{tmp_path / 'r.db'}"], timeout=60)
     assert out.returncode == 0, out.stderr
     keys = {c["key"]: c["status"] for c in json.loads(out.stdout)["published"]["conclusions"]}
     assert keys["loaded-worse-than-idle"] == "holds"

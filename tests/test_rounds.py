@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from conftest import cli
 import subprocess
 import sys
 
@@ -54,7 +55,6 @@ def test_bad_rounds_are_one_sentence(bad):
 
 
 def test_run_refuses_bad_rounds_before_measuring(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "rtgauge", "run", "--rounds", "0", "--db", str(tmp_path / "r.db")],
-                       capture_output=True, text=True, timeout=60)
+    p = cli(["run", "--rounds", "0", "--db", str(tmp_path / "r.db")], timeout=60)
     assert p.returncode == 2 and "--rounds 0 is out of range" in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "r.db").exists()

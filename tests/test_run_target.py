@@ -6,6 +6,7 @@ and a cut link leave no engine on the target and keep what was measured."""
 
 from __future__ import annotations
 
+from conftest import cli
 import os
 import re
 import signal
@@ -19,7 +20,7 @@ import pytest
 import sshlab
 from rtgauge.store import open_store
 from rtgauge.sysinfo import collect_facts
-from test_target_ssh import engine_processes
+from test_target_ssh import engine_processes, wait_until_measuring
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or "")
@@ -62,8 +63,7 @@ def profile(tmp_path, target="", conditions='"idle"', duration=0.5) -> str:
 
 
 def rtgauge_run(env, *args, **kw):
-    return subprocess.run([sys.executable, "-m", "rtgauge", "run", "--no-report", *args], capture_output=True,
-                          text=True, env=env, cwd=REPO, timeout=kw.pop("timeout", 300), **kw)
+    return cli(["run", "--no-report", *args], env=env, cwd=REPO, timeout=kw.pop("timeout", 300), **kw)
 
 
 def only_run(db: Path) -> dict:
@@ -156,28 +156,6 @@ def wait_for_remote_engine(p, timeout=120) -> list[Path]:
             return dirs
         time.sleep(0.2)
     raise AssertionError("the engine did not start on the target")
-
-
-def wait_until_measuring(dirs: list[Path], switches: int = 200, timeout: float = 120) -> None:
-    """Until the engine there has woken some hundred times (its threads' voluntary context
-    switches: each cycle's sleep is one), however long a loaded machine takes to start it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        total = 0
-        for pid in (pid for d in dirs for pid in engine_processes(str(d))):
-            try:
-                if b"rtgauge-engine" not in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    continue
-                for task in Path(f"/proc/{pid}/task").iterdir():
-                    for line in (task / "status").read_text().splitlines():
-                        if line.startswith("voluntary_ctxt_switches:"):
-                            total += int(line.split()[1])
-            except OSError:
-                pass
-        if total >= switches:
-            return
-        time.sleep(0.1)
-    raise AssertionError("the engine on the target did not start measuring")
 
 
 def test_ctrl_c_stops_the_remote_engine_and_keeps_what_it_measured(lab, env, tmp_path):

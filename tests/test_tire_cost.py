@@ -9,7 +9,7 @@ import math
 import pytest
 
 from rtgauge.analysis import tirecost
-from tests.conftest import needs_root
+from tests.conftest import cli, needs_root
 
 SIZES = (800, 3200, 12800)
 THREADS = (1, 2, 4)
@@ -151,22 +151,19 @@ def test_show_and_report_carry_the_cost_model(run_engine, tmp_path):
     url = f"sqlite:///{tmp_path / 'r.db'}"
     run_id = store_run(url, docs)
     env = dict(os.environ)
-    out = subprocess.run([sys.executable, "-m", "rtgauge", "show", str(run_id), "--json", "--db", url],
-                         capture_output=True, text=True, env=env, timeout=300)     # a watchdog, not a speed
+    out = cli(["show", str(run_id), "--json", "--db", url], env=env, timeout=300)     # a watchdog, not a speed
     assert out.returncode == 0, out.stderr
     model = json.loads(out.stdout)["tire_cost"]["other"]
     assert len(model["predictions"]) == 4
     assert model["tswitch_micro_ns"] > 0 and all(r["predicted_ns"] > 0 for r in model["predictions"])
     assert model["constants"]["Tspring"]["runs"] == 4
-    text = subprocess.run([sys.executable, "-m", "rtgauge", "show", str(run_id), "--db", url],
-                          capture_output=True, text=True, env=env, timeout=60)
+    text = cli(["show", str(run_id), "--db", url], env=env, timeout=60)
     assert "Tire cost equation (other)" in text.stdout and "predicted" in text.stdout
     # the report reads runs without their engine documents: the metrics suffice
     with open_store(url) as store:
         assert render([store.get_run(run_id, documents=False)]) is not None
     page = tmp_path / "r.html"
-    rep = subprocess.run([sys.executable, "-m", "rtgauge", "report", str(run_id), "--db", url, "-o", str(page)],
-                         capture_output=True, text=True, env=env, timeout=60)
+    rep = cli(["report", str(run_id), "--db", url, "-o", str(page)], env=env, timeout=60)
     assert rep.returncode == 0, rep.stderr
     html = page.read_text()
     start = html.index("id='tirecost'")

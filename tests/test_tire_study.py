@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import needs_root
+from conftest import cli, needs_root
 from rtgauge.analysis.tire import headline_limits, map_cells, tire_points, tire_summary
 from rtgauge.report.html import render
 from rtgauge.store import open_store
@@ -290,8 +290,7 @@ def test_sweep_runs_the_engine_into_a_store(engine_bin, tmp_path, monkeypatch):
     assert "Real time, hard, at 1 ms (1 kHz)" in html and "Pretest, soft, at 0.5 ms (2 kHz)" in html
     assert "30 steps (short variant; the study: 6,000)" in html and "Real-fast: wall time" in html
     assert "held at every size tried" not in html and "100 Hz: " not in html
-    shown = subprocess.run([sys.executable, "-m", "rtgauge", "show", str(run_id), "--json", "--db", url],
-                           capture_output=True, text=True, check=True)
+    shown = cli(["show", str(run_id), "--json", "--db", url], check=True)
     assert json.loads(shown.stdout)["analysis"]["tire"]["maps"]
 
 

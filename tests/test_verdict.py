@@ -6,6 +6,7 @@ input, and the rating's "not rated" reasons."""
 
 from __future__ import annotations
 
+from conftest import cli
 import math
 
 import numpy as np
@@ -196,8 +197,7 @@ def test_show_gives_the_verdict_and_the_rating_in_json_and_its_exit_status(tmp_p
     env.pop("RTGAUGE_CONFIG", None)
 
     def show(*extra):
-        return subprocess.run([sys.executable, "-m", "rtgauge", "show", str(rid), "--db", url, *extra],
-                              capture_output=True, text=True, timeout=300, env=env, cwd=root)
+        return cli(["show", str(rid), "--db", url, *extra], timeout=300, env=env, cwd=root)
     p = show("--json", "--budget-us", "30", "--miss-rate", "0.01")
     assert p.returncode == EXIT_OK, p.stderr
     doc = json.loads(p.stdout)

@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize, special, stats
 
+from rtgauge.analysis import pwcet_pot as pot
+from rtgauge.analysis.pwcet_pot import PotFit
 from rtgauge.records import Measurement
 from rtgauge.defaults import DEFAULT_EXCEEDANCE
 from rtgauge.errors import UserError
@@ -48,8 +50,9 @@ MIX_GAP = 2.0
 MIX_ALPHA = 1e-3
 # The stable reason codes of a refusal (JSON "code"; docs/pwcet.md says what each means
 # and what to do).
-CODES = ("too-few-maxima", "no-tail", "not-iid", "mixture", "bad-fit", "failed-validation", "heavy-tail",
-         "beyond-evidence", "too-uncertain")
+CODES = ("too-few-maxima", "no-tail", "not-iid", "too-few-exceedances", "mixture", "bad-fit", "failed-validation",
+         "heavy-tail", "beyond-evidence", "too-uncertain", "below-threshold")
+POT_METHOD = pot.METHOD
 
 
 # ---- result types -----------------------------------------------------------
@@ -101,7 +104,7 @@ class Pwcet:
     applicable: bool
     reason: str | None              # why not applicable
     checks: list[Check] = field(default_factory=list)
-    fit: GevFit | None = None
+    fit: GevFit | PotFit | None = None    # a PotFit when peaks over a threshold answered
     level_ns: float | None = None
     ci_low_ns: float | None = None
     ci_high_ns: float | None = None   # None with an applicable result: not bounded by the data
@@ -118,6 +121,12 @@ class Pwcet:
     supported_low_ns: float | None = None
     supported_high_ns: float | None = None
     cycles_needed: float | None = None          # cycles a run needs for the evidence to reach p
+    method: str = METHOD                        # METHOD (GEV on block maxima) or POT_METHOD
+
+    @property
+    def by_pot(self) -> bool:
+        """Whether peaks over a threshold answered (the block maxima were dependent)."""
+        return self.method == POT_METHOD
 
     @property
     def block_exceedance(self) -> float:
@@ -156,7 +165,12 @@ class Pwcet:
         """Whether a longer run is the remedy: not for an estimate already given, nor for
         a refusal a longer run would not cure (a heavy tail, a mixture, bursts or drift,
         no tail)."""
-        return not self.applicable and self.code not in ("heavy-tail", "mixture", "not-iid", "no-tail")
+        return not self.applicable and self.code not in ("heavy-tail", "mixture", "not-iid", "no-tail",
+                                                         "below-threshold")
+
+    @property
+    def method_text(self) -> str:
+        return " (peaks over a threshold, declustered)" if self.by_pot else ""
 
     def needed_text(self) -> str:
         s = self.run_needed_s
@@ -168,13 +182,13 @@ class Pwcet:
         is none (with its code) and how long a run would need to be."""
         seen = "" if self.observed_max_ns is None else f"observed max {self.observed_max_ns / 1000:,.1f} µs; "
         if not self.applicable:
-            text = f"{seen}no estimate at p={self.exceedance:g} [{self.code}]: {self.reason}"
+            text = f"{seen}no estimate at p={self.exceedance:g} [{self.code}]{self.method_text}: {self.reason}"
             if self.length_helps:
                 text += f"; {self.needed_text()}"
             return text
         high = "unbounded" if self.ci_high_ns is None else f"{self.ci_high_ns / 1000:,.1f}"
         text = (f"{seen}{self.level_ns / 1000:,.1f} µs (95% CI {self.ci_low_ns / 1000:,.1f}–{high} µs) "
-                f"exceeded with p={self.exceedance:g} per cycle, {self.rate_text()}")
+                f"exceeded with p={self.exceedance:g} per cycle{self.method_text}, {self.rate_text()}")
         if self.run_to_reach_s is not None:
             text += f"; a run would need about {duration_text(self.run_to_reach_s)} to observe it"
         return text
@@ -187,12 +201,12 @@ class Pwcet:
             "observed_max_ns": self.observed_max_ns, "observed_s": self.observed_s,
             "applicable": self.applicable, "reason": self.reason,
             "checks": [c.to_json() for c in self.checks],
-            "fit": None if self.fit is None else {"distribution": "GEV", "method": "maximum likelihood",
-                                                  **asdict(self.fit)},
+            "fit": None if self.fit is None else (self.fit.to_json() if isinstance(self.fit, PotFit) else {
+                "distribution": "GEV", "method": "maximum likelihood", **asdict(self.fit)}),
             "level_ns": self.level_ns, "ci_low_ns": self.ci_low_ns, "ci_high_ns": self.ci_high_ns,
             "confidence": self.confidence, "ci_method": self.ci_method,
             "return_period_s": self.return_period_s, "run_to_reach_s": self.run_to_reach_s,
-            "method": METHOD,
+            "method": self.method,
             "code": self.code,
             "estimate": None if not self.applicable else {
                 "exceedance": self.exceedance, "level_ns": self.level_ns, "ci_low_ns": self.ci_low_ns,
@@ -354,7 +368,10 @@ def _profile(z: np.ndarray, q: float, level: float, start: tuple[float, float]) 
 def return_level(fit: GevFit, x, q: float, confidence: float = CONFIDENCE) -> tuple[float, float, float | None]:
     """(level, low, high) of the return level for block exceedance q, the interval by
     profile likelihood: every level whose profile log-likelihood is within
-    chi2(1, confidence)/2 of the maximum. high is None when the data do not bound it."""
+    chi2(1, confidence)/2 of the maximum. high is None when the data do not bound it.
+    A PotFit (peaks over a threshold) gives its own level at cluster rate q (x unused)."""
+    if isinstance(fit, PotFit):
+        return pot.return_level(fit, q, confidence)
     with _quiet():
         return _return_level(fit, np.asarray(x, dtype=float), q, confidence)
 
@@ -556,7 +573,14 @@ def holdout_check(x: np.ndarray) -> Check:
     except ValueError:
         return Check("held-out maximum", "PIT of the second half's maximum under the first half's fit", None, None,
                      False, "the fit of the first half did not converge")
-    n2, held = len(x) - h, float(np.max(x[h:]))
+    return _judge_holdout(f, x[:h], x[h:])
+
+
+def _judge_holdout(f, first: np.ndarray, second: np.ndarray) -> Check:
+    """PIT of the second part's maximum under the first part's fit f (GevFit or PotFit:
+    its cdf to the power of the windows held out), failing only beyond the first part's
+    95 % profile-likelihood region."""
+    n2, held = len(second), float(np.max(second))
     with _quiet():
         pit = float(np.clip(f.cdf(held), 0.0, 1.0) ** n2)
     detail = f"second half's maximum {held / 1000:,.1f} µs at PIT {pit:.3g}"
@@ -565,11 +589,11 @@ def holdout_check(x: np.ndarray) -> Check:
     # half's parameters reaches it either: the level the n2 blocks' maximum exceeds with
     # probability α/2 (or stays under), at the far end of its profile-likelihood interval
     if pit >= 1 - ALPHA / 2:
-        _, _, high = return_level(f, x[:h], -math.expm1(math.log1p(-ALPHA / 2) / n2))
+        _, _, high = return_level(f, first, -math.expm1(math.log1p(-ALPHA / 2) / n2))
         ok = high is None or held <= high
         detail += "" if ok else f", above {high / 1000:,.1f} µs, the highest level the first half allows"
     elif pit <= ALPHA / 2:
-        _, low, _ = return_level(f, x[:h], -math.expm1(math.log(ALPHA / 2) / n2))
+        _, low, _ = return_level(f, first, -math.expm1(math.log(ALPHA / 2) / n2))
         ok = held >= low
         detail += "" if ok else f", below {low / 1000:,.1f} µs, the lowest level the first half allows"
     return Check("held-out maximum", "PIT of the second half's maximum under the first half's fit, two-sided, "
@@ -664,7 +688,9 @@ def analyse(maxima, block_cycles: int, exceedance: float = DEFAULT_EXCEEDANCE, i
     res.checks += [check_independence(x), check_identical(x)]
     failed = [c for c in res.checks if c.passed is False]
     if failed:
-        return refuse("not-iid", _failed_text(failed))
+        # dependent (or, by a test that assumes independence, drifting) block maxima:
+        # peaks over a threshold, declustered, have their own checks (docs/pwcet.md)
+        return _analyse_pot(res, x, m, exceedance, gof_draws, failed)
     try:
         fit = fit_gev(x)
     except ValueError:
@@ -680,6 +706,18 @@ def analyse(maxima, block_cycles: int, exceedance: float = DEFAULT_EXCEEDANCE, i
     res.checks.append(hold)
     if hold.passed is False:
         return refuse("failed-validation", _failed_text([hold]))
+    return _conclude(res, x, "")
+
+
+def _conclude(res: Pwcet, x: np.ndarray, prefix: str) -> Pwcet:
+    """The end of the answer once a fit passed its checks (either method): a heavy tail,
+    the evidence limit, the width of the interval, or the estimate."""
+    fit, exceedance, m = res.fit, res.exceedance, res.block_cycles
+
+    def refuse(code: str, reason: str) -> Pwcet:
+        res.code, res.reason = code, prefix + reason
+        return res
+
     # a heavy tail's level grows as a power of the return period: the data support it
     # only within the range they cover (a return period of the cycles observed)
     sup = supported_level(fit, x, exceedance, m, 1.0 if res.tail == "heavy" else EXTRAPOLATION)
@@ -707,12 +745,104 @@ def analyse(maxima, block_cycles: int, exceedance: float = DEFAULT_EXCEEDANCE, i
     return res
 
 
+def _analyse_pot(res: Pwcet, x: np.ndarray, m: int, exceedance: float, gof_draws: int,
+                 failed: list[Check]) -> Pwcet:
+    """The block maxima failed the i.i.d. checks: peaks over a threshold with
+    declustering (rtgauge/analysis/pwcet_pot.py), which answer only when the declustered
+    cluster peaks pass their own checks; the refusal codes are the GEV path's, plus
+    too-few-exceedances."""
+    res.method = POT_METHOD
+    why = "; ".join(f"{c.name} p={c.p_value:.2g}" for c in failed if c.p_value is not None) or "not i.i.d."
+    prefix = f"the block maxima are not i.i.d. ({why}), so peaks over a threshold were tried: "
+
+    def refuse(code: str, reason: str) -> Pwcet:
+        res.code, res.reason = code, prefix + reason
+        return res
+
+    try:
+        fit = pot.fit_series(x)
+    except ValueError:
+        return refuse("bad-fit", "the GPD fit did not converge")
+    if fit is None:
+        most = pot.most_peaks(x)
+        detail = (f"at most {most} cluster peaks above the {pot.THRESHOLD_QUANTILES[-1]:.2f} quantile of the "
+                  f"{len(x)} block maxima (at least {pot.MIN_PEAKS} are needed)")
+        res.checks.append(Check("enough cluster peaks", f"at least {pot.MIN_PEAKS} declustered exceedances", most,
+                                None, False, detail))
+        if any(c.name == "identical distribution" for c in failed):
+            # a drift as well: more windows would not make the series one distribution
+            return refuse("not-iid", f"{_failed_text(failed)}; and {detail}")
+        return refuse("too-few-exceedances", f"{detail}; run longer (more windows) for more clusters")
+    res.fit = fit
+    res.checks.append(Check(
+        "threshold", f"highest quantile of {', '.join(f'{q:g}' for q in pot.THRESHOLD_QUANTILES)} with at least "
+        f"{pot.MIN_PEAKS} cluster peaks", fit.threshold, None, True,
+        f"{fit.quantile:g} quantile, {fit.threshold / 1000:,.1f} µs: {fit.exceedances} exceedances, extremal index "
+        f"θ={fit.extremal_index:.2f} (intervals estimator), {fit.clusters} clusters"))
+    peaks = fit.peaks
+    ind = check_independence(peaks)
+    ind.name = "independence of cluster peaks"
+    same = check_identical(peaks)
+    same.name = "identical distribution of cluster peaks"
+    rate = check_cluster_rate(fit)
+    res.checks += [ind, same, rate]
+    bad = [c for c in (ind, same, rate) if c.passed is False]
+    if bad:
+        return refuse("not-iid", "the declustered peaks fail too: " + _failed_text(bad, "cluster peaks"))
+    res.shape_low, res.shape_high = pot.shape_interval(fit)
+    res.tail = tail_class(res.shape_low, res.shape_high)
+    a2, p, used = pot.goodness_of_fit(fit, gof_draws)
+    gof = Check("goodness of fit", f"Anderson-Darling against the fitted GPD, {used} bootstrap draws", a2, p,
+                bool(p > ALPHA), f"shape ξ={fit.shape:+.2f} over {fit.clusters} cluster peaks")
+    res.checks.append(gof)
+    if not gof.passed:
+        return refuse("bad-fit", _failed_text([gof], "cluster peaks"))
+    hold = holdout_check_pot(x, fit.threshold)
+    res.checks.append(hold)
+    if hold.passed is False:
+        return refuse("failed-validation", _failed_text([hold], "cluster peaks"))
+    if -math.log1p(-res.block_exceedance) >= fit.rate:
+        return refuse("below-threshold", (
+            f"p={exceedance:g} asks for a level exceeded more often than the clusters above the threshold "
+            f"{fit.threshold / 1000:,.1f} µs come ({fit.rate:.3g} a window), which the tail model does not "
+            "describe; the observed maxima answer it, or ask for a smaller p"))
+    return _conclude(res, x, prefix)
+
+
+def check_cluster_rate(fit: PotFit) -> Check:
+    """Are the clusters as frequent in the first half of the windows as in the second?
+    Two-sided binomial test (scipy.stats.binomtest) of the clusters whose peak is in the
+    first half."""
+    n = fit.windows
+    h = n // 2
+    first = int(np.sum(fit.peak_positions < h))
+    r = stats.binomtest(first, fit.clusters, h / n)
+    return Check("constant cluster rate", "binomial test of the clusters in the first half", first,
+                 float(r.pvalue), bool(r.pvalue > ALPHA), f"{first} of {fit.clusters} clusters in the first half")
+
+
+def holdout_check_pot(x: np.ndarray, threshold: float) -> Check:
+    """The held-out check of peaks over a threshold: the first half's windows, declustered
+    and fitted at the same threshold, predict the distribution of the second half's
+    maximum, exp(-n2·λ·S(z - u)); judged as holdout_check judges the GEV's."""
+    name, test = "held-out maximum", "PIT of the second half's maximum under the first half's fit"
+    h = len(x) // 2
+    try:
+        f = pot.fit_at(x[:h], threshold, pot.MIN_PEAKS_HALF)
+    except ValueError:
+        return Check(name, test, None, None, False, "the fit of the first half did not converge")
+    if f is None:
+        return Check(name, test, None, None, None,
+                     f"not tested: fewer than {pot.MIN_PEAKS_HALF} cluster peaks in the first half")
+    return _judge_holdout(f, x[:h], x[h:])
+
+
 def _num(v: float | None) -> str:
     return "unbounded" if v is None else f"{v:+.2f}"
 
 
-def _failed_text(failed: list[Check]) -> str:
-    return "; ".join(f"the block maxima fail the {c.name} check ({c.test}: p={c.p_value:.2g}; {c.detail})"
+def _failed_text(failed: list[Check], what: str = "block maxima") -> str:
+    return "; ".join(f"the {what} fail the {c.name} check ({c.test}: p={c.p_value:.2g}; {c.detail})"
                      if c.p_value is not None else f"{c.name}: {c.detail}" for c in failed)
 
 
@@ -913,6 +1043,8 @@ def samples_pwcet(path: str, exceedance: float = DEFAULT_EXCEEDANCE, block_cycle
 def _bootstrap_levels(r: Pwcet, draws: int, rng) -> np.ndarray:
     x = np.asarray(r.maxima_ns, dtype=float)
     q = r.block_exceedance
+    if isinstance(r.fit, PotFit):
+        return pot.draw_levels(r.fit, q, draws, rng)
     out = []
     for _ in range(draws):
         y = stats.genextreme.rvs(r.fit.c, r.fit.loc, r.fit.scale, size=len(x), random_state=rng)
@@ -986,15 +1118,23 @@ def plot_data(r: Pwcet, band_points: int = 5) -> dict | None:
         p, mark = r.supported_exceedance, (r.supported_level_ns, r.supported_low_ns, r.supported_high_ns)
     else:
         return None
-    x = np.sort(np.asarray(r.maxima_ns, dtype=float))
-    n, m = len(x), r.block_cycles
-    F = np.arange(1, n + 1) / (n + 1)
-    out = {"observed": [(float(m / (1 - f)), float(v) / 1000) for f, v in zip(F, x)], "curve": [], "band": [],
-           "exceedance": p}
+    m = r.block_cycles
+    if isinstance(r.fit, PotFit):
+        # the cluster peaks, at the rate of clusters above each: λ·(1 - i/(k+1))
+        x = np.sort(r.fit.peaks)
+        F = np.arange(1, len(x) + 1) / (len(x) + 1)
+        observed = [(float(m / (r.fit.rate * (1 - f))), float(v) / 1000) for f, v in zip(F, x)]
+        q_start = min(0.5, 0.9 * r.fit.rate)
+    else:
+        x = np.sort(np.asarray(r.maxima_ns, dtype=float))
+        F = np.arange(1, len(x) + 1) / (len(x) + 1)
+        observed = [(float(m / (1 - f)), float(v) / 1000) for f, v in zip(F, x)]
+        q_start = 0.5
+    out = {"observed": observed, "curve": [], "band": [], "exceedance": p}
     q_target = block_probability(p, m)
-    qs = np.geomspace(0.5, q_target, 40)
+    qs = np.geomspace(q_start, q_target, 40)
     out["curve"] = [(float(m / q), float(r.fit.isf(q)) / 1000) for q in qs]
-    for q in np.geomspace(0.5, q_target, band_points):
+    for q in np.geomspace(q_start, q_target, band_points):
         _, lo, hi = return_level(r.fit, x, float(q))
         out["band"].append((float(m / q), lo / 1000, math.inf if hi is None else hi / 1000))
     out["mark"] = (1 / p, mark[0] / 1000, mark[1] / 1000, None if mark[2] is None else mark[2] / 1000)

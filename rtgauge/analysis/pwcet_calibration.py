@@ -19,6 +19,12 @@ A method is fitted on the first part of the data and judged on data it did not s
 The method judged is the one behind an estimate (a GEV fitted by maximum likelihood to the
 block maxima); METHODS also holds a deliberately inflated and a deliberately deflated
 version of it, which the tests require to fail.
+
+Peaks over a threshold (rtgauge/analysis/pwcet_pot.py) are judged the same way on series
+of window maxima that are dependent with a known extremal index (dependent_cases): a
+max-autoregressive process whose marginal is the maximum of m cycles of a known tail.
+Their broken variant is the same fit without declustering (every exceedance its own
+cluster: the extremal index taken as 1), which over-predicts the run's maximum.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from rtgauge.analysis import pwcet_pot as pot
 from rtgauge.analysis.pwcet import block_probability, fit_gev
 
 # Multiplying every predicted level by these factors gives the broken methods.
@@ -162,3 +169,103 @@ def real_cases(series: list[np.ndarray]) -> list[tuple]:
         held = x[h:]
         out.append((fit, float(held.max()), len(held), (lambda hh: lambda level: int(np.sum(hh > level)))(held)))
     return out
+
+
+# ---- dependent series: peaks over a threshold ------------------------------------------
+
+# The window maximum's upper quantile at probability level v (its distribution G inverted):
+# tails whose excesses over any threshold are exactly a GPD (exponential ξ = 0, bounded
+# ξ = -1/3, Pareto ξ = 0.5), so that what is judged is the declustering and the extremal
+# index, not how close a GPD is at a finite threshold. Values in µs-like units, as TAILS.
+WINDOW_QUANTILE = {
+    "exponential": lambda v: 20 + 3 * -np.log1p(-v),
+    "bounded": lambda v: 20 + 30 * (1 - (1 - v) ** (1 / 3)),
+    "heavy": lambda v: 20 * (1 - v) ** (-1 / 2),
+}
+
+
+def draw_dependent(rng, n: int, tail: str, theta: float) -> np.ndarray:
+    """n window maxima whose marginal G is the tail's (WINDOW_QUANTILE), dependent with
+    extremal index theta: a max-autoregressive process Y_t = max(a·Y_{t-1}, (1-a)·Z_t) of
+    unit Fréchet Z (a = 1 - theta; Y is unit Fréchet, and the maximum of k consecutive
+    values has the distribution G^(1 + (k-1)·theta)), mapped through G^-1(exp(-1/Y)).
+    Late windows come in runs, as they do under a bursty load."""
+    a = 1.0 - theta
+    z = 1.0 / -np.log(rng.random(n))
+    y = np.empty(n)
+    y[0] = z[0]
+    for i in range(1, n):
+        y[i] = max(a * y[i - 1], (1 - a) * z[i])
+    return WINDOW_QUANTILE[tail](np.exp(-1.0 / y))
+
+
+def true_level(tail: str, theta: float, q: float) -> float:
+    """The level whose exceedances come at rate q a window for the dependent series: a
+    run of k windows stays below it with probability G^(θ·k) = (1-q)^k, so G = (1-q)^(1/θ)."""
+    return float(WINDOW_QUANTILE[tail](np.exp(np.log1p(-q) / theta)))
+
+
+def upcrossings(x: np.ndarray, level: float) -> int:
+    """Windows above the level whose predecessor is not: the held-out count of
+    independent events (clusters) above it."""
+    above = x > level
+    return int(above[0]) + int(np.sum(above[1:] & ~above[:-1]))
+
+
+def dependent_cases(tail: str, cases: int, windows: int, ahead: int, theta: float = 0.4,
+                    declustered: bool = True, seed: int = 0) -> list[tuple]:
+    """Peaks over a threshold fitted to `windows` dependent window maxima (extremal index
+    theta); the next `ahead` times as many windows held out (their maximum, and their
+    count of upcrossings of a level). declustered=False is the broken variant: the same
+    threshold with every exceedance its own cluster (θ taken as 1). Cases where no
+    threshold leaves enough cluster peaks are skipped (the analysis refuses them)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < cases:
+        series = draw_dependent(rng, windows * (1 + ahead), tail, theta)
+        x, held = series[:windows], series[windows:]
+        try:
+            fit = pot.fit_series(x)
+        except ValueError:          # no converged fit: the analysis refuses (bad-fit)
+            continue
+        if fit is None:
+            continue
+        if not declustered:
+            fit = pot.fit_at(x, fit.threshold, 1, theta=1.0)
+        out.append((fit, float(held.max()), len(held), (lambda h: lambda level: upcrossings(h, level))(held)))
+    return out
+
+
+@dataclass
+class TruthCalibration:
+    """The level's likelihood-based confidence distribution judged at the true level: the
+    PIT Φ(signed root of the likelihood ratio at the truth) is uniform for a calibrated
+    interval at every confidence level at once (two-sided: too high an estimate puts the
+    PIT values near 0, too low near 1)."""
+    method: str
+    cases: int
+    pit: list[float]
+    ks_p: float
+    low_share: float              # PIT < 0.025: the truth below the 95 % interval
+    high_share: float             # PIT > 0.975: the truth above it
+    sharpness_median: float       # estimated level / true level
+
+    @property
+    def passed(self) -> bool:
+        return self.ks_p > ALPHA
+
+    def row(self) -> dict:
+        return {"method": self.method, "cases": self.cases, "ks_p": self.ks_p, "below_interval": self.high_share,
+                "above_interval": self.low_share, "sharpness_median": self.sharpness_median, "passed": self.passed}
+
+
+def judge_truth(fits: list, q: float, truth: float, method: str) -> TruthCalibration:
+    """fits: PotFit per case; q: the cluster rate a window of the level; truth: the true
+    level there. METHODS[method] multiplies every level (the estimate and the whole
+    likelihood), i.e. the truth is judged at truth / factor."""
+    factor = METHODS[method]
+    pit = [float(stats.norm.cdf(pot.signed_root(f, q, truth / factor))) for f in fits]
+    sharp = [factor * float(f.isf(q)) / truth for f in fits]
+    pit_a = np.asarray(pit)
+    return TruthCalibration(method, len(pit), pit, float(stats.kstest(pit, "uniform").pvalue),
+                            float(np.mean(pit_a < 0.025)), float(np.mean(pit_a > 0.975)), float(np.median(sharp)))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rtgauge.errors import require_extra, RunFailed
 from rtgauge.remote import target
-from rtgauge.remote.ssh import ConnectionLost, RemoteRun
+from rtgauge.remote.ssh import HEARTBEAT, ConnectionLost, RemoteRun
 
 asyncssh = require_extra("asyncssh", "ssh", "ssh:// targets")
 
@@ -32,6 +32,15 @@ class TargetOutcome:
     run: RemoteRun | None   # None: nothing came back (the connection was lost)
     interrupted: bool       # stopped by Ctrl-C / SIGTERM, or the connection was lost
     error: str | None       # what went wrong: the connection lost, the time limit passed...
+
+
+async def _let_the_rest_finish(grace_s: float) -> None:
+    """Let the loop's other tasks but the heartbeats (which run until cancelled) end
+    by themselves, for up to grace_s: a stop whose caller stopped waiting for it on a
+    loaded machine may still be reading its files back or removing its directory there."""
+    rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and t.get_name() != HEARTBEAT]
+    if rest:
+        await asyncio.wait(rest, timeout=grace_s)
 
 
 async def _cancel_the_rest() -> None:
@@ -81,6 +90,10 @@ class TargetSession:
         """Disconnect and stop the loop's thread. The loop is left open: the child
         watcher may still report the exit of a ProxyCommand process to it."""
         if self.thread.is_alive():
+            try:      # before disconnecting: the stops still on their way there
+                self._call(_let_the_rest_finish(20 * self._patience), 25 * self._patience)
+            except Exception:
+                pass
             try:
                 self._call(self.target.__aexit__(None, None, None), 15 * self._patience)
             except Exception:

@@ -48,6 +48,7 @@ class _ReapedTwice(logging.Filter):
 
 logging.getLogger("asyncio").addFilter(_ReapedTwice())
 
+HEARTBEAT = "rtgauge-heartbeat"   # the name of the tasks that keep a guard or a keeper alive
 SILENCE_S = 5          # the guard stops the engine after this long without a heartbeat
 CONNECT_TIMEOUT_S = 15
 KEEPALIVE_S = 2        # and asyncssh gives up on a silent connection after 3 of these
@@ -319,7 +320,7 @@ class SshTarget:
                     proc.stdin.write(b"\n")
                     await asyncio.sleep(1)
 
-        kept = Kept(d, proc, asyncio.create_task(heartbeat()))
+        kept = Kept(d, proc, asyncio.create_task(heartbeat(), name=HEARTBEAT))
         for _ in range(50):      # keep.sh writes the session id first
             pid = (await self._sh(f"cat {qd}/pid 2>/dev/null", check=False)).strip()
             if pid.isdigit():
@@ -418,7 +419,7 @@ class SshTarget:
                     proc.stdin.write(b"\n")
                     await asyncio.sleep(1)
 
-        beat = asyncio.create_task(heartbeat())
+        beat = asyncio.create_task(heartbeat(), name=HEARTBEAT)
         try:
             try:
                 await asyncio.wait_for(proc.wait(check=False), time_limit_s)

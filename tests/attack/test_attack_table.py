@@ -279,8 +279,8 @@ def crafted_database(base: dict, path: Path, sql: str) -> bytes:
 def rtgauge(args: list[str], env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     full_env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True,
-                          env=full_env, cwd=ROOT, timeout=timeout, errors="replace")
+    from conftest import rtgauge as cli
+    return cli(*args, env_full=full_env, cwd=ROOT, timeout=timeout, errors="replace")
 
 
 def database_contents(db: Path) -> list:

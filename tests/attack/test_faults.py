@@ -38,8 +38,8 @@ def env(tmp_path: Path) -> dict:
 
 
 def rtgauge(tmp_path, *args, timeout=180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True,
-                          env=env(tmp_path), cwd=tmp_path, timeout=timeout)
+    from conftest import rtgauge as cli
+    return cli(*args, env_full=env(tmp_path), cwd=tmp_path, timeout=timeout)
 
 
 def popen(tmp_path, *args) -> subprocess.Popen:

@@ -76,8 +76,8 @@ def test_report_through_a_planted_link(tmp_path, victim, engine_bin):
     db = tmp_path / "r.db"
 
     def rtgauge(*a):
-        return subprocess.run([sys.executable, "-m", "rtgauge", *a], capture_output=True, text=True, cwd=tmp_path,
-                              env=env, timeout=300)
+        from conftest import rtgauge as cli
+        return cli(*a, env_full=env, cwd=tmp_path, timeout=300)
     assert rtgauge("import", str(doc), "--db", str(db)).returncode == 0
     out = tmp_path / "rtgauge-report-1.html"
     out.symlink_to(victim)

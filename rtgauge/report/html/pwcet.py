@@ -41,9 +41,14 @@ def render_pwcet(runs: list[Run]) -> str:
                                         d["mark"])
                 at = ("the estimate at p" if r.applicable else
                       f"the level at the smallest probability the data support (p={d['exceedance']:.2g})")
-                cap = (f"Block maxima of {r.block_cycles:,} cycles against their return period; the fitted GEV "
-                       f"(ξ={r.fit.shape:+.2f}) with its 95% profile-likelihood band, and {at} marked with its "
-                       f"interval. {e(r.summary())}.")
+                if r.by_pot:
+                    what = (f"Cluster peaks of the maxima of {r.block_cycles:,}-cycle windows above "
+                            f"{num(r.fit.threshold / 1000)} µs (declustered, extremal index "
+                            f"{r.fit.extremal_index:.2f}) against their return period; the fitted GPD")
+                else:
+                    what = f"Block maxima of {r.block_cycles:,} cycles against their return period; the fitted GEV"
+                cap = (f"{what} (ξ={r.fit.shape:+.2f}) with its 95% profile-likelihood band, and {at} marked with "
+                       f"its interval. {e(r.summary())}.")
                 figs.append(figure(svg, cap))
         if rows:
             out.append(f"<h3>{e(system_label(run))}</h3><div class='wide'><table><tr><th class='l'>job</th>"
@@ -55,5 +60,7 @@ def render_pwcet(runs: list[Run]) -> str:
     return ("<p class='note'>The latency exceeded with a small probability per cycle, estimated by fitting a "
             "generalised extreme value distribution to the per-window maxima, offered only where the maxima are "
             "independent, identically distributed, one regime, fitted well, not heavy-tailed and the extrapolation "
-            "is within the evidence; otherwise the reason code says why not (docs/pwcet.md). The interval is "
+            "is within the evidence; where the maxima are dependent (late windows in bursts), by a generalised "
+            "Pareto distribution fitted to declustered peaks over a threshold, with the same conditions on the "
+            "cluster peaks; otherwise the reason code says why not (docs/pwcet.md). The interval is "
             "where the true level lies with 95% confidence if those conditions hold.</p>" + "".join(out))
