@@ -126,6 +126,9 @@ def switch_20k_stopped(engine_bin: str) -> dict:
             while thread_count(p.pid) < 4 and p.poll() is None and time.monotonic() - t0 < 10:
                 time.sleep(0.0002)
             time.sleep(0.015)
+            if p.poll() is not None:      # the ring ended before the stop (a loaded machine): try again
+                p.communicate()
+                continue
             os.kill(p.pid, signal.SIGSTOP)
             time.sleep(STALL_S)
         finally:
