@@ -162,14 +162,24 @@ class Verdict:
         return {"pass": self.passed, "detail": self.detail}
 
 
+def _index(value) -> int | None:
+    """A round's or segment's index (1..N), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
 @dataclass(frozen=True)
 class Measurement:
-    """One stored job: the engine's (or a cross-check tool's) result and how it ran."""
+    """One stored job: the engine's (or a cross-check tool's) result and how it ran.
+    The name says the job (`latency@idle`, `latency@idle/cyclictest`); a job measured
+    in rounds, or in segments of one long load, is one measurement a round or segment,
+    each with the job's name and its `round` / `segment` (1..N)."""
     name: str
     tool: str = "engine"
     test: str = ""
     condition: str | None = None
     cross_check: bool = False           # stored as "reference" (docs/store.md)
+    round: int | None = None            # 1..N when the job ran in rounds (run --rounds)
+    segment: int | None = None          # 1..N when one long load's job was stored in segments
     ok: bool | None = None              # as stored (None: not said)
     interrupted: bool = False
     error: str | None = None
@@ -182,14 +192,15 @@ class Measurement:
     extra: dict = field(default_factory=dict)
     order: tuple = field(default=(), compare=False)   # the dict's keys as read (to_dict keeps them)
 
-    KEYS = ("name", "tool", "test", "condition", "reference", "ok", "interrupted", "error", "duration_s",
-            "params", "env", "load", "metrics", "verdicts")
+    KEYS = ("name", "tool", "test", "condition", "reference", "round", "segment", "ok", "interrupted", "error",
+            "duration_s", "params", "env", "load", "metrics", "verdicts")
 
     @classmethod
     def from_dict(cls, d: dict) -> Measurement:
         return cls(
             name=d.get("name") or "", tool=d.get("tool") or "engine", test=d.get("test") or "",
-            condition=d.get("condition"), cross_check=bool(d.get("reference")), ok=d.get("ok"),
+            condition=d.get("condition"), cross_check=bool(d.get("reference")),
+            round=_index(d.get("round")), segment=_index(d.get("segment")), ok=d.get("ok"),
             interrupted=bool(d.get("interrupted")), error=d.get("error"), duration_s=d.get("duration_s"),
             params=_mapping(d.get("params")), env=_mapping(d.get("env")), load=_mapping(d.get("load")),
             metrics={k: Metric.from_dict(v) for k, v in _mapping(d.get("metrics")).items()},
@@ -197,8 +208,10 @@ class Measurement:
             extra={k: v for k, v in d.items() if k not in cls.KEYS}, order=tuple(d))
 
     def to_dict(self) -> dict:
+        # round and segment are written when the job had them (a job measured once has neither)
+        fields = {k: v for k, v in (("round", self.round), ("segment", self.segment)) if v is not None or k in self.order}
         return _in_order({"name": self.name, "tool": self.tool, "test": self.test, "condition": self.condition,
-                          "reference": self.cross_check, "ok": self.ok, "interrupted": self.interrupted,
+                          "reference": self.cross_check, **fields, "ok": self.ok, "interrupted": self.interrupted,
                           "error": self.error, "duration_s": self.duration_s, "params": self.params,
                           "env": self.env, "load": self.load,
                           "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
@@ -229,10 +242,24 @@ class Measurement:
         return bool(asked in ("fifo", "rr") and got is not None and got != asked)
 
     @property
-    def round(self) -> int | None:
-        """1..N when the job ran in rounds (load.round.index), else None."""
-        r = self.load.get("round")
-        return r["index"] if isinstance(r, dict) and isinstance(r.get("index"), int) else None
+    def label(self) -> str:
+        """The name with its round and segment, where a table lists measurements:
+        `latency@idle`, `latency@idle (round 2)`, `latency@cpu (segment 3)`."""
+        tags = [f"round {self.round}" if self.round else "", f"segment {self.segment}" if self.segment else ""]
+        tags = [t for t in tags if t]
+        return f"{self.name} ({', '.join(tags)})" if tags else self.name
+
+    @property
+    def pooled_name(self) -> str:
+        """What its rounds share, where rounds are pooled (compare, the verdict, the
+        trend): the job's name, with its segment when it has one (a long load's
+        segments are parts of one measurement, not repeats of it)."""
+        return f"{self.name} (segment {self.segment})" if self.segment else self.name
+
+    @property
+    def key(self) -> tuple:
+        """What tells a run's measurements apart: the name, round and segment."""
+        return (self.name, self.round, self.segment)
 
 
 @dataclass(frozen=True)
@@ -275,6 +302,16 @@ class Run:
         return self.system.get("hostname") or self.extra.get("hostname") or "?"
 
     @property
+    def finished_at(self) -> str | None:
+        return self.extra.get("finished_at")
+
+    @property
+    def origin(self) -> dict | None:
+        """Where an imported run came from (format, file, identity), else None."""
+        origin = self.extra.get("origin")
+        return origin if isinstance(origin, dict) else None
+
+    @property
     def kernel_release(self) -> str:
         return self.system.get("kernel_release") or self.extra.get("kernel_release") or "?"
 
@@ -282,11 +319,3 @@ class Run:
     def label(self) -> str:
         """A short name for the run's system in column headers: host, kernel, run id."""
         return f"{self.hostname} {self.kernel_release} (run {self.id})"
-
-
-def as_run(run: Run | dict) -> Run:
-    return run if isinstance(run, Run) else Run.from_dict(run)
-
-
-def as_measurement(m: Measurement | dict) -> Measurement:
-    return m if isinstance(m, Measurement) else Measurement.from_dict(m)

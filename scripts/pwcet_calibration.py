@@ -78,11 +78,11 @@ def real_series(dbs: list[str]) -> list[tuple[str, np.ndarray, pw.Pwcet]]:
             ids = [store.latest_run_id()] if store.latest_run_id() is not None else []
             runs = [store.get_run(i) for i in ids]
         for run in runs:
-            for m in run["measurements"]:
-                if not is_latency_measurement(m) or not m.get("ok", True):
+            for m in run.measurements:
+                if not is_latency_measurement(m) or m.ok is False:
                     continue
                 for r in pw.measurement_pwcet(m, per_thread=True):
-                    out.append((f"{Path(db).stem} {m['name']} {r.label}", np.asarray(r.maxima_ns), r))
+                    out.append((f"{Path(db).stem} {m.name} {r.label}", np.asarray(r.maxima_ns), r))
     return out
 
 

@@ -33,9 +33,7 @@ def store_rounds(url: str, scales, **kw) -> int:
                     if k > 1:
                         continue          # one sweep per run
                 elif len(scales) > 1:
-                    base, _, tool = j["name"].partition("/")
-                    j = dict(j, name=f"{base}#r{k}" + (f"/{tool}" if tool else ""),
-                             load=dict(j["load"], round={"index": k, "of": len(scales)}))
+                    j = dict(j, round=k, load=dict(j["load"], round={"index": k, "of": len(scales)}))
                 store.add_measurement(run_id, j, d)
         store.finish_run(run_id, "complete", "")
         return run_id
@@ -53,7 +51,7 @@ def db(tmp_path_factory):
 
 def runs(url, *ids):
     with open_store(url) as s:
-        return [s.get_run(i).to_dict() for i in ids]
+        return [s.get_run(i) for i in ids]
 
 
 def test_identical_and_noisy_runs_show_no_significant_difference(db):

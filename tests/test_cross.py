@@ -115,7 +115,9 @@ def test_latency_under_qemu_says_what_ran(cross):
     deadlines = m["cycles"]["value"] + m["skipped"]["value"]
     assert abs(deadlines - duration_s * 1e6 / interval_us) <= 2
     ti = m["ti"]
-    assert ti["count"] == m["cycles"]["value"] > 0.5 * duration_s * 1e6 / interval_us
+    # how many were measured rather than skipped depends on how busy the machine is
+    # (SCHED_OTHER under an emulator): a loaded CI run saw 69 of 500
+    assert ti["count"] == m["cycles"]["value"] > 0
     assert 0 <= ti["min"] <= ti["p50"] <= ti["max"] < duration_s * 1e9
     assert m["dropped"]["value"] == 0
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fake_system import FakeSystem
 from rtgauge.analysis.systems import emulation_note, fact_rows
+from rtgauge.records import Run
 from rtgauge.sysinfo import collect_facts
 from rtgauge.sysinfo.checks import check_virtualization
 
@@ -62,8 +63,7 @@ def test_bare_metal_is_neither(tmp_path):
 def test_the_systems_table_says_emulation_beside_hardware(tmp_path):
     emu = facts(tmp_path / "a", FakeSystem(dmi_vendor="QEMU", cpu_flags="fpu hypervisor"))
     metal = facts(tmp_path / "b", FakeSystem())
-    runs = [{"id": i, "system": f, "profile": "p", "status": "complete", "measurements": []}
-            for i, f in ((1, emu), (2, metal))]
+    runs = [Run(id=i, system=f, profile="p", status="complete") for i, f in ((1, emu), (2, metal))]
     [row] = [r for r in fact_rows(runs) if r["fact"] == "virtualisation"]
     assert row["values"][0].startswith("full-system emulation (qemu-tcg)") and row["values"][1] == "bare metal"
     assert row["differs"]

@@ -153,20 +153,50 @@ def test_every_export_validates_against_the_versioned_schema(tmp_path):
     assert "run/origin/identity" in p.stderr and "Traceback" not in p.stderr
 
 
+def test_rounds_go_to_another_machine_and_an_older_export_loses_its_name_tags(tmp_path):
+    """A job's rounds travel in the export as fields; an export written before store
+    schema 4 (the round coded into the name, `NAME#rK`, beside load.round) imports
+    with the job's name and its round."""
+    src = f"sqlite:///{tmp_path / 'a.db'}"
+    docs = [(dict(j, round=k, load=dict(j.get("load") or {}, round={"index": k, "of": 2})), d)
+            for k in (1, 2) for j, d in full_run_documents()[:2]]
+    run_id = store_run(src, docs)
+    text = rtgauge("export", str(run_id), "--db", src).stdout
+    old = json.loads(text)
+    for m in old["run"]["measurements"]:
+        base, slash, tool = m["name"].partition("/")
+        m["name"] = f"{base}#r{m.pop('round')}{slash}{tool}"
+    (tmp_path / "new.json").write_text(text)
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    got = []
+    for name in ("new", "old"):          # each into a database of its own: it is the same run
+        dst = f"sqlite:///{tmp_path / name}.db"
+        p = rtgauge("import", str(tmp_path / f"{name}.json"), "--db", dst)
+        assert p.returncode == 0, p.stderr
+        with open_store(dst) as b:
+            got.append([(m.name, m.round) for m in b.get_run(b.latest_run_id()).measurements])
+    with open_store(src) as a:
+        want = [(m.name, m.round) for m in a.get_run(run_id).measurements]
+    assert all("#" not in n for n, _ in want) and {r for _, r in want} == {1, 2}
+    assert got == [want, want]
+
+
 def test_a_version_2_database_is_migrated_to_keep_origins(tmp_path):
     """Store version 3 adds runs.origin and runs.origin_key: a version 2 database (as the
     previous rtgauge left it) is migrated on open, its runs read back with no origin,
-    and an import into it is recognised the second time."""
+    and an import into it is recognised the second time (the steps after 3 run too)."""
     import sqlite3
 
     from rtgauge.store import SCHEMA_VERSION
-    assert SCHEMA_VERSION == 3
+    assert SCHEMA_VERSION == 4
     path = tmp_path / "v2.db"
     old = store_run(f"sqlite:///{path}", full_run_documents()[:2])
     con = sqlite3.connect(path)
     con.execute("DROP INDEX ix_runs_origin_key")
     con.execute("ALTER TABLE runs DROP COLUMN origin_key")
     con.execute("ALTER TABLE runs DROP COLUMN origin")
+    con.execute("ALTER TABLE measurements DROP COLUMN round")      # schema 4's
+    con.execute("ALTER TABLE measurements DROP COLUMN segment")
     con.execute("UPDATE schema_version SET version = 2")    # a new database holds one row, its version
     con.commit()
     con.close()
@@ -180,5 +210,5 @@ def test_a_version_2_database_is_migrated_to_keep_origins(tmp_path):
         runs = store.list_runs()
     assert len(runs) == 2 and runs[0]["started_at"] == "2020-01-01T00:00:00+00:00"
     con = sqlite3.connect(path)
-    assert con.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 3
+    assert con.execute("SELECT max(version) FROM schema_version").fetchone()[0] == SCHEMA_VERSION
     con.close()

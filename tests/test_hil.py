@@ -182,6 +182,7 @@ def test_report_shows_the_loop_and_the_sustained_rate(run_engine):
     """The report's HIL section: the loop's accounting and Ti/Ts/Tw from a real run,
     and the sustained-rate result."""
     from rtgauge.hil.sustained import sustained_document
+    from rtgauge.records import Run
     from rtgauge.report.html import render
 
     doc = run_engine("hil", "--frames", "200", "--period-us", "2000", "--payload", "work",
@@ -191,8 +192,8 @@ def test_report_shows_the_loop_and_the_sustained_rate(run_engine):
     rate = sustained_document({"spec": {"frames": 500, "max_us": 8000}, "results": [
         {"payload": "work", "size": 100, "shortest_period_us": 500, "rate_hz": 2000.0}]})
     rate.update(name="hil-sustained", tool="rtgauge", condition="idle")
-    html = render([{"id": 1, "status": "complete", "system": {"hostname": "rig"},
-                    "measurements": [loop, rate], "doctor": []}])
+    html = render([Run.from_dict({"id": 1, "status": "complete", "system": {"hostname": "rig"},
+                                  "measurements": [loop, rate], "doctor": []})])
     section = html[html.index("<section id='hil'"):]
     section = section[:section.index("</section>")]
     assert "hil-work@idle" in section and "work 100 µs" in section

@@ -16,6 +16,7 @@ from scipy import stats
 
 from conftest import needs_root, rtgauge
 from rtgauge.analysis import pwcet as pw
+from rtgauge.records import Measurement
 from rtgauge.store import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -245,7 +246,7 @@ def test_the_held_out_check_fails_both_ways():
 
 
 def test_worst_case_is_the_one_answer():
-    doc = stored_document(3_000, 31)
+    doc = Measurement.from_dict(stored_document(3_000, 31))
     r = pw.worst_case(doc)
     (same,) = pw.measurement_pwcet(doc)
     assert r.to_json() == same.to_json()
@@ -437,12 +438,12 @@ def test_stored_measurements_compare_and_report(tmp_path):
         store.add_measurement(run_id, realistic_job("latency-idle", "idle"), stored_document(3_000, 31))
         store.add_measurement(run_id, realistic_job("latency-cpu", "cpu"), stored_document(6_000, 32))
         store.finish_run(run_id, "complete", None)
-        run = store.get_run(run_id).to_dict()
-    idle, cpu = (next(m for m in run["measurements"] if m["name"] == n) for n in ("latency-idle", "latency-cpu"))
+        run = store.get_run(run_id)
+    idle, cpu = (next(m for m in run.measurements if m.name == n) for n in ("latency-idle", "latency-cpu"))
     (r,) = pw.measurement_pwcet(idle)
     # the partial last window is not a block
     assert r.blocks == 200 and r.block_cycles == 1000 and r.interval_ns == 1_000_000
-    assert r.observed_max_ns == max(idle["metrics"]["ti_window_max"]["max"][:200])
+    assert r.observed_max_ns == max(idle.metric("ti_window_max").series[:200])
     assert r.applicable, r.reason
     assert r.ci_low_ns <= 20_000 + 3_000 * np.log(1e9) <= r.ci_high_ns
     # compare takes the stored measurements as they are

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from rtgauge.analysis import latency_row, system_label
-from rtgauge.records import NO_METRIC, Measurement, Metric, Run, as_run
+from rtgauge.records import NO_METRIC, Measurement, Metric, Run
 from rtgauge.store import open_store
 from test_report_builders import full_run_documents, store_run
 
@@ -37,8 +37,8 @@ def test_a_real_run_round_trips_and_reads_the_same(tmp_path, run_engine):
     assert m.metric("ti").max == ti["max"] and m.metric("ti").count == ti["count"]
     assert m.metric("ti").bins == ti["histogram"]["bins"]
     assert m.metric("no such metric") is NO_METRIC and m.scalar("no such metric") is None
-    assert m.fallback == latency_row(run["measurements"][0])["fallback"]
-    assert rec.label == system_label(run)
+    assert m.fallback == latency_row(m)["fallback"]
+    assert rec.label == system_label(rec)
     # the window series keeps its values apart from the statistics
     series = [k for k, v in lat.doc["metrics"].items() if isinstance(v.get("max"), list)]
     for k in series:
@@ -51,9 +51,9 @@ def test_a_real_run_round_trips_and_reads_the_same(tmp_path, run_engine):
 
 def test_hand_made_runs_round_trip(tmp_path):
     run = stored_run(tmp_path, full_run_documents(misses=3))
-    assert json.dumps(as_run(run).to_dict(), sort_keys=True, default=str) == json.dumps(run, sort_keys=True,
-                                                                                       default=str)
-    assert as_run(as_run(run)) == as_run(run)
+    assert json.dumps(Run.from_dict(run).to_dict(), sort_keys=True, default=str) == json.dumps(run, sort_keys=True,
+                                                                                               default=str)
+    assert Run.from_dict(Run.from_dict(run).to_dict()) == Run.from_dict(run)
 
 
 def test_records_are_frozen_and_defaults_say_not_measured():
@@ -67,7 +67,10 @@ def test_records_are_frozen_and_defaults_say_not_measured():
         raise AssertionError("a record must not change")
     assert Metric.from_dict({"kind": "scalar", "value": 3, "unit": "ns"}).to_dict() == \
         {"kind": "scalar", "value": 3, "unit": "ns"}
-    assert Measurement.from_dict({"name": "r#r2", "load": {"round": {"index": 2, "of": 3}}}).round == 2
+    r2 = Measurement.from_dict({"name": "r", "round": 2})
+    assert (r2.round, r2.segment, r2.label, r2.key) == (2, None, "r (round 2)", ("r", 2, None))
+    assert r2.to_dict()["round"] == 2 and "round" not in Measurement.from_dict({"name": "r"}).to_dict()
+    assert Measurement.from_dict({"name": "r", "segment": 3}).pooled_name == "r (segment 3)"
 
 
 def test_a_key_stored_as_null_is_kept_apart_from_an_absent_one():

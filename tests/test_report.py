@@ -23,11 +23,11 @@ from test_report_builders import (
 SECTIONS = ("summary", "systems", "latency", "micro", "tire", "method")
 
 
-def stored(tmp_path, *runs_docs, systems=None) -> list[dict]:
+def stored(tmp_path, *runs_docs, systems=None) -> list:
     url = f"sqlite:///{tmp_path / 'r.db'}"
     ids = [store_run(url, docs, system=(systems or [None] * len(runs_docs))[i]) for i, docs in enumerate(runs_docs)]
     with open_store(url) as s:
-        return [s.get_run(i).to_dict() for i in ids]
+        return [s.get_run(i) for i in ids]
 
 
 def test_rebin_spreads_coarse_bins_and_keeps_every_count():
@@ -89,7 +89,7 @@ def test_micro_rows_carry_the_published_figures(tmp_path):
     # not the equal-priority yield ring: it is not beside it
     assert "RTEMS native" not in systems
     assert {p.system for p in rows["switch [threads=128]"].published} == {"QNX Neutrino 6.5", "Linux 2.6.33.7-rt30"}
-    assert two.cells[run["id"]]["max"] == 18000
+    assert two.cells[run.id]["max"] == 18000
 
 
 def test_report_has_every_section_and_figure(tmp_path):

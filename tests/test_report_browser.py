@@ -98,7 +98,7 @@ def report(tmp_path_factory) -> Path:
     b = store_run(url, full_run_documents(scale=1.8, misses=4),
                   system=dict(SYSTEM, hostname=HOSTILE, cmdline="quiet </td><img src=x onerror=alert(1)>"))
     with open_store(url) as s:
-        html = render([s.get_run(a).to_dict(), s.get_run(b).to_dict()])
+        html = render([s.get_run(a), s.get_run(b)])
     path = tmp / "report.html"
     path.write_text(html, encoding="utf-8")
     return path

@@ -13,23 +13,25 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
 from rtgauge.analysis.micro import micro_rows
 from rtgauge.analysis.published import METHODS, place, published_verdicts, studies
 from rtgauge.published import load_published
+from rtgauge.records import Run
 from rtgauge.report.html import render
 from rtgauge.report.numbers import fmt_group
 from rtgauge.store import open_store
 from test_report_builders import distribution, job, latency_document, micro_document, store_run
 
 
-def stored(tmp_path, *runs_docs) -> list[dict]:
+def stored(tmp_path, *runs_docs) -> list[Run]:
     url = f"sqlite:///{tmp_path / 'r.db'}"
     ids = [store_run(url, docs) for docs in runs_docs]
     with open_store(url) as s:
-        return [s.get_run(i).to_dict() for i in ids]
+        return [s.get_run(i) for i in ids]
 
 
 def split_latency(condition_seed: int = 1) -> dict:
@@ -76,14 +78,14 @@ def test_interrupt_rows_sit_beside_ti_irq_only_with_a_split(tmp_path):
                          ("qnx65-vs-linux-rt-2012", "IRQ-P-LAT interrupt latency"),
                          ("xenomai3-arm-2016", "xenomai_latency_timer_irq")):
         r = row([a, b], source, test)
-        pa, pb = r.placed[a["id"]], r.placed[b["id"]]
+        pa, pb = r.placed[a.id], r.placed[b.id]
         assert pa["status"] == "different method" and "not interrupt latency" in pa["note"]
         assert "stats" not in pa                         # not compared: no figure beside it
         assert pb["status"] == "compared" and pb["metric"] == "ti_irq"
-        assert pb["stats"]["max"] == pytest.approx(b["measurements"][0]["metrics"]["ti_irq"]["max"] / 1000)
+        assert pb["stats"]["max"] == pytest.approx(b.measurements[0].metric("ti_irq").max / 1000)
     # the wake-up latency rows (cyclictest) stay beside ti
     r = row([a, b], "xenomai3-arm-2016", "cyclictest")
-    assert r.placed[b["id"]]["metric"] == "ti" and r.placed[a["id"]]["metric"] == "ti"
+    assert r.placed[b.id]["metric"] == "ti" and r.placed[a.id]["metric"] == "ti"
 
 
 def test_the_interrupt_studys_load_is_ping_tcp_not_a_cpu_stressor(tmp_path):
@@ -92,11 +94,11 @@ def test_the_interrupt_studys_load_is_ping_tcp_not_a_cpu_stressor(tmp_path):
     a, b = stored(tmp_path, cpu, ping)
     r = row([a, b], "rtlinux-rtems-2000", "interrupt_latency", "loaded")
     assert r.our_condition == "ping-tcp"
-    assert r.placed[a["id"]]["status"] == "not measured"
-    assert r.placed[b["id"]]["status"] == "compared" and r.placed[b["id"]]["measurement"] == "latency@ping-tcp"
+    assert r.placed[a.id]["status"] == "not measured"
+    assert r.placed[b.id]["status"] == "compared" and r.placed[b.id]["measurement"] == "latency@ping-tcp"
     # while the cyclictest study's cpu-stressed rows take the CPU stressor
     r = row([a, b], "xenomai3-arm-2016", "cyclictest", "cpu-stressed")
-    assert r.placed[a["id"]]["status"] == "compared" and r.placed[b["id"]]["status"] == "not measured"
+    assert r.placed[a.id]["status"] == "compared" and r.placed[b.id]["status"] == "not measured"
 
 
 @pytest.mark.parametrize("docs, status, note", [
@@ -113,7 +115,7 @@ def test_context_switch_never_sits_beside_an_interval_from_the_deadline(tmp_path
     run_docs = [(job(name, test), micro_document(test, {metric[test]: 3000}, params)) for name, test, params in docs]
     [run] = stored(tmp_path, run_docs)
     r = row([run], "rtlinux-rtems-2000", "context_switch")
-    p = r.placed[run["id"]]
+    p = r.placed[run.id]
     assert p["status"] == status and note in p["note"] and "stats" not in p
     # the micro table agrees: neither the yield ring nor the timer preemption carries
     # the interrupt study's rows; the timer preemption carries the tire study's
@@ -132,13 +134,13 @@ def test_context_switch_sits_beside_ti_sched_of_the_split_wakeup(tmp_path):
     loaded = (job("interrupt-latency@ping-tcp", "latency", "ping-tcp"), split_latency(2))
     pre = (job("context-switch@idle", "preempt"), micro_document("preempt", {"preempt": 3000}, {"event": "timer"}))
     [run] = stored(tmp_path, [idle, loaded, pre])
-    for cond, name, m in (("idle", "interrupt-latency@idle", run["measurements"][0]),
-                          ("loaded", "interrupt-latency@ping-tcp", run["measurements"][1])):
-        p = row([run], "rtlinux-rtems-2000", "context_switch", cond).placed[run["id"]]
+    for cond, name, m in (("idle", "interrupt-latency@idle", run.measurements[0]),
+                          ("loaded", "interrupt-latency@ping-tcp", run.measurements[1])):
+        p = row([run], "rtlinux-rtems-2000", "context_switch", cond).placed[run.id]
         assert p["status"] == "compared" and p["metric"] == "ti_sched" and p["measurement"] == name
-        assert p["stats"]["max"] == pytest.approx(m["metrics"]["ti_sched"]["max"] / 1000)
+        assert p["stats"]["max"] == pytest.approx(m.metric("ti_sched").max / 1000)
         # ti_sched is not ti_irq: the interrupt-latency row of the same wake-up differs
-        irq = row([run], "rtlinux-rtems-2000", "interrupt_latency", cond).placed[run["id"]]
+        irq = row([run], "rtlinux-rtems-2000", "interrupt_latency", cond).placed[run.id]
         assert irq["metric"] == "ti_irq" and irq["stats"]["max"] != p["stats"]["max"]
 
 
@@ -147,8 +149,8 @@ def test_the_tire_studys_preemption_row_is_compared_with_the_timer_preemption(tm
     sem = [(job("preemption@idle", "preempt"), micro_document("preempt", {"preempt": 3000}, {"event": "sem"}))]
     a, b = stored(tmp_path, pre, sem)
     r = row([a, b], "rtos-vs-gpos-tire-2015", "preemption")
-    assert r.placed[a["id"]]["status"] == "compared"
-    assert r.placed[b["id"]]["status"] == "different method"
+    assert r.placed[a.id]["status"] == "compared"
+    assert r.placed[b.id]["status"] == "different method"
 
 
 def test_the_shipped_tire_profiles_run_the_compared_preemption():
@@ -168,7 +170,7 @@ def test_a_max_of_fewer_samples_is_marked_not_comparable(tmp_path):
     big = [(job("latency@idle", "latency"), big_doc)]
     a, b = stored(tmp_path, small, big)
     r = row([a, b], "rtlinux-rtems-2000", "interrupt_latency")
-    pa, pb = r.placed[a["id"]], r.placed[b["id"]]
+    pa, pb = r.placed[a.id], r.placed[b.id]
     assert pa["status"] == "compared" and pa["max_comparable"] is False
     assert "not comparable" in pa["max_note"] and "2,000,000" in pa["max_note"]
     assert pb["max_comparable"] is True and "max_note" not in pb
@@ -184,10 +186,10 @@ def test_published_cyclictest_figures_sit_beside_the_cyclictest_run(tmp_path):
     ct["tool"] = "cyclictest"
     [run] = stored(tmp_path, [(job("latency@idle", "latency"), eng),
                               (job("latency@idle/cyclictest", "latency", tool="cyclictest"), ct)])
-    p = row([run], "xenomai3-arm-2016", "cyclictest").placed[run["id"]]
+    p = row([run], "xenomai3-arm-2016", "cyclictest").placed[run.id]
     assert p["status"] == "compared" and p["tool"] == "cyclictest"
     assert p["measurement"] == "latency@idle/cyclictest"
-    u = row([run], "xenomai3-arm-2016", "xenomai_latency_user").placed[run["id"]]
+    u = row([run], "xenomai3-arm-2016", "xenomai_latency_user").placed[run.id]
     assert u["tool"] == "engine" and u["measurement"] == "latency@idle"
 
 
@@ -195,7 +197,7 @@ def test_clock_tick_duration_sits_beside_tick_gaps_not_host_stalls(tmp_path):
     a, b = stored(tmp_path, [(job("tick@idle", "tick"), tick_document(True))],
                   [(job("tick@idle", "tick"), tick_document(False))])
     r = row([a, b], "qnx65-vs-linux-rt-2012", "CLK-P-DUR clock tick duration")
-    pa, pb = r.placed[a["id"]], r.placed[b["id"]]
+    pa, pb = r.placed[a.id], r.placed[b.id]
     assert pa["status"] == "compared" and pa["metric"] == "tick_gap"
     assert pa["stats"]["max"] < 100          # µs: the 51.8 ms stall is not beside the published 145 µs
     assert pb["status"] == "different method" and "host stalls" in pb["note"]
@@ -216,9 +218,9 @@ def test_published_verdicts_show_a_disagreement(tmp_path):
     [run] = stored(tmp_path, docs)
     rows = {r["published"]: r for r in published_verdicts([run])}
     sem = next(r for k, r in rows.items() if "semaphores" in k)
-    assert sem["published_pass"] is True and sem["cells"][run["id"]]["agrees"] is False
+    assert sem["published_pass"] is True and sem["cells"][run.id]["agrees"] is False
     pim = next(r for k, r in rows.items() if "inheritance" in k)
-    assert pim["cells"][run["id"]]["agrees"] is True
+    assert pim["cells"][run.id]["agrees"] is True
     html = section(render([run]), "published")
     assert html.count("disagrees with the published verdict") == 1
 
@@ -253,7 +255,7 @@ def test_overlaid_histogram_has_one_curve_per_run(tmp_path):
     assert m, "no overlaid histogram"
     assert m.group(0).count("<polyline") == 3
     for r in runs:
-        assert f"run {r['id']}: rig-1" in m.group(0)     # the legend tells the runs apart
+        assert f"run {r.id}: rig-1" in m.group(0)     # the legend tells the runs apart
 
 
 def test_real_engine_runs_place_the_interrupt_rows_beside_ti_irq(tmp_path, run_engine):
@@ -273,7 +275,7 @@ def test_real_engine_runs_place_the_interrupt_rows_beside_ti_irq(tmp_path, run_e
     url = f"sqlite:///{tmp_path / 'r.db'}"
     run_id = store_run(url, docs)
     with open_store(url) as s:
-        run = s.get_run(run_id).to_dict()
+        run = s.get_run(run_id)
     irq = row([run], "rtlinux-rtems-2000", "interrupt_latency").placed[run_id]
     assert irq["status"] == "compared" and irq["metric"] == "ti_irq"
     assert irq["stats"]["max"] == pytest.approx(r.doc["metrics"]["ti_irq"]["max"] / 1000)
@@ -329,7 +331,7 @@ def test_conclusions_are_checked_per_run_and_across_systems(tmp_path):
     flat = _latency_run(url, 9000, 30000, False, cpu_scale=0.7)     # cpu not worse: the check fails
     vm = _latency_run(url, 9000, 900000, False, virt="kvm")
     with open_store(url) as s:
-        rt, gp, flat, vm = (s.get_run(i).to_dict() for i in (rt, gp, flat, vm))
+        rt, gp, flat, vm = (s.get_run(i) for i in (rt, gp, flat, vm))
     src = {"xenomai3-arm-2016"}
     one = {c.conclusion.key: c for c in check_conclusions([rt], src)}
     assert one["stressed-average-worse"].status == "holds"
@@ -340,7 +342,7 @@ def test_conclusions_are_checked_per_run_and_across_systems(tmp_path):
     assert both["rt-below-mainline"].status == "holds"
     # swap the roles: the 'real-time' run with the larger worst case fails the check
     swapped = {c.conclusion.key: c for c in check_conclusions(
-        [dict(rt, system=_system(False)), dict(gp, system=_system(True))], src)}
+        [replace(rt, system=_system(False)), replace(gp, system=_system(True))], src)}
     assert swapped["rt-below-mainline"].status == "does not hold"
     assert {c.conclusion.key: c for c in check_conclusions([rt, vm], src)}["rt-below-mainline"].status == "emulated"
     html = section(render([rt, gp]), "published")
@@ -358,8 +360,8 @@ def test_the_interrupt_studys_conclusions_on_split_runs(tmp_path):
     # ti_irq idle: values 1500..2399, avg ~1950 -> avg/max ~0.81: not an order of magnitude
     assert got["averages-tenth-of-maxima"].status == "does not hold"
     assert got["loaded-worse-than-idle"].status == "holds"       # 90 µs against 2.4 µs
-    out = cli(["show", str(run["id"]), "--json", "--db",
-                          f"sqlite:///{tmp_path / 'r.db'}"], timeout=60)
+    out = cli(["show", str(run.id), "--json", "--db",
+               f"sqlite:///{tmp_path / 'r.db'}"], timeout=60)
     assert out.returncode == 0, out.stderr
     keys = {c["key"]: c["status"] for c in json.loads(out.stdout)["published"]["conclusions"]}
     assert keys["loaded-worse-than-idle"] == "holds"
@@ -391,7 +393,7 @@ def test_a_max_of_fewer_samples_is_projected_to_the_studys_count_with_a_known_ta
     loc, scale, m, blocks = 50_000.0, 4_000.0, 1_000, 200
     doc = gumbel_latency(3, blocks, m, loc, scale)
     [run] = stored(tmp_path, [(job("latency@idle", "latency"), doc)])
-    p = row([run], "xenomai3-arm-2016", "cyclictest").placed[run["id"]]
+    p = row([run], "xenomai3-arm-2016", "cyclictest").placed[run.id]
     assert p["status"] == "compared" and p["max_comparable"] is False
     truth = loc - scale * math.log(-math.log(1 - m / 1_000_000))
     proj = p["projected"]
@@ -415,7 +417,7 @@ def test_a_projection_the_model_cannot_make_says_why(tmp_path):
     doc["metrics"]["ti_window_max#0"] = dict(doc["metrics"]["ti_window_max"])
     doc["metrics"]["ti"]["max"] = 40_000 + 400 * 199
     [run] = stored(tmp_path, [(job("latency@idle", "latency"), doc)])
-    p = row([run], "xenomai3-arm-2016", "cyclictest").placed[run["id"]]
+    p = row([run], "xenomai3-arm-2016", "cyclictest").placed[run.id]
     assert "level_ns" not in p["projected"] and p["projected"]["reason"]
     assert "no credible projection to 1,000,000 samples" in p["max_note"]
 
@@ -435,8 +437,8 @@ def test_rows_no_run_measured_are_left_out_and_counted(tmp_path):
     print_published(Console(file=buf, width=200), [run])
     text = buf.getvalue()
     for study, rows in found:
-        unmeasured = [r for r in rows if r.placed[run["id"]]["status"] == "not measured"]
-        measured = [r for r in rows if r.placed[run["id"]]["status"] != "not measured"]
+        unmeasured = [r for r in rows if r.placed[run.id]["status"] == "not measured"]
+        measured = [r for r in rows if r.placed[run.id]["status"] != "not measured"]
         assert measured
         if unmeasured:
             n = len(unmeasured)

@@ -51,7 +51,7 @@ def report(tmp_path_factory) -> Path:
                   system=dict(SYSTEM, hostname=HOSTILE, virtualization={"vm": True, "hypervisor": "KVM",
                                                                          "evidence": ["CPU flag 'hypervisor'"]}))
     with open_store(url) as s:
-        html = render([s.get_run(i).to_dict() for i in (a, b, c)], budget=make_budget(50, 1000), trend=True)
+        html = render([s.get_run(i) for i in (a, b, c)], budget=make_budget(50, 1000), trend=True)
     path = tmp / "report.html"
     path.write_text(html, encoding="utf-8")
     return path

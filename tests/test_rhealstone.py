@@ -11,6 +11,7 @@ import pytest
 
 from conftest import is_root
 from rtgauge.analysis.rhealstone import COMPONENTS, format_figures, rhealstone, rhealstone_figures
+from rtgauge.records import Measurement, Run
 from rtgauge.store import open_store
 
 
@@ -18,14 +19,14 @@ def dist(avg, mx, unit="ns"):
     return {"kind": "distribution", "unit": unit, "count": 100, "min": 1, "avg": avg, "max": mx}
 
 
-def meas(name, test, metric, avg, mx, condition="idle", params=None, **kw):
+def meas(name, test, metric, avg, mx, condition="idle", params=None, unit="ns", **kw) -> Measurement:
     m = {"name": name, "test": test, "condition": condition, "tool": "engine", "reference": False,
-         "ok": True, "params": params or {}, "metrics": {metric: dist(avg, mx)}}
+         "ok": True, "params": params or {}, "metrics": {metric: dist(avg, mx, unit)}}
     m.update(kw)
-    return m
+    return Measurement.from_dict(m)      # read as the store reads a stored measurement
 
 
-def handmade_run() -> dict:
+def handmade_run() -> Run:
     ms = [
         meas("switch-2", "switch", "switch", 1000, 2000, params={"threads": 2}),
         meas("switch-10", "switch", "switch", 7777, 99999, params={"threads": 10}),
@@ -42,11 +43,11 @@ def handmade_run() -> dict:
         meas("switch-2", "switch", "switch", 1500, 30000, condition="cpu", params={"threads": 2}),
         meas("latency", "latency", "ti", 4500, 90000, condition="cpu"),
     ]
-    return {"id": 1, "hostname": "rig-1", "kernel_release": "6.1.0-rt", "measurements": ms}
+    return Run.from_dict({"id": 1, "hostname": "rig-1", "kernel_release": "6.1.0-rt"}, ms)
 
 
 def test_exact_figure_from_known_component_times():
-    fig = rhealstone(handmade_run()["measurements"], "idle")
+    fig = rhealstone(handmade_run().measurements, "idle")
     assert fig["complete"] and fig["missing"] == []
     # averages 1,2,3,4,5,9 us: mean 4 us -> 250,000 per second; maxima twice as long
     assert fig["mean_avg_ns"] == 4000 and fig["rhealstones_avg"] == 250_000
@@ -84,14 +85,13 @@ def test_missing_components_are_named_and_figure_is_partial():
 
 
 def test_units_are_converted_and_nothing_measured_gives_no_figure():
-    ms = [meas("latency", "latency", "ti", 3, 6)]
-    ms[0]["metrics"]["ti"]["unit"] = "us"
+    ms = [meas("latency", "latency", "ti", 3, 6, unit="us")]
     fig = rhealstone(ms, "idle")
     assert fig["components"]["interrupt_latency"]["avg_ns"] == 3000
     assert fig["rhealstones_avg"] == pytest.approx(1e9 / 3000)
     empty = rhealstone([], "idle")
     assert empty["rhealstones_avg"] is None and len(empty["missing"]) == 6
-    assert rhealstone_figures({"measurements": []}) == []
+    assert rhealstone_figures(Run(id=None)) == []
 
 
 ENGINE_JOBS = [
@@ -119,7 +119,7 @@ def test_real_documents_through_the_store(engine_bin, tmp_path):
             store.add_measurement(run_id, {"name": test, "test": test, "condition": "idle",
                                            "tool": "engine"}, doc)
         store.finish_run(run_id, "complete")
-        run = store.get_run(run_id).to_dict()
+        run = store.get_run(run_id)
     (fig,) = rhealstone_figures(run)
     assert fig["complete"], fig["missing"]
     comps = fig["components"]

@@ -1,5 +1,5 @@
 """Rounds: a job measured N times, each round its own engine run and measurement
-(NAME#rK, load.round), interleaved across the jobs of a profile."""
+(the job's name, its round a field of its own), interleaved across the jobs of a profile."""
 
 from __future__ import annotations
 
@@ -33,9 +33,10 @@ rounds = 1
 def test_rounds_are_interleaved_and_tagged():
     jobs = build_plan(parse_profile(PROFILE, "t"))
     assert [(j.name, j.round) for j in jobs] == [
-        ("mutex@idle#r1", 1), ("switch@idle#r1", 1), ("once@idle", None),
-        ("mutex@idle#r2", 2), ("switch@idle#r2", 2),
-        ("switch@idle#r3", 3)]
+        ("mutex@idle", 1), ("switch@idle", 1), ("once@idle", None),
+        ("mutex@idle", 2), ("switch@idle", 2),
+        ("switch@idle", 3)]
+    assert [j.label for j in jobs][:3] == ["mutex@idle (round 1)", "switch@idle (round 1)", "once@idle"]
     assert {j.rounds for j in jobs if j.test == "switch"} == {3}
 
 

@@ -141,9 +141,10 @@ def test_unknown_profile_name(tmp_path):
 
 
 def test_report_escapes_text_from_the_measured_system():
+    from rtgauge.records import Run
     from rtgauge.report.html import render
 
     run = {"id": 1, "status": "complete", "profile": "p", "system": {"hostname": "<script>alert(1)</script>"},
            "measurements": [], "doctor": [{"name": "x", "status": "warn", "value": "<b>", "advice": "a&b"}]}
-    html = render([run])
+    html = render([Run.from_dict(run)])
     assert "<script>" not in html and "&lt;script&gt;" in html and "a&amp;b" in html

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import cli
+from conftest import cli as run_rtgauge
 import json
 import os
 import subprocess
@@ -128,7 +128,7 @@ def test_an_empty_database_says_how_to_make_a_run(tmp_path, capsys, monkeypatch)
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return cli(["show", *args], timeout=60, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    return run_rtgauge(["show", *args], timeout=60, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)))
 
 
 @pytest.mark.parametrize("args, says", [

@@ -205,6 +205,25 @@ def test_real_engine_document_round_trips(store):
         assert m["metrics"]["ti"]["count"] > 0
 
 
+def test_the_kind_of_an_engine_metric_is_the_catalogues(store):
+    """An engine measurement's metrics are filed by the kind the engine's catalogue
+    declares, not by their keys: a declared scalar (misses) that also carries a count is
+    still a scalar (its count kept in the extra column); the same document from another
+    tool, which no catalogue describes, is filed by its keys (a count: a distribution).
+    Either way it reads back as written."""
+    from rtgauge.catalogue import catalogue
+    assert catalogue().tests["latency"].metric_for("misses").kind == "scalar"
+    assert catalogue().tests["latency"].metric_for("ti#1").kind == "distribution"
+    doc = realistic_document()
+    doc["metrics"]["misses"] = {"unit": "count", "value": 1, "count": 7}
+    engine = assert_round_trip(store, realistic_job("latency-idle", "idle"), doc)
+    foreign = assert_round_trip(store, realistic_job("latency-idle/cyclictest", "idle", reference=True,
+                                                     tool="cyclictest"), doc)
+    assert engine["metrics"]["misses"]["kind"] == "scalar"
+    assert foreign["metrics"]["misses"]["kind"] == "distribution"
+    assert engine["metrics"]["ti#1"]["kind"] == foreign["metrics"]["ti#1"]["kind"] == "distribution"
+
+
 def test_histogram_bins_and_statistics_are_relational(store, store_url):
     """The bins are rows one can aggregate in SQL, not only JSON text."""
     doc = realistic_document()
@@ -294,11 +313,11 @@ def test_a_measurement_is_atomic(store, monkeypatch):
     real_insert = store_module.insert_metric
     calls = []
 
-    def failing_insert(conn, measurement_id, name, metric):
+    def failing_insert(conn, measurement_id, name, metric, kind):
         calls.append(name)
         if len(calls) == 3:
             raise RuntimeError("simulated crash while storing")
-        real_insert(conn, measurement_id, name, metric)
+        real_insert(conn, measurement_id, name, metric, kind)
 
     monkeypatch.setattr(store_module, "insert_metric", failing_insert)
     with pytest.raises(RuntimeError):
@@ -394,6 +413,34 @@ def test_an_older_schema_is_migrated(store_url, monkeypatch):
     engine.dispose()
     assert "tag" in columns
     assert sorted(versions) == [SCHEMA_VERSION, SCHEMA_VERSION + 1]
+
+
+def test_round_and_segment_leave_the_names_of_a_schema_3_database(store_url):
+    """Before schema 4 a round and a segment were coded into the name (`NAME#rK`,
+    `NAME#segN`, beside load.round / load.segment); the migration makes them fields and
+    gives the name back to the job, where the load record says the same index (a name
+    that only looks like a tag is left as it is)."""
+    old = [("lat@idle#r2", {"round": {"index": 2, "of": 2}}, ("lat@idle", 2, None)),
+           ("lat@idle#r2/cyclictest", {"round": {"index": 2, "of": 2}}, ("lat@idle/cyclictest", 2, None)),
+           ("lat@cpu#seg3", {"segment": {"index": 3, "of": 5}}, ("lat@cpu", None, 3)),
+           ("lat@cpu#r1#seg2", {"round": {"index": 1, "of": 2}, "segment": {"index": 2, "of": 5}}, ("lat@cpu", 1, 2)),
+           ("odd#r9", {}, ("odd#r9", None, None)),
+           ("plain@idle", {}, ("plain@idle", None, None))]
+    with open_store(store_url) as s:
+        run_id = s.begin_run(SYSTEM, DOCTOR, "quick", "builtin:quick", [])
+        for name, load, _ in old:
+            s.add_measurement(run_id, dict(realistic_job(name, "idle"), load=load), realistic_document())
+    engine = create_engine(normalise_url(store_url))
+    with engine.begin() as conn:       # the database as schema 3 left it
+        conn.execute(text("ALTER TABLE measurements DROP COLUMN round"))
+        conn.execute(text("ALTER TABLE measurements DROP COLUMN segment"))
+        conn.execute(text("UPDATE schema_version SET version = 3 WHERE version = 4"))
+    engine.dispose()
+    with open_store(store_url) as s:
+        run = s.get_run(run_id)
+    assert [(m.name, m.round, m.segment) for m in run.measurements] == [want for _, _, want in old]
+    assert [m.label for m in run.measurements][:3] == ["lat@idle (round 2)", "lat@idle/cyclictest (round 2)",
+                                                       "lat@cpu (segment 3)"]
 
 
 def test_an_older_schema_without_a_migration_is_refused(store_url, monkeypatch):

@@ -161,7 +161,7 @@ def test_show_and_report_carry_the_cost_model(run_engine, tmp_path):
     assert "Tire cost equation (other)" in text.stdout and "predicted" in text.stdout
     # the report reads runs without their engine documents: the metrics suffice
     with open_store(url) as store:
-        assert render([store.get_run(run_id, documents=False).to_dict()]) is not None
+        assert render([store.get_run(run_id, documents=False)]) is not None
     page = tmp_path / "r.html"
     rep = cli(["report", str(run_id), "--db", url, "-o", str(page)], env=env, timeout=60)
     assert rep.returncode == 0, rep.stderr

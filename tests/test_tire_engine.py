@@ -54,6 +54,19 @@ def test_output_names(run_engine):
     assert d["verdicts"]["completed"]["pass"] is True
 
 
+@pytest.mark.parametrize("mode", ["realtime", "pretest"])
+def test_the_default_period_is_the_one_rtgauge_places_runs_at(run_engine, mode):
+    """A run without --period-ms steps at its mode's period; the analysis places such a
+    run (stored without a period) at TIRE_PERIOD_MS, which must be the engine's."""
+    from rtgauge.analysis.tire import effective_period_ms
+    from rtgauge.defaults import TIRE_PERIOD_MS
+    r = tire(run_engine, "--mode", mode, "--masses", "100", "--steps", "3", *QUIET)
+    assert r.status == 0, r.stderr
+    assert r.doc["params"]["period_ms"] is None
+    assert r.doc["physics"]["period_ms"] == TIRE_PERIOD_MS[mode]
+    assert effective_period_ms({}, mode) == TIRE_PERIOD_MS[mode]
+
+
 def test_first_contact_matches_free_fall(run_engine):
     """The lowest node starts drop_height_m above the floor and falls along the
     symplectic Euler trajectory y_k = drop - g dt^2 k (k+1) / 2 until it touches."""

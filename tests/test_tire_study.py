@@ -132,7 +132,7 @@ def test_a_sporadic_miss_is_not_retried_away(monkeypatch, tmp_path):
         d.update(schema=1, test="tire", interrupted=False, env={"policy": "other"})
     rid = store_run(url, docs)
     with open_store(url) as s:
-        run = s.get_run(rid).to_dict()
+        run = s.get_run(rid)
     pts = tire_points(run)
     assert map_cells(pts, 10.0, "realtime")[("locked", "other")][(1, 16000)] == 1
     assert map_cells(pts, 10.0, "realtime", soft=True)[("locked", "other")][(1, 16000)] == 1
@@ -210,7 +210,7 @@ def test_jobs_without_a_period_are_in_the_maps_and_the_headline(tmp_path):
         docs.append((job(f"tire-{masses}", "tire"), d))
     url = f"sqlite:///{tmp_path / 'r.db'}"
     with open_store(url) as s:
-        run = s.get_run(store_run(url, docs)).to_dict()
+        run = s.get_run(store_run(url, docs))
     [lim] = headline_limits(run)
     assert lim["period_ms"] == 10.0 and lim["max_masses"] == 4000 and lim["lost_at"] == 64000
     html = render([run])
@@ -223,7 +223,7 @@ def test_each_period_is_its_own_map_and_named(tmp_path):
             for p in (10.0, 2.0) for n in (4000, 16000, 256000)]
     url = f"sqlite:///{tmp_path / 'r.db'}"
     with open_store(url) as s:
-        run = s.get_run(store_run(url, docs)).to_dict()
+        run = s.get_run(store_run(url, docs))
     pts = tire_points(run)
     assert set(map_cells(pts, 2.0)[("locked", "fifo")]) == {(1, 4000), (1, 16000), (1, 256000)}
     html = render([run])
@@ -239,7 +239,7 @@ def test_every_size_held_is_said_only_when_none_failed(tmp_path):
     docs = [(job(f"t-{n}", "tire"), tire_document(n, 4, "fifo")) for n in (400, 4000)]
     url = f"sqlite:///{tmp_path / 'r.db'}"
     with open_store(url) as s:
-        run = s.get_run(store_run(url, docs)).to_dict()
+        run = s.get_run(store_run(url, docs))
     assert "(held at every size tried)" in render([run])
 
 
@@ -250,7 +250,7 @@ def test_pretest_steps_do_not_leak_into_the_10ms_caption(tmp_path):
     docs.append((job("pre", "tire"), pre))
     url = f"sqlite:///{tmp_path / 'r.db'}"
     with open_store(url) as s:
-        run = s.get_run(store_run(url, docs)).to_dict()
+        run = s.get_run(store_run(url, docs))
     html = render([run])
     ten = html[html.index("Real time, hard, at 10 ms"):html.index("Pretest, hard, at 0.5 ms")]
     assert "300" not in ten.split("</svg>")[-1] and "6,000 steps per point" in ten
@@ -271,11 +271,11 @@ def test_sweep_runs_the_engine_into_a_store(engine_bin, tmp_path, monkeypatch):
         run_id = store.begin_run(SYSTEM, [], "tire-study-quick", "", ["pytest"])
         doc = sweep.sweep_and_store(store, run_id, spec, lambda s: None)
         store.finish_run(run_id, "complete", "")
-        run = store.get_run(run_id).to_dict()
+        run = store.get_run(run_id)
     [row] = doc["sweep"]
     assert row["largest_masses"] and row["lost_at"] > row["largest_masses"]
-    probes = [m for m in run["measurements"] if m["test"] == "tire"]
-    assert {m["params"]["mode"] for m in probes} == {"realtime", "realfast", "pretest"}
+    probes = [m for m in run.measurements if m.test == "tire"]
+    assert {m.params["mode"] for m in probes} == {"realtime", "realfast", "pretest"}
     summary = tire_summary(run)
     keys = {(m["mode"], m["period_ms"]) for m in summary["maps"]}
     assert keys == {("realtime", 1.0), ("pretest", 0.5)}

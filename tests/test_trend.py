@@ -15,7 +15,7 @@ def test_a_worse_run_is_marked_in_the_trend_and_a_same_one_is_not(tmp_path):
            store_run(url, full_run_documents(scale=1000.0)),
            store_run(url, full_run_documents(), system=dict(SYSTEM, hostname="other"))]
     with open_store(url) as s:
-        runs = [s.get_run(i).to_dict() for i in ids]
+        runs = [s.get_run(i) for i in ids]
     groups = {(g["system"], g["condition"]): g for g in trend(runs)}
     assert set(groups) == {("rig-1", "idle"), ("rig-1", "cpu")}       # "other" has one run: no trend
     pts = groups[("rig-1", "idle")]["points"]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from rtgauge.analysis.headline import MIN_RATED_CYCLES, headline
-from rtgauge.records import as_measurement
+from rtgauge.records import Measurement
 from rtgauge.analysis.verdict import (
     NO, UNDECIDED, YES, Budget, cycles_needed, exceedances, judge, make_budget, rate_bounds,
 )
@@ -29,7 +29,7 @@ def stored(tmp_path, docs, system=None, status="complete"):
     url = f"sqlite:///{tmp_path / 'v.db'}"
     rid = store_run(url, docs, system=system, status=status)
     with open_store(url) as s:
-        return s.get_run(rid).to_dict()
+        return s.get_run(rid)
 
 
 # ---- exact bounds ------------------------------------------------------------------
@@ -74,7 +74,7 @@ def test_cycles_needed_is_the_shortest_run_that_bounds_the_rate():
 @pytest.mark.parametrize("limit_us", [9.0, 12.0, 20.0, 39.0])
 def test_exceedances_from_the_histogram_match_the_samples(limit_us):
     doc = latency_document(cpus=2, n=3000, spike_ns=40000)
-    m = as_measurement({"name": "latency@idle", "test": "latency", "ok": True, "metrics": doc["metrics"]})
+    m = Measurement.from_dict({"name": "latency@idle", "test": "latency", "ok": True, "metrics": doc["metrics"]})
     samples = latency_samples(100, 3000, 8000, 40000) + latency_samples(101, 3000, 8000 * 1.2, None)
     truth = sum(v > limit_us * 1000 for v in samples)
     k, exact = exceedances(m, limit_us * 1000)

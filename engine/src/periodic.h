@@ -6,8 +6,6 @@
  *   (slack before the next cycle is due, n_k; Tw < 0 is a missed deadline).
  * Triggers (one per thread, rtg_trigger):
  *   TIMER  c_k = d_k = start + k*period, clock_nanosleep(TIMER_ABSTIME); n_k = d_k + period.
- *          With a service fd, the wait is a ppoll on it up to d_k and the service
- *          hook runs whenever it is readable (a device taking replies between sends).
  *   FRAME  a datagram arriving on a socket: c_k = its arrival (the kernel's
  *          SO_TIMESTAMPNS stamp when the socket has it, else the return of recvmsg
  *          unless the payload knows better); n_k = c_k + period unless the payload
@@ -92,11 +90,9 @@ static inline bool rtg_cycle_stopping(const rtg_cycle_ctx *c)
 /* How one thread's cycles start, and its payload. Zeroed = a timer, no payload. */
 typedef struct {
     rtg_trigger_kind kind;
-    int fd;                    /* FRAME: the bound socket; TIMER: the fd serviced while waiting
-                                  (only with service) */
+    int fd;                    /* FRAME: the bound socket */
     rtg_event *event;          /* EVENT */
     rtg_cycle_fn cycle;        /* the payload; NULL = none (the latency test) */
-    void (*service)(void *arg);              /* TIMER: fd readable before the deadline */
     bool (*idle)(void *arg, int64_t now_ns); /* FRAME/EVENT: nothing came for poll_ns (or a
                                                 stop was asked): true ends the thread */
     void (*collect)(void *arg);              /* called on the collector thread after each

@@ -6,13 +6,9 @@
 #include "periodic_impl.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
-#ifdef RTG_POSIX_ONLY
-#include <sys/select.h>
-#endif
 
 #define POLL_NS 20000000LL               /* FRAME/EVENT: idle hook every 20 ms by default */
 #define EVENT_RING 4096                  /* posts not yet taken by the waiter */
@@ -64,36 +60,9 @@ static rtg_cycle_ctx new_ctx(const rtg_pd_worker *w, uint64_t k, int64_t t1)
     return (rtg_cycle_ctx){.thread = w->index, .cycle = k, .woke_ns = t1, .stopping = &w->sh->stop_run};
 }
 
-/* TIMER with a service fd: wait for the deadline in ppoll, serving the fd. 0 at
- * the deadline, -1 when the run must stop. */
-static int wait_serving(rtg_pd_worker *w, int64_t d)
-{
-    struct pollfd p = {w->tr->fd, POLLIN, 0};
-    for (;;) {
-        if (rtg_pd_should_stop(w->sh))
-            return -1;
-        int64_t left = d - rtg_mono_ns();
-        if (left <= 0)
-            return 0;
-        struct timespec ts = rtg_ns_timespec(left);
-#ifdef RTG_POSIX_ONLY
-        (void)p;   /* pselect: ppoll is not in POSIX.1-2008 */
-        fd_set in;
-        FD_ZERO(&in);
-        FD_SET(w->tr->fd, &in);
-        if (pselect(w->tr->fd + 1, &in, NULL, NULL, &ts, NULL) > 0)
-#else
-        if (ppoll(&p, 1, &ts, NULL) > 0)
-#endif
-            w->tr->service(w->tr->arg);
-    }
-}
-
 /* TIMER: 0 at the deadline, -1 when the run must stop (or the sleep failed). */
 static int wait_deadline(rtg_pd_worker *w, int64_t d)
 {
-    if (w->tr->service)
-        return wait_serving(w, d);
     struct timespec ts = rtg_ns_timespec(d);
     int rc;
     while ((rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR && !rtg_pd_should_stop(w->sh))

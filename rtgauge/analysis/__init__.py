@@ -5,7 +5,7 @@ published figures (micro.py), the tire sweep (tire.py), system differences
 
 from __future__ import annotations
 
-from rtgauge.records import Measurement, Run, as_measurement, as_run
+from rtgauge.records import Measurement, Run
 from rtgauge.catalogue import LATENCY, catalogue
 
 US = 1000.0
@@ -21,15 +21,14 @@ def percentile_supported(count: int | None, q: float) -> bool:
     return bool(count) and count * (1 - q) >= TAIL_SAMPLES - 1e-9
 
 
-def latency_row(m: Measurement | dict) -> dict | None:
+def latency_row(m: Measurement) -> dict | None:
     """Summary figures (µs) of a periodic measurement, or None when it has no ti.
     A percentile the sample count does not support (percentile_supported) is None."""
-    m = as_measurement(m)
     ti = m.metric("ti")
     if not ti.is_distribution or not ti.count:
         return None
     return {
-        "name": m.name, "tool": m.tool, "condition": m.condition,
+        "name": m.label, "tool": m.tool, "condition": m.condition,
         "samples": ti.count, "min_us": _in_us(ti.min), "avg_us": _in_us(ti.avg), "stddev_us": _in_us(ti.stddev),
         "p99_us": _in_us(ti.p99) if percentile_supported(ti.count, 0.99) else None,
         "p9999_us": _in_us(ti.p9999) if percentile_supported(ti.count, 0.9999) else None, "max_us": _in_us(ti.max),
@@ -38,15 +37,14 @@ def latency_row(m: Measurement | dict) -> dict | None:
     }
 
 
-def is_latency_measurement(m: Measurement | dict) -> bool:
+def is_latency_measurement(m: Measurement) -> bool:
     """A wake-up latency job (ours or the cyclictest cross-check), not a tire or
     microbenchmark run that also happens to record Ti."""
-    m = as_measurement(m)
     return m.test == "" or m.tool == "cyclictest" or catalogue().kind_of(m.test) == LATENCY
 
 
-def latency_measurements(run: Run | dict) -> list[Measurement]:
-    return [m for m in as_run(run).measurements if is_latency_measurement(m) and latency_row(m)]
+def latency_measurements(run: Run) -> list[Measurement]:
+    return [m for m in run.measurements if is_latency_measurement(m) and latency_row(m)]
 
 
 def _in_us(ns):
@@ -54,16 +52,17 @@ def _in_us(ns):
 
 
 def cross_checks(measurements) -> list[dict]:
-    """Pair each engine latency measurement with the cyclictest one of the same job and
-    condition: the ratio engine/cyclictest of avg, p99 and max."""
-    ms = [as_measurement(m) for m in measurements]
-    rows = {m.name: latency_row(m) for m in ms if is_latency_measurement(m)}
+    """Pair each engine latency measurement with the cyclictest one of the same job,
+    condition, round and segment (the plan names it JOB/cyclictest): the ratio
+    engine/cyclictest of avg, p99 and max."""
+    ms = [m for m in measurements if is_latency_measurement(m)]
+    rows = {m.key: latency_row(m) for m in ms}
     out = []
-    for name, row in rows.items():
-        ref = rows.get(f"{name}/cyclictest")
+    for m in ms:
+        row, ref = rows[m.key], rows.get((f"{m.name}/cyclictest", m.round, m.segment))
         if row is None or ref is None or row["tool"] != "engine":
             continue
-        pair = {"name": name, "condition": row["condition"]}
+        pair = {"name": m.label, "condition": row["condition"]}
         for k in ("avg_us", "p99_us", "max_us"):
             a, b = row[k], ref[k]
             pair[k] = (a, b, (a / b) if a is not None and b else None)
@@ -71,10 +70,10 @@ def cross_checks(measurements) -> list[dict]:
     return out
 
 
-def scalar(m: Measurement | dict, name: str):
-    return as_measurement(m).scalar(name)
+def scalar(m: Measurement, name: str):
+    return m.scalar(name)
 
 
-def system_label(run: Run | dict) -> str:
+def system_label(run: Run) -> str:
     """A short name for a run's system in column headers: host, kernel, run id."""
-    return as_run(run).label
+    return run.label

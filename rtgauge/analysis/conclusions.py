@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rtgauge.records import Run, as_run
+from rtgauge.records import Run
 from rtgauge.analysis.tire import headline_limits, realfast_curves, tire_points
 
 HOLDS, FAILS, NOT_MEASURED, NEEDS_SECOND, EMULATED = (
@@ -263,10 +263,9 @@ CROSS = ((RT_BELOW_MAINLINE, _rt_below_mainline), (SUITE_MULTIPLE, _suite_multip
          (GPOS_FASTER, _gpos_faster), (RTOS_HOLDS_MORE, _rtos_holds_more))
 
 
-def check_conclusions(runs: list[Run | dict], sources: set[str] | None = None) -> list[Check]:
+def check_conclusions(runs: list[Run], sources: set[str] | None = None) -> list[Check]:
     """Every study's conclusions checked on runs; sources limits them to those studies
     (the report passes the studies its runs reproduce)."""
-    runs = [as_run(r) for r in runs]
     out = []
     for conclusion, one in PER_RUN:
         if sources is None or conclusion.source in sources:

@@ -3,13 +3,12 @@ three parts on average and in the worst case (µs), for the report's budget bars
 
 from __future__ import annotations
 
-from rtgauge.records import Measurement, as_measurement
+from rtgauge.records import Measurement
 
 
-def equation_parts(m: Measurement | dict) -> tuple[float, list] | None:
+def equation_parts(m: Measurement) -> tuple[float, list] | None:
     """(period µs, [("average", [(part, µs)...]), ("worst Ti, Ts", [...])]), or None
     when the measurement lacks Ti, Ts, Tw or a period."""
-    m = as_measurement(m)
     ti, ts, tw = (m.metrics.get(k) for k in ("ti", "ts", "tw"))
     period_us = m.param("interval_us") or m.param("period_us") or (m.param("period_ms") or 0) * 1000
     if not (ti and ts and tw and period_us) or ti.avg is None or ts.avg is None:

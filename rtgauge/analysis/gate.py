@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rtgauge.analysis.regress import INVALID, SAME, Change, Rule, figures, parse_rule
-from rtgauge.records import Run, as_run
+from rtgauge.records import Run
 from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_INCOMPLETE, EXIT_OK, EXIT_UNDECIDED, UserError
 
 PASS, FAIL, UNDECIDED, INCOMPLETE = "pass", "fail", "undecided", "incomplete"
@@ -82,23 +82,22 @@ def check_pwcet(run: Run, rule: Rule) -> list[Check]:
     out = []
     for m in (m for m in latency_measurements(run) if m.tool == "engine"):
         if not m.ok or m.interrupted:
-            out.append(Check(rule.text, m.name, INCOMPLETE, f"{m.name} failed or was interrupted"))
+            out.append(Check(rule.text, m.label, INCOMPLETE, f"{m.label} failed or was interrupted"))
             continue
         wc = worst_case(m)
         if not wc["credible"]:
-            out.append(Check(rule.text, m.name, UNDECIDED, f"no credible worst case: {wc['why']}"))
+            out.append(Check(rule.text, m.label, UNDECIDED, f"no credible worst case: {wc['why']}"))
             continue
         level = wc["level_us"]
         hit = level > limit_us if rule.op == ">" else level < limit_us
-        out.append(Check(rule.text, m.name, FAIL if hit else PASS,
+        out.append(Check(rule.text, m.label, FAIL if hit else PASS,
                          f"credible worst case {level:,.1f} µs" + (" breaks the rule" if hit else " keeps the rule")))
     if not out:
         out.append(Check(rule.text, "(run)", INCOMPLETE, f"run {run.id} has no engine latency job for a pWCET"))
     return out
 
 
-def check_run(run: Run | dict, rules: list[Rule]) -> list[Check]:
-    run = as_run(run)
+def check_run(run: Run, rules: list[Rule]) -> list[Check]:
     return [c for rule in rules for c in check_rule(run, rule)]
 
 

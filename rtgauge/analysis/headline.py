@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rtgauge.analysis import latency_row, latency_measurements
-from rtgauge.records import Run, as_run
+from rtgauge.records import Run
 from rtgauge.analysis.tire import headline_limits, thread_label
 
 DEFAULT_BUDGET_US = 100.0
@@ -60,7 +60,7 @@ def tuning_of(facts: dict) -> list[str]:
     return found
 
 
-def engine_latency_rows(run: Run | dict) -> list[dict]:
+def engine_latency_rows(run: Run) -> list[dict]:
     ours = [m for m in latency_measurements(run) if m.tool == "engine"]
     rows = []
     for m in ours:
@@ -151,15 +151,14 @@ def rate(rows: list[dict], facts: dict, budget_us: float = DEFAULT_BUDGET_US,
     return Rating(stars, klass, tuned, reasons)
 
 
-def headline(run: Run | dict, budget_us: float = DEFAULT_BUDGET_US) -> dict:
-    run = as_run(run)
+def headline(run: Run, budget_us: float = DEFAULT_BUDGET_US) -> dict:
     facts = run.system
     rows = engine_latency_rows(run)
     worst_idle, worst_loaded, loaded_condition = worst_by_condition(rows)
     limits = headline_limits(run)
     for lim in limits:
         lim["threads_label"] = thread_label(lim["threads"], facts)
-    fallback = [m.name for m in run.measurements if latency_row(m) and m.fallback]
+    fallback = [m.label for m in run.measurements if latency_row(m) and m.fallback]
     return {
         "run": run.id, "rating": rate(rows, facts, budget_us, disagreements(run)), "worst_idle_us": worst_idle,
         "worst_loaded_us": worst_loaded, "loaded_condition": loaded_condition,

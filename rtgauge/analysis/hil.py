@@ -4,7 +4,7 @@ sustained-rate sweep (the shortest period per step size). The report lays them o
 
 from __future__ import annotations
 
-from rtgauge.records import Measurement, Run, as_measurement, as_run
+from rtgauge.records import Measurement, Run
 from rtgauge.catalogue import LOOP, catalogue
 
 
@@ -18,22 +18,21 @@ def hil_payload(params: dict) -> str:
     return "none"
 
 
-def loop_measurements(run: Run | dict) -> list[Measurement]:
+def loop_measurements(run: Run) -> list[Measurement]:
     """The run's successful loop jobs (kind "loop" in the engine's catalogue)."""
-    return [m for m in as_run(run).measurements if catalogue().kind_of(m.test) == LOOP and m.ok]
+    return [m for m in run.measurements if catalogue().kind_of(m.test) == LOOP and m.ok]
 
 
-def sustained_measurements(run: Run | dict) -> list[Measurement]:
+def sustained_measurements(run: Run) -> list[Measurement]:
     """The run's successful sustained-rate sweeps."""
-    return [m for m in as_run(run).measurements if m.test == "hil-sustained" and m.ok]
+    return [m for m in run.measurements if m.test == "hil-sustained" and m.ok]
 
 
-def loop_row(m: Measurement | dict) -> dict:
+def loop_row(m: Measurement) -> dict:
     """One loop job's figures (ns for times, counts for frames), None where not measured."""
-    m = as_measurement(m)
     rt, ti, ts, tw = (m.metric(k) for k in ("round_trip", "ti", "ts", "tw"))
     return {
-        "name": m.name, "condition": m.condition, "step": hil_payload(m.params),
+        "name": m.label, "condition": m.condition, "step": hil_payload(m.params),
         "period_us": m.param("period_us"), "sent": m.scalar("sent"),
         "lost": m.scalar("lost_frames"), "misses": m.scalar("misses"),
         "round_trip_ns": (rt.p50, rt.p99, rt.max), "ti_ns": (ti.p99, ti.max), "ts_ns": (ts.avg, ts.max),
@@ -41,9 +40,8 @@ def loop_row(m: Measurement | dict) -> dict:
     }
 
 
-def sustained_rows(m: Measurement | dict) -> list[tuple[str, float | None, float | None, str | None]]:
+def sustained_rows(m: Measurement) -> list[tuple[str, float | None, float | None, str | None]]:
     """Per step size of a sustained-rate sweep: (step, shortest period µs, rate Hz, detail)."""
-    m = as_measurement(m)
     rows = []
     for name, v in sorted(m.verdicts.items()):
         tag = name.split("#", 1)[-1]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from rtgauge.records import Measurement, Metric, as_measurement
+from rtgauge.records import Measurement, Metric
 
 PLOT_BUCKETS_PER_DECADE = 40
 # cyclictest reports whole microseconds: its bin [5000, 5999] holds values in [5, 6) µs.
@@ -43,10 +43,9 @@ def step_points(counts: dict[int, float], per_decade: int = PLOT_BUCKETS_PER_DEC
     return [(10 ** (k / per_decade), counts.get(k, 0.0)) for k in range(min(counts), max(counts) + 1)]
 
 
-def thread_distributions(m: Measurement | dict, metric: str = "ti") -> list[tuple[str, Metric]]:
+def thread_distributions(m: Measurement, metric: str = "ti") -> list[tuple[str, Metric]]:
     """(label, distribution) per measuring thread ("CPU n" when the env says where it
     ran), or the whole-run distribution when there is no per-thread one."""
-    m = as_measurement(m)
     metrics = m.metrics
     env_threads = {t.get("index"): t for t in m.env.get("threads", []) or []}
     cpus = m.env.get("cpus") or []
@@ -64,10 +63,9 @@ def thread_distributions(m: Measurement | dict, metric: str = "ti") -> list[tupl
     return out
 
 
-def window_series(m: Measurement | dict) -> list[tuple[str, list[tuple[float, float]], float]]:
+def window_series(m: Measurement) -> list[tuple[str, list[tuple[float, float]], float]]:
     """(label, [(seconds since start, max µs)], window s) per thread, from ti_window_max#i
     (or ti_window_max when there are no per-thread series)."""
-    m = as_measurement(m)
     metrics = m.metrics
     keys = sorted((k for k in metrics if k.startswith("ti_window_max#")), key=lambda k: int(k.split("#")[1]))
     keys = keys or (["ti_window_max"] if "ti_window_max" in metrics else [])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rtgauge.records import Measurement, Run, as_measurement, as_run
+from rtgauge.records import Measurement, Run
 from rtgauge.catalogue import MICRO_KINDS, catalogue
 from rtgauge.analysis.published import published_for
 from rtgauge.published import Published
@@ -32,9 +32,8 @@ class MicroRow:
         return f"{name} [{self.variant}]" if self.variant else name
 
 
-def is_micro(m: Measurement | dict) -> bool:
+def is_micro(m: Measurement) -> bool:
     """A microbenchmark of the engine (kind micro-performance or micro-behaviour) that ran."""
-    m = as_measurement(m)
     return m.tool == "engine" and bool(m.ok) and catalogue().kind_of(m.test) in MICRO_KINDS
 
 
@@ -42,9 +41,9 @@ def variant_of(params: dict) -> str:
     return ", ".join(f"{k}={params[k]}" for k in VARIANT_PARAMS if params.get(k) not in (None, "", False))
 
 
-def micro_rows(runs: list[Run | dict]) -> list[MicroRow]:
+def micro_rows(runs: list[Run]) -> list[MicroRow]:
     rows: dict[tuple, MicroRow] = {}
-    for run in map(as_run, runs):
+    for run in runs:
         for m in run.measurements:
             if not is_micro(m):
                 continue
@@ -79,23 +78,23 @@ def pool_rounds(old: dict | None, new: dict) -> dict:
         return new
 
 
-def micro_scalars(run: Run | dict) -> list[tuple[str, str, object, str]]:
+def micro_scalars(run: Run) -> list[tuple[str, str, object, str]]:
     """(measurement, metric, value, unit) of the microbenchmarks' scalar figures
     (breakdown utilisation, counts), excluding per-thread ones."""
     out = []
-    for m in as_run(run).measurements:
+    for m in run.measurements:
         if not is_micro(m):
             continue
         for name, metric in m.metrics.items():
             if "#" not in name and metric.has("value") and (metric.kind or "scalar") == "scalar":
-                out.append((m.name, name, metric.value, metric.unit or ""))
+                out.append((m.label, name, metric.value, metric.unit or ""))
     return out
 
 
-def verdict_rows(runs: list[Run | dict]) -> list[dict]:
+def verdict_rows(runs: list[Run]) -> list[dict]:
     """Behaviour verdicts: one row per (test, verdict, variant), a cell per run."""
     rows: dict[tuple, dict] = {}
-    for run in map(as_run, runs):
+    for run in runs:
         for m in run.measurements:
             for name, v in m.verdicts.items():
                 key = (m.test or m.name, name, variant_of(m.params), m.condition or "")
@@ -105,7 +104,7 @@ def verdict_rows(runs: list[Run | dict]) -> list[dict]:
     return [rows[k] for k in sorted(rows)]
 
 
-def rhealstone(run: Run | dict) -> list[str]:
+def rhealstone(run: Run) -> list[str]:
     """One line per load condition with the Rhealstone figures, from
     rtgauge.analysis.rhealstone (empty when that module or its figures are missing).
     Another module's failure must not take the whole report down: it becomes a line."""
@@ -114,8 +113,7 @@ def rhealstone(run: Run | dict) -> list[str]:
     except ImportError:
         return []
     try:
-        # rhealstone.py reads the stored dicts (and hand-made ones, in its tests)
-        figures = rhealstone_figures(run.to_dict() if isinstance(run, Run) else run)
+        figures = rhealstone_figures(run)
     except Exception as e:  # noqa: BLE001 - reported in the report, not raised
         return [f"could not be computed ({type(e).__name__}: {e})"]
     lines = []

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rtgauge.records import Measurement, Metric, Run, as_run
+from rtgauge.records import Measurement, Metric, Run
 from rtgauge.published import Published, load_published
 
 # (engine test, metric, options that must match[, tool]): the tool is "engine" unless a
@@ -191,11 +191,11 @@ def params_match(params: dict, want: dict, defaults: dict | None = None) -> bool
 DEFAULTS = {"preempt": {"event": "sem"}, "switch": {"threads": 2}, "shuffle": {"primitive": "sem"}}
 
 
-def find(run: Run | dict, target: tuple, condition: str) -> tuple[Measurement, Metric] | None:
+def find(run: Run, target: tuple, condition: str) -> tuple[Measurement, Metric] | None:
     """(measurement, metric) of run for (test, metric, params) under condition."""
     test, metric, want = target[:3]
     tool = tool_of(target)
-    for m in as_run(run).measurements:
+    for m in run.measurements:
         if m.test != test or not m.ok or (m.condition or "idle") != condition or m.tool != tool:
             continue
         if not params_match(m.params, want, DEFAULTS.get(test)):
@@ -213,7 +213,7 @@ def stats_of(dist: Metric) -> dict:
     return out
 
 
-def place(run: Run | dict, method: Method, condition: str | None) -> dict:
+def place(run: Run, method: Method, condition: str | None) -> dict:
     """Where a published row sits in run: compared / different method / not measured."""
     if condition is None:
         return {"status": "not measured", "note": "no load condition of rtgauge reproduces this one"}
@@ -221,7 +221,7 @@ def place(run: Run | dict, method: Method, condition: str | None) -> dict:
         hit = find(run, target, condition)
         if hit:
             m, dist = hit
-            return {"status": "compared", "measurement": m.name, "test": target[0], "metric": target[1],
+            return {"status": "compared", "measurement": m.label, "test": target[0], "metric": target[1],
                     "tool": tool_of(target), "condition": condition, "stats": stats_of(dist)}
     for test, metric, params, why in method.near:
         hit = find(run, (test, metric, params), condition)
@@ -233,7 +233,7 @@ def place(run: Run | dict, method: Method, condition: str | None) -> dict:
     return {"status": "not measured", "condition": condition}
 
 
-def comparability(placed: dict, study: Study, run: Run | dict | None = None) -> dict:
+def comparability(placed: dict, study: Study, run: Run | None = None) -> dict:
     """A compared placement with whether its maximum is comparable with the study's:
     only at a comparable sample count (COMPARABLE_SHARE of the study's). Averages and
     minima settle quickly; the maximum keeps growing with the run's length. A wake-up
@@ -255,13 +255,13 @@ def comparability(placed: dict, study: Study, run: Run | dict | None = None) -> 
     return placed
 
 
-def projection(run: Run | dict, placed: dict, samples: int) -> dict | None:
+def projection(run: Run, placed: dict, samples: int) -> dict | None:
     """The level a wake-up latency measurement's worst-case model expects to be exceeded
     once in `samples` cycles (with its 95 % interval), or the reason it offers none. Only
     for the wake-up latency ti (the model is fitted to its per-window maxima)."""
     if placed.get("metric") != "ti":
         return None
-    m = next((m for m in as_run(run).measurements if m.name == placed.get("measurement")), None)
+    m = next((m for m in run.measurements if m.label == placed.get("measurement")), None)
     if m is None:
         return None
     from rtgauge.analysis.pwcet import worst_case
@@ -291,8 +291,7 @@ class Row:
     placed: dict = field(default_factory=dict)      # run id -> place()
 
 
-def study_rows(study: Study, runs: list[Run | dict]) -> list[Row]:
-    runs = [as_run(r) for r in runs]
+def study_rows(study: Study, runs: list[Run]) -> list[Row]:
     rows: dict[tuple, Row] = {}
     for p in load_published():
         if p.source != study.source or p.test.startswith("tire_"):
@@ -323,10 +322,9 @@ def systems_of(rows: list[Row]) -> list[str]:
     return out
 
 
-def studies(runs: list[Run | dict]) -> list[tuple[Study, list[Row]]]:
+def studies(runs: list[Run]) -> list[tuple[Study, list[Row]]]:
     """Each study with its rows; a study none of whose rows any run measured (compared
     or not) is left out."""
-    runs = [as_run(r) for r in runs]
     out = []
     for study in STUDIES:
         rows = study_rows(study, runs)
@@ -342,7 +340,7 @@ def published_value(p: Published | None) -> dict | None:
     return {"text": p.text, "bound": p.bound, "us": None if p.value is None or scale is None else p.value * scale}
 
 
-def studies_json(runs: list[dict]) -> list[dict]:
+def studies_json(runs: list[Run]) -> list[dict]:
     """What the report's published tables show, for `show --json`."""
     out = []
     for study, rows in studies(runs):
@@ -382,11 +380,11 @@ def published_verdict(test: str, verdict: str, params: dict) -> tuple[bool, str]
     return None
 
 
-def published_verdicts(runs: list[Run | dict]) -> list[dict]:
+def published_verdicts(runs: list[Run]) -> list[dict]:
     """Behaviour verdicts that have a published counterpart: per row the published
     verdict and, per run, the measured one and whether they agree."""
     rows: dict[tuple, dict] = {}
-    for run in map(as_run, runs):
+    for run in runs:
         for m in run.measurements:
             for name, v in m.verdicts.items():
                 pub = published_verdict(m.test, name, m.params)
@@ -401,12 +399,12 @@ def published_verdicts(runs: list[Run | dict]) -> list[dict]:
 
 # ---- histograms of several runs in one figure ---------------------------------
 
-def overlay_curves(runs: list[Run | dict]) -> dict[str, list[tuple[Run, Metric]]]:
+def overlay_curves(runs: list[Run]) -> dict[str, list[tuple[Run, Metric]]]:
     """condition -> [(run, the engine latency measurement's ti distribution)], the
     first latency measurement of each run under that condition; only conditions
     measured by two or more runs (the cyclictest study's figures)."""
     by_cond: dict[str, list[tuple[Run, Metric]]] = {}
-    for run in map(as_run, runs):
+    for run in runs:
         seen = set()
         for m in run.measurements:
             cond = m.condition or "idle"

@@ -25,7 +25,7 @@ from scipy import optimize, special, stats
 
 from rtgauge.analysis import pwcet_pot as pot
 from rtgauge.analysis.pwcet_pot import PotFit
-from rtgauge.records import Measurement, as_measurement
+from rtgauge.records import Measurement
 from rtgauge.defaults import DEFAULT_EXCEEDANCE
 from rtgauge.errors import UserError
 
@@ -857,11 +857,10 @@ def _series_keys(metrics: dict) -> list[tuple[str, str]]:
     return out
 
 
-def measurement_series(m: Measurement | dict, key: str = "ti_window_max") -> tuple[list, int, int] | None:
+def measurement_series(m: Measurement, key: str = "ti_window_max") -> tuple[list, int, int] | None:
     """(block maxima ns, block cycles, interval ns) of one stored series, or None when the
     measurement did not store one. Windows that are not full (the last one, when the run
     did not end on a window edge) are dropped: a shorter block has a smaller maximum."""
-    m = as_measurement(m)
     metrics = m.metrics
     series = metrics.get(key)
     interval_us = m.params.get("interval_us")
@@ -883,11 +882,10 @@ def measurement_series(m: Measurement | dict, key: str = "ti_window_max") -> tup
     return vals, block, interval_ns
 
 
-def measurement_pwcet(m: Measurement | dict, exceedance: float = DEFAULT_EXCEEDANCE, per_thread: bool = False,
+def measurement_pwcet(m: Measurement, exceedance: float = DEFAULT_EXCEEDANCE, per_thread: bool = False,
                       gof_draws: int = GOF_DRAWS) -> list[Pwcet]:
     """The pWCET of a stored latency measurement: the whole run (all threads), and each
     thread when asked. Empty when it stored no per-window maxima (e.g. cyclictest)."""
-    m = as_measurement(m)
     out = []
     for key, label in _series_keys(m.metrics):
         if key != "ti_window_max" and not per_thread:
@@ -900,7 +898,7 @@ def measurement_pwcet(m: Measurement | dict, exceedance: float = DEFAULT_EXCEEDA
     return out
 
 
-def worst_case(m: Measurement | dict, exceedance: float = DEFAULT_EXCEEDANCE, thread: int | None = None) -> Pwcet | None:
+def worst_case(m: Measurement, exceedance: float = DEFAULT_EXCEEDANCE, thread: int | None = None) -> Pwcet | None:
     """THE worst-case answer of one stored latency measurement, for every caller (the
     terminal, the report, `show --json`, `pwcet --json`, a verdict against a budget): all
     threads together, or one thread. None when it stored no per-window maxima. The fields
@@ -1056,10 +1054,10 @@ def _bootstrap_levels(r: Pwcet, draws: int, rng) -> np.ndarray:
     return np.asarray(out)
 
 
-def compare_pwcet(meas_a, meas_b, exceedance: float = DEFAULT_EXCEEDANCE, draws: int = COMPARE_DRAWS,
+def compare_pwcet(meas_a: Measurement | Pwcet, meas_b: Measurement | Pwcet, exceedance: float = DEFAULT_EXCEEDANCE, draws: int = COMPARE_DRAWS,
                   seed: int = 0, gof_draws: int = GOF_DRAWS) -> dict:
     """Is B's probable worst case significantly different from A's? meas_a/meas_b are
-    stored measurements (dicts) or Pwcet results. The difference B - A of the levels at
+    stored measurements or Pwcet results. The difference B - A of the levels at
     the same per-cycle exceedance gets a parametric-bootstrap interval (each side
     redrawn from its own fit and refitted, the draws paired at random); the call is
     'worse' when the whole interval is above 0, 'better' when below, otherwise 'no
@@ -1093,12 +1091,12 @@ def compare_pwcet(meas_a, meas_b, exceedance: float = DEFAULT_EXCEEDANCE, draws:
     return out
 
 
-def _as_pwcet(m, exceedance: float, gof_draws: int) -> Pwcet:
+def _as_pwcet(m: Measurement | Pwcet, exceedance: float, gof_draws: int) -> Pwcet:
     if isinstance(m, Pwcet):
         return m
     rs = measurement_pwcet(m, exceedance, gof_draws=gof_draws)
     if not rs:
-        raise UserError(f"measurement {as_measurement(m).name or '?'} stored no per-window maxima (ti_window_max), "
+        raise UserError(f"measurement {m.label or '?'} stored no per-window maxima (ti_window_max), "
                         "so it has no probable worst case.")
     return rs[0]
 

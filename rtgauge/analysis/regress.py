@@ -30,7 +30,7 @@ from rtgauge.analysis import noise
 from rtgauge.defaults import REGRESSION_ALPHA
 from rtgauge.analysis.micro import is_micro, variant_of
 from rtgauge.analysis.stalls import stall_free
-from rtgauge.records import Measurement, Metric, Run, as_measurement, as_run, bounded_count
+from rtgauge.records import Measurement, Metric, Run, bounded_count
 from rtgauge.analysis.tire import headline_limits, tire_points
 
 ALPHA = REGRESSION_ALPHA
@@ -97,20 +97,6 @@ class Change:
 
 # ---- gathering figures over rounds ------------------------------------------------
 
-def round_index(m: Measurement | dict) -> int | None:
-    return as_measurement(m).round
-
-
-def base_name(m: Measurement | dict) -> str:
-    """The job's name without its round tag (`switch-2@idle#r2` -> `switch-2@idle`)."""
-    m = as_measurement(m)
-    name = str(m.name or "")
-    r = m.round
-    if r is not None:
-        name = name.replace(f"#r{r}", "", 1)
-    return name
-
-
 def _dist_values(metric: Metric | None, key: str) -> float | None:
     if not isinstance(metric, Metric):
         return None
@@ -176,12 +162,12 @@ def _grouped(measurements: list[Measurement], key) -> dict:
     for m in measurements:
         groups.setdefault(key(m), []).append(m)
     for ms in groups.values():
-        ms.sort(key=lambda m: round_index(m) or 0)
+        ms.sort(key=lambda m: m.round or 0)
     return groups
 
 
-def steal_ms(m: Measurement | dict) -> float | None:
-    steal = (as_measurement(m).env.get("counters") or {}).get("steal")
+def steal_ms(m: Measurement) -> float | None:
+    steal = (m.env.get("counters") or {}).get("steal")
     v = steal.get("total_ms") if isinstance(steal, dict) else None
     return float(v) if noise.is_valid(v) else None
 
@@ -193,17 +179,15 @@ def window_maxima(m: Measurement) -> list[float]:
     return [float(v) for v in values if noise.is_valid(v) and v > 0]
 
 
-def failure_reason(m: Measurement | dict) -> str:
-    m = as_measurement(m)
+def failure_reason(m: Measurement) -> str:
     r = m.round
-    where = f"round {r} of job {base_name(m)}" if r else f"job {base_name(m)}"
+    where = f"round {r} of job {m.pooled_name}" if r else f"job {m.pooled_name}"
     if m.ok is not True:
         return f"{where} failed ({m.error or 'no result'})"
     return f"{where} has no valid figure"
 
 
-def figures(run: Run | dict) -> dict[str, Figure]:
-    run = as_run(run)
+def figures(run: Run) -> dict[str, Figure]:
     out: dict[str, Figure] = {}
 
     def add(f: Figure):
@@ -212,7 +196,7 @@ def figures(run: Run | dict) -> dict[str, Figure]:
     ms = run.measurements
     # latency jobs (ours and the cyclictest cross-check), failed rounds included
     lat = [m for m in ms if is_latency_measurement(m)]
-    for name, group in _grouped(lat, base_name).items():
+    for name, group in _grouped(lat, lambda m: m.pooled_name).items():
         good = [m for m in group if m.ok is True and _dist_values(m.metrics.get("ti"), "count")]
         failed = [failure_reason(m) for m in group if not any(m is g for g in good)]
         tis = [m.metrics["ti"] for m in good]
@@ -279,7 +263,7 @@ def figures(run: Run | dict) -> dict[str, Figure]:
     verdicts: dict[tuple, list[bool]] = {}
     for m in ms:
         for vname, v in m.verdicts.items():
-            key = (m.test or base_name(m), vname, variant_of(m.params), m.condition or "")
+            key = (m.test or m.name, vname, variant_of(m.params), m.condition or "")
             verdicts.setdefault(key, []).append(v.passed)
     failed_rows, failed_cells, cells = 0, 0, 0
     for (test, vname, variant, condition), passes in sorted(verdicts.items()):
@@ -368,7 +352,7 @@ def exact_call(fb: Figure, fa: Figure) -> tuple[str, str]:
     return (WORSE, text) if d > 0 else ((BETTER, text) if d < 0 else (SAME, "unchanged"))
 
 
-def compare_runs(base: Run | dict, cand: Run | dict, alpha: float = ALPHA) -> list[Change]:
+def compare_runs(base: Run, cand: Run, alpha: float = ALPHA) -> list[Change]:
     fa, fb = figures(base), figures(cand)
     out: list[Change] = []
     tested: list[Change] = []
@@ -523,9 +507,8 @@ class Rule:
         return (f"{c.figure.label}: {c.base:g} → {c.value:g} {c.figure.unit} ({change:+.1f}{self.unit or ''}) is "
                 f"beyond the rule but within the noise ({q}); {what}")
 
-    def fails_closed(self, changes: list[Change], cand: Run | dict) -> list[str]:
+    def fails_closed(self, changes: list[Change], cand: Run) -> list[str]:
         """Sentences for what this rule cannot check: a gate fails closed."""
-        cand = as_run(cand)
         mine = [c for c in changes if c.figure.family == self.family]
         out = []
         for c in mine:

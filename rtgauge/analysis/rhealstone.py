@@ -29,6 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from rtgauge.records import Measurement, Metric, Run
+
 NS_PER_UNIT = {"ns": 1, "us": 1000, "µs": 1000, "ms": 1_000_000, "s": 1_000_000_000}
 
 
@@ -50,13 +52,13 @@ COMPONENTS = (
 )
 
 
-def rhealstone_figures(run: dict) -> list[dict]:
+def rhealstone_figures(run: Run) -> list[dict]:
     """One figure per load condition of a run as returned by Store.get_run."""
-    measurements = run.get("measurements") or []
-    system = {"hostname": run.get("hostname"), "kernel": run.get("kernel_release")}
+    measurements = run.measurements
+    system = {"hostname": run.extra.get("hostname"), "kernel": run.extra.get("kernel_release")}
     conditions = []
     for m in measurements:
-        c = m.get("condition") or ""
+        c = m.condition or ""
         if c not in conditions:
             conditions.append(c)
     figures = []
@@ -67,19 +69,19 @@ def rhealstone_figures(run: dict) -> list[dict]:
     return figures
 
 
-def rhealstone(measurements: list[dict], condition: str | None = None) -> dict:
+def rhealstone(measurements: list[Measurement], condition: str | None = None) -> dict:
     """The figure from the measurements of one condition (None: all of them)."""
     chosen = {}
     for comp in COMPONENTS:
-        m = _pick(comp, [x for x in measurements if condition is None or (x.get("condition") or "") == condition])
+        m = _pick(comp, [x for x in measurements if condition is None or (x.condition or "") == condition])
         if m is not None:
-            metric = m["metrics"][comp.metric]
-            scale = NS_PER_UNIT.get(metric.get("unit") or "ns")
+            metric = m.metric(comp.metric)
+            scale = NS_PER_UNIT.get(metric.unit or "ns")
             if scale is None:
                 continue
             avg, worst = _stat(metric, "avg"), _stat(metric, "max")
             chosen[comp.name] = {
-                "test": comp.test, "metric": comp.metric, "measurement": m.get("name"),
+                "test": comp.test, "metric": comp.metric, "measurement": m.label,
                 "avg_ns": float(avg * scale), "max_ns": float(worst * scale),
                 "_avg": avg * scale, "_max": worst * scale,
             }
@@ -108,27 +110,27 @@ def _invert_mean(times_ns: list[Fraction]) -> tuple[float | None, float | None]:
     return float(Fraction(1_000_000_000) / mean), float(mean)
 
 
-def _stat(metric: dict, key: str) -> Fraction:
+def _stat(metric: Metric, key: str) -> Fraction:
     """A distribution's avg or max, or a scalar's value, exactly."""
-    v = metric.get(key)
+    v = getattr(metric, key)
     if v is None:
-        v = metric.get("value")
+        v = metric.value
     return Fraction(v)
 
 
-def _usable(m: dict, comp: Component) -> bool:
-    if m.get("test") != comp.test or (m.get("tool") or "engine") != "engine" or m.get("reference"):
+def _usable(m: Measurement, comp: Component) -> bool:
+    if m.test != comp.test or m.tool != "engine" or m.cross_check:
         return False
-    if m.get("ok") is False:
+    if m.ok is False:
         return False
-    metric = (m.get("metrics") or {}).get(comp.metric)
-    if not isinstance(metric, dict):
+    if comp.metric not in m.metrics:
         return False
-    has = lambda k: isinstance(metric.get(k), (int, float)) and not isinstance(metric.get(k), bool)
+    metric = m.metrics[comp.metric]
+    has = lambda k: isinstance(getattr(metric, k), (int, float)) and not isinstance(getattr(metric, k), bool)
     return (has("avg") and has("max")) or has("value")
 
 
-def _pick(comp: Component, measurements: list[dict]) -> dict | None:
+def _pick(comp: Component, measurements: list[Measurement]) -> Measurement | None:
     """The canonical measurement of a component: preferred params first, then (for the
     switch) the fewest threads, then the first stored."""
     candidates = [m for m in measurements if _usable(m, comp)]
@@ -137,7 +139,7 @@ def _pick(comp: Component, measurements: list[dict]) -> dict | None:
 
     def key(item):
         i, m = item
-        params = m.get("params") or {}
+        params = m.params
         mismatches = sum(1 for k, v in comp.prefer.items() if params.get(k) != v)
         threads = params.get("threads") if isinstance(params.get("threads"), int) else 0
         return (mismatches, threads, i)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rtgauge.records import Measurement
+
 
 @dataclass
 class StallFigure:
@@ -29,23 +31,8 @@ class StallFigure:
                 "max_all_samples": self.max_all}
 
 
-def _env(m) -> dict:
-    """A stored measurement's env, whether given as a dict or as a typed record."""
-    env = m.get("env") if isinstance(m, dict) else m.env
-    return env if isinstance(env, dict) else {}
-
-
-def _metric(m, name: str) -> dict:
-    """One metric of a measurement as a dict (only that one is converted)."""
-    if isinstance(m, dict):
-        v = (m.get("metrics") or {}).get(name)
-        return v if isinstance(v, dict) else {}
-    v = m.metrics.get(name)
-    return v.to_dict() if v is not None else {}
-
-
-def stall_env(m) -> dict | None:
-    s = _env(m).get("stalls")
+def stall_env(m: Measurement) -> dict | None:
+    s = m.env.get("stalls")
     return s if isinstance(s, dict) else None
 
 
@@ -57,7 +44,7 @@ def _num(v) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else None
 
 
-def stall_summary(m: dict) -> dict | None:
+def stall_summary(m: Measurement) -> dict | None:
     """{observed, reason, count, total_ms, longest_ms, local_delays, cpu, threshold_us}
     or None when the engine recorded nothing (an older engine, another tool). Values
     of the wrong type (an imported document) read as 0 or None."""
@@ -79,7 +66,7 @@ def stall_summary(m: dict) -> dict | None:
             "intervals": intervals if isinstance(intervals, list) else []}
 
 
-def stall_figures(m: dict, touched_only: bool = False) -> list[StallFigure]:
+def stall_figures(m: Measurement, touched_only: bool = False) -> list[StallFigure]:
     """Per overall figure (no per-thread '#i'): all samples against the samples no
     detected stall touched."""
     s = stall_env(m)
@@ -90,18 +77,18 @@ def stall_figures(m: dict, touched_only: bool = False) -> list[StallFigure]:
     for name, v in per.items():
         if "#" in name or not isinstance(v, dict):
             continue
-        full = _metric(m, name)
+        full = m.metric(name)
         without = v.get("without") if isinstance(v.get("without"), dict) else {}
         touched = _count(v.get("touched"))
         if touched_only and touched == 0:
             continue
-        out.append(StallFigure(name, str(full.get("unit") or "ns"), _count(full.get("count")), touched,
-                               _count(v.get("unknown")), _num(full.get("avg")), _num(without.get("avg")),
-                               _num(full.get("p99")), _num(without.get("p99")), _num(full.get("max"))))
+        out.append(StallFigure(name, str(full.unit or "ns"), _count(full.count), touched,
+                               _count(v.get("unknown")), _num(full.avg), _num(without.get("avg")),
+                               _num(full.p99), _num(without.get("p99")), _num(full.max)))
     return out
 
 
-def stall_free(m: dict, metric: str) -> dict | None:
+def stall_free(m: Measurement, metric: str) -> dict | None:
     """The figures of `metric` without stall-touched samples ({count, avg, stddev,
     p50...p9999}, no max), or None when the observer did not run for m."""
     s = stall_env(m)

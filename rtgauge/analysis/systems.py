@@ -4,7 +4,7 @@ that differ between systems marked."""
 from __future__ import annotations
 
 from rtgauge.analysis.headline import tuning_of
-from rtgauge.records import Run, as_run
+from rtgauge.records import Run
 
 
 def _governors(f: dict) -> str | None:
@@ -74,10 +74,9 @@ FACTS = (
 )
 
 
-def fact_rows(runs: list[Run | dict]) -> list[dict]:
+def fact_rows(runs: list[Run]) -> list[dict]:
     """[{"fact", "values": [...per run], "differs": bool}] (differs only with ≥ 2 runs;
     the run's own status and start time are not differences between systems)."""
-    runs = [as_run(r) for r in runs]
     out = []
     for label, get in FACTS:
         values = [get(r, r.system) for r in runs]
@@ -89,9 +88,8 @@ def fact_rows(runs: list[Run | dict]) -> list[dict]:
     return out
 
 
-def doctor_rows(runs: list[Run | dict]) -> list[dict]:
+def doctor_rows(runs: list[Run]) -> list[dict]:
     """[{"check", "cells": [{"status","value","advice"} | None per run], "differs"}]"""
-    runs = [as_run(r) for r in runs]
     names: list[str] = []
     for r in runs:
         for c in r.doctor:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rtgauge.records import Measurement, Run, as_run
+from rtgauge.defaults import TIRE_PERIOD_MS
+from rtgauge.records import Measurement, Run
 from rtgauge.published import Published, tire_published
 
 HEADLINE_PERIOD_MS = 10.0     # 100 Hz, the published rate
-DEFAULT_PERIOD_MS = {"realtime": 10.0, "pretest": 0.5}    # the engine's defaults (docs/engine.md)
 STUDY_STEPS = 6000            # the study's 60 s of simulated time at 10 ms
 COST_TERMS = ("tswitch", "tipc", "tspring", "tmass", "nswitch", "nipc", "residual", "residualrms")
 
@@ -55,12 +55,12 @@ def effective_period_ms(params: dict, mode: str, physics: dict | None = None) ->
     for v in (params.get("period_ms"), (physics or {}).get("period_ms")):
         if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
             return float(v)
-    return DEFAULT_PERIOD_MS.get(mode)
+    return TIRE_PERIOD_MS.get(mode)
 
 
-def tire_points(run: Run | dict) -> list[TirePoint]:
+def tire_points(run: Run) -> list[TirePoint]:
     out = []
-    for m in as_run(run).measurements:
+    for m in run.measurements:
         if m.test != "tire" or not m.ok:
             continue
         p = m.params
@@ -134,11 +134,11 @@ def hard_rt_limits(points: list[TirePoint], period_ms: float | None = None) -> l
     return out
 
 
-def sweep_limits(run: Run | dict) -> list[dict]:
+def sweep_limits(run: Run) -> list[dict]:
     """The orchestrator's bisection results (a tire-sweep measurement with metrics
     largest_masses#threads=T,policy=P), in the shape of hard_rt_limits."""
     out = []
-    for m in as_run(run).measurements:
+    for m in run.measurements:
         if m.test != "tire-sweep":
             continue
         solver = str(m.param("solver") or "locked")
@@ -161,14 +161,13 @@ def sweep_limits(run: Run | dict) -> list[dict]:
     return out
 
 
-def headline_limits(run: Run | dict) -> list[dict]:
+def headline_limits(run: Run) -> list[dict]:
     """The sweep's bisection results where the run has them, else the grid's; per
     period (the 10 ms ones first), solver, policy and thread count. Each says the
     period it was measured at (period_ms)."""
     def key(x: dict) -> tuple:
         return (not same_period(x["period_ms"], HEADLINE_PERIOD_MS), x["period_ms"], x["solver"], x["policy"],
                 x["threads"])
-    run = as_run(run)
     found = {key(x): x for x in hard_rt_limits(tire_points(run))}
     for x in sweep_limits(run):
         k = key(x)
@@ -236,12 +235,12 @@ def realfast_curves(points: list[TirePoint]) -> dict:
     return out
 
 
-def cost_fits(run: Run | dict) -> list[dict]:
+def cost_fits(run: Run) -> list[dict]:
     """Fitted cost-equation terms stored by the orchestrator: every measurement whose
     metrics name the terms of Ts = Nswitch·Tswitch + 4·e·Nipc·Tipc + (2e+1)·Tspring + e·Tmass.
     {"measurement": Measurement, "terms": {name: Metric}}."""
     out = []
-    for m in as_run(run).measurements:
+    for m in run.measurements:
         terms = {}
         for name, metric in m.metrics.items():
             key = name.lower().replace("_", "").replace("-", "")
@@ -288,7 +287,7 @@ def steps_label(steps: set) -> str:
     return text + (f" (short variant; the study: {STUDY_STEPS:,})" if min(steps) < STUDY_STEPS else "")
 
 
-def tire_summary(run: dict) -> dict:
+def tire_summary(run: Run) -> dict:
     """What the report shows of the tire model, as data (for `show --json`): the
     maps per mode and period (hard and soft cells), the headline limits, the
     real-fast curves."""

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rtgauge.records import Measurement, Run
+
 CONSTANTS = ("Tspring", "Tmass", "Tipc")
 
 
@@ -59,31 +61,35 @@ class CostPoint:
 
 
 def cost_point(doc: dict) -> CostPoint | None:
-    """A point from an engine `tire` document or a stored measurement (its
-    params, env and metrics suffice) of the locked solver with timed phases;
-    None when it has none."""
+    """A point from an engine `tire` document (read as a record here, once); None
+    when it has none (measured_point)."""
+    return measured_point(Measurement.from_dict(doc if isinstance(doc, dict) else {}))
+
+
+def measured_point(m: Measurement) -> CostPoint | None:
+    """A point from a tire measurement of the locked solver with timed phases (its
+    params, env and metrics suffice); None when it has none."""
+    if m.test != "tire" or m.ok is False:
+        return None
     try:
-        if doc.get("test") != "tire" or not doc.get("ok", True):
-            return None
-        p, m = doc["params"], doc["metrics"]
+        p, ts = m.params, m.metrics["ts"]
         n, k = int(p["masses"]), int(p["threads"])
-        ts = m["ts"]
-        steps = int(m["steps"]["value"])
-        vals = [float(m[name]["value"]) for name in ("t_spring", "t_mass", "t_ipc", "t_share")]
-        cpus = len({t.get("cpu") for t in (doc.get("env") or {}).get("solver_threads") or []}) or 1
+        steps = int(m.metrics["steps"].value)
+        vals = [float(m.metrics[name].value) for name in ("t_spring", "t_mass", "t_ipc", "t_share")]
+        cpus = len({t.get("cpu") for t in m.env.get("solver_threads") or []}) or 1
         e = -(-n // k)                      # the largest share (tire_range)
         mode = str(p.get("mode") or "realtime")
         # The paced driver sleeps once per step until the next period: that
         # switch is outside Ts and is not counted.
         slept = steps if mode != "realfast" else 0
-        switches = int(m["nvcsw"]["value"]) + int(m["nivcsw"]["value"])
+        switches = int(m.metrics["nvcsw"].value) + int(m.metrics["nivcsw"].value)
         nsw = max(0, switches - slept) / steps / cpus
-        p99 = ts.get("p99")
+        avg = float(ts.avg)
         return CostPoint(n, k, str(p.get("policy") or "?"), mode,
                          None if p.get("period_ms") is None else float(p["period_ms"]),
-                         cpus, e, 6 * e + 4, nsw, float(ts.get("p50", ts["avg"])), float(ts["avg"]), *vals,
-                         ts_p99_ns=None if p99 is None else float(p99), solver=str(p.get("solver") or "locked"))
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+                         cpus, e, 6 * e + 4, nsw, float(ts.p50 if ts.has("p50") else avg), avg, *vals,
+                         ts_p99_ns=None if ts.p99 is None else float(ts.p99), solver=str(p.get("solver") or "locked"))
+    except (KeyError, TypeError, ValueError, ZeroDivisionError, AttributeError):
         return None
 
 
@@ -164,14 +170,14 @@ def evaluate(train: list[CostPoint], held_out: list[CostPoint], tswitch_micro_ns
     return out
 
 
-def tswitch_from(measurements: list[dict]) -> float | None:
+def tswitch_from(measurements) -> float | None:
     """Tswitch (ns): the median of the switch microbenchmark's `switch` among
     the measurements (median over runs of their medians), or None."""
     vals = []
     for m in measurements:
-        if m.get("test") == "switch" and m.get("ok", True):
-            d = (m.get("metrics") or {}).get("switch") or {}
-            v = d.get("p50", d.get("avg"))
+        if m.test == "switch" and m.ok is not False:
+            d = m.metric("switch")
+            v = d.p50 if d.has("p50") else d.avg
             if isinstance(v, (int, float)):
                 vals.append(float(v))
     return float(np.median(vals)) if vals else None
@@ -214,10 +220,9 @@ def leave_one_out(points: list[CostPoint], tswitch_micro_ns: float | None = None
     return out
 
 
-def run_cost_model(run: dict) -> dict | None:
+def run_cost_model(run: Run) -> dict | None:
     """The cost model of one stored run (its `measurements`): per policy,
     leave-one-out predictions of its tire runs with timed phases; None when it
     has fewer than two."""
-    ms = run.get("measurements", [])
-    pts = [p for p in (cost_point(m) for m in ms) if p]
-    return leave_one_out(pts, tswitch_from(ms)) or None
+    pts = [p for p in map(measured_point, run.measurements) if p]
+    return leave_one_out(pts, tswitch_from(run.measurements)) or None

@@ -9,8 +9,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from rtgauge.analysis import latency_measurements
-from rtgauge.records import Run, as_run
-from rtgauge.analysis.regress import BETTER, WORSE, base_name, compare_runs
+from rtgauge.records import Run
+from rtgauge.analysis.regress import BETTER, WORSE, compare_runs
 
 FAMILIES = {"max_latency": "max", "p99_latency": "p99"}
 
@@ -48,12 +48,12 @@ def run_points(run: Run) -> dict[str, dict]:
     return out
 
 
-def trend(runs: list[Run | dict]) -> list[dict]:
+def trend(runs: list[Run]) -> list[dict]:
     """[{system, condition, points: [{run, started_at, max_us, p99_us, pwcet_us, changes}]}]
     for every system and condition measured by two or more runs, oldest first; a
     point's changes are the significant ones from the run before it."""
     by_system: dict[str, list[Run]] = {}
-    for r in (as_run(r) for r in runs):
+    for r in runs:
         by_system.setdefault(system_key(r), []).append(r)
     out = []
     for system, rs in by_system.items():
@@ -73,7 +73,7 @@ def trend(runs: list[Run | dict]) -> list[dict]:
             for r, pts in points:
                 if cond not in pts:
                     continue
-                names = {base_name(m) for m in latency_measurements(r) if m.condition == cond}
+                names = {m.pooled_name for m in latency_measurements(r) if m.condition == cond}
                 mine = [{"figure": FAMILIES[c.figure.family], "call": c.call, "label": c.figure.label,
                          "base": c.base, "value": c.value}
                         for c in changes.get(r.id, []) if any(c.figure.label.startswith(n + " ") for n in names)

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 
 from rtgauge.analysis import latency_measurements
-from rtgauge.records import Measurement, Run, as_run
+from rtgauge.records import Measurement, Run
 from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_INCOMPLETE, EXIT_OK, EXIT_UNDECIDED, UserError
 
 CONFIDENCE = 0.95          # one-sided, for the exceedance-rate bounds
@@ -307,21 +307,19 @@ def judge_job(ms: list[Measurement], budget: Budget, name: str | None = None) ->
     return jv
 
 
-def judge(run: Run | dict, budget: Budget) -> Verdict:
-    run = as_run(run)
+def judge(run: Run, budget: Budget) -> Verdict:
     ms = [m for m in latency_measurements(run) if m.ok]
-    from rtgauge.analysis.regress import base_name
     groups: dict[str, list[Measurement]] = {}
     for m in ms:
-        groups.setdefault(base_name(m), []).append(m)
+        groups.setdefault(m.pooled_name, []).append(m)
     jobs = [judge_job(group, budget, name) for name, group in groups.items()]
     incomplete = []
     if run.status not in ("complete", "running"):
         incomplete.append(f"run {run.id} is {run.status}")
-    failed = [m.name for m in as_run(run).measurements if not m.ok]
+    failed = [m.label for m in run.measurements if not m.ok]
     if failed:
         incomplete.append("failed job(s): " + ", ".join(failed[:5]))
-    interrupted = [m.name for m in ms if m.interrupted]
+    interrupted = [m.label for m in ms if m.interrupted]
     if interrupted:
         incomplete.append("interrupted job(s): " + ", ".join(interrupted[:5]))
     maxima = [j.max_us for j in jobs if j.max_us is not None]

@@ -64,7 +64,6 @@ def cmd_compare(args) -> int:
     import json
     from rtgauge.analysis.regress import BETTER, WORSE, change_json, compare_runs, parse_rule
     from rtgauge.analysis.headline import DEFAULT_BUDGET_US
-    from rtgauge.records import as_run
     from rtgauge.cli.report import budget_options, check_writable, load_runs, write_html
     from rich.markup import escape
     from rtgauge.report.stalls import stalls_json
@@ -81,7 +80,7 @@ def cmd_compare(args) -> int:
     options = budget_options(args)
     exceedance = pwcet_exceedance(args)
     check_writable("-o", args.output)
-    runs = [as_run(r) for r in load_runs(args.db, args.runs, default_latest=False)]
+    runs = list(load_runs(args.db, args.runs, default_latest=False))
     if len(runs) < 2:
         raise UserError("compare needs two or more different runs (the first is the baseline); "
                         "`rtgauge show` lists the runs.")
@@ -185,7 +184,7 @@ def incomplete_runs(runs) -> list[str]:
         if run.status in ("interrupted", "abandoned", "running"):
             out.append(f"run {run.id}, which is {run.status}")
         else:
-            out += [f"run {run.id}'s measurement {m.name}, which was interrupted"
+            out += [f"run {run.id}'s measurement {m.label}, which was interrupted"
                     for m in run.measurements if m.interrupted]
     return out
 
@@ -205,16 +204,16 @@ def pwcet_exceedance(args) -> float:
 
 def compare_worst_cases(base: Run, cand: Run, exceedance: float) -> list[dict]:
     """The probable worst case of each latency measurement (ours, not the cyclictest
-    cross-check) present in both runs under the same name, A against B."""
+    cross-check) present in both runs under the same name, round and segment, A against B."""
     from rtgauge.analysis import latency_measurements
     from rtgauge.analysis.pwcet import compare_pwcet
-    ours = {m.name: m for m in latency_measurements(base) if m.tool == "engine"}
+    ours = {m.key: m for m in latency_measurements(base) if m.tool == "engine"}
     out = []
     for m in latency_measurements(cand):
-        if m.tool != "engine" or m.name not in ours:
+        if m.tool != "engine" or m.key not in ours:
             continue
-        result = compare_pwcet(ours[m.name], m, exceedance=exceedance)
-        out.append({"name": m.name, "condition": m.condition, **result})
+        result = compare_pwcet(ours[m.key], m, exceedance=exceedance)
+        out.append({"name": m.label, "condition": m.condition, **result})
     return out
 
 
@@ -294,12 +293,12 @@ def print_side_by_side(out: Console, runs: list[Run], budget_us: float) -> None:
     names = []
     for r in runs:
         for m in latency_measurements(r):
-            if m.name not in names:
-                names.append(m.name)
+            if m.label not in names:
+                names.append(m.label)
     for name in names:
         cells = []
         for r in runs:
-            m = next((m for m in latency_measurements(r) if m.name == name), None)
+            m = next((m for m in latency_measurements(r) if m.label == name), None)
             row = latency_row(m) if m else None
             figs = None if row is None else fmt_group([row["avg_us"], row["p99_us"], row["max_us"]], dash=NONE)
             cells.append("-" if row is None else f"{figs[0]} / {figs[1]} / [bold]{figs[2]}[/]"

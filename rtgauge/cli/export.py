@@ -14,6 +14,8 @@ import sys
 from rtgauge import __version__, safefile
 from rtgauge.cli.report import add_db_argument
 from rtgauge.errors import UserError
+from rtgauge.records import Measurement, Run
+
 STATS = ("count", "min", "avg", "stddev", "p50", "p90", "p99", "p999", "p9999", "max")
 
 
@@ -30,12 +32,13 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_export)
 
 
-def export_json(run: dict) -> str:
+def export_json(run: Run) -> str:
+    """The run as the export's document (`Run.to_dict`: written here, once)."""
     from datetime import datetime, timezone
     import json
     from rtgauge.owner import hash_machine_id
     from rtgauge.store.validate import EXPORT_FORMAT
-    run = dict(run)
+    run = run.to_dict()
     if isinstance(run.get("system"), dict):   # runs stored before facts hashed it hold the raw id
         run["system"] = dict(run["system"], machine_id=hash_machine_id(run["system"].get("machine_id")))
     run.pop("owner", None)                    # a pid and boot id of this machine: nothing to take along
@@ -55,17 +58,18 @@ def csv_cell(value):
     return value
 
 
-def csv_rows(run: dict):
+def csv_rows(run: Run):
     for row in csv_figures(run):
         yield [csv_cell(c) for c in row]
 
 
-def csv_figures(run: dict):
-    s = run.get("system") or {}
-    base = [run["id"], s.get("hostname"), s.get("kernel_release")]
-    for m in run.get("measurements", []):
-        head = base + [m["name"], m.get("tool"), m.get("test"), m.get("condition")]
-        for name, metric in (m.get("metrics") or {}).items():
+def csv_figures(run: Run):
+    s = run.system
+    base = [run.id, s.get("hostname"), s.get("kernel_release")]
+    for m in run.measurements:
+        head = base + [m.label, m.tool, m.test, m.condition]
+        for name, figure in m.metrics.items():
+            metric = figure.to_dict()       # the figure as stored (a value beyond the bounds included)
             kind, unit = metric.get("kind", ""), metric.get("unit", "")
             if kind == "series":
                 continue
@@ -79,11 +83,11 @@ def csv_figures(run: dict):
                 yield head + [name, kind, unit, "bin", count, lo, hi]
             if hist.get("overflow"):
                 yield head + [name, kind, unit, "overflow", hist["overflow"], hist.get("overflow_from_ns"), None]
-        for name, v in (m.get("verdicts") or {}).items():
-            yield head + [name, "verdict", "", "pass", int(bool(v.get("pass"))), None, None]
+        for name, v in m.verdicts.items():
+            yield head + [name, "verdict", "", "pass", int(v.passed), None, None]
 
 
-def export_csv(run: dict) -> str:
+def export_csv(run: Run) -> str:
     import csv
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -108,16 +112,16 @@ def _f(v, d=1):
     return None if v is None else f"{v:,.{d}f}"
 
 
-def export_md(run: dict) -> str:
+def export_md(run: Run) -> str:
     from rtgauge.analysis.headline import headline
     from rtgauge.analysis.tire import held_text, period_text
     from rtgauge.analysis import latency_measurements, latency_row, system_label
     from rtgauge.analysis.micro import micro_rows, verdict_rows
     h = headline(run)
-    s = run.get("system") or {}
-    lines = [f"# rtgauge run {run['id']}: {md_cell(system_label(run))}", "",
-             f"Profile {md_cell(run.get('profile'))}, started {md_cell(run.get('started_at'))}, status "
-             f"{md_cell(run.get('status'))}; kernel {md_cell(s.get('kernel_release'))} "
+    s = run.system
+    lines = [f"# rtgauge run {run.id}: {md_cell(system_label(run))}", "",
+             f"Profile {md_cell(run.profile)}, started {md_cell(run.started_at)}, status "
+             f"{md_cell(run.status)}; kernel {md_cell(s.get('kernel_release'))} "
              f"({md_cell(s.get('preempt_model'))}), {md_cell(s.get('cpus'))} × {md_cell(s.get('cpu_model'))}.", "",
              f"**Rating: {h['rating'].glyphs} {h['rating'].klass}** — worst-case wake-up latency idle "
              f"{md_cell(_f(h['worst_idle_us']))} µs, loaded {md_cell(_f(h['worst_loaded_us']))} µs; "
@@ -140,49 +144,48 @@ def export_md(run: dict) -> str:
         from rtgauge.report.terminal import published_text
         rows = []
         for r in micro:
-            c = r.cells[run["id"]]
+            c = r.cells[run.id]
             rows.append([r.label, r.condition, _f(c["avg"] / 1000, 2) if c["avg"] is not None else None,
                          _f(c["max"] / 1000) if c["max"] is not None else None, published_text(r) or "-"])
         lines += ["## Microbenchmarks (µs)", ""] + md_table(["test", "condition", "avg", "max", "published avg/max"], rows)
     verdicts = verdict_rows([run])
     if verdicts:
         rows = [[v["test"] + (f" [{v['variant']}]" if v["variant"] else ""), v["verdict"],
-                 "pass" if v["cells"][run["id"]]["pass"] else "FAIL", v["cells"][run["id"]]["detail"]] for v in verdicts]
+                 "pass" if v["cells"][run.id]["pass"] else "FAIL", v["cells"][run.id]["detail"]] for v in verdicts]
         lines += ["## Verdicts", ""] + md_table(["test", "verdict", "result", "detail"], rows)
     return "\n".join(lines)
 
 
-def latency_columns(m: dict) -> list[dict]:
+def latency_columns(m: Measurement) -> list[dict]:
     """A latency measurement's per-thread distributions (ti#0, ti#1, ...), or its one
-    all-threads distribution when it has none per thread."""
-    metrics = m.get("metrics") or {}
-    threads = sorted((int(k.split("#", 1)[1]), v) for k, v in metrics.items()
-                     if k.startswith("ti#") and k.split("#", 1)[1].isdigit() and isinstance(v, dict))
+    all-threads distribution when it has none per thread, as the contract writes them
+    (cyclictest's layout is written from those)."""
+    threads = sorted((int(k.split("#", 1)[1]), v) for k, v in m.metrics.items()
+                     if k.startswith("ti#") and k.split("#", 1)[1].isdigit())
     if threads:
-        return [v for _, v in threads]
-    return [metrics["ti"]] if isinstance(metrics.get("ti"), dict) else []
+        return [v.to_dict() for _, v in threads]
+    return [m.metrics["ti"].to_dict()] if "ti" in m.metrics else []
 
 
-def export_cyclictest(run: dict) -> str:
+def export_cyclictest(run: Run) -> str:
     from rtgauge.tools.cyclictest import histfile_text
     blocks = []
-    for m in run.get("measurements", []):
-        if m.get("test") != "latency":
+    for m in run.measurements:
+        if m.test != "latency":
             continue
         columns = latency_columns(m)
         if not columns or not any(c.get("count") for c in columns):
             continue
-        label = f"{m['name']}" if "@" in str(m["name"]) else f"{m['name']}@{m.get('condition') or 'idle'}"
+        label = m.label if "@" in m.name else f"{m.name}@{m.condition or 'idle'}" + m.label[len(m.name):]
         blocks.append(f"# rtgauge measurement {label}\n" + histfile_text(columns))
     if not blocks:
-        raise UserError(f"run {run['id']} has no latency measurement with samples; export it as json, csv or md.")
+        raise UserError(f"run {run.id} has no latency measurement with samples; export it as json, csv or md.")
     return "".join(blocks)
 
 
 def cmd_export(args) -> int:
     from rtgauge.cli.report import load_runs
     [run] = load_runs(args.db, [args.run], documents=True)
-    run = run.to_dict()     # the export's form: the stored run as a document
     text = {"json": export_json, "csv": export_csv, "md": export_md,
             "cyclictest": export_cyclictest}[args.format](run)
     if args.output and args.output != "-":
@@ -191,7 +194,7 @@ def cmd_export(args) -> int:
             write_text_atomic(args.output, text)
         except OSError as e:
             raise UserError(f"cannot write {args.output} ({e.strerror}); choose another file with -o.") from None
-        print(f"Run {run['id']} exported as {args.format} to {args.output}.", file=sys.stderr)
+        print(f"Run {run.id} exported as {args.format} to {args.output}.", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0

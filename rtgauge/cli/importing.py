@@ -30,6 +30,7 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 from rtgauge.errors import UserError
+from rtgauge.records import Run
 
 
 class _Later:
@@ -97,8 +98,16 @@ def check_condition(value: str) -> str:
 
 
 def job_of(m: dict) -> dict:
-    return {k: m.get(k) for k in ("name", "tool", "test", "condition", "reference", "load", "started_at",
-                                  "duration_s", "exit_status", "command", "error")}
+    """How an exported measurement ran. Its round and segment are fields since store
+    schema 4; an export of an older rtgauge carried them in the name (`NAME#rK`,
+    `NAME#segN`), read here once (the store's migration reads its own rows the same way)."""
+    from rtgauge.store.store import split_old_name
+    job = {k: m.get(k) for k in ("name", "tool", "test", "condition", "reference", "round", "segment", "load",
+                                 "started_at", "duration_s", "exit_status", "command", "error")}
+    if job["round"] is None and job["segment"] is None and isinstance(job["name"], str):
+        load = m.get("load") if isinstance(m.get("load"), dict) else {}
+        job["name"], job["round"], job["segment"] = split_old_name(job["name"], load)
+    return job
 
 
 def check_export_run(data, where: str) -> dict:

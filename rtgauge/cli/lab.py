@@ -10,6 +10,7 @@ import sys
 from types import SimpleNamespace
 
 from rtgauge.errors import UserError
+from rtgauge.records import Run
 
 
 def register(sub) -> None:
@@ -103,7 +104,7 @@ def check_distinct(addresses: dict) -> None:
         seen[address] = t
 
 
-def lab_gates(lab, runs, stored: list[dict], rules, junit_path: str | None) -> int:
+def lab_gates(lab, runs, stored: list[Run], rules, junit_path: str | None) -> int:
     """Each target's run against the rules and the profile's budget: printed, written as
     JUnit (a suite per target), and their exit status (rtgauge/errors.py gate_status)."""
     from rtgauge.analysis.gate import check_run

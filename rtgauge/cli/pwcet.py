@@ -13,6 +13,7 @@ from rtgauge.defaults import DEFAULT_EXCEEDANCE
 from rtgauge.cli.show import add_format_argument
 from rtgauge.errors import UserError
 from rtgauge.config import DB_HELP
+from rtgauge.records import Run
 
 
 def register(subparsers) -> None:
@@ -90,29 +91,29 @@ def pwcet(args: argparse.Namespace) -> int:
         return 0
     run = load_run(args.run, args.db)
     groups = []
-    for m in run["measurements"]:
-        if not is_latency_measurement(m) or not m.get("ok", True):
+    for m in run.measurements:
+        if not is_latency_measurement(m) or m.ok is False:
             continue
         results = measurement_pwcet(m, p, per_thread=True)
         if results:
             groups.append((m, results))
     if not groups:
-        raise UserError(f"run {run['id']} has no latency measurement with per-window maxima (ti_window_max); "
+        raise UserError(f"run {run.id} has no latency measurement with per-window maxima (ti_window_max); "
                         "run a latency profile (e.g. `rtgauge run --profile quick`).")
     if args.json:
-        dump({"run": run["id"], "exceedance": p, "measurements": [
-            {"name": m["name"], "tool": m.get("tool"), "condition": m.get("condition"),
+        dump({"run": run.id, "exceedance": p, "measurements": [
+            {"name": m.label, "tool": m.tool, "condition": m.condition,
              "results": [r.to_json() for r in rs]} for m, rs in groups]})
         return 0
     out = console()
-    out.print(f"[bold]Probable worst-case wake-up latency, run {run['id']}[/] (p = {p:g} per cycle; docs/pwcet.md)")
+    out.print(f"[bold]Probable worst-case wake-up latency, run {run.id}[/] (p = {p:g} per cycle; docs/pwcet.md)")
     for m, rs in groups:
-        out.print(f"\n[bold]{escape(m['name'])}[/] ({escape(str(m.get('condition')))})")
+        out.print(f"\n[bold]{escape(m.label)}[/] ({escape(str(m.condition))})")
         print_results(out, rs)
     return 0
 
 
-def load_run(text: str, db: str | None) -> dict:
+def load_run(text: str, db: str | None) -> Run:
     from rtgauge.store.urls import database_to_read, display_url, normalise_url
     from rtgauge.store import open_store
     from rtgauge.cli.show import parse_run_argument
@@ -123,7 +124,6 @@ def load_run(text: str, db: str | None) -> dict:
     with open_store(db) as store:
         run_id = store.latest_run_id() if wanted == "latest" else wanted
         run = None if run_id is None else store.get_run(run_id)
-        run = None if run is None else run.to_dict()
         if run is None:
             where = store.url
     if run is None:

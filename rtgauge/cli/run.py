@@ -149,7 +149,7 @@ class ProgressView:
     def start_job(self, job: Job) -> None:
         from rtgauge.report.safe import markup
         self.current = job
-        self.progress.update(self.task, description=f"{markup(job.name, 64):<32}", completed=self.done)
+        self.progress.update(self.task, description=f"{markup(job.label, 64):<32}", completed=self.done)
 
     def tick(self, elapsed: float) -> None:
         self.progress.update(self.task, completed=self.done + min(elapsed, self.current.expected_s))
@@ -161,7 +161,7 @@ class ProgressView:
     def end_job(self, job: Job, doc: dict) -> None:
         self.done += job.expected_s
         state = "ok" if doc.get("ok") else f"failed: {doc.get('error')}"
-        self.progress.console.print(f"  {job.name}: {state}", markup=False)
+        self.progress.console.print(f"  {job.label}: {state}", markup=False)
         self.progress.update(self.task, completed=self.done)
 
 
@@ -438,7 +438,7 @@ def until_verdict(console, store, run_id: int, jobs: list[Job], warmup_s: float,
             return "complete"
         r += 1
         console.print(f"--until-verdict: undecided, measuring round {r} of the latency jobs.", markup=False)
-        extra = [replace(j, round=r, rounds=r, name=f"{j.name.split('#r')[0]}#r{r}", notes=list(j.notes))
+        extra = [replace(j, round=r, rounds=r, notes=list(j.notes))
                  for j in latency]
         view.total += one_round
         view.progress.update(view.task, total=view.total)

@@ -8,7 +8,7 @@ import sys
 
 from rtgauge.errors import UserError
 from rtgauge.config import DB_HELP
-from rtgauge.records import Run
+from rtgauge.records import Measurement, Run
 
 PERIODIC_STATS = ("min", "avg", "p99", "max")
 
@@ -55,7 +55,7 @@ def show_budget(args):
     return make_budget(conf.get("latency_us"), conf.get("period_us"), conf.get("miss_rate"), "config file")
 
 
-def rating_json(run: dict) -> dict:
+def rating_json(run: Run) -> dict:
     from rtgauge.analysis.headline import headline
     r = headline(run)["rating"]
     return {"stars": r.stars, "class": r.klass, "rated": not r.flags, "flags": r.flags, "reasons": r.reasons,
@@ -128,34 +128,37 @@ def show(args: argparse.Namespace) -> int:
                 from rtgauge.report.safe import SafeConsole
                 from rtgauge.report.terminal import print_verdict
                 print_verdict(SafeConsole(highlight=False), verdict)
-            shown = run.to_dict()     # the terminal's tables still read the dict (docs/design.md, "Shape")
-            print_run(shown)
-            print_pwcet(shown)
-            print_tire_cost(shown)
+            print_run(run)
+            print_pwcet(run)
+            print_tire_cost(run)
         return verdict.exit_status if verdict is not None else 0
 
 
 def run_document(run: Run) -> dict:
     """A stored run as `show RUN --json` (and `run --json`) print it: the run with its
-    analyses (tire model, pWCET, host stalls, published studies, tire cost)."""
-    run = run.to_dict()         # the JSON document; the analyses below add to it
+    analyses (tire model, pWCET, host stalls, published studies, tire cost). The
+    analyses read the records; the run is written as a document once, here."""
     from rtgauge.analysis.tire import tire_summary
     from rtgauge.analysis.tirecost import run_cost_model
     from rtgauge.report.stalls import stalls_json
     tire = tire_summary(run)      # what the report draws of the tire model: maps, limits, curves
-    if any(tire.values()):
-        run.setdefault("analysis", {})["tire"] = tire
     cost = run_cost_model(run)
-    run = with_pwcet(run)
-    for m in run.get("measurements", []):
+    pwcet = {id(m): results for m, results in pwcet_results(run)}
+    published = published_json(run)
+    doc = run.to_dict()
+    if any(tire.values()):
+        doc.setdefault("analysis", {})["tire"] = tire
+    for m, shown in zip(run.measurements, doc.get("measurements", [])):
+        if id(m) in pwcet:
+            shown["pwcet"] = [r.to_json() for r in pwcet[id(m)]]
         stalls = stalls_json(m)
         if stalls is not None:
-            m["host_stalls"] = stalls
-    extra = {"published": published_json(run), **({"tire_cost": cost} if cost else {})}
-    return dict(run, **extra)
+            shown["host_stalls"] = stalls
+    extra = {"published": published, **({"tire_cost": cost} if cost else {})}
+    return dict(doc, **extra)
 
 
-def published_json(run: dict) -> dict:
+def published_json(run: Run) -> dict:
     """What the report shows of the published evaluations for this run: each study's
     rows with the measurement placed beside them (or why not), and the behaviour
     verdicts beside the published ones (rtgauge/analysis/published.py)."""
@@ -261,26 +264,26 @@ def microseconds(ns) -> str:
     return "-" if not isinstance(ns, (int, float)) else f"{ns / 1000:.1f}"
 
 
-def scalar(metrics: dict, name: str) -> str:
-    value = metrics.get(name, {}).get("value")
+def scalar(m: Measurement, name: str) -> str:
+    value = m.scalar(name)
     return "-" if value is None else str(value)
 
 
-def outcome(m: dict) -> str:
-    if not m["ok"]:
+def outcome(m: Measurement) -> str:
+    if not m.ok:
         return "[red]failed[/]"
-    return "[yellow]interrupted[/]" if m["interrupted"] else "[green]ok[/]"
+    return "[yellow]interrupted[/]" if m.interrupted else "[green]ok[/]"
 
 
 def verdict_summary(verdicts: dict) -> str:
     from rtgauge.report.safe import markup as escape
-    return ", ".join(f"{escape(name)} {'[green]pass[/]' if v['pass'] else '[red]FAIL[/]'}"
+    return ", ".join(f"{escape(name)} {'[green]pass[/]' if v.passed else '[red]FAIL[/]'}"
                      for name, v in verdicts.items())
 
 
-def steal_text(m: dict) -> str:
+def steal_text(m: Measurement) -> str:
     """The hypervisor's steal time on the measured CPUs during the measurement."""
-    steal = ((m.get("env") or {}).get("counters") or {}).get("steal")
+    steal = (m.env.get("counters") or {}).get("steal")
     if not isinstance(steal, dict) or not isinstance(steal.get("total_ms"), (int, float)):
         return "-"
     share = steal.get("max_share")
@@ -301,27 +304,27 @@ def origin_text(origin: dict) -> str:
     return text + f"; identity {origin.get('identity')}"
 
 
-def print_run(run: dict) -> None:
+def print_run(run: Run) -> None:
     from rich.table import Table
     from rtgauge.report.safe import markup as escape, printable
     from rtgauge.report.stalls import print_stalls
     out = console()
-    duration = elapsed(run["started_at"], run["finished_at"])
-    out.print(f"[bold]Run {run['id']}[/] · {styled_status(run['status'])} · profile {escape(run['profile'])} · "
-              f"started {when(run['started_at'])}" + (f" · took {duration}" if duration else ""))
-    if run.get("note"):
-        out.print(f"  note: {printable(run['note'])}", markup=False)
-    if isinstance(run.get("origin"), dict):
-        out.print(f"  origin: {printable(origin_text(run['origin']))}", markup=False)
-    out.print(f"System: {system_line(run['system'] or {'hostname': run['hostname']})}", markup=False)
-    warnings = [d for d in run["doctor"] if d.get("status") != "ok"]
+    duration = elapsed(run.started_at, run.finished_at)
+    out.print(f"[bold]Run {run.id}[/] · {styled_status(run.status)} · profile {escape(run.profile)} · "
+              f"started {when(run.started_at)}" + (f" · took {duration}" if duration else ""))
+    if run.note:
+        out.print(f"  note: {printable(run.note)}", markup=False)
+    if isinstance(run.origin, dict):
+        out.print(f"  origin: {printable(origin_text(run.origin))}", markup=False)
+    out.print(f"System: {system_line(run.system or {'hostname': run.extra.get('hostname')})}", markup=False)
+    warnings = [d for d in run.doctor if d.get("status") != "ok"]
     if warnings:
         out.print("Doctor:")
         for d in warnings:
             advice = f" — {d['advice']}" if d.get("advice") else ""
             out.print(f"  {d.get('status', '?')}: {d.get('name', '?')} = {d.get('value', '')}{advice}",
                       markup=False)
-    if not run["measurements"]:
+    if not run.measurements:
         out.print("No measurements were stored in this run.")
         return
     table = Table(title="Measurements (wake-up latency ti in µs)", title_justify="left")
@@ -332,47 +335,39 @@ def print_run(run: dict) -> None:
     table.add_column("misses", justify="right")
     table.add_column("steal ms", justify="right")
     table.add_column("verdicts")
-    for m in run["measurements"]:
-        ti = m["metrics"].get("ti", {})
-        tool = f"{m['tool']} (x-check)" if m["reference"] else m["tool"]
-        table.add_row(escape(m["name"]), escape(tool), escape(m["condition"]), outcome(m),
-                      *(microseconds(ti.get(stat)) for stat in PERIODIC_STATS),
-                      scalar(m["metrics"], "misses"), steal_text(m), verdict_summary(m["verdicts"]))
+    for m in run.measurements:
+        ti = m.metric("ti")
+        tool = f"{m.tool} (x-check)" if m.cross_check else m.tool
+        table.add_row(escape(m.label), escape(tool), escape(m.condition), outcome(m),
+                      *(microseconds(getattr(ti, stat)) for stat in PERIODIC_STATS),
+                      scalar(m, "misses"), steal_text(m), verdict_summary(m.verdicts))
     out.print(table)
     print_stalls(out, [run])
     from rtgauge.report.spikes import print_attribution
     print_attribution(out, [run])
-    for m in run["measurements"]:
-        if m["error"]:
-            out.print(f"{printable(m['name'], 200)}: {printable(m['error'])}", markup=False)
+    for m in run.measurements:
+        if m.error:
+            out.print(f"{printable(m.label, 200)}: {printable(m.error)}", markup=False)
 
 
 # ---- probable worst case (pWCET) -----------------------------------------------
 
-def pwcet_results(run: dict) -> list[tuple[dict, list]]:
+def pwcet_results(run: Run) -> list[tuple[Measurement, list]]:
     """(measurement, [Pwcet of the whole run]) per latency measurement that stored
     per-window maxima."""
     from rtgauge.analysis import is_latency_measurement
     from rtgauge.analysis.pwcet import measurement_pwcet
 
     out = []
-    for m in run.get("measurements", []):
-        if is_latency_measurement(m) and m.get("ok", True):
+    for m in run.measurements:
+        if is_latency_measurement(m) and m.ok is not False:
             results = measurement_pwcet(m)
             if results:
                 out.append((m, results))
     return out
 
 
-def with_pwcet(run: dict) -> dict:
-    """The run with a "pwcet" list (whole-run result, docs/pwcet.md) in each latency
-    measurement that stored per-window maxima; `rtgauge pwcet RUN` adds each thread."""
-    for m, results in pwcet_results(run):
-        m["pwcet"] = [r.to_json() for r in results]
-    return run
-
-
-def print_pwcet(run: dict) -> None:
+def print_pwcet(run: Run) -> None:
     results = pwcet_results(run)
     if not results:
         return
@@ -380,10 +375,10 @@ def print_pwcet(run: dict) -> None:
     out.print("Probable worst case (extreme value theory, docs/pwcet.md; `rtgauge pwcet` gives each thread):")
     for m, rs in results:
         for r in rs:
-            out.print(f"  {m['name']}: {r.summary()}", markup=False)
+            out.print(f"  {m.label}: {r.summary()}", markup=False)
 
 
-def print_tire_cost(run: dict) -> None:
+def print_tire_cost(run: Run) -> None:
     """The tire cost equation of the run: constants measured by the solver, and
     each configuration's step time predicted from the others' (docs/tire.md)."""
     from rich.table import Table

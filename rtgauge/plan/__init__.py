@@ -5,7 +5,8 @@ cross-check, a cyclictest job on the same settings right after it (same conditio
 same CPUs), stored flagged as a cross-check (the stored key is `reference`, its first name).
 
 A job with rounds = N > 1 runs N times, each round a separate engine invocation stored
-as its own measurement named `NAME#rK` (K = 1..N) and tagged load.round = {index, of}.
+as its own measurement with the job's name and its round K (1..N) as a field (the load
+record also says load.round = {index, of}).
 The rounds are interleaved (round 1 of every job, then round 2, ...), so a slow change
 of the machine spreads over all rounds instead of shifting one job's."""
 
@@ -32,6 +33,11 @@ class Job:
     rounds: int = 1
     if_available: list[str] = field(default_factory=list)   # flags wanted where the engine can (plan/optional.py)
     notes: list[str] = field(default_factory=list)          # stored with the measurement (env.notes)
+
+    @property
+    def label(self) -> str:
+        """The name with its round, where the progress lists jobs."""
+        return f"{self.name} (round {self.round})" if self.round else self.name
 
     def engine_args(self) -> list[str]:
         """The engine's command-line options for this job (after the test name)."""
@@ -76,12 +82,11 @@ def build_plan(profile: Profile, rounds: int | None = None) -> list[Job]:
             n = rounds_of(spec)
             if r > n:
                 continue
-            tag = f"#r{r}" if n > 1 else ""
             cpus = (parse_cpu_list(check_cpu_list(f"job {spec.name}: cpus", str(spec.options["cpus"])))
                     if "cpus" in spec.options else allowed_cpus())
             seconds = expected_seconds(spec.test, spec.options)
             for condition in spec.conditions:
-                base = f"{spec.name}@{condition}{tag}"
+                base = f"{spec.name}@{condition}"
                 jobs.append(Job(base, "engine", spec.test, condition, dict(spec.options), cpus,
                                 False, seconds, r if n > 1 else None, n,
                                 list(spec.if_available)))

@@ -379,7 +379,7 @@ def stop_child(proc: subprocess.Popen) -> None:
 @dataclass
 class Segment:
     job: Job              # the job with the segment's options
-    name: str
+    segment: int | None   # 1..N when the job's long load was stored in segments
     doc: dict
     status: int
     interrupted: bool
@@ -446,18 +446,18 @@ def run_job_segments(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> 
                 delivered = delivered_between(load, previous, current)
                 delivered["alive_until_stop"] = load.running()
             previous = current
-            name = job.name
+            segment = None
             if len(segments) > 1:
                 delivered["segment"] = {"index": i + 1, "of": len(segments), "job": job.name,
                                         "duration_s": sjob.expected_s}
-                name = f"{job.name}#seg{i + 1}"
+                segment = i + 1
             if job.round is not None:
                 delivered["round"] = {"index": job.round, "of": job.rounds}
             if s.partition is not None:
                 delivered["partition"] = s.partition.record()
             delivered.update(s.record)
             judge_delivery(job.condition, delivered)
-            yield Segment(sjob, name, doc, status, interrupted, delivered, started_at,
+            yield Segment(sjob, segment, doc, status, interrupted, delivered, started_at,
                           time.monotonic() - t0, command)
             if last:
                 return
@@ -467,9 +467,12 @@ def run_job_segments(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> 
 
 
 def job_record(job: Job, status: int, delivered: dict, started_at: str, duration_s: float,
-               command: list[str], name: str | None = None) -> dict:
-    return {"name": name or job.name, "tool": job.tool, "test": job.test, "condition": job.condition,
-            "reference": job.cross_check, "load": delivered, "started_at": started_at,
+               command: list[str], segment: int | None = None) -> dict:
+    """What the store keeps of how a job ran: its name, and its round and segment as
+    fields of their own (the name says the job alone)."""
+    return {"name": job.name, "tool": job.tool, "test": job.test, "condition": job.condition,
+            "reference": job.cross_check, "round": job.round, "segment": segment,
+            "load": delivered, "started_at": started_at,
             "duration_s": round(duration_s, 3), "exit_status": status, "command": command}
 
 
@@ -515,7 +518,7 @@ def execute(store, run_id: int, jobs: list[Job], warmup_s: float, progress=None,
                 for seg in run_job_segments(job, s, stop, on_tick=progress.tick if progress else None):
                     mid = store.add_measurement(run_id, job_record(seg.job, seg.status, seg.delivered,
                                                                    seg.started_at, seg.duration_s,
-                                                                   seg.command, seg.name), seg.doc)
+                                                                   seg.command, seg.segment), seg.doc)
                     outcomes.append(JobOutcome(seg.job, seg.doc, seg.status, mid, seg.interrupted))
                     last_doc = seg.doc
                     if seg.interrupted:

@@ -9,7 +9,6 @@ from html import escape as h
 from rich.console import Console
 from rich.table import Table
 
-from rtgauge.records import as_run
 from rtgauge.report.safe import markup as escape
 
 COST_NOTE = ("Tracing has a cost of its own: docs/performance.md (\"Attribution tracing\") gives the wake-up "
@@ -19,11 +18,11 @@ COST_NOTE = ("Tracing has a cost of its own: docs/performance.md (\"Attribution 
 def attributions(runs: list) -> list[tuple[object, str, dict]]:
     """(run id, measurement name, env.attribution) for every measurement that has one."""
     out = []
-    for run in map(as_run, runs):
+    for run in runs:
         for m in run.measurements:
             a = (m.env or {}).get("attribution")
             if isinstance(a, dict):
-                out.append((run.id, m.name or m.test or "?", a))
+                out.append((run.id, m.label or m.test or "?", a))
     return out
 
 

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rtgauge.analysis.stalls import stall_figures, stall_summary
-from rtgauge.records import as_run
+from rtgauge.records import Measurement, Run
 from rtgauge.report.numbers import us_fixed
 from rtgauge.report.safe import markup as escape
 
@@ -26,20 +26,20 @@ NOTE = ("A host stall is a gap the engine's non-measuring observer thread saw on
         "of all samples, stalls included.")
 
 
-def stall_rows(runs: list[dict]) -> list[dict]:
+def stall_rows(runs: list[Run]) -> list[dict]:
     """One row per measurement with observer data: the summary and its touched figures."""
     rows = []
-    for run in map(as_run, runs):
+    for run in runs:
         for m in run.measurements:
             s = stall_summary(m)
             if s is None:
                 continue
-            rows.append({"run": run.id, "measurement": m.name or m.test or "?",
+            rows.append({"run": run.id, "measurement": m.label or m.test or "?",
                          "summary": s, "figures": stall_figures(m, touched_only=True)})
     return rows
 
 
-def print_stalls(console: Console, runs: list[dict]) -> None:
+def print_stalls(console: Console, runs: list[Run]) -> None:
     """Nothing when no measurement recorded the observer; otherwise the stalls seen and,
     for the touched figures, both averages."""
     rows = stall_rows(runs)
@@ -75,7 +75,7 @@ def print_stalls(console: Console, runs: list[dict]) -> None:
                       f"{escape(str(unobserved[0]['summary']['reason']))}")
 
 
-def render_stalls_html(runs: list[dict]) -> str:
+def render_stalls_html(runs: list[Run]) -> str:
     """The body of the report's host-stalls section."""
     rows = stall_rows(runs)
     if not rows:
@@ -102,7 +102,7 @@ def render_stalls_html(runs: list[dict]) -> str:
     return "".join(out)
 
 
-def stalls_json(m: dict) -> dict | None:
+def stalls_json(m: Measurement) -> dict | None:
     """show --json: the observer's summary and every figure's two averages."""
     s = stall_summary(m)
     if s is None:

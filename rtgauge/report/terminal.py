@@ -14,7 +14,7 @@ from rtgauge.analysis.micro import micro_rows, rhealstone, verdict_rows
 from rtgauge.analysis.tire import held_text, period_text
 from rtgauge.analysis.published import projection_text, published_verdicts, studies, systems_of
 from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
-from rtgauge.records import Run, as_run
+from rtgauge.records import Run
 from rtgauge.report.stalls import print_stalls
 from rtgauge.report.numbers import avg_sigma, fmt_group, latency_figures, us_group
 
@@ -23,8 +23,7 @@ def _f(v, digits=1) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
 
 
-def print_summary(console: Console, run: Run | dict, budget_us: float = DEFAULT_BUDGET_US, verdict=None) -> None:
-    run = as_run(run)
+def print_summary(console: Console, run: Run, budget_us: float = DEFAULT_BUDGET_US, verdict=None) -> None:
     system = run.system
     console.print(f"[bold]Run {run.id}[/] ({escape(str(run.profile))}) on "
                   f"{escape(str(system.get('hostname', '?')))}, kernel {escape(str(system.get('kernel_release', '?')))}, "
@@ -42,7 +41,7 @@ def print_summary(console: Console, run: Run | dict, budget_us: float = DEFAULT_
     print_stalls(console, [run])
     for m in run.measurements:
         if not m.ok:
-            console.print(f"[red]{escape(m.name)}: failed: {escape(str(m.error))}[/]")
+            console.print(f"[red]{escape(m.label)}: failed: {escape(str(m.error))}[/]")
             continue
         mono, tsc = m.scalar("timestamp_monotonic"), m.scalar("timestamp_tsc")
         if mono is not None:
@@ -55,7 +54,7 @@ def print_summary(console: Console, run: Run | dict, budget_us: float = DEFAULT_
                       f"{sum(c['status'] == 'warn' for c in bad)} warnings — `rtgauge doctor` says what to change.")
 
 
-def print_headline(console: Console, run: dict, h: dict) -> None:
+def print_headline(console: Console, run: Run, h: dict) -> None:
     r = h["rating"]
     colour = "green" if (r.stars or 0) >= 4 else ("yellow" if (r.stars or 0) >= 2 else "red")
     if r.flags:
@@ -92,8 +91,7 @@ def print_verdict(console: Console, v) -> None:
         console.print(f"  [red]incomplete: {escape(text)}; the verdict fails closed (exit status 5)[/]")
 
 
-def print_latency(console: Console, run: Run | dict) -> None:
-    run = as_run(run)
+def print_latency(console: Console, run: Run) -> None:
     table = Table(title="Wake-up latency (µs)", title_justify="left")
     for col in ("job", "tool", "condition", "samples", "min", "avg ± σ", "p99", "p99.99", "max", "misses"):
         table.add_column(col, justify="right" if col not in ("job", "tool", "condition") else "left", no_wrap=True)
@@ -101,7 +99,8 @@ def print_latency(console: Console, run: Run | dict) -> None:
         row = latency_row(m)
         flag = " (fallback: not real-time)" if row["fallback"] else ""
         flag += " (interrupted)" if row["interrupted"] else ""
-        table.add_row(escape(m.name.split("/")[0] + flag), escape(row["tool"]), escape(str(row["condition"])),
+        job = m.label.replace(f"/{m.tool}", "", 1) if m.cross_check else m.label
+        table.add_row(escape(job + flag), escape(row["tool"]), escape(str(row["condition"])),
                       f"{row['samples']:,}", latency_figures(row, "-")[0], avg_sigma(row, "-"),
                       *latency_figures(row, "-")[2:4], f"[bold]{latency_figures(row, '-')[4]}[/]",
                       "-" if row["misses"] is None else str(row["misses"]))
@@ -153,10 +152,9 @@ def _measured_cell(study, placed: dict) -> str:
     return "[dim]not measured[/]"
 
 
-def print_published(console: Console, runs: list[Run | dict]) -> None:
+def print_published(console: Console, runs: list[Run]) -> None:
     """Each published study's rows beside the runs' measurements of the same method
     (rtgauge/analysis/published.py), then the published behaviour verdicts."""
-    runs = [as_run(r) for r in runs]
     for study, rows in studies(runs):
         systems = systems_of(rows)
         measured = [row for row in rows if any(row.placed.get(r.id, {}).get("status") != "not measured"
@@ -216,8 +214,7 @@ def print_published(console: Console, runs: list[Run | dict]) -> None:
         console.print(table)
 
 
-def print_micro(console: Console, runs: list[Run | dict]) -> None:
-    runs = [as_run(r) for r in runs]
+def print_micro(console: Console, runs: list[Run]) -> None:
     rows = micro_rows(runs)
     if rows:
         table = Table(title="Microbenchmarks (µs): avg / max, published figures beside", title_justify="left")

@@ -44,7 +44,10 @@ def fits_int_column(value) -> bool:
     return is_int(value) and abs(value) < 2**63
 
 
-def metric_kind(metric: dict) -> str:
+def shape_kind(metric: dict) -> str:
+    """The kind a metric's keys show: the fallback for a document no catalogue
+    describes (another tool's, rtgauge's own Python-side measurements, a metric this
+    engine does not declare; rtgauge/store/kinds.py)."""
     if "histogram" in metric or "count" in metric:
         return "distribution"
     if "window_ns" in metric or isinstance(metric.get("max"), list):
@@ -71,9 +74,9 @@ def is_text(value) -> bool:
     return isinstance(value, str)
 
 
-def metric_rows(name: str, metric: dict) -> tuple[dict, list[ArrayRows]]:
-    """The metrics row for one metric and the array rows hanging off it."""
-    kind = metric_kind(metric)
+def metric_rows(name: str, metric: dict, kind: str) -> tuple[dict, list[ArrayRows]]:
+    """The metrics row for one metric of KIND (distribution, series, scalar, other)
+    and the array rows hanging off it."""
     body = dict(metric)
     arrays: list[ArrayRows] = []
     if kind == "distribution":

@@ -22,7 +22,7 @@ from sqlalchemy import (
 )
 
 # Bump when the tables change, and add a step to MIGRATIONS in store.py.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 metadata = MetaData()
 
@@ -87,6 +87,10 @@ measurements = Table(
     Column("test", Text, nullable=False),
     Column("condition", Text, nullable=False),
     Column("reference", Boolean, nullable=False),
+    # 1..N: the round of a job measured in rounds, the segment of a long load's job
+    # stored in parts; NULL for a job measured once (the name says the job alone)
+    Column("round", Integer),
+    Column("segment", Integer),
     Column("ok", Boolean, nullable=False),
     Column("interrupted", Boolean, nullable=False),
     Column("error", Text),

@@ -22,7 +22,7 @@ from rtgauge import __version__, owner
 from rtgauge.errors import UserError
 from rtgauge.records import Measurement, Run
 from rtgauge.redact import mask_text, redact_argv
-from rtgauge.store import codec, schema
+from rtgauge.store import codec, kinds, schema
 from rtgauge.store.codec import from_json, to_json
 from rtgauge.store.schema import (
     SCHEMA_VERSION,
@@ -50,8 +50,39 @@ def add_run_origin(conn: Connection) -> None:
     conn.execute(text("CREATE INDEX ix_runs_origin_key ON runs (origin_key)"))
 
 
+def round_and_segment_columns(conn: Connection) -> None:
+    """Round and segment become columns; the names lose the `#rK` / `#segN` that
+    carried them (for K and N the load record also says, load.round / load.segment)."""
+    conn.execute(text("ALTER TABLE measurements ADD COLUMN round INTEGER"))
+    conn.execute(text("ALTER TABLE measurements ADD COLUMN segment INTEGER"))
+    rows = conn.execute(text("SELECT id, name, load FROM measurements WHERE load LIKE '%\"round\"%' "
+                             "OR load LIKE '%\"segment\"%'")).all()
+    for mid, name, load in rows:
+        name, r, seg = split_old_name(name, json_object(from_json(load, {})))
+        conn.execute(text("UPDATE measurements SET name = :name, round = :r, segment = :seg WHERE id = :id"),
+                     {"name": name, "r": r, "seg": seg, "id": mid})
+
+
+def split_old_name(name: str, load: dict) -> tuple[str, int | None, int | None]:
+    """(the job's name, round, segment) of a measurement named as before schema 4:
+    `NAME#rK` with load.round.index K, `NAME#segN` with load.segment.index N (a
+    cross-check's `/TOOL` after the round tag: `latency@idle#r2/cyclictest`)."""
+    def index(what: str) -> int | None:
+        v = json_object(load.get(what)).get("index")
+        return v if codec.is_int(v) and v > 0 else None
+    r, seg = index("round"), index("segment")
+    if seg is not None and name.endswith(f"#seg{seg}"):
+        name = name[:-len(f"#seg{seg}")]
+    if r is not None:
+        base, slash, tool = name.partition("/")
+        if base.endswith(f"#r{r}"):
+            name = base[:-len(f"#r{r}")] + slash + tool
+    return name, r, seg
+
+
 # version -> function(conn) bringing a database at that version to version + 1.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: add_run_owner, 2: add_run_origin}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: add_run_owner, 2: add_run_origin,
+                                                       3: round_and_segment_columns}
 
 # One bound for any database operation, in seconds (RTGAUGE_DB_TIMEOUT_S changes it): the
 # server's statement_timeout, and a client-side cut for a server that stops answering at all
@@ -334,9 +365,10 @@ class Store:
         measurement_id = int(result.inserted_primary_key[0])
         metric_docs = doc.get("metrics")
         if isinstance(metric_docs, dict):
+            info = kinds.declared_test(job, doc)
             for name, metric in metric_docs.items():
                 if isinstance(metric, dict):
-                    insert_metric(conn, measurement_id, str(name), metric)
+                    insert_metric(conn, measurement_id, str(name), metric, kinds.metric_kind(info, str(name), metric))
         verdict_rows = verdict_rows_of(measurement_id, doc.get("verdicts"))
         if verdict_rows:
             conn.execute(insert(verdicts), verdict_rows)
@@ -465,6 +497,11 @@ def json_object(value) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def index_of(value) -> int | None:
+    """A round's or segment's index as stored: 1..2**31-1, else NULL."""
+    return value if codec.is_int(value) and 0 < value < 2**31 else None
+
+
 def measurement_row(run_id: int, job: dict, doc: dict) -> dict:
     duration = job.get("duration_s")
     exit_status = job.get("exit_status")
@@ -482,6 +519,8 @@ def measurement_row(run_id: int, job: dict, doc: dict) -> dict:
         "test": str(job.get("test") or doc.get("test") or ""),
         "condition": str(job.get("condition") or ""),
         "reference": bool(job.get("reference", False)),
+        "round": index_of(job.get("round")),
+        "segment": index_of(job.get("segment")),
         "ok": doc.get("ok") is True and load_ok,
         "interrupted": doc.get("interrupted") is True,
         "error": None if error is None else str(error),
@@ -497,8 +536,8 @@ def measurement_row(run_id: int, job: dict, doc: dict) -> dict:
     }
 
 
-def insert_metric(conn: Connection, measurement_id: int, name: str, metric: dict) -> None:
-    row, arrays = codec.metric_rows(name, metric)
+def insert_metric(conn: Connection, measurement_id: int, name: str, metric: dict, kind: str) -> None:
+    row, arrays = codec.metric_rows(name, metric, kind)
     result = conn.execute(insert(metrics).values(measurement_id=measurement_id, **row))
     metric_id = int(result.inserted_primary_key[0])
     for array in arrays:
@@ -552,6 +591,9 @@ def read_measurements(conn: Connection, run_id: int, documents: bool = True) -> 
             m[key] = from_json(m[key], {})
         m["command"] = from_json(m["command"], [])
         m["reference"], m["ok"], m["interrupted"] = bool(m["reference"]), bool(m["ok"]), bool(m["interrupted"])
+        for key in ("round", "segment"):        # a job measured once has neither
+            if m[key] is None:
+                del m[key]
         m["load_ok"] = m["load"].get("ok") is not False if isinstance(m["load"], dict) else True
         m["metrics"] = metrics_by_measurement[row.id]
         m["verdicts"] = verdicts_by_measurement[row.id]

@@ -23,6 +23,7 @@ from pathlib import Path
 import jsonschema
 
 from rtgauge.errors import UserError
+from rtgauge.records import Run
 
 MAX_DEPTH = 64
 INT_LIMIT = 2**63 - 1
@@ -130,6 +131,8 @@ MEASUREMENT = {
         "name": NAME,
         "tool": SHORT, "test": SHORT, "condition": {"type": ["string", "null"], "maxLength": TEXT_MAX},
         "reference": {"type": ["boolean", "null"]},
+        "round": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**31 - 1},
+        "segment": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**31 - 1},
         "ok": {"type": ["boolean", "null"]},
         "interrupted": {"type": ["boolean", "null"]},
         "error": TEXT,
@@ -365,27 +368,29 @@ def check_engine_document(doc, where: str) -> dict:
 
 # -- the dry read ----------------------------------------------------------------------
 
-def as_stored(run: dict) -> dict:
-    """The run as Store.get_run would return it after storing (same conversions)."""
-    from rtgauge.store import codec
+def as_stored(run: dict) -> Run:
+    """The run as Store.get_run would return it after storing (same conversions, the
+    same record)."""
+    from rtgauge.store import codec, kinds
     from rtgauge.store.store import measurement_row, verdict_rows_of
 
     measurements = []
     for i, m in enumerate(run.get("measurements") or []):
         doc = m["document"]
         row = measurement_row(0, {k: m.get(k) for k in ("name", "tool", "test", "condition", "reference",
-                                                         "load", "started_at", "duration_s", "exit_status",
-                                                         "command", "error")}, doc)
-        out = {k: v for k, v in row.items() if k != "run_id"}
+                                                         "round", "segment", "load", "started_at", "duration_s",
+                                                         "exit_status", "command", "error")}, doc)
+        out = {k: v for k, v in row.items() if k != "run_id" and (v is not None or k not in ("round", "segment"))}
         out["id"] = i + 1
         for key in ("params", "env", "load"):
             out[key] = json.loads(out[key])
         out["command"] = json.loads(out["command"])
         out["document"] = json.loads(out["document"])
         metrics = {}
+        info = kinds.declared_test(m, doc)
         for name, metric in (doc.get("metrics") or {}).items():
             if isinstance(metric, dict):
-                mrow, arrays = codec.metric_rows(str(name), metric)
+                mrow, arrays = codec.metric_rows(str(name), metric, kinds.metric_kind(info, str(name), metric))
                 back = codec.metric_from_rows(mrow, [{"layout": a.layout, **a.row} for a in arrays])
                 metrics[str(name)] = {"kind": mrow["kind"], **back}
         out["metrics"] = metrics
@@ -393,10 +398,11 @@ def as_stored(run: dict) -> dict:
                            for v in verdict_rows_of(0, doc.get("verdicts"))}
         measurements.append(out)
     system = run.get("system") or {}
-    return {"id": run.get("id") or 0, "status": str(run.get("status") or "complete"),
-            "note": str(run.get("note") or ""), "profile": str(run.get("profile") or "imported"),
-            "profile_source": str(run.get("profile_source") or ""), "started_at": run.get("started_at"),
-            "finished_at": run.get("finished_at"), "argv": list(run.get("argv") or []),
-            "system": system, "doctor": list(run.get("doctor") or []),
-            "hostname": str(system.get("hostname") or ""), "kernel_release": str(system.get("kernel_release") or ""),
-            "measurements": measurements}
+    return Run.from_dict({
+        "id": run.get("id") or 0, "status": str(run.get("status") or "complete"),
+        "note": str(run.get("note") or ""), "profile": str(run.get("profile") or "imported"),
+        "profile_source": str(run.get("profile_source") or ""), "started_at": run.get("started_at"),
+        "finished_at": run.get("finished_at"), "argv": list(run.get("argv") or []),
+        "system": system, "doctor": list(run.get("doctor") or []),
+        "hostname": str(system.get("hostname") or ""), "kernel_release": str(system.get("kernel_release") or ""),
+        "measurements": measurements})

@@ -35,11 +35,12 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from rtgauge.catalogue import catalogue, within
+from rtgauge.defaults import TIRE_PERIOD_MS
 from rtgauge.errors import UserError
 from rtgauge.search import hardest_holding, narrow
 
 STUDY_STEPS = 6000          # the study's probes: 60 s of simulated time at 10 ms
-PRETEST_PERIOD_MS = 0.5     # the engine's --mode pretest (docs/engine.md)
+PRETEST_PERIOD_MS = TIRE_PERIOD_MS["pretest"]     # the engine's --mode pretest (docs/engine.md)
 
 
 def published_thread_counts() -> list[int]:
@@ -93,7 +94,7 @@ class SweepSpec:
     policies: list[str] = field(default_factory=lambda: ["other", "fifo"])
     solver: str = "locked"
     lock: str = "mutex"
-    period_ms: float = 10.0
+    period_ms: float = TIRE_PERIOD_MS["realtime"]
     steps: int = STUDY_STEPS         # per probe: 60 s at 100 Hz, the study's
     cpus: str | None = None
     retries: int = 1                 # a late grid probe is run this many more times, to tell a

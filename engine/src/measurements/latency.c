@@ -98,7 +98,11 @@ static FILE *open_status(const rtg_opts *o, rtg_result *res, int *status)
             return NULL;
         }
         /* a reader that closes its end must not end the measurement (status.h) */
-        signal(SIGPIPE, SIG_IGN);
+        struct sigaction ign;   /* sigaction, not signal(): POSIX names one behaviour */
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        sigemptyset(&ign.sa_mask);
+        sigaction(SIGPIPE, &ign, NULL);
         int dupped = dup((int)fd);
         f = dupped < 0 ? NULL : fdopen(dupped, "w");
         if (!f) {

@@ -18,7 +18,7 @@ import re
 from datetime import datetime, timezone
 
 from rtgauge.analysis import system_label
-from rtgauge.records import Run, as_run
+from rtgauge.records import Run
 from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
 from rtgauge.report.html.hil import render_hil
 from rtgauge.report.html.latency import render_latency
@@ -37,7 +37,7 @@ from rtgauge.report.stalls import render_stalls_html
 from rtgauge import safefile
 
 
-def write_report(runs: list[Run | dict], path: str, **options) -> None:
+def write_report(runs: list[Run], path: str, **options) -> None:
     text = render(runs, **options)
     safefile.write_text(path, text)       # never through a planted link; whole or not at all
 
@@ -57,13 +57,13 @@ def is_empty(body: str) -> bool:
     return bool(EMPTY.match(body or ""))
 
 
-def render(runs: list[Run | dict], budget_us: float = DEFAULT_BUDGET_US, title: str | None = None,
+def render(runs: list[Run], budget_us: float = DEFAULT_BUDGET_US, title: str | None = None,
            comparisons: list | None = None, tripped: list[str] | None = None, budget=None,
            trend: bool = False) -> str:
     """comparisons: [(candidate run, [Change])] from rtgauge compare, shown as a
     regressions section after the latency; budget: the job (analysis/verdict.py
     Budget), whose verdict opens the page; trend: add the trend section (runs over time)."""
-    runs = [as_run(r) for r in runs if r]
+    runs = [r for r in runs if r]
     if budget is not None:
         budget_us = budget.latency_us
     heads = [headline(r, budget_us) for r in runs]

@@ -8,9 +8,10 @@ from rtgauge.analysis.cycle import equation_parts
 from rtgauge.analysis.hil import loop_measurements, loop_row, sustained_measurements, sustained_rows
 from rtgauge.report.html.latency import equation_bar, equation_text
 from rtgauge.report.html.page import e, figure, num, us
+from rtgauge.records import Run
 
 
-def render_hil(runs: list[dict]) -> str:
+def render_hil(runs: list[Run]) -> str:
     """Per run: every hil job (round trip at the device, Ti/Ts/Tw at the simulation,
     frames lost and deadlines missed) and the sustained-rate sweep."""
     out = []

@@ -12,7 +12,7 @@ from rtgauge.report.numbers import avg_sigma, latency_figures
 from rtgauge.report.svg import Axis, Plot, Series, budget_bar
 
 
-def shared_x_range(runs: list[dict], budget_us: float | None = None) -> tuple[float, float] | None:
+def shared_x_range(runs: list[Run], budget_us: float | None = None) -> tuple[float, float] | None:
     """One latency range (µs) for every histogram of the report, so panels that are
     compared (engine and cyclictest, idle and loaded, system and system) line up."""
     lows, highs = [], []
@@ -32,7 +32,7 @@ def shared_x_range(runs: list[dict], budget_us: float | None = None) -> tuple[fl
     return min(lows), max(highs)
 
 
-def render_latency(runs: list[dict], budget_us: float | None = None) -> str:
+def render_latency(runs: list[Run], budget_us: float | None = None) -> str:
     out = []
     xr = shared_x_range(runs, budget_us)
     for run in runs:
@@ -53,7 +53,7 @@ def render_latency(runs: list[dict], budget_us: float | None = None) -> str:
             for m in group:
                 plot = window_plot(m)
                 if plot:
-                    out.append(figure(plot, f"Largest wake-up latency in each window of the run ({e(m.name)}); "
+                    out.append(figure(plot, f"Largest wake-up latency in each window of the run ({e(m.label)}); "
                                             "a spike that recurs is periodic interference, a single one a rare event."))
             for m in group:
                 bar = equation_bar(m)
@@ -112,7 +112,7 @@ def histogram_plot(m: Measurement, x_range: tuple[float, float] | None = None,
             smallest = min(nonzero + ([smallest] if smallest else []))
     floor = min(1.0, smallest or 1.0) / 2
     lo, hi = x_range if x_range else (None, None)
-    plot = Plot(f"{m.name}: wake-up latency per CPU", Axis("latency Ti (µs, log scale)", log=True, lo=lo, hi=hi),
+    plot = Plot(f"{m.label}: wake-up latency per CPU", Axis("latency Ti (µs, log scale)", log=True, lo=lo, hi=hi),
                 Axis("wake-ups per bucket (log)", log=True, lo=floor), series)
     if budget_us:
         plot.vlines.append((budget_us, f"budget {budget_us:,.6g} µs", "#0d47a1"))
@@ -144,7 +144,7 @@ def window_plot(m: Measurement) -> str:
         return ""
     win = curves[0][2]
     series = [Series(label, pts, markers=len(pts) <= 60) for label, pts, _ in curves]
-    return Plot(f"{m.name}: max latency per {win:g} s window", Axis("time since start (s)"),
+    return Plot(f"{m.label}: max latency per {win:g} s window", Axis("time since start (s)"),
                 Axis("max Ti in window (µs, log)", log=True), series, height=230).render()
 
 
@@ -153,7 +153,7 @@ def equation_bar(m: Measurement) -> str:
     if not parts:
         return ""
     period, cases = parts
-    return budget_bar(f"{m.name}: T = Ti + Ts + Tw", period, cases)
+    return budget_bar(f"{m.label}: T = Ti + Ts + Tw", period, cases)
 
 
 def equation_text(m: Measurement) -> str:

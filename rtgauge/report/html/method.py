@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from rtgauge.analysis import latency_row, system_label
 from rtgauge.report.html.page import e, flag, num
+from rtgauge.records import Run
 
 
-def render_method(runs: list[dict]) -> str:
+def render_method(runs: list[Run]) -> str:
     out = []
     for run in runs:
         out.append(f"<h3>{e(system_label(run))}</h3><p class='note'>Profile {e(run.profile)}, "
@@ -25,7 +26,7 @@ def render_method(runs: list[dict]) -> str:
             if m.interrupted:
                 flags += flag("interrupted")
             opts = ", ".join(f"{k}={v}" for k, v in params.items() if v not in (None, False) and k != "out")
-            out.append(f"<tr><td class='l'>{e(m.name)}</td><td class='l'>{e(m.tool)}</td>"
+            out.append(f"<tr><td class='l'>{e(m.label)}</td><td class='l'>{e(m.tool)}</td>"
                        f"<td class='l'>{e(m.test)}</td><td class='l'>{e(m.condition)}</td>"
                        f"<td>{num(m.duration_s)}</td><td class='l'>{e(env.get('policy'))} / "
                        f"{e(env.get('priority'))}</td><td class='l'>{e(env.get('cpus'))}</td>"

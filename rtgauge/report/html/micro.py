@@ -7,9 +7,10 @@ from rtgauge.analysis import system_label
 from rtgauge.analysis.micro import micro_rows, micro_scalars, rhealstone, verdict_rows
 from rtgauge.report.html.page import e, num
 from rtgauge.report.numbers import us_group
+from rtgauge.records import Run
 
 
-def render_micro(runs: list[dict]) -> str:
+def render_micro(runs: list[Run]) -> str:
     rows = micro_rows(runs)
     out = []
     if rows:

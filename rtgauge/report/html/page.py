@@ -7,6 +7,7 @@ from html import escape
 
 from rtgauge.analysis import system_label
 from rtgauge.report.numbers import us_fixed
+from rtgauge.records import Run
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:1.5em 2em;color:#222;max-width:90em}
@@ -49,7 +50,7 @@ def flag(text: str) -> str:
     return f" <span class='flag'>{e(text)}</span>"
 
 
-def run_headers(runs: list[dict], first: str) -> str:
+def run_headers(runs: list[Run], first: str) -> str:
     return f"<tr><th class='l'>{e(first)}</th>" + "".join(f"<th class='l'>{e(system_label(r))}</th>" for r in runs) + "</tr>"
 
 

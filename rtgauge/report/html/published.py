@@ -10,6 +10,7 @@ from rtgauge.analysis.published import overlay_curves, published_verdicts, studi
 from rtgauge.report.html.page import e, figure, flag
 from rtgauge.report.numbers import fmt_group
 from rtgauge.report.svg import overlaid_histograms
+from rtgauge.records import Run
 
 
 def published_cell(study, stats: dict) -> str:
@@ -83,7 +84,7 @@ def render_conclusions(runs, sources: set[str]) -> str:
             "(docs/studies.md).</p>")
 
 
-def render_published(runs: list[dict]) -> str:
+def render_published(runs: list[Run]) -> str:
     out = ["<p class='note'>Each published row sits beside the measurement whose method matches (docs/method.md); "
            "where only a measurement of a different method exists it is named and not compared. Published figures "
            "come from other hardware and years: compare orders of magnitude and ratios between systems, not single "

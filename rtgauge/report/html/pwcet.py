@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from rtgauge.analysis import system_label
 from rtgauge.report.html.page import e, figure, num
+from rtgauge.records import Run
 
 
-def render_pwcet(runs: list[dict]) -> str:
+def render_pwcet(runs: list[Run]) -> str:
     """Per latency measurement of each run: the probable worst case from extreme value
     theory (worst_case's answer: the estimate, or the reason code and the run needed), the
     checks, and a return-level plot where there is a fitted level to show."""
@@ -29,14 +30,14 @@ def render_pwcet(runs: list[dict]) -> str:
                 else:
                     cells = f"<td colspan='2' class='l warn'>none: <code>{e(r.code)}</code></td>"
                 needed = duration_text(r.run_needed_s) if r.length_helps and r.run_needed_s is not None else "-"
-                rows.append(f"<tr><td class='l'>{e(m.name)}</td><td class='l'>{e(m.condition)}</td>"
+                rows.append(f"<tr><td class='l'>{e(m.label)}</td><td class='l'>{e(m.condition)}</td>"
                             f"<td>{r.blocks} × {r.block_cycles:,}</td><td>{num((r.observed_max_ns or 0) / 1000)}</td>"
                             f"{cells}<td class='l'>{e(needed)}</td>"
                             f"<td class='l'>{e(r.summary())}<br><small>{e(checks)}</small></td></tr>")
                 d = plot_data(r)
                 if d is None:
                     continue    # no fitted level to show: no chart (the row says why)
-                svg = return_level_plot(f"{m.name}: return levels", d["observed"], d["curve"], d["band"],
+                svg = return_level_plot(f"{m.label}: return levels", d["observed"], d["curve"], d["band"],
                                         d["mark"])
                 at = ("the estimate at p" if r.applicable else
                       f"the level at the smallest probability the data support (p={d['exceedance']:.2g})")

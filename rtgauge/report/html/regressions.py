@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from rtgauge.analysis import system_label
 from rtgauge.report.html.page import e
+from rtgauge.records import Run
 
 
-def render_regressions(runs: list[dict], comparisons: list, tripped: list[str] | None) -> str:
+def render_regressions(runs: list[Run], comparisons: list, tripped: list[str] | None) -> str:
     out = [f"<p class='note'>Baseline: {e(system_label(runs[0]))}. Worse or better means a significant "
            "difference: over the rounds of each job (or, with one round, the uncertainty inside each run), after "
            "the Benjamini-Hochberg adjustment over all figures of the comparison; the interval is the 95 % "

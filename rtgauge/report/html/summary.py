@@ -7,9 +7,10 @@ from rtgauge.analysis.tire import held_text, period_text
 from rtgauge.analysis.headline import CROSS_CHECK_FACTOR, MIN_RATED_CYCLES, SOFT_MISS_RATIO, SOFT_WORST_US
 from rtgauge.analysis.systems import emulation_note
 from rtgauge.report.html.page import e, flag, num
+from rtgauge.records import Run
 
 
-def render_verdicts(runs: list[dict], verdicts: list) -> str:
+def render_verdicts(runs: list[Run], verdicts: list) -> str:
     """The answer against the job's budget, per run: yes / no / not enough evidence,
     the margin, and the evidence in plain sentences."""
     out = []
@@ -31,7 +32,7 @@ def render_verdicts(runs: list[dict], verdicts: list) -> str:
     return "".join(out)
 
 
-def render_summary(runs: list[dict], heads: list[dict], budget_us: float, verdicts: list | None = None) -> str:
+def render_summary(runs: list[Run], heads: list[dict], budget_us: float, verdicts: list | None = None) -> str:
     if not runs:
         return ""
     out = [render_verdicts(runs, verdicts) if verdicts else "",

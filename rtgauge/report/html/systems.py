@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from rtgauge.analysis.systems import doctor_rows, fact_rows
 from rtgauge.report.html.page import e, run_headers
+from rtgauge.records import Run
 
 
-def render_systems(runs: list[dict]) -> str:
+def render_systems(runs: list[Run]) -> str:
     if not runs:
         return ""
     facts = fact_rows(runs)
@@ -34,7 +35,7 @@ def render_systems(runs: list[dict]) -> str:
     return "".join(out)
 
 
-def doctor_table(runs: list[dict], drows: list[dict]) -> str:
+def doctor_table(runs: list[Run], drows: list[dict]) -> str:
     out = ["<div class='wide'><table>", run_headers(runs, "check")]
     for row in drows:
         cls = " class='diff'" if row["differs"] else ""

@@ -24,9 +24,10 @@ from rtgauge.analysis.tire import (
 from rtgauge.analysis.tirecost import run_cost_model
 from rtgauge.report.html.page import e, figure, flag, us
 from rtgauge.report.svg import Axis, Plot, Series, heatmap
+from rtgauge.records import Run
 
 
-def render_tire(runs: list[dict]) -> str:
+def render_tire(runs: list[Run]) -> str:
     out = []
     for run in runs:
         points = tire_points(run)
@@ -47,7 +48,7 @@ def render_tire(runs: list[dict]) -> str:
                                                f"{policy}, solver {solver}; lower is faster.")))
         for fit in fits:
             m = fit["measurement"]
-            out.append(f"<h4>Cost equation fit ({e(m.name)})</h4><p class='note'>Ts = Nswitch·Tswitch + "
+            out.append(f"<h4>Cost equation fit ({e(m.label)})</h4><p class='note'>Ts = Nswitch·Tswitch + "
                        "4·e·Nipc·Tipc + (2e+1)·Tspring + e·Tmass, e = n / threads nodes per thread.</p>"
                        "<table><tr><th class='l'>term</th><th>value</th><th class='l'>unit</th><th class='l'>published</th></tr>")
             for name, metric in fit["terms"].items():
@@ -138,13 +139,13 @@ def repeats_note(points, mode: str, period: float, solver: str, policy: str) -> 
     return f"<br><small>Repeated points: {e('; '.join(again))}.</small>" if again else ""
 
 
-def render_tire_cost(runs: list[dict]) -> str:
+def render_tire_cost(runs: list[Run]) -> str:
     """Per run and policy: the cost-equation constants the locked solver measured
     and each configuration's step time predicted from the other configurations'
     constants, beside the measured one (docs/tire.md "Cost equation")."""
     out = []
     for run in runs:
-        model = run_cost_model(run.to_dict())
+        model = run_cost_model(run)
         for policy, m in (model or {}).items():
             c = m["constants"]
             tsw, micro = m["tswitch_ns"], m["tswitch_micro_ns"]

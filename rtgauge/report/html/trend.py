@@ -4,16 +4,16 @@ of each run against its start time, significant changes marked (analysis/trend.p
 from __future__ import annotations
 
 from rtgauge.analysis.trend import started, trend
-from rtgauge.records import as_run
 from rtgauge.report.html.page import e, figure, num
 from rtgauge.report.svg import Axis, Plot, Series
+from rtgauge.records import Run
 
 
-def render_trend(runs: list[dict]) -> str:
+def render_trend(runs: list[Run]) -> str:
     groups = trend(runs)
     if not groups:
         return ""
-    by_id = {as_run(r).id: as_run(r) for r in runs}
+    by_id = {r.id: r for r in runs}
     out = []
     for g in groups:
         pts = g["points"]
