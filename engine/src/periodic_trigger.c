@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/time.h>   /* struct timeval (SO_RCVTIMEO) */
 
 #define POLL_NS 20000000LL               /* FRAME/EVENT: idle hook every 20 ms by default */
 #define EVENT_RING 4096                  /* posts not yet taken by the waiter */
