@@ -24,7 +24,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from rtgauge.analysis import pwcet_pot as pot
-from rtgauge.analysis.pwcet_pot import PotFit
+from rtgauge.analysis.pwcet_pot import PotFit, profile_bound
 from rtgauge.records import Measurement
 from rtgauge.defaults import DEFAULT_EXCEEDANCE
 from rtgauge.errors import UserError
@@ -501,17 +501,7 @@ def shape_interval(fit: GevFit, x, confidence: float = CONFIDENCE) -> tuple[floa
                 starts[c] = tuple(r.x)
             return max(-float(r.fun) - cut, -1e6)
 
-        def bound(direction: int) -> float | None:
-            inner, step = fit.c, 0.05
-            for _ in range(30):
-                outer = fit.c + direction * step
-                if abs(outer) > 5:
-                    return None
-                if g(outer) < 0:
-                    return optimize.brentq(g, min(inner, outer), max(inner, outer), xtol=1e-3)
-                inner, step = outer, step * 1.6
-            return None
-        c_high, c_low = bound(+1), bound(-1)     # ξ = -c: a high c is a low ξ
+        c_high, c_low = profile_bound(g, fit.c, +1), profile_bound(g, fit.c, -1)     # ξ = -c: a high c is a low ξ
         return (None if c_high is None else -c_high), (None if c_low is None else -c_low)
 
 

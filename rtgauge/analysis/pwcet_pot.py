@@ -59,6 +59,23 @@ def quiet():
         yield
 
 
+def profile_bound(g, centre: float, direction: int) -> float | None:
+    """Where the profile-likelihood function g (above 0 inside the interval, below 0
+    outside) crosses 0, walking from centre in direction (+1 or -1) with growing steps
+    (0.05, x1.6) and refined by Brent's method; None when it does not cross within a
+    shape parameter of magnitude 5 (the interval is open on that side). Shared by the
+    GEV and the GPD paths."""
+    inner, step = centre, 0.05
+    for _ in range(30):
+        outer = centre + direction * step
+        if abs(outer) > 5:
+            return None
+        if g(outer) < 0:
+            return optimize.brentq(g, min(inner, outer), max(inner, outer), xtol=1e-3)
+        inner, step = outer, step * 1.6
+    return None
+
+
 # ---- declustering ----------------------------------------------------------------
 
 def extremal_index(times: np.ndarray) -> float:
@@ -365,17 +382,7 @@ def shape_interval(fit: PotFit, confidence: float = CONFIDENCE) -> tuple[float |
                                          method="bounded", options={"xatol": 1e-6})
             return max(-float(r.fun) - cut, -1e6)
 
-        def bound(direction: int) -> float | None:
-            inner, step = fit.shape, 0.05
-            for _ in range(30):
-                outer = fit.shape + direction * step
-                if abs(outer) > 5:
-                    return None
-                if g(outer) < 0:
-                    return optimize.brentq(g, min(inner, outer), max(inner, outer), xtol=1e-3)
-                inner, step = outer, step * 1.6
-            return None
-        return bound(-1), bound(+1)
+        return profile_bound(g, fit.shape, -1), profile_bound(g, fit.shape, +1)
 
 
 # ---- goodness of fit ------------------------------------------------------------------
