@@ -24,7 +24,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from rtgauge.analysis import pwcet_pot as pot
-from rtgauge.analysis.pwcet_pot import PotFit, profile_bound
+from rtgauge.analysis.pwcet_pot import PotFit, nelder_mead_restarted, profile_bound
 from rtgauge.records import Measurement
 from rtgauge.defaults import DEFAULT_EXCEEDANCE
 from rtgauge.errors import UserError
@@ -352,16 +352,7 @@ def _profile(z: np.ndarray, q: float, level: float, start: tuple[float, float]) 
         c, log_s = theta
         s = math.exp(log_s)
         return _nll(z, c, level - s * _isf1(q, c), s)
-    simplex = np.array([start, (start[0] + 0.05, start[1]), (start[0], start[1] + 0.05)])
-    r = optimize.minimize(nll, start, method="Nelder-Mead",
-                          options={"xatol": 1e-3, "fatol": 1e-3, "maxfev": 400, "initial_simplex": simplex})
-    best = r
-    if not np.isfinite(r.fun):
-        for c0 in (0.0, -0.3, 0.3):
-            rr = optimize.minimize(nll, (c0, start[1]), method="Nelder-Mead",
-                                   options={"xatol": 1e-4, "fatol": 1e-4, "maxfev": 600})
-            if rr.fun < best.fun:
-                best = rr
+    best = nelder_mead_restarted(nll, start, 0.05, 1e-3, 400, start[1])
     return -float(best.fun), tuple(best.x)
 
 

@@ -76,6 +76,23 @@ def profile_bound(g, centre: float, direction: int) -> float | None:
     return None
 
 
+def nelder_mead_restarted(nll, start, step2: float, tol: float, maxfev: int, second0: float):
+    """Nelder-Mead on a two-parameter negative log-likelihood from `start` (an initial
+    simplex of 0.05 on the shape and step2 on the second parameter, tolerance tol); where
+    that ends outside the support, restarted from shapes 0, -0.3 and +0.3 with the second
+    parameter at second0, the best kept. Shared by the GEV and the GPD profiles."""
+    simplex = np.array([start, (start[0] + 0.05, start[1]), (start[0], start[1] + step2)])
+    best = optimize.minimize(nll, start, method="Nelder-Mead",
+                             options={"xatol": tol, "fatol": tol, "maxfev": maxfev, "initial_simplex": simplex})
+    if not np.isfinite(best.fun):
+        for x0 in (0.0, -0.3, 0.3):
+            rr = optimize.minimize(nll, (x0, second0), method="Nelder-Mead",
+                                   options={"xatol": 1e-4, "fatol": 1e-4, "maxfev": 600})
+            if rr.fun < best.fun:
+                best = rr
+    return best
+
+
 # ---- declustering ----------------------------------------------------------------
 
 def extremal_index(times: np.ndarray) -> float:
@@ -345,16 +362,7 @@ def _profile(fit: PotFit, q: float):
             return -w * (gpd_loglik(y, xi, sig) + rate_loglik(k, n, zeta))
         near = min(cache, key=lambda v: abs(v - level)) if cache else None
         start = cache[near] if near is not None else (fit.shape, logit0)
-        simplex = np.array([start, (start[0] + 0.05, start[1]), (start[0], start[1] + 0.1)])
-        r = optimize.minimize(nll, start, method="Nelder-Mead",
-                              options={"xatol": 1e-4, "fatol": 1e-4, "maxfev": 600, "initial_simplex": simplex})
-        best = r
-        if not np.isfinite(r.fun):
-            for x0 in (0.0, -0.3, 0.3):
-                rr = optimize.minimize(nll, (x0, logit0), method="Nelder-Mead",
-                                       options={"xatol": 1e-4, "fatol": 1e-4, "maxfev": 600})
-                if rr.fun < best.fun:
-                    best = rr
+        best = nelder_mead_restarted(nll, start, 0.1, 1e-4, 600, logit0)
         if np.isfinite(best.fun):
             cache[level] = tuple(best.x)
         return -float(best.fun)
