@@ -171,6 +171,26 @@ def real_cases(series: list[np.ndarray]) -> list[tuple]:
     return out
 
 
+def real_pot_cases(series: list[np.ndarray]) -> list[tuple]:
+    """Each stored series of window maxima: peaks over a threshold fitted to the first half
+    (as the held-out check of the analysis does, at least pwcet_pot.MIN_PEAKS_HALF cluster
+    peaks), the second held out: its maximum and its count of clusters (upcrossings) above
+    a level. Series whose first half has too few clusters are skipped."""
+    out = []
+    for x in series:
+        x = np.asarray(x, dtype=float)
+        h = len(x) // 2
+        try:
+            fit = pot.fit_series(x[:h], pot.MIN_PEAKS_HALF)
+        except ValueError:
+            continue
+        if fit is None:
+            continue
+        held = x[h:]
+        out.append((fit, float(held.max()), len(held), (lambda hh: lambda level: upcrossings(hh, level))(held)))
+    return out
+
+
 # ---- dependent series: peaks over a threshold ------------------------------------------
 
 # The window maximum's upper quantile at probability level v (its distribution G inverted):

@@ -49,10 +49,11 @@ MIN_PEAKS = 30          # cluster peaks the fit needs at the chosen threshold
 MIN_PEAKS_HALF = 12     # ... and the held-out check's fit of the first half
 CONFIDENCE = 0.95
 # The strength k of the shape penalty -k / (1 + ξ) added to the log-likelihood (see
-# shape_penalty): 0 is plain maximum likelihood.
+# shape_penalty): 0 is plain maximum likelihood; 3, the first-order correction, chosen by
+# measurement over 2 (docs/pwcet.md, "Small samples: the shape penalty").
 SHAPE_PENALTY = 3.0
-METHOD = ("GPD on declustered peaks over a threshold (maximum likelihood; extremal index by the intervals "
-          "estimator), profile-likelihood interval")
+METHOD = ("GPD on declustered peaks over a threshold (maximum likelihood with a small-sample shape penalty; "
+          "extremal index by the intervals estimator), profile-likelihood interval")
 
 
 @contextmanager
@@ -180,7 +181,9 @@ class PotFit:
     penalty: float = 0.0        # k of shape_penalty in the fit, the profiles and the intervals
 
     def to_json(self) -> dict:
-        return {"distribution": "GPD", "method": "maximum likelihood", "threshold_ns": self.threshold,
+        return {"distribution": "GPD",
+                "method": "penalised maximum likelihood" if self.penalty else "maximum likelihood",
+                "shape_penalty": self.penalty, "threshold_ns": self.threshold,
                 "threshold_quantile": self.quantile, "shape": self.shape, "scale": self.scale,
                 "cluster_rate": self.rate, "extremal_index": self.extremal_index, "exceedances": self.exceedances,
                 "clusters": self.clusters, "windows": self.windows, "loglik": self.loglik}
@@ -225,13 +228,17 @@ def gpd_loglik(y: np.ndarray, xi: float, sigma: float) -> float:
 
 def shape_penalty(xi: float, k: float = SHAPE_PENALTY) -> float:
     """The penalty -k / (1 + ξ) the fit adds to the log-likelihood of the excesses (-inf
-    at ξ <= -1, where the GPD likelihood is unbounded). Its slope k / (1 + ξ)² times the
-    shape's asymptotic variance (1 + ξ)² / n moves the estimate up by k / n, which with
-    k = 3 cancels the first-order bias of the maximum-likelihood shape, about -3 / n for
-    n excesses at ξ = 0 (Giles, Feng and Godwin 2016) and measured -3 to -4 / n for
-    -1/3 <= ξ <= 0.2 (docs/pwcet.md, "Small samples"); the scale's bias, whose first
-    order is the shape's times -σ / (1 + ξ), goes with it. n is the number of clusters
-    the likelihood is worth (it is multiplied by θ), so the same k serves every θ."""
+    at ξ <= -1, where the GPD likelihood is unbounded). The maximum-likelihood shape from
+    n excesses is low by about 3 / n (the first-order bias at ξ = 0 is -3 / n: Giles, Feng
+    and Godwin 2016; measured -3 to -4 / n for -1/3 <= ξ <= 0.2 and n = 30-90). The
+    penalty's slope k / (1 + ξ)² times the shape's asymptotic variance (1 + ξ)² / n moves
+    the estimate up by k / n to first order, so k = 3 cancels that bias; the scale's
+    bias, whose first order is the shape's times -σ / (1 + ξ), goes with it. n is the
+    number of clusters the likelihood is worth (it is multiplied by θ), so the same k
+    serves every θ. From 30 independent excesses the shift is larger than its first
+    order (the shape's mean error becomes about +2 / n), while on dependent series of
+    the quick profile's length k = 2 still leaves the level optimistic and its PIT
+    not uniform; docs/pwcet.md, "Small samples: the shape penalty", has the figures."""
     if not xi > -1:
         return -np.inf
     return -k / (1 + xi) if k else 0.0
@@ -257,10 +264,12 @@ def fit_gpd(values: np.ndarray, u: float, windows: int, theta: float, peaks=None
     with quiet():
         xi, _, s = stats.genpareto.fit(y / b, floc=0)
         ll = gpd_loglik(y / b, float(xi), float(s))
-        if penalty and np.isfinite(ll):
+        if penalty:
             def nll(par):
                 return -(theta * gpd_loglik(y / b, par[0], math.exp(par[1])) + shape_penalty(par[0], penalty))
-            start = (max(float(xi), -0.9), math.log(s))
+            start = (max(float(xi), -0.9), math.log(s)) if s > 0 else (0.0, 0.0)
+            if not np.isfinite(nll(start)):
+                start = (0.0, 0.0)          # an exponential with the excesses' mean: always inside the support
             best = optimize.minimize(nll, start, method="Nelder-Mead",
                                      options={"xatol": 1e-6, "fatol": 1e-9, "maxfev": 2000})
             if np.isfinite(best.fun):
