@@ -171,17 +171,18 @@ def real_cases(series: list[np.ndarray]) -> list[tuple]:
     return out
 
 
-def real_pot_cases(series: list[np.ndarray]) -> list[tuple]:
+def real_pot_cases(series: list[np.ndarray], penalty: float = pot.SHAPE_PENALTY) -> list[tuple]:
     """Each stored series of window maxima: peaks over a threshold fitted to the first half
     (as the held-out check of the analysis does, at least pwcet_pot.MIN_PEAKS_HALF cluster
     peaks), the second held out: its maximum and its count of clusters (upcrossings) above
-    a level. Series whose first half has too few clusters are skipped."""
+    a level. Series whose first half has too few clusters are skipped. penalty: the fit's
+    shape penalty (0: plain maximum likelihood)."""
     out = []
     for x in series:
         x = np.asarray(x, dtype=float)
         h = len(x) // 2
         try:
-            fit = pot.fit_series(x[:h], pot.MIN_PEAKS_HALF)
+            fit = pot.fit_series(x[:h], pot.MIN_PEAKS_HALF, penalty)
         except ValueError:
             continue
         if fit is None:
