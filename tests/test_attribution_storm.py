@@ -31,7 +31,7 @@ from test_attribution import burst_spikes, near_a_burst, tracing_ready
 HERE = Path(__file__).resolve().parent
 BURSTS, BURST_US, PERIOD_MS, DELAY_MS = 10, 5000, 500, 500
 THRESHOLD_US = 500          # a wake-up the storm delayed is later than this; the VM's usual ones are not
-CAUSE = "vector function-call IPI"
+CAUSE = "vector function-call IPI"     # with ": remote_function" (perf's cross-CPU call) where csd events exist
 SCHED_EVENTS = {"sched_switch", "sched_wakeup"}
 
 
@@ -87,7 +87,7 @@ def storm_run(engine_bin, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("storm")
     cpus = sorted(os.sched_getaffinity(0))
     measured, other = cpus[-1], cpus[0]
-    duration = (DELAY_MS + BURSTS * PERIOD_MS) / 1000 + 1.5
+    duration = (DELAY_MS + BURSTS * PERIOD_MS) / 1000 + 1.0
     storm = start_storm(measured, other, BURST_US, PERIOD_MS, BURSTS, DELAY_MS)
     trace = WholeRunTrace(find_tracefs(), sorted({measured, other}), tmp / "trace.txt")
     try:
@@ -146,7 +146,7 @@ def test_the_storm_is_named_for_its_bursts(storm_run):
     result = run["result"]
     by_deadline = {s["deadline_ns"]: s["cause"] for s in result["spike_list"]}
     named = [by_deadline.get(s.deadline_ns, "not above the threshold") for s in chosen]
-    hits = sum(c == CAUSE for c in named)
+    hits = sum(c.startswith(CAUSE) for c in named)
     print(f"attribution: {hits} of {len(chosen)} bursts named {CAUSE!r}: {named}")
     assert hits >= 9, named
     # the interrupts of the measured CPU show the storm: the IPI vector's worst handler is long
@@ -159,9 +159,10 @@ def test_no_spike_outside_the_bursts_is_blamed_on_the_storm(storm_run):
     result = run["result"]
     assert result["spikes"] >= 9
     outside = [s for s in result["spike_list"] if not near_a_burst(s, run["bursts"])]
-    assert not [s for s in outside if s["cause"] == CAUSE], [s for s in outside if s["cause"] == CAUSE]
+    blamed = [s for s in outside if s["cause"].startswith(CAUSE)]
+    assert not blamed, blamed
     caused = {r["source"]: r["caused"] for r in result["sources"]}
-    assert max(caused, key=caused.get) == CAUSE, result["sources"][:3]
+    assert max(caused, key=caused.get).startswith(CAUSE), result["sources"][:3]
 
 
 def test_broken_methods_fail(storm_run):
@@ -171,18 +172,18 @@ def test_broken_methods_fail(storm_run):
     events = run["per_cpu"][run["measured"]]
     sched_only = [spikes.Spike(s.cpu, s.thread, s.cycle, s.deadline_ns, s.latency_ns) for s in chosen]
     spikes.attribute_cpu([e for e in events if e.name in SCHED_EVENTS], sched_only, {"rtgauge-engine"})
-    print(f"scheduler events only: {sum(s.cause() == CAUSE for s in sched_only)} of {len(chosen)} named {CAUSE!r}: "
+    print(f"scheduler events only: {sum(s.cause().startswith(CAUSE) for s in sched_only)} of {len(chosen)} named {CAUSE!r}: "
           f"{[s.cause() for s in sched_only]}")
-    assert sum(s.cause() == CAUSE for s in sched_only) < 9, [s.cause() for s in sched_only]
+    assert sum(s.cause().startswith(CAUSE) for s in sched_only) < 9, [s.cause() for s in sched_only]
     wrong = [spikes.Spike(run["other"], s.thread, s.cycle, s.deadline_ns, s.latency_ns) for s in chosen]
     spikes.attribute_cpu(run["per_cpu"].get(run["other"], []), wrong, {"rtgauge-engine"})
-    print(f"wrong CPU: {sum(s.cause() == CAUSE for s in wrong)} of {len(wrong)} named {CAUSE!r}: "
+    print(f"wrong CPU: {sum(s.cause().startswith(CAUSE) for s in wrong)} of {len(wrong)} named {CAUSE!r}: "
           f"{[s.cause() for s in wrong]}")
-    assert sum(s.cause() == CAUSE for s in wrong) < 9, [s.cause() for s in wrong]
+    assert sum(s.cause().startswith(CAUSE) for s in wrong) < 9, [s.cause() for s in wrong]
     # the naive reading of a trace tail (the last interrupt before the wake-up) is not a
     # broken method for a storm this dense: the last interrupt is the storm's own
     naive = [spikes.last_interrupt_before(events, s) for s in chosen]
-    print(f"last interrupt before the wake-up: {sum(c == CAUSE for c in naive)} of {len(chosen)} named {CAUSE!r}")
+    print(f"last interrupt before the wake-up: {sum(c.startswith(CAUSE) for c in naive)} of {len(chosen)} named {CAUSE!r}")
 
 
 def test_run_show_and_report_name_the_storm(tmp_path):
@@ -202,7 +203,7 @@ name = "latency"
 test = "latency"
 conditions = ["idle"]
 [jobs.options]
-duration-s = 5
+duration-s = 4
 cpus = "{measured}"
 """)
     db = tmp_path / "r.db"
@@ -234,10 +235,10 @@ cpus = "{measured}"
     # the injected spikes (those over a burst) are named for it; host stalls of this VM may
     # be larger than the bursts, so "the largest" is taken among the injected ones
     injected = [s for s in a["spike_list"] if near_a_burst(s, sent["bursts"], 0)]
-    named = sum(s["cause"] == CAUSE for s in injected)
+    named = sum(s["cause"].startswith(CAUSE) for s in injected)
     print(f"end to end: {named} of {len(injected)} spikes over the bursts named {CAUSE!r}")
     assert len(injected) >= 10 and named >= 0.9 * len(injected), [s["cause"] for s in injected]
-    assert a["sources"][0]["source"] == CAUSE and a["sources"][0]["caused"] >= 9, a["sources"][:3]
+    assert a["sources"][0]["source"].startswith(CAUSE) and a["sources"][0]["caused"] >= 9, a["sources"][:3]
     assert a["sources"][0]["kind"] == "interrupt"
     report = tmp_path / "r.html"
     p = rtgauge("report", "latest", "--db", str(db), "-o", str(report))

@@ -26,7 +26,8 @@ EVENTS = ("sched/sched_switch", "sched/sched_wakeup",
           "irq_vectors/reschedule_entry", "irq_vectors/reschedule_exit",
           "irq_vectors/call_function_entry", "irq_vectors/call_function_exit",
           "irq_vectors/call_function_single_entry", "irq_vectors/call_function_single_exit",
-          "irq_vectors/irq_work_entry", "irq_vectors/irq_work_exit")
+          "irq_vectors/irq_work_entry", "irq_vectors/irq_work_exit",
+          "csd/csd_function_entry", "csd/csd_function_exit")
 BUFFER_KB = 8192        # per CPU; the reader drains it, this only absorbs its delays
 
 
