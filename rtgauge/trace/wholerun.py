@@ -9,7 +9,7 @@ the job runs, so the ring buffer does not wrap; at the end the rest of the buffe
 appended and the instance removed. The reader polls (non-blocking reads every
 POLL_S): a reader that blocks in trace_pipe, as `cat` does, is woken by an irq_work
 interrupt on the traced CPU each time an event comes after it emptied the buffer, so
-the measurement would add to the measured CPU an interrupt of its own, hundreds to
+the measurement would add to the measured CPU an interrupt of its own, up to tens of
 thousands a second, and read it in its own trace (docs/attribution.md)."""
 
 from __future__ import annotations
