@@ -283,16 +283,12 @@ class CpuSweep:
 
     def _pop(self, n: str) -> None:
         """Pops the context an exit closes, with what it left open inside it."""
-        if n.endswith("_exit") and n[:-5] in VECTORS:
-            label = f"vector {VECTORS[n[:-5]]}"
-            match = lambda c: c == label                          # noqa: E731
-        else:
-            want = {"irq_handler_exit": "irq ", "softirq_exit": "softirq ",
-                    "hrtimer_expire_exit": "vector local timer: ",
-                    "csd_function_exit": "vector function-call IPI: "}[n]
-            match = lambda c: c.startswith(want)                  # noqa: E731
+        vector = n.endswith("_exit") and n[:-5] in VECTORS
+        want = f"vector {VECTORS[n[:-5]]}" if vector else {
+            "irq_handler_exit": "irq ", "softirq_exit": "softirq ", "hrtimer_expire_exit": "vector local timer: ",
+            "csd_function_exit": "vector function-call IPI: "}[n]
         for i in range(len(self.stack) - 1, -1, -1):
-            if match(self.stack[i]):
+            if self.stack[i] == want if vector else self.stack[i].startswith(want):
                 del self.stack[i:]
                 return
         # an exit whose entry was before the trace began: nothing to pop
