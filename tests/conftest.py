@@ -148,7 +148,7 @@ def without_tracefs(cmd: list[str]) -> list[str]:
 # share with the other worker, and they assert counts and structure, not speed; only
 # test_target_tune stays alone (it tunes this machine, which is its board).
 ONE_AT_A_TIME = {
-    "test_attribution.py", "test_compare_engine.py", "test_cyclictest.py", "test_emulab.py", "test_engine_disturbance.py", "test_engine_latency.py",
+    "test_attribution.py", "test_attribution_storm.py", "test_compare_engine.py", "test_cyclictest.py", "test_emulab.py", "test_engine_disturbance.py", "test_engine_latency.py",
     "test_hartstone.py", "test_hil_sustained.py", "test_host_stalls.py", "test_interference.py",
     "test_latency_split.py", "test_loads.py", "test_long_run.py", "test_micro_behaviour.py",
     "test_partition.py", "test_target_tune.py",
