@@ -106,6 +106,8 @@ def test_whole_run_summary():
     irqs = {r["source"]: r for r in result["irq_sources"]}
     assert irqs["irq 30 eth0"]["count"] == 1 and irqs["irq 30 eth0"]["worst_us"] == 90.0
     assert "irq 31 other-cpu" not in irqs                       # only the measured CPUs
+    totals = [r["total_us"] for r in result["irq_sources"]]      # the most time taken first
+    assert totals == sorted(totals, reverse=True) and result["irq_sources"][0]["source"] == "irq 30 eth0"
     # the default threshold is the run's p99.9: here the largest wake-up alone is above it
     default = spikes.attribute(TRACE, samples(), {0: 1}, ENGINE, cpus=[1])
     assert default["threshold_from"] == "p99.9 of the run" and default["spikes"] == 1
