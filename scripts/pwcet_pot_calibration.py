@@ -30,6 +30,7 @@ from rtgauge.analysis import pwcet_pot as pot  # noqa: E402
 
 Q = 1e-4        # a window's cluster rate of the level judged
 M = 100         # cycles a window
+PENALTY = pot.SHAPE_PENALTY     # the judged fit's shape penalty (--penalty: to weigh another)
 
 
 def cells(c) -> str:
@@ -53,7 +54,7 @@ def truth_table(cases: int) -> None:
             truth = pc.true_level(tail, theta, Q)
             for declustered in ((True, False) if theta < 1 else (True,)):
                 fits = [f for f, *_ in pc.dependent_cases(tail, cases, windows, 1, theta=theta,
-                                                          declustered=declustered, seed=21)]
+                                                          declustered=declustered, seed=21, penalty=PENALTY)]
                 rows = [(m, pc.judge_truth(fits, Q, truth, m)) for m in pc.METHODS]
                 if declustered:
                     ml = [f for f, *_ in pc.dependent_cases(tail, cases, windows, 1, theta=theta, seed=21, penalty=0)]
@@ -72,7 +73,7 @@ def far_table(cases: int) -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for tail in ("exponential", "bounded"):
         truth = pc.true_level(tail, 0.4, q)
-        for declustered, penalty in ((True, pot.SHAPE_PENALTY), (False, pot.SHAPE_PENALTY), (True, 0.0)):
+        for declustered, penalty in ((True, PENALTY), (False, PENALTY), (True, 0.0)):
             fits = [f for f, *_ in pc.dependent_cases(tail, cases, 1000, 1, theta=0.4, declustered=declustered,
                                                       seed=31, penalty=penalty)]
             spans = sum((lambda r: r[2] is not None and r[2] <= 10 * r[1])(pot.return_level(f, q)) for f in fits)
@@ -89,13 +90,13 @@ def bias_table(reps: int) -> None:
     error of the shape times n (the first-order bias is c / n: Giles, Feng and Godwin
     2016 give c = -(1 + ξ)(3 + ξ) / (1 + 3ξ), -3 at ξ = 0)."""
     from scipy import stats
-    print(f"\n| ξ | n | ML shape: mean error × n | penalised: mean error × n | ML scale: mean error × n "
-          f"| penalised |  ({reps} samples each)")
+    print(f"\nThe shape's small-sample bias ({reps} samples a row, penalty k = {PENALTY:g}):\n")
+    print("| ξ | n | ML shape: mean error × n | penalised: mean error × n | ML scale: mean error × n | penalised |")
     print("|---|---|---|---|---|---|")
     rng = np.random.default_rng(5)
     for xi in (-1 / 3, 0.0, 0.2):
         for n in (30, 90):
-            err = {0.0: [], pot.SHAPE_PENALTY: []}
+            err = {0.0: [], PENALTY: []}
             while len(err[0.0]) < reps:
                 y = stats.genpareto.rvs(xi, 0, 1.0, size=n, random_state=rng)
                 try:
@@ -104,7 +105,7 @@ def bias_table(reps: int) -> None:
                     continue
                 for k, f in fits.items():
                     err[k].append((f.shape - xi, f.scale - 1.0))
-            ml, pen = np.mean(err[0.0], axis=0) * n, np.mean(err[pot.SHAPE_PENALTY], axis=0) * n
+            ml, pen = np.mean(err[0.0], axis=0) * n, np.mean(err[PENALTY], axis=0) * n
             print(f"| {xi:+.2f} | {n} | {ml[0]:+.2f} | {pen[0]:+.2f} | {ml[1]:+.2f} | {pen[1]:+.2f} |", flush=True)
 
 
@@ -129,9 +130,14 @@ def main() -> int:
     ap.add_argument("--answers", type=int, default=10)
     ap.add_argument("--only", choices=("near", "far", "answers", "bias"), help="print one table only")
     ap.add_argument("--bias-samples", type=int, default=300, help="samples a row of the bias table")
+    ap.add_argument("--penalty", type=float, default=pot.SHAPE_PENALTY,
+                    help=f"the shape penalty k of the judged fit (default {pot.SHAPE_PENALTY:g}, the method's)")
     args = ap.parse_args()
+    global PENALTY
+    PENALTY = args.penalty
     print(f"Measured {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC with `scripts/pwcet_pot_calibration.py "
           f"--cases {args.cases} --answers {args.answers} --bias-samples {args.bias_samples}"
+          f"{'' if args.penalty == pot.SHAPE_PENALTY else f' --penalty {args.penalty:g}'}"
           f"{' --only ' + args.only if args.only else ''}`; "
           f"level at a cluster rate of {Q:g} a window.\n")
     if args.only in (None, "near"):
