@@ -88,7 +88,7 @@ def real_series(dbs: list[str]) -> list[tuple[str, np.ndarray, pw.Pwcet]]:
     return out
 
 
-def real_table(dbs: list[str], pot_penalty: float = pot.SHAPE_PENALTY) -> list[str]:
+def real_table(dbs: list[str], pot_penalty: float = pot.SHAPE_PENALTY, echo: bool = True) -> list[str]:
     rows = real_series(dbs)
     if not rows:
         return ["(no real runs given)"]
@@ -102,7 +102,8 @@ def real_table(dbs: list[str], pot_penalty: float = pot.SHAPE_PENALTY) -> list[s
         lines.append(f"* {method}: held-out halves of {c.cases} series, PIT uniform KS p = {c.ks_p:.2g}, sharpness "
                      f"median {c.sharpness_median:.2f} ({c.sharpness_q1:.2f}–{c.sharpness_q3:.2f}), blocks above the "
                      f"1/150 level {c.exceedances} / {c.expected:.0f} (binomial p = {c.binomial_p:.2g})")
-        print(lines[-1], flush=True)
+        if echo:
+            print(lines[-1], flush=True)
     pcs = pc.real_pot_cases(usable, pot_penalty)
     lines += ["", f"Peaks over a threshold (the method that answers dependent series; shape penalty {pot_penalty:g}) "
               f"on the same held-out halves: "
@@ -114,7 +115,8 @@ def real_table(dbs: list[str], pot_penalty: float = pot.SHAPE_PENALTY) -> list[s
                      f"({c.sharpness_q1:.2f}–{c.sharpness_q3:.2f}), clusters above the 1/150 level {c.exceedances} / "
                      f"{c.expected:.0f} (binomial p = {c.binomial_p:.2g}); PIT values "
                      + ", ".join(f"{v:.2f}" for v in sorted(c.pit)))
-        print(lines[-1], flush=True)
+        if echo:
+            print(lines[-1], flush=True)
     return lines
 
 
@@ -129,7 +131,7 @@ def main() -> int:
     ap.add_argument("--only-real", action="store_true", help="print the real runs' part only (no --write)")
     args = ap.parse_args()
     if args.only_real:
-        print("\n".join(real_table(args.db, args.pot_penalty)))
+        print("\n".join(real_table(args.db, args.pot_penalty, echo=False)))
         return 0
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     body = [f"Measured {stamp} with `scripts/pwcet_calibration.py --cases {args.cases} --answers {args.answers}"
