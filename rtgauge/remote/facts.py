@@ -51,8 +51,9 @@ FILES = " ".join([
 ])
 # commands whose output is framed like a file: (NAME, shell command); '' frames NAME empty
 EXTRA = [
-    ("@config", "gzip -dc /proc/config.gz || zcat /proc/config.gz"),
-    ("@machine", "uname -m"),
+    # (a test before a command: no process where there is nothing to run it on)
+    ("@config", "[ -r /proc/config.gz ] && { gzip -dc /proc/config.gz || zcat /proc/config.gz; }"),
+    ("@machine", "[ -r /proc/sys/kernel/arch ] || uname -m"),
     ("/dev/cpu_dma_latency", ""),      # kept below only when the board says it is writable
     ("@dma-writable", "[ -w /dev/cpu_dma_latency ] && echo yes"),
     *((f"@tool/{tool}", f"p=$(command -v {tool} 2>/dev/null) && [ -f \"$p\" ] && [ -x \"$p\" ] && "
