@@ -72,11 +72,11 @@ def tree_path(root: str, path: str) -> Path | None:
     return Path(root, *parts[1:])
 
 
-def fetch_tree(read_files) -> tuple[str, dict[str, bytes]]:
+def fetch_tree(read_files, extra=EXTRA) -> tuple[str, dict[str, bytes]]:
     """The target's files in a new private directory here, and the framed command
     outputs (@config, @machine, @tool/NAME). read_files: SshTarget.read_files,
     called synchronously (TargetSession.read_files)."""
-    got = read_files(FILES, EXTRA)
+    got = read_files(FILES, extra)
     outputs: dict[str, bytes] = {k: v for k, v in got.items() if k.startswith("@")}
     if outputs.get("@dma-writable", b"").strip() != b"yes":
         got.pop("/dev/cpu_dma_latency", None)
@@ -134,8 +134,11 @@ def target_facts(read_files, address: str) -> dict:
 
 
 def tuning_tree(read_files) -> str:
-    """The files a tuning of the target reads, in a private directory here."""
-    root, _ = fetch_tree(read_files)
+    """The files a tuning of the target reads, in a private directory here (not the
+    tools' versions nor the kernel's configuration: a tuning reads neither, and each is
+    a process there)."""
+    root, _ = fetch_tree(read_files, [(name, command) for name, command in EXTRA
+                                      if not name.startswith(("@tool/", "@config"))])
     return root
 
 

@@ -149,17 +149,24 @@ class TargetSession:
     def stat_lines(self) -> bytes:
         return self._call(self.target.stat_lines(), 20 * self._patience)
 
+    def _numbers(self) -> None:
+        """The target's online CPUs and clock ticks a second, read once, in one command
+        (the second is first needed while a load runs there, when a command is slow)."""
+        if not hasattr(self, "_cpus"):
+            out = self.sh('echo "cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || grep -c ^processor /proc/cpuinfo)"; '
+                          'echo "ticks=$(getconf CLK_TCK 2>/dev/null)"')
+            said = dict(line.strip().partition("=")[::2] for line in out.splitlines() if "=" in line)
+            cpus, ticks = said.get("cpus", ""), said.get("ticks", "")
+            self._cpus = int(cpus) if cpus.isdigit() and int(cpus) > 0 else 1
+            self._ticks = int(ticks) if ticks.isdigit() and int(ticks) > 0 else 100
+
     def cpus(self) -> int:
         """The target's online CPUs (the workers a load starts there)."""
-        if not hasattr(self, "_cpus"):
-            out = self.sh("getconf _NPROCESSORS_ONLN 2>/dev/null || grep -c ^processor /proc/cpuinfo").strip()
-            self._cpus = int(out) if out.isdigit() and int(out) > 0 else 1
+        self._numbers()
         return self._cpus
 
     def clock_ticks(self) -> int:
-        if not hasattr(self, "_ticks"):
-            out = self.sh("getconf CLK_TCK 2>/dev/null").strip()
-            self._ticks = int(out) if out.isdigit() and int(out) > 0 else 100
+        self._numbers()
         return self._ticks
 
     async def _run(self, start) -> TargetOutcome:
