@@ -9,11 +9,13 @@ Everything (namespaces, sshd, the test user, files) is removed afterwards."""
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,3 +169,86 @@ def stop(lab: Lab) -> None:
         if ns in lab.created:
             sh("ip", "netns", "del", ns, check=False)
     shutil.rmtree(getattr(lab, "root", lab.home.parent), ignore_errors=True)
+
+
+# ---- what runs on a board ---------------------------------------------------------
+# The board shares this machine's /tmp and /proc with every other test (the SSH target
+# tests run beside others); what is the board's is told by its UTS namespace (its sshd's:
+# every session, guard, engine and load there inherits it), never by a glob of /tmp.
+
+def uts(pid) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/uts")
+    except OSError:
+        return None
+
+
+def _board_pids(lab: Lab):
+    ns = uts(lab.sshd.pid)
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit() and uts(p.name) == ns:
+            yield p
+
+
+def board_processes(lab: Lab, name: str) -> list[int]:
+    """Processes in the board's UTS namespace whose name starts with `name`."""
+    found = []
+    for p in _board_pids(lab):
+        try:
+            if (p / "comm").read_text().startswith(name):
+                found.append(int(p.name))
+        except OSError:
+            pass
+    return found
+
+
+def board_dirs(lab: Lab) -> set[Path]:
+    """The temporary directories there named by the board's processes (guard.sh, keep.sh)."""
+    found = set()
+    for p in _board_pids(lab):
+        try:
+            cmdline = (p / "cmdline").read_bytes()
+        except OSError:
+            continue
+        found.update(Path(m.decode()) for m in re.findall(rb"/tmp/rtgauge\.[A-Za-z0-9]{6}", cmdline))
+    return found
+
+
+def engine_dirs(lab: Lab) -> set[Path]:
+    """The board's temporary directories with an engine running in them now (named by
+    the engine's command line: its path or its --out)."""
+    found = set()
+    for pid in board_processes(lab, "rtgauge-engine"):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        found.update(Path(m.decode()) for m in re.findall(rb"/tmp/rtgauge\.[A-Za-z0-9]{6}", cmdline))
+    return found
+
+
+class Watch:
+    """What appears on a board while a block runs: its temporary directories and the
+    processes of given names, seen every 0.1 s (`with Watch(lab, "stress-ng") as w:`)."""
+
+    def __init__(self, lab: Lab, *names: str):
+        self.lab, self.names = lab, names
+        self.dirs: set[Path] = set()
+        self.seen: dict[str, set[int]] = {n: set() for n in names}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        while not self._done.is_set():
+            self.dirs.update(board_dirs(self.lab))
+            for n in self.names:
+                self.seen[n].update(board_processes(self.lab, n))
+            time.sleep(0.1)
+
+    def __enter__(self) -> "Watch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        self._thread.join()

@@ -225,6 +225,8 @@ def test_rare_host_stalls_are_a_mixture_and_a_heavy_tail_is_not():
     r = pw.analyse(x, 100, P, interval_ns=1_000_000)
     assert not r.applicable and r.code == "mixture", r.summary()
     assert r.mixture["rare_blocks"] == hit.sum() and r.mixture["rare_min_ns"] >= 1e6
+    [check] = r.checks                     # the refusal names the check that made it
+    assert check.name == "one regime" and check.passed is False and check.p_value < pw.MIX_ALPHA
     _, heavy = TAILS["heavy (Pareto 5)"]
     called = sum(pw.find_mixture(20_000 * heavy(np.random.default_rng(s), 300, 100)) is not None for s in range(20))
     assert called <= 1, called

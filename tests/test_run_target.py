@@ -9,6 +9,7 @@ from __future__ import annotations
 from conftest import cli
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,7 +75,8 @@ def only_run(db: Path) -> dict:
 
 def test_a_profile_with_a_target_is_measured_there_and_stored_here(lab, env, tmp_path):
     db = tmp_path / "r.db"
-    p = rtgauge_run(env, "--profile", profile(tmp_path, target="ssh://board"), "--db", str(db))
+    with sshlab.Watch(lab) as there:
+        p = rtgauge_run(env, "--profile", profile(tmp_path, target="ssh://board"), "--db", str(db))
     assert p.returncode == 0, p.stdout + p.stderr
     assert "skipped" not in p.stdout                            # the board has cyclictest: it ran there
     run = only_run(db)
@@ -93,7 +95,8 @@ def test_a_profile_with_a_target_is_measured_there_and_stored_here(lab, env, tmp
     assert doc["env"]["hostname"] == lab.hostname               # the engine ran there
     assert doc["env"]["target"] == "ssh://board"
     assert m["metrics"]["cycles"]["value"] + m["metrics"]["skipped"]["value"] == pytest.approx(500, abs=2)
-    assert not list(Path("/tmp").glob("rtgauge.??????"))        # the board shares /tmp: nothing left
+    # the board shares /tmp: its directories (the engine's, cyclictest's) are gone
+    assert len(there.dirs) >= 2 and not any(d.exists() for d in there.dirs)
 
 
 def test_a_target_without_the_tool_is_told_apart(lab, env, monkeypatch):
@@ -148,10 +151,10 @@ def test_rt_throttling_off_on_a_target_is_refused(lab, env, tmp_path):
     assert not (tmp_path / "r.db").exists()
 
 
-def wait_for_remote_engine(p, timeout=120) -> list[Path]:
+def wait_for_remote_engine(lab, p, timeout=120) -> list[Path]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and p.poll() is None:
-        dirs = [d for d in Path("/tmp").glob("rtgauge.??????") if engine_processes(str(d))]
+        dirs = sorted(sshlab.engine_dirs(lab))
         if dirs:
             return dirs
         time.sleep(0.2)
@@ -163,7 +166,7 @@ def test_ctrl_c_stops_the_remote_engine_and_keeps_what_it_measured(lab, env, tmp
     p = subprocess.Popen([sys.executable, "-m", "rtgauge", "run", "--no-report", "--profile",
                           profile(tmp_path, duration=60), "--target", "ssh://board", "--db", str(db)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
-    dirs = wait_for_remote_engine(p)
+    dirs = wait_for_remote_engine(lab, p)
     wait_until_measuring(dirs)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
@@ -187,12 +190,12 @@ LOST = re.compile(r"lost the connection to ssh://board|the session of `\w+` on s
 def test_a_cut_link_fails_the_run_keeps_it_interrupted_and_the_engine_ends_itself(lab, env, tmp_path):
     """A lost board is a failure (exit 1, the reason said), not a stop the user asked for
     (130): a CI job must not read a dead board as a Ctrl-C."""
-    db = tmp_path / "r.db"
+    db, directory = tmp_path / "r.db", None
     p = subprocess.Popen([sys.executable, "-m", "rtgauge", "run", "--no-report", "--profile",
                           profile(tmp_path, duration=120), "--target", "ssh://board", "--db", str(db)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
     try:
-        [directory] = wait_for_remote_engine(p)
+        [directory] = wait_for_remote_engine(lab, p)
         time.sleep(1)
         lab.link(up=False)
         cut = time.monotonic()
@@ -212,10 +215,8 @@ def test_a_cut_link_fails_the_run_keeps_it_interrupted_and_the_engine_ends_itsel
         lab.link(up=True)
         if p.poll() is None:
             p.kill()
-        for d in Path("/tmp").glob("rtgauge.??????"):
-            if (d / "guard.sh").exists():
-                import shutil
-                shutil.rmtree(d, ignore_errors=True)
+        if directory is not None:                # left on the target: the connection was gone
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def test_the_profile_target_key():

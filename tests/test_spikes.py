@@ -106,6 +106,8 @@ def test_whole_run_summary():
     irqs = {r["source"]: r for r in result["irq_sources"]}
     assert irqs["irq 30 eth0"]["count"] == 1 and irqs["irq 30 eth0"]["worst_us"] == 90.0
     assert "irq 31 other-cpu" not in irqs                       # only the measured CPUs
+    totals = [r["total_us"] for r in result["irq_sources"]]      # the most time taken first
+    assert totals == sorted(totals, reverse=True) and result["irq_sources"][0]["source"] == "irq 30 eth0"
     # the default threshold is the run's p99.9: here the largest wake-up alone is above it
     default = spikes.attribute(TRACE, samples(), {0: 1}, ENGINE, cpus=[1])
     assert default["threshold_from"] == "p99.9 of the run" and default["spikes"] == 1
@@ -171,3 +173,42 @@ def test_a_context_left_open_between_windows_does_not_leak():
     result = spikes.attribute(trace, smp, {0: 1}, ENGINE, threshold_us=10, cpus=[1])
     causes = {s["cycle"]: s["cause"] for s in result["spike_list"]}
     assert causes[1] == "thread hog (pid 77, FIFO/RR 90)", result["spike_list"]
+
+
+def test_an_ipi_storm_is_named_with_the_function_it_ran():
+    """Function-call IPIs back to back from before the deadline to after the timer
+    fired: the storm owns the window, named with the function each IPI ran (csd events);
+    an IPI without csd events keeps the vector's name; a reschedule IPI nested in it,
+    whose exit closes only itself, does not end the storm's context; and the storm's
+    context ends at its own exit, not at a nested function's."""
+    def ipi(t: float, task: str, pid: int, length: float, fn: str | None = "remote_function") -> list[str]:
+        out = [line(t, task, pid, "call_function_single_entry", "vector=251")]
+        if fn:
+            out += [line(t + 1, task, pid, "csd_function_entry", f"func={fn}, csd=00000000c"),
+                    line(t + length - 1, task, pid, "csd_function_exit", f"func={fn}, csd=00000000c")]
+        return out + [line(t + length, task, pid, "call_function_single_exit", "vector=251")]
+
+    trace = [
+        switch(0, "<idle>", 0, 120, "work", 50, 120),
+        *ipi(90, "work", 50, 400),                                   # 90..490, deadline at 100
+        *wake(491, "work", 50),                                      # the timer, pending since 100
+        *ipi(496, "work", 50, 300),                                  # 496..796: before the switch
+        line(800, "work", 50, "call_function_single_entry", "vector=251"),
+        line(810, "work", 50, "reschedule_entry", "vector=253"),
+        line(812, "work", 50, "reschedule_exit", "vector=253"),
+        line(900, "work", 50, "call_function_single_exit", "vector=251"),   # 800..900, no csd events
+        switch(902, "work", 50, 120, "rtgauge-engine", 10, 19),
+        switch(910, "rtgauge-engine", 10, 19, "work", 50, 120),
+    ]
+    per_cpu, _ = spikes.parse_trace(trace)
+    spike = spikes.Spike(1, 0, 0, BASE + 100_000, 805_000)           # wakes at 905 µs
+    spikes.attribute_cpu(per_cpu[1], [spike], ENGINE)
+    fn, bare = "vector function-call IPI: remote_function", "vector function-call IPI"
+    assert spike.cause() == fn, spike.parts
+    assert spike.parts[fn] == (489 - 100 + 795 - 497) * 1000
+    assert spike.parts[bare] == (1 + 2 + 98) * 1000                  # around the csd functions, and the bare IPI
+    assert spike.parts["vector reschedule IPI"] == 2_000
+    assert spike.parts["thread work (pid 50, nice 0)"] == (1 + 1 + 4 + 2) * 1000   # between the interrupts
+    assert spike.parts["vector local timer: hrtimer_wakeup"] == 2_000 and spike.parts["wake-up path"] == 3_000
+    assert sum(spike.parts.values()) == spike.latency_ns
+    assert spikes.kind_of(fn) == "interrupt"

@@ -82,38 +82,7 @@ def profile(tmp_path, conditions='"cpu"', duration=1.5, cross=False) -> str:
     return str(path)
 
 
-def uts(pid) -> str | None:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/uts")
-    except OSError:
-        return None
-
-
-def board_processes(lab, name: str) -> list[int]:
-    """Processes in the board's UTS namespace (its sshd's) whose name starts with `name`."""
-    ns = uts(lab.sshd.pid)
-    found = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit() and uts(p.name) == ns:
-            try:
-                if (p / "comm").read_text().startswith(name):
-                    found.append(int(p.name))
-            except OSError:
-                pass
-    return found
-
-
-def board_dirs(lab) -> set[Path]:
-    """The temporary directories there named by the board's processes (guard.sh, keep.sh)."""
-    ns, found = uts(lab.sshd.pid), set()
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit() and uts(p.name) == ns:
-            try:
-                cmdline = (p / "cmdline").read_bytes()
-            except OSError:
-                continue
-            found.update(Path(m.decode()) for m in re.findall(rb"/tmp/rtgauge\.[A-Za-z0-9]{6}", cmdline))
-    return found
+uts, board_processes, board_dirs = sshlab.uts, sshlab.board_processes, sshlab.board_dirs
 
 
 def test_a_cpu_load_runs_on_the_target_and_ends_with_the_run(lab, tmp_path):

@@ -64,11 +64,6 @@ def test_address_parsing():
             remote.parse(bad)
 
 
-def engine_dirs() -> set[Path]:
-    """The targets' temporary directories with an engine running in them now."""
-    return {p for p in Path("/tmp").glob("rtgauge.*") if engine_processes(str(p))}
-
-
 def wait_until_measuring(dirs: list[Path], switches: int = 200, timeout: float = 120) -> None:
     """Until the engine there has woken some hundred times (its threads' voluntary context
     switches: each cycle's sleep is one), however long a loaded machine takes to start it."""
@@ -91,12 +86,12 @@ def wait_until_measuring(dirs: list[Path], switches: int = 200, timeout: float =
     raise AssertionError("the engine on the target did not start measuring")
 
 
-async def engine_started(before: set[Path], watchdog_s: float = 120.0) -> Path:
+async def engine_started(lab, before: set[Path], watchdog_s: float = 120.0) -> Path:
     """The directory of the engine this test started (new since `before`), once it runs:
     uploading and starting it is bounded by a watchdog, not assumed to take 2 s."""
     deadline = time.monotonic() + watchdog_s
     while time.monotonic() < deadline:
-        new = engine_dirs() - before
+        new = sshlab.engine_dirs(lab) - before
         if new:
             return sorted(new)[0]
         await asyncio.sleep(0.1)
@@ -172,10 +167,10 @@ def test_ctrl_c_stops_the_remote_engine_and_keeps_what_it_measured(client, engin
 
     async def go():
         async with target:
-            before = engine_dirs()
+            before = sshlab.engine_dirs(client)
             task = asyncio.create_task(target.run_engine(
                 ["latency", "--duration-s", "60", "--threads", "1"], engine=Path(engine_bin)))
-            started = await engine_started(before)
+            started = await engine_started(client, before)
             await asyncio.to_thread(wait_until_measuring, [started])
             t0 = time.monotonic()
             task.cancel()                      # what asyncio.run does on Ctrl-C
@@ -200,10 +195,10 @@ def test_a_cut_link_stops_the_remote_engine_by_itself(client, engine_bin):
 
     async def go():
         async with target:
-            before = engine_dirs()
+            before = sshlab.engine_dirs(client)
             task = asyncio.create_task(target.run_engine(
                 ["latency", "--duration-s", "120", "--threads", "1"], engine=Path(engine_bin)))
-            seen["dirs"] = [await engine_started(before)]
+            seen["dirs"] = [await engine_started(client, before)]
             await asyncio.to_thread(wait_until_measuring, seen["dirs"])
             client.link(up=False)
             seen["cut"] = time.monotonic()
@@ -275,7 +270,7 @@ def test_ctrl_c_on_rtgauge_engine_with_a_target(client):
     dirs = []
     while not dirs and time.monotonic() < deadline and p.poll() is None:
         time.sleep(0.2)
-        dirs = [d for d in Path("/tmp").glob("rtgauge.*") if engine_processes(str(d))]
+        dirs = sorted(sshlab.engine_dirs(client))
     assert dirs, "the engine did not start on the target"
     wait_until_measuring(dirs)
     p.send_signal(signal.SIGINT)

@@ -7,7 +7,8 @@ deadline D to its wake-up W = D + Ti on its CPU is cut into segments, each owned
 what held the CPU then:
 
 - an interrupt context (innermost first): NMI, an IRQ handler (by name), an
-  interrupt vector (local timer with the hrtimer function it ran, IPIs), a softirq;
+  interrupt vector (local timer with the hrtimer function it ran, IPIs, a function-call
+  IPI with the function it ran), a softirq;
 - before the measuring thread was woken (its timer interrupt had not arrived):
   the task on the CPU; "exit from idle" when that was the idle task; a segment with
   no event longer than STALL_NS is "nothing traced (host stall)": no CPU sleeps, and
@@ -121,7 +122,9 @@ class IrqCounter:
     def rows(self) -> list[dict]:
         rows = [{"source": self.names.get(k, k), "count": v[0], "total_us": round(v[1] / 1000, 1),
                  "worst_us": round(v[2] / 1000, 1)} for k, v in self.acc.items()]
-        return sorted(rows, key=lambda r: (-r["count"], r["source"]))[:10]
+        # by the time they took from the measured CPUs: a few long handlers (an IPI storm)
+        # delay a wake-up more than many short ones (the tick), and must not fall off the list
+        return sorted(rows, key=lambda r: (-r["total_us"], -r["count"], r["source"]))[:10]
 
 
 def scan_trace(lines, windows: dict[int, list[tuple[int, int]]] | None = None, irqs: IrqCounter | None = None,
@@ -269,18 +272,25 @@ class CpuSweep:
             fn = dict(FIELD.findall(ev.rest)).get("function", "?")
             if self.stack and self.stack[-1].startswith("vector local timer"):
                 self.stack.append(f"vector local timer: {fn}")
+        elif n == "csd_function_entry":
+            # the function a function-call IPI runs (csd events, Linux 6.3+), like the timer's hrtimer function
+            fn = dict(FIELD.findall(ev.rest)).get("func", "?").rstrip(",")
+            if self.stack and self.stack[-1] == "vector function-call IPI":
+                self.stack.append(f"vector function-call IPI: {fn}")
         elif n.endswith("_entry") and n[:-6] in VECTORS:
             self.stack.append(f"vector {VECTORS[n[:-6]]}")
-        elif n in ("irq_handler_exit", "softirq_exit", "hrtimer_expire_exit") or (
+        elif n in ("irq_handler_exit", "softirq_exit", "hrtimer_expire_exit", "csd_function_exit") or (
                 n.endswith("_exit") and n[:-5] in VECTORS):
             self._pop(n)
 
     def _pop(self, n: str) -> None:
-        want = {"irq_handler_exit": "irq ", "softirq_exit": "softirq ",
-                "hrtimer_expire_exit": "vector local timer: "}.get(n, "vector ")
+        """Pops the context an exit closes, with what it left open inside it."""
+        vector = n.endswith("_exit") and n[:-5] in VECTORS
+        want = f"vector {VECTORS[n[:-5]]}" if vector else {
+            "irq_handler_exit": "irq ", "softirq_exit": "softirq ", "hrtimer_expire_exit": "vector local timer: ",
+            "csd_function_exit": "vector function-call IPI: "}[n]
         for i in range(len(self.stack) - 1, -1, -1):
-            if self.stack[i].startswith(want) and not (want == "vector " and self.stack[i].startswith(
-                    "vector local timer: ")):
+            if self.stack[i] == want if vector else self.stack[i].startswith(want):
                 del self.stack[i:]
                 return
         # an exit whose entry was before the trace began: nothing to pop

@@ -74,7 +74,8 @@ def print_attribution(console: Console, runs: list) -> None:
                           f"cause {escape(w['cause'])}")
         if a.get("irq_sources"):
             console.print("  interrupts on the measured CPUs: " + escape(", ".join(
-                f"{r['source']} ×{r['count']:,} (worst {r['worst_us']:,.1f} µs)" for r in a["irq_sources"][:5])))
+                f"{r['source']} ×{r['count']:,} ({r['total_us']:,.1f} µs in all, worst {r['worst_us']:,.1f} µs)"
+                for r in a["irq_sources"][:5])))
 
 
 def render_spikes_html(runs: list) -> str:

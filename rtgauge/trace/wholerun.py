@@ -4,15 +4,20 @@ every spike (docs/attribution.md; the analysis is rtgauge.analysis.spikes).
 A private trace instance (instances/rtgauge-attr-<pid>) with the "mono" clock (the
 engine's CLOCK_MONOTONIC deadlines line up with it) records the scheduler, interrupt,
 softirq, timer-vector, IPI and NMI events the kernel offers, on the measured CPUs only.
-A reader (`cat trace_pipe`, placed on the CPUs that are not measured) drains it into a
-file while the job runs, so the ring buffer does not wrap; at the end the rest of the
-buffer is appended and the instance removed."""
+A reader (placed on the CPUs that are not measured) drains trace_pipe into a file while
+the job runs, so the ring buffer does not wrap; at the end the rest of the buffer is
+appended and the instance removed. The reader polls (non-blocking reads every
+POLL_S): a reader that blocks in trace_pipe, as `cat` does, is woken by an irq_work
+interrupt on the traced CPU each time an event comes after it emptied the buffer, so
+the measurement would add to the measured CPU an interrupt of its own, up to tens of
+thousands a second, and read it in its own trace (docs/attribution.md)."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -26,8 +31,31 @@ EVENTS = ("sched/sched_switch", "sched/sched_wakeup",
           "irq_vectors/reschedule_entry", "irq_vectors/reschedule_exit",
           "irq_vectors/call_function_entry", "irq_vectors/call_function_exit",
           "irq_vectors/call_function_single_entry", "irq_vectors/call_function_single_exit",
-          "irq_vectors/irq_work_entry", "irq_vectors/irq_work_exit")
+          "irq_vectors/irq_work_entry", "irq_vectors/irq_work_exit",
+          "csd/csd_function_entry", "csd/csd_function_exit")
 BUFFER_KB = 8192        # per CPU; the reader drains it, this only absorbs its delays
+POLL_S = 0.02           # the reader's pause when trace_pipe is empty (a few 100 kB of trace a CPU)
+
+# The reader: trace_pipe (argv[1]) to stdout, non-blocking, until SIGTERM; then what is
+# left is drained (tracing is off by then) so nothing read is lost.
+READER = """
+import os, signal, sys, time
+stop = []
+signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK)
+while True:
+    try:
+        data = os.read(fd, 1 << 20)
+    except BlockingIOError:
+        data = b""
+    if data:
+        while data:
+            data = data[os.write(1, data):]
+        continue
+    if stop:
+        break
+    time.sleep(float(sys.argv[2]))
+"""
 
 
 def remove_stale(tracefs: str) -> None:
@@ -72,7 +100,8 @@ class WholeRunTrace(InstanceFiles):
         out = open(self.out, "wb")
         try:
             self.reader = subprocess.Popen(
-                ["cat", str(self.instance / "trace_pipe")], stdout=out, stdin=subprocess.DEVNULL,
+                [sys.executable, "-c", READER, str(self.instance / "trace_pipe"), str(POLL_S)], stdout=out,
+                stdin=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,    # gone with rtgauge, even killed
                 preexec_fn=die_with_parent((lambda: os.sched_setaffinity(0, others)) if others else None))
         finally:
