@@ -124,6 +124,44 @@ def test_target_machine_and_the_engine_it_gets(client):
     assert run.status == 0 and run.document["metrics"]["timestamp_monotonic"]["value"] > 0
 
 
+def test_the_engine_is_sent_once_and_then_taken_from_the_targets_cache(client, engine_bin, tmp_path):
+    """The engine is sent with the first job and kept in the target's cache by its SHA-256;
+    a second job and a second connection take it from there; a cached copy that is not
+    the engine (changed there) is not run: the engine is sent again and the cache mended."""
+    engine = tmp_path / "rtgauge-engine"      # an engine of a digest of its own: no earlier run cached it
+    engine.write_bytes(Path(engine_bin).read_bytes() + os.urandom(16))
+    engine.chmod(0o755)
+    digest = remote.file_sha256(engine)
+    import hashlib
+    import pwd
+    assert digest == hashlib.sha256(engine.read_bytes()).hexdigest()
+    # the board shares this file system: root's cache there is root's here
+    cached = Path(pwd.getpwnam("root").pw_dir, ".cache", "rtgauge", "target-engines", digest)
+
+    async def connection(n):
+        async with remote.SshTarget(remote.parse("ssh://board")) as t:
+            got = []
+            for _ in range(n):
+                d, from_cache = await t.stage(engine)
+                assert (Path(d) / "rtgauge-engine").read_bytes() == engine.read_bytes()
+                assert (Path(d) / "guard.sh").read_bytes() == remote.GUARD.read_bytes()
+                await t._remove(d)
+                got.append(from_cache)
+            run = await t.run_engine(["overhead", "--iterations", "1000", "--rounds", "1"], engine=engine)
+            assert run.status == 0 and run.document["ok"] and not Path(run.directory).exists()
+            return got
+
+    try:
+        assert asyncio.run(connection(2)) == [False, True]       # sent, then taken from the cache
+        assert cached.read_bytes() == engine.read_bytes()
+        assert asyncio.run(connection(1)) == [True]              # a second connection: from the cache
+        cached.write_bytes(b"#!/bin/sh\necho not the engine\n")  # changed there: not run
+        assert asyncio.run(connection(2)) == [False, True]       # sent again, and the cache mended
+        assert cached.read_bytes() == engine.read_bytes()
+    finally:
+        cached.unlink(missing_ok=True)
+
+
 def test_ctrl_c_stops_the_remote_engine_and_keeps_what_it_measured(client, engine_bin):
     target = remote.SshTarget(remote.parse("ssh://board"))
 

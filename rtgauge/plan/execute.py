@@ -422,7 +422,9 @@ def run_job_segments(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> 
         load.start()
         if job.condition != "idle" and s.warmup_s:
             stop.sleep(s.warmup_s)
-        previous = load.snapshot()
+        # what the load delivered between segments (a snapshot reads the target's /proc over
+        # the connection: seconds on a loaded system under emulation); one segment: its stop says it
+        previous = load.snapshot() if len(segments) > 1 else {}
         done_s = 0.0
         for i, options in enumerate(segments):
             stop.check()
@@ -435,7 +437,7 @@ def run_job_segments(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> 
             breached = bool(((doc.get("env") or {}).get("trace") or {}).get("breached"))
             last = i == len(segments) - 1 or interrupted or breached
             if last:
-                current = load.snapshot()
+                current = load.snapshot() if len(segments) > 1 else {}
                 delivered = load.stop()
                 stopped = True
                 if len(segments) > 1:

@@ -51,8 +51,9 @@ FILES = " ".join([
 ])
 # commands whose output is framed like a file: (NAME, shell command); '' frames NAME empty
 EXTRA = [
-    ("@config", "gzip -dc /proc/config.gz || zcat /proc/config.gz"),
-    ("@machine", "uname -m"),
+    # (a test before a command: no process where there is nothing to run it on)
+    ("@config", "[ -r /proc/config.gz ] && { gzip -dc /proc/config.gz || zcat /proc/config.gz; }"),
+    ("@machine", "[ -r /proc/sys/kernel/arch ] || uname -m"),
     ("/dev/cpu_dma_latency", ""),      # kept below only when the board says it is writable
     ("@dma-writable", "[ -w /dev/cpu_dma_latency ] && echo yes"),
     *((f"@tool/{tool}", f"p=$(command -v {tool} 2>/dev/null) && [ -f \"$p\" ] && [ -x \"$p\" ] && "
@@ -71,11 +72,11 @@ def tree_path(root: str, path: str) -> Path | None:
     return Path(root, *parts[1:])
 
 
-def fetch_tree(read_files) -> tuple[str, dict[str, bytes]]:
+def fetch_tree(read_files, extra=EXTRA) -> tuple[str, dict[str, bytes]]:
     """The target's files in a new private directory here, and the framed command
     outputs (@config, @machine, @tool/NAME). read_files: SshTarget.read_files,
     called synchronously (TargetSession.read_files)."""
-    got = read_files(FILES, EXTRA)
+    got = read_files(FILES, extra)
     outputs: dict[str, bytes] = {k: v for k, v in got.items() if k.startswith("@")}
     if outputs.get("@dma-writable", b"").strip() != b"yes":
         got.pop("/dev/cpu_dma_latency", None)
@@ -133,8 +134,11 @@ def target_facts(read_files, address: str) -> dict:
 
 
 def tuning_tree(read_files) -> str:
-    """The files a tuning of the target reads, in a private directory here."""
-    root, _ = fetch_tree(read_files)
+    """The files a tuning of the target reads, in a private directory here (not the
+    tools' versions nor the kernel's configuration: a tuning reads neither, and each is
+    a process there)."""
+    root, _ = fetch_tree(read_files, [(name, command) for name, command in EXTRA
+                                      if not name.startswith(("@tool/", "@config"))])
     return root
 
 

@@ -13,7 +13,7 @@ shift 2
 exec 3<&0                       # an asynchronous list gets /dev/null as stdin
 "$@" --out "$d/doc.json" 2>"$d/err" </dev/null &
 e=$!
-date +%s >"$d/alive"
+echo 0 >"$d/alive"               # the heartbeats counted (shell builtins: no process a beat)
 
 stop() {
     kill -TERM "$e" 2>/dev/null
@@ -24,24 +24,33 @@ stop() {
 
 (
     said=
+    beats=0
     while IFS= read -r line; do
         [ "$line" = stop ] && said=1 && break
-        date +%s >"$d/alive"
+        beats=$((beats + 1))
+        echo "$beats" >"$d/alive"
     done
     [ -n "$said" ] && : >"$d/said"
     stop
 ) <&3 >/dev/null 2>&1 &
 r=$!
 (
+    seen=0 quiet=
     while kill -0 "$e" 2>/dev/null; do
         sleep 1
         [ -f "$d/said" ] && break
-        last=$(cat "$d/alive" 2>/dev/null || echo 0)
-        # read while the reader rewrites it (">" truncates, then date runs: a fork and an
-        # exec, long on a loaded system under emulation): no word read, so no silence seen
-        # either; an empty value in $((...)) is 0, which stopped the engine at once
-        case $last in ''|*[!0-9]*) continue ;; esac
-        if [ $(($(date +%s) - last)) -gt "$t" ]; then
+        beats=
+        read -r beats <"$d/alive" 2>/dev/null
+        # read while the reader rewrites it (">" truncates, then echo writes): no word
+        # read, so no silence seen either (an empty value in $((...)) is 0, which once
+        # stopped the engine at once)
+        case $beats in ''|*[!0-9]*) continue ;; esac
+        # a beat since the last look: not silent. Only a silence costs a process (date):
+        # a fork and an exec a second take a good part of a CPU under software emulation
+        if [ "$beats" != "$seen" ]; then seen=$beats quiet=; continue; fi
+        now=$(date +%s)
+        [ -n "$quiet" ] || quiet=$now
+        if [ $((now - quiet)) -ge "$t" ]; then
             echo "rtgauge: no word from the client for $t s: stopping the engine" >>"$d/err"
             stop
             break

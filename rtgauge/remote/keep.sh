@@ -15,7 +15,8 @@ exec 3<&0                       # an asynchronous list gets /dev/null as stdin
 setsid "$@" >"$d/log" 2>&1 </dev/null &
 e=$!                            # not a group leader: setsid execs, so $e is the session and group id
 echo "$e" >"$d/pid"
-date +%s >"$d/alive"
+echo "$e"                       # and to rtgauge, which waits for it
+echo 0 >"$d/alive"               # the heartbeats counted (shell builtins: no process a beat)
 
 stop() {
     kill -INT -"$e" 2>/dev/null || kill -INT "$e" 2>/dev/null
@@ -32,23 +33,31 @@ stop() {
 
 (
     said=
+    beats=0
     while IFS= read -r line; do
         [ "$line" = stop ] && said=1 && break
-        date +%s >"$d/alive"
+        beats=$((beats + 1))
+        echo "$beats" >"$d/alive"
     done
     if [ -n "$said" ]; then : >"$d/said"; else : >"$d/orphan"; fi
     stop
 ) <&3 >/dev/null 2>&1 &
 r=$!
 (
+    seen=0 quiet=
     while kill -0 "$e" 2>/dev/null; do
         sleep 1
         [ -f "$d/said" ] && break          # rtgauge said stop: the reader stops it
-        last=$(cat "$d/alive" 2>/dev/null || echo 0)
+        beats=
+        read -r beats <"$d/alive" 2>/dev/null
         # read while the reader rewrites it (truncated, not yet written: a slow system
         # shows this often): no word read, so no silence seen either
-        case $last in ''|*[!0-9]*) continue ;; esac
-        if [ $(($(date +%s) - last)) -gt "$t" ]; then
+        case $beats in ''|*[!0-9]*) continue ;; esac
+        # a beat since the last look: not silent; only a silence costs a process (date)
+        if [ "$beats" != "$seen" ]; then seen=$beats quiet=; continue; fi
+        now=$(date +%s)
+        [ -n "$quiet" ] || quiet=$now
+        if [ $((now - quiet)) -ge "$t" ]; then
             echo "rtgauge: no word from the client for $t s: stopping" >>"$d/log"
             : >"$d/orphan"
             stop

@@ -23,8 +23,11 @@ from rtgauge.remote.ssh import HEARTBEAT, ConnectionLost, RemoteRun
 asyncssh = require_extra("asyncssh", "ssh", "ssh:// targets")
 
 # a program the login finds on its PATH, a regular file it may execute (bash's
-# `command -v` also names a file it may not execute)
-HAS = 'p=$(command -v {0} 2>/dev/null) && [ -f "$p" ] && [ -x "$p" ] && echo "$p"'
+# `command -v` also names a file it may not execute); said by its name, one a line
+HAS = 'for x in {0}; do p=$(command -v "$x" 2>/dev/null) && [ -f "$p" ] && [ -x "$p" ] && echo "$x"; done; true'
+# the programs a run may look for there (loads, the cyclictest cross-check, --tuned): looked
+# for together the first time one is (a command there takes seconds under emulation)
+PROGRAMS = ("setsid", "sh", "stress-ng", "hackbench", "cyclictest", "unshare", "ip", "cmp")
 
 
 @dataclass
@@ -114,7 +117,14 @@ class TargetSession:
         return self._call(self.target._sh(command, input=text.encode(), check=False), 60 * self._patience)
 
     def has(self, program: str) -> bool:
-        return bool(self.sh(HAS.format(shlex.quote(program))).strip())
+        """Whether the target has `program` on the login's PATH (remembered for the session)."""
+        if not hasattr(self, "_has"):
+            self._has: dict[str, bool] = {}
+        if program not in self._has:
+            names = list(dict.fromkeys([program, *(p for p in PROGRAMS if p not in self._has)]))
+            found = set(self.sh(HAS.format(" ".join(shlex.quote(n) for n in names))).split())
+            self._has.update({n: n in found for n in names})
+        return self._has[program]
 
     def facts(self) -> dict:
         """The doctor's facts of the target: its /proc, /sys and /etc read over the
@@ -139,17 +149,24 @@ class TargetSession:
     def stat_lines(self) -> bytes:
         return self._call(self.target.stat_lines(), 20 * self._patience)
 
+    def _numbers(self) -> None:
+        """The target's online CPUs and clock ticks a second, read once, in one command
+        (the second is first needed while a load runs there, when a command is slow)."""
+        if not hasattr(self, "_cpus"):
+            out = self.sh('echo "cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || grep -c ^processor /proc/cpuinfo)"; '
+                          'echo "ticks=$(getconf CLK_TCK 2>/dev/null)"')
+            said = dict(line.strip().partition("=")[::2] for line in out.splitlines() if "=" in line)
+            cpus, ticks = said.get("cpus", ""), said.get("ticks", "")
+            self._cpus = int(cpus) if cpus.isdigit() and int(cpus) > 0 else 1
+            self._ticks = int(ticks) if ticks.isdigit() and int(ticks) > 0 else 100
+
     def cpus(self) -> int:
         """The target's online CPUs (the workers a load starts there)."""
-        if not hasattr(self, "_cpus"):
-            out = self.sh("getconf _NPROCESSORS_ONLN 2>/dev/null || grep -c ^processor /proc/cpuinfo").strip()
-            self._cpus = int(out) if out.isdigit() and int(out) > 0 else 1
+        self._numbers()
         return self._cpus
 
     def clock_ticks(self) -> int:
-        if not hasattr(self, "_ticks"):
-            out = self.sh("getconf CLK_TCK 2>/dev/null").strip()
-            self._ticks = int(out) if out.isdigit() and int(out) > 0 else 100
+        self._numbers()
         return self._ticks
 
     async def _run(self, start) -> TargetOutcome:

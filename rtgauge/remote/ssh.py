@@ -7,20 +7,25 @@ is refused, as ssh does). On the target rtgauge
 
 - checks the login may run real-time threads (root, or an rtprio limit >= 99),
 - reads the machine (uname -m) and puts an engine built for it (engines.build)
-  into a fresh temporary directory (mktemp -d), with guard.sh,
+  into a fresh temporary directory (mktemp -d), with guard.sh: the engine is sent
+  once and kept there in the login's cache (~/.cache/rtgauge/target-engines/SHA256,
+  the three sent last), and later jobs and connections copy it from there when its
+  copy's SHA-256 is the engine's (stage()),
 - runs a test under guard.sh, which stops the engine when rtgauge stops, says
   "stop" (Ctrl-C), or falls silent (a connection lost without a word): the
   heartbeat is a line a second, the guard waits SILENCE_S seconds,
-- reads the document back and removes the directory.
+- reads the document back and removes the directory (one command).
 
 Only the commands of a POSIX shell with cat, mktemp, chmod, rm, date, sleep,
-kill and uname are needed there (no Python, no sftp): a BusyBox board will do.
+kill and uname are needed there (no Python, no sftp): a BusyBox board will do
+(without sha256sum, the engine is sent every time).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 import re
@@ -60,13 +65,52 @@ FRAME = b"\x1ertgauge-file "   # starts each file in a framed read (read_files),
 TRANSFER_MAX = 96 * 1024**2
 FRAMES_MAX = 100_000
 # read_files' loop in one process where the target has perl: each readable regular file,
-# cut at CAP bytes, framed as the shell's loop frames it
-PERL_READ = ('binmode STDOUT; my $cap = shift; for my $f (@ARGV) { next unless -f $f && -r _; '
-             'open(my $h, "<", $f) or next; binmode $h; my ($b, $n) = ("", 1); '
-             'while ($n && length($b) < $cap) { my $k = $cap - length($b); '
-             '$n = read($h, $b, $k < 65536 ? $k : 65536, length($b)); } close $h; '
-             'next unless defined $n; print "\\036rtgauge-file ", length($b), " $f\\n", $b; }')
+# cut at CAP bytes, framed as the shell's loop frames it; then the N (NAME, FILE) pairs
+# after CAP and N: FILE (a command's output, or '' for none) framed as NAME
+PERL_READ = r"""binmode STDOUT; my $cap = shift; my @x = splice(@ARGV, 0, 2 * shift);
+sub slurp { my ($f) = @_; open(my $h, "<", $f) or return undef; binmode $h; my ($b, $n) = ("", 1);
+  while ($n && length($b) < $cap) { my $k = $cap - length($b); $n = read($h, $b, $k < 65536 ? $k : 65536, length($b)); }
+  close $h; return defined $n ? $b : undef; }
+for my $f (@ARGV) { next unless -f $f && -r _; my $b = slurp($f); next unless defined $b;
+  print "\036rtgauge-file ", length($b), " $f\n", $b; }
+while (@x) { my ($name, $f) = splice(@x, 0, 2); my $b = $f eq "" ? "" : slurp($f); $b = "" unless defined $b;
+  print "\036rtgauge-file ", length($b), " $name\n", $b; }"""
 TEXT_TAIL = 64 * 1024      # the end of a tool's stderr kept
+# The engines a target was sent, kept there by content (their SHA-256) for the jobs and
+# connections after: a job on a system under software emulation spent seconds receiving
+# the same engine again. Only the newest CACHE_KEEP are kept.
+TARGET_CACHE = "${XDG_CACHE_HOME:-$HOME/.cache}/rtgauge/target-engines"
+CACHE_KEEP = 3
+# (Each process there counts: a fork and an exec take a tenth of a second under software
+# emulation.) A job's directory there with a script from stdin as $1 (guard.sh, keep.sh) and, when
+# the cache holds a copy whose SHA-256 is $2, the engine copied from it into the directory
+# and checked there (the copy is what runs: nothing in the cache can change it after its
+# check). Prints the directory, then "cached" when the engine is in place.
+STAGE = r"""d=$(mktemp -d /tmp/rtgauge.XXXXXX) || exit 1
+echo "$d"
+cat > "$d/$1" || { rm -rf "$d"; exit 1; }
+[ -n "$2" ] && [ -n "$HOME$XDG_CACHE_HOME" ] || exit 0
+f="%(cache)s/$2"
+[ -f "$f" ] && cp "$f" "$d/rtgauge-engine" 2>/dev/null || exit 0
+h=$(sha256sum "$d/rtgauge-engine" 2>/dev/null)
+if [ "${h%%%% *}" = "$2" ] && { [ -x "$d/rtgauge-engine" ] || chmod 755 "$d/rtgauge-engine"; }; then
+    echo cached
+else
+    rm -f "$d/rtgauge-engine"
+fi
+exit 0""" % {"cache": TARGET_CACHE}
+# The engine from stdin into DIR ($1), then a copy of it into the cache as $2 (its
+# SHA-256), written aside, checked and renamed (a reader never sees half of it), the oldest
+# beyond CACHE_KEEP removed. A cache that cannot be written (a read-only home, no
+# sha256sum) is no cache: the engine is sent every time.
+SEND = r"""cat > "$1/rtgauge-engine" && chmod 755 "$1/rtgauge-engine" || exit 1
+command -v sha256sum >/dev/null 2>&1 && [ -n "$HOME$XDG_CACHE_HOME" ] || exit 0
+c="%(cache)s"
+{ mkdir -p "$c" && chmod 700 "$c" && cp "$1/rtgauge-engine" "$c/.new.$$" &&
+  h=$(sha256sum "$c/.new.$$") && [ "${h%%%% *}" = "$2" ] && mv -f "$c/.new.$$" "$c/$2"; } 2>/dev/null
+rm -f "$c/.new.$$" 2>/dev/null
+ls -t "$c" 2>/dev/null | grep -E '^[0-9a-f]{64}$' | sed '1,%(keep)dd' | while IFS= read -r x; do rm -f "$c/$x"; done
+exit 0""" % {"cache": TARGET_CACHE, "keep": CACHE_KEEP}
 
 
 @dataclass(frozen=True)
@@ -276,27 +320,41 @@ class SshTarget:
         return b"".join(chunks)
 
     async def read_files(self, paths: str, extra: list[tuple[str, str]] = (),
-                         limit: int = FILE_READ_MAX) -> dict[str, bytes]:
+                         limit: int = FILE_READ_MAX, then: str = "") -> dict[str, bytes]:
         """Many files of the target in one command: `paths` is a list of paths and
         shell globs (expanded there); the readable regular files come back by path,
         byte for byte, each length-framed (parse_frames) and cut at `limit` + 1 bytes
         there (a larger file is left out). `extra`: (NAME, COMMAND) pairs, COMMAND's output framed as file
-        NAME ('' for an empty frame: NAME exists)."""
+        NAME ('' for an empty frame: NAME exists). `then`: a shell command run after,
+        its output discarded (the removal of what was read)."""
         cap = limit + 1
         # the shell expands the globs; perl (Debian's perl-base is essential) reads every file in one
         # process, else the shell's loop forks a few processes a file: seconds a file on a system
-        # under software emulation, where one read of the doctor's ~100 files took minutes
-        script = ("t=$(mktemp /tmp/rtgauge-read.XXXXXX) || exit 1; trap 'rm -f \"$t\"' EXIT; "
-                  "emit() { n=$(wc -c < \"$t\"); printf '\\036rtgauge-file %d %s\\n' $n \"$1\"; cat \"$t\"; }; "
-                  f"set -- {paths}; if command -v perl >/dev/null 2>&1; then perl -e {shlex.quote(PERL_READ)} "
-                  f"{cap} \"$@\"; else for f in \"$@\"; do [ -f \"$f\" ] && [ -r \"$f\" ] || continue; "
-                  f"head -c {cap} \"$f\" > \"$t\" 2>/dev/null || continue; emit \"$f\"; done; fi; ")
+        # under software emulation, where one read of the doctor's ~100 files took minutes. With
+        # perl, a command's output goes to a file of a temporary directory, which perl frames
+        # (no head, wc and cat a command: each process there costs a tenth of a second under emulation).
+        outputs, pairs = "", []
+        for i, (name, command) in enumerate(extra):
+            if command:
+                outputs += f"( eval {shlex.quote(command)} ) </dev/null >\"$t/{i}\" 2>/dev/null; "
+            pairs += [shlex.quote(name), f"\"$t/{i}\"" if command else "''"]
+        perl = (f"perl -e {shlex.quote(PERL_READ)} {cap} {len(extra)} {' '.join(pairs)} \"$@\"; ")
+        if extra:
+            perl = ("t=$(mktemp -d /tmp/rtgauge-read.XXXXXX) || exit 1; trap 'rm -rf \"$t\"' EXIT; "
+                    + outputs + perl)
+        loop = ("t=$(mktemp /tmp/rtgauge-read.XXXXXX) || exit 1; trap 'rm -f \"$t\"' EXIT; "
+                "emit() { n=$(wc -c < \"$t\"); printf '\\036rtgauge-file %d %s\\n' $n \"$1\"; cat \"$t\"; }; "
+                f"for f in \"$@\"; do [ -f \"$f\" ] && [ -r \"$f\" ] || continue; "
+                f"head -c {cap} \"$f\" > \"$t\" 2>/dev/null || continue; emit \"$f\"; done; ")
         for name, command in extra:
             if command:
-                script += f"{{ ( eval {shlex.quote(command)} ) </dev/null 2>/dev/null | head -c {cap} > \"$t\"; " \
-                          f"emit {shlex.quote(name)}; }}; "
+                loop += f"{{ ( eval {shlex.quote(command)} ) </dev/null 2>/dev/null | head -c {cap} > \"$t\"; " \
+                        f"emit {shlex.quote(name)}; }}; "
             else:
-                script += f": > \"$t\"; emit {shlex.quote(name)}; "
+                loop += f": > \"$t\"; emit {shlex.quote(name)}; "
+        script = f"set -- {paths}; if command -v perl >/dev/null 2>&1; then {perl}else {loop}fi; "
+        if then:
+            script += f"{{ {then} ; }} >/dev/null 2>&1; "
         return parse_frames(await self._sh_bytes(script + "true"), limit)
 
     async def start_kept(self, argv, atexit: str | None = None) -> Kept:
@@ -304,15 +362,16 @@ class SshTarget:
         directory, in a session of its own, for as long as this connection says so
         (a heartbeat a second): stop_kept() ends it; a lost connection ends it there
         within silence_s seconds. `atexit`: a shell script run there after it ends."""
-        d = (await self._sh("mktemp -d /tmp/rtgauge.XXXXXX")).strip()
-        if not d.startswith("/tmp/rtgauge."):
-            raise RunFailed(f"mktemp -d gave {d!r} on {self.address}; check that /tmp is writable there.")
+        d, _ = await self.stage(None, KEEP, "keep.sh")
         qd = shlex.quote(d)
-        await self._sh(f"cat > {qd}/keep.sh", input=KEEP.read_bytes())
-        if atexit is not None:
-            await self._sh(f"cat > {qd}/atexit", input=atexit.encode())
-        cmd = " ".join(shlex.quote(x) for x in ["sh", f"{d}/keep.sh", d, str(self.silence_s), *argv(d)])
-        proc = await self.conn.create_process(cmd, encoding=None)
+        try:
+            if atexit is not None:
+                await self._sh(f"cat > {qd}/atexit", input=atexit.encode())
+            cmd = " ".join(shlex.quote(x) for x in ["sh", f"{d}/keep.sh", d, str(self.silence_s), *argv(d)])
+            proc = await self.conn.create_process(cmd, encoding=None)
+        except BaseException:
+            await self._remove(qd)
+            raise
 
         async def heartbeat() -> None:
             with contextlib.suppress(Exception):
@@ -321,12 +380,11 @@ class SshTarget:
                     await asyncio.sleep(1)
 
         kept = Kept(d, proc, asyncio.create_task(heartbeat(), name=HEARTBEAT))
-        for _ in range(50):      # keep.sh writes the session id first
-            pid = (await self._sh(f"cat {qd}/pid 2>/dev/null", check=False)).strip()
+        # keep.sh says the session id first, on its output (nothing else comes there)
+        with contextlib.suppress(asyncio.TimeoutError, asyncssh.Error, OSError):
+            pid = (await asyncio.wait_for(proc.stdout.readline(), 30 * self.patience)).strip()
             if pid.isdigit():
                 kept.pid = int(pid)
-                break
-            await asyncio.sleep(0.05)
         return kept
 
     def kept_running(self, kept: Kept) -> bool:
@@ -338,6 +396,7 @@ class SshTarget:
         atexit), read `files` of its directory back and remove the directory."""
         kept.beat.cancel()
         qd = shlex.quote(kept.directory)
+        removed = False
         try:
             with contextlib.suppress(Exception):
                 kept.proc.stdin.write(b"stop\n")
@@ -345,10 +404,12 @@ class SshTarget:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(kept.proc.wait(check=False), 15 * self.patience)
             names = " ".join(shlex.quote(f"{kept.directory}/{f}") for f in (*files, "status", "atexit.log"))
-            got = await self.read_files(names)
+            got = await self.read_files(names, then=f"rm -rf {qd}")     # read, then removed
+            removed = True
             return {k.rsplit("/", 1)[1]: v for k, v in got.items()}
         finally:
-            await self._remove(qd)
+            if not removed:
+                await self._remove(qd)
 
     async def stat_lines(self) -> bytes:
         """/proc/PID/stat of every process there (process accounting of loads)."""
@@ -387,27 +448,50 @@ class SshTarget:
                     "sh"]
         return await self._run_in_directory(argv, time_limit_s, None, readable)
 
+    async def stage(self, engine: Path | None, script: Path = GUARD, name: str = "guard.sh") -> tuple[str, bool]:
+        """A job's fresh directory there with `script` (guard.sh) as `name` and, when
+        `engine` is given, the engine: copied from the target's cache when a copy there
+        has the engine's SHA-256 (checked on the copy that will run), else sent and kept
+        in the cache. One command, two when the engine is sent. Returns the directory
+        and whether the engine came from the cache."""
+        digest = file_sha256(engine) if engine is not None else ""
+        try:
+            out = await self._sh(f"set -- {shlex.quote(name)} {digest}\n{STAGE}", input=script.read_bytes())
+        except ConnectionLost:
+            raise
+        except RunFailed:
+            out = ""
+        lines = out.split()
+        d = lines[0] if lines else ""
+        if not re.fullmatch(r"/tmp/rtgauge\.[A-Za-z0-9]+", d):
+            raise RunFailed(f"could not make a directory with mktemp -d in /tmp on {self.address} "
+                            f"({out.strip()[:80] or 'it failed'}); check that /tmp is writable there.")
+        cached = lines[1:2] == ["cached"]
+        if engine is not None and not cached:
+            try:
+                await self._sh(f"set -- {d} {digest}\n{SEND}", input=Path(engine).read_bytes())
+            except BaseException:
+                await self._remove(shlex.quote(d))
+                raise
+        return d, cached
+
     async def _run_in_directory(self, argv, time_limit_s: float | None, engine: Path | None,
                                 readable=None) -> RemoteRun:
-        d = (await self._sh("mktemp -d /tmp/rtgauge.XXXXXX")).strip()
-        if not d.startswith("/tmp/rtgauge."):
-            raise RunFailed(f"mktemp -d gave {d!r} on {self.address}; check that /tmp is writable there.")
+        d, _ = await self.stage(engine)
         qd = shlex.quote(d)
-        lost = False
+        lost = removed = False
         try:
-            if engine is not None:
-                await self._sh(f"cat > {qd}/rtgauge-engine && chmod 755 {qd}/rtgauge-engine",
-                               input=Path(engine).read_bytes())
-            await self._sh(f"cat > {qd}/guard.sh", input=GUARD.read_bytes())
             cmd = " ".join(shlex.quote(x) for x in ["sh", f"{d}/guard.sh", d, str(self.silence_s), *argv(d)])
-            return await self._run_guarded(cmd, d, time_limit_s, readable)
+            run = await self._run_guarded(cmd, d, time_limit_s, readable)
+            removed = True               # the read of its document removed it (_collect)
+            return run
         except (asyncssh.Error, OSError, asyncio.IncompleteReadError) as e:
             lost = True
             raise ConnectionLost(f"lost the connection to {self.address} ({getattr(e, 'reason', e) or type(e).__name__}); "
                             f"the engine there stops by itself within {self.silence_s} s.") from None
         finally:
             # also on Ctrl-C: _run_guarded stopped the engine and kept its document
-            if not lost:
+            if not lost and not removed:
                 await self._remove(qd)
 
     async def _remove(self, qd: str) -> None:
@@ -440,13 +524,15 @@ class SshTarget:
             beat.cancel()
         if proc.exit_status is None and proc.exit_signal is None:
             raise asyncssh.ConnectionLost("the session ended without an exit status")
-        self.last_run = await self._collect(proc, d, readable)
+        self.last_run = await self._collect(proc, d, readable, remove=True)
         return self.last_run
 
-    async def _collect(self, proc, d: str, readable=None) -> RemoteRun:
+    async def _collect(self, proc, d: str, readable=None, remove: bool = False) -> RemoteRun:
         """The document and stderr the guard left in d, length-framed (a document cannot
-        forge the end of itself) and parsed as strictly as an import."""
-        got = await self.read_files(f"{shlex.quote(d)}/doc.json {shlex.quote(d)}/err", limit=DOCUMENT_MAX)
+        forge the end of itself) and parsed as strictly as an import; `remove`: d is
+        removed by the same command once read."""
+        got = await self.read_files(f"{shlex.quote(d)}/doc.json {shlex.quote(d)}/err", limit=DOCUMENT_MAX,
+                                    then=f"rm -rf {shlex.quote(d)}" if remove else "")
         err = got.get(f"{d}/err", b"")[-TEXT_TAIL:].decode(errors="replace").strip()
         doc = None
         data = got.get(f"{d}/doc.json")
@@ -457,6 +543,18 @@ class SshTarget:
                 err = (err + "\n" + str(e)).strip()
         status = proc.exit_status if proc.exit_status is not None else -1
         return RemoteRun(doc, status, err, d)
+
+
+_digests: dict[tuple, str] = {}
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file, remembered while its size and modification time stay."""
+    st = os.stat(path)
+    key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+    if key not in _digests:
+        _digests[key] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return _digests[key]
 
 
 def run_engine(target: str, args: list[str], engine: Path | None = None,
