@@ -325,8 +325,9 @@ class SshTarget:
         shell globs (expanded there); the readable regular files come back by path,
         byte for byte, each length-framed (parse_frames) and cut at `limit` + 1 bytes
         there (a larger file is left out). `extra`: (NAME, COMMAND) pairs, COMMAND's output framed as file
-        NAME ('' for an empty frame: NAME exists). `then`: a shell command run after,
-        its output discarded (the removal of what was read)."""
+        NAME ('' for an empty frame: NAME exists). `then`: a shell command run after
+        the read wrote everything out (not when it failed), its output discarded (the
+        removal of what was read)."""
         cap = limit + 1
         # the shell expands the globs; perl (Debian's perl-base is essential) reads every file in one
         # process, else the shell's loop forks a few processes a file: seconds a file on a system
@@ -354,7 +355,9 @@ class SshTarget:
                 loop += f": > \"$t\"; emit {shlex.quote(name)}; "
         script = f"set -- {paths}; if command -v perl >/dev/null 2>&1; then {perl}else {loop}fi; "
         if then:
-            script += f"{{ {then} ; }} >/dev/null 2>&1; "
+            # only once everything was written out: a read cut short (the connection lost:
+            # perl's write fails) leaves what it read there, where the next look finds it
+            script += f"[ $? -eq 0 ] && {{ {then} ; }} >/dev/null 2>&1; "
         return parse_frames(await self._sh_bytes(script + "true"), limit)
 
     async def start_kept(self, argv, atexit: str | None = None) -> Kept:
