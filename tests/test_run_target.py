@@ -174,12 +174,12 @@ def wait_for_remote_engine(lab, p, timeout=120) -> list[Path]:
 def test_ctrl_c_stops_the_remote_engine_and_keeps_what_it_measured(lab, env, tmp_path):
     db = tmp_path / "r.db"
     p = subprocess.Popen([sys.executable, "-m", "rtgauge", "run", "--no-report", "--profile",
-                          profile(tmp_path, duration=60), "--target", "ssh://board", "--db", str(db)],
+                          profile(tmp_path, duration=300), "--target", "ssh://board", "--db", str(db)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
     dirs = wait_for_remote_engine(lab, p)
     wait_until_measuring(dirs)
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=60)
+    out, err = p.communicate(timeout=120)          # a watchdog: the run was to last 300 s
     assert p.returncode == 130, out + err
     assert all(engine_processes(str(d)) == [] and not d.exists() for d in dirs)
     run = only_run(db)

@@ -169,7 +169,7 @@ def test_ctrl_c_stops_the_remote_engine_and_keeps_what_it_measured(client, engin
         async with target:
             before = sshlab.engine_dirs(client)
             task = asyncio.create_task(target.run_engine(
-                ["latency", "--duration-s", "60", "--threads", "1"], engine=Path(engine_bin)))
+                ["latency", "--duration-s", "300", "--threads", "1"], engine=Path(engine_bin)))
             started = await engine_started(client, before)
             await asyncio.to_thread(wait_until_measuring, [started])
             t0 = time.monotonic()
@@ -180,7 +180,9 @@ def test_ctrl_c_stops_the_remote_engine_and_keeps_what_it_measured(client, engin
 
     stopped_in = asyncio.run(go())
     run = target.last_run
-    assert stopped_in < 30                 # a watchdog: the run was to last 60 s
+    # a watchdog, not a speed (the stop's round trips take seconds on a loaded machine):
+    # the run was to last 300 s
+    assert stopped_in < 120
     assert run.status == 130 and run.document["interrupted"] is True
     # kept what it measured (how many cycles depends on how busy the machine is)
     m = run.document["metrics"]
@@ -264,7 +266,7 @@ def test_rtgauge_engine_on_a_target(client):
 def test_ctrl_c_on_rtgauge_engine_with_a_target(client):
     """A real SIGINT to the command: exit 130, the partial document, no engine left there."""
     p = subprocess.Popen([sys.executable, "-m", "rtgauge", "engine", "--target", "ssh://board",
-                          "latency", "--duration-s", "60", "--threads", "1"],
+                          "latency", "--duration-s", "300", "--threads", "1"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
     deadline = time.monotonic() + 60
     dirs = []
@@ -274,7 +276,7 @@ def test_ctrl_c_on_rtgauge_engine_with_a_target(client):
     assert dirs, "the engine did not start on the target"
     wait_until_measuring(dirs)
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=30)
+    out, err = p.communicate(timeout=120)          # a watchdog: the run was to last 300 s
     assert p.returncode == 130, err
     doc = json.loads(out)
     # kept what it measured: how many cycles depends on how busy the machine is
