@@ -142,17 +142,21 @@ def without_tracefs(cmd: list[str]) -> list[str]:
 # alone: they ask each load for a floor of CPU time, which a second worker's load takes
 # from them. In a file that may share the CPUs, a
 # test that needs the machine alone says so with @pytest.mark.alone. Plain `pytest`
-# runs everything in one pass. The SSH target tests (test_target_ssh, test_run_target,
-# test_target_loads) share the CPUs too: they tell their board's processes and
-# directories by its UTS namespace (tests/sshlab.py), never by a glob of the /tmp they
-# share with the other worker, and they assert counts and structure, not speed; only
-# test_target_tune stays alone (it tunes this machine, which is its board).
+# runs everything in one pass. The SSH target tests test_run_target and test_target_loads
+# share the CPUs too: they tell their board's processes and directories by its UTS
+# namespace (tests/sshlab.py), never by a glob of the /tmp they share with the other
+# worker, and they assert counts and structure, not speed. test_target_tune stays alone
+# (it tunes this machine, which is its board), and so does test_target_ssh: in the
+# shared pass its SIGINT to `rtgauge engine --target` was twice not acted on (the client
+# kept its heartbeat for two minutes), which neither 5 runs alone nor 2 beside
+# test_run_target reproduced; until that is understood it runs where it always passed.
 ONE_AT_A_TIME = {
     "test_attribution.py", "test_attribution_storm.py", "test_compare_engine.py", "test_cyclictest.py", "test_emulab.py", "test_engine_disturbance.py", "test_engine_latency.py",
     "test_hartstone.py", "test_hil_sustained.py", "test_host_stalls.py", "test_interference.py",
     "test_latency_split.py", "test_loads.py", "test_long_run.py", "test_micro_behaviour.py",
     "test_partition.py", "test_target_tune.py",
     "test_tick_gaps.py", "test_tire_cost.py", "test_tire_engine.py", "test_trace.py", "test_tune.py",
+    "test_target_ssh.py",
 }
 
 
