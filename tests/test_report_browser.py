@@ -58,9 +58,13 @@ class Proxy:
                 return
             conn.settimeout(2)
             try:
-                self.requests.append(conn.recv(300).decode("latin-1").split("\r\n")[0])
+                line = conn.recv(300).decode("latin-1").split("\r\n")[0]
             except OSError:
-                pass
+                line = ""
+            # a connection closed before any byte is not a request (Chromium's speculative
+            # preconnect to the proxy, seen once on a loaded machine); anything sent is one
+            if line:
+                self.requests.append(line)
             conn.close()
 
     def page_requests(self) -> list[str]:
