@@ -146,10 +146,7 @@ def without_tracefs(cmd: list[str]) -> list[str]:
 # share the CPUs too: they tell their board's processes and directories by its UTS
 # namespace (tests/sshlab.py), never by a glob of the /tmp they share with the other
 # worker, and they assert counts and structure, not speed. test_target_tune stays alone
-# (it tunes this machine, which is its board), and so does test_target_ssh: in the
-# shared pass its SIGINT to `rtgauge engine --target` was twice not acted on (the client
-# kept its heartbeat for two minutes), which neither 5 runs alone nor 2 beside
-# test_run_target reproduced; until that is understood it runs where it always passed.
+# (it tunes this machine, which is its board), and so does test_target_ssh for now.
 ONE_AT_A_TIME = {
     "test_attribution.py", "test_attribution_storm.py", "test_compare_engine.py", "test_cyclictest.py", "test_emulab.py", "test_engine_disturbance.py", "test_engine_latency.py",
     "test_hartstone.py", "test_hil_sustained.py", "test_host_stalls.py", "test_interference.py",

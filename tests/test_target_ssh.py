@@ -265,9 +265,13 @@ def test_rtgauge_engine_on_a_target(client):
 
 def test_ctrl_c_on_rtgauge_engine_with_a_target(client):
     """A real SIGINT to the command: exit 130, the partial document, no engine left there."""
+    # as from a terminal: SIGINT at its default (a job started in the background by a
+    # non-interactive shell, as CI may start the suite, inherits it ignored, and Python
+    # keeps it so: the SIGINT below was then never seen)
     p = subprocess.Popen([sys.executable, "-m", "rtgauge", "engine", "--target", "ssh://board",
                           "latency", "--duration-s", "300", "--threads", "1"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     dirs = []
     while not dirs and time.monotonic() < deadline and p.poll() is None:
