@@ -87,8 +87,11 @@ LINUX_ONLY = {"syscall", "sem_clockwait", "pthread_clockjoin_np", "pthread_setaf
 
 
 def build_dir() -> Path:
-    """A build directory per state of the engine's sources, kept between runs."""
-    h = hashlib.sha256()
+    """A build directory per checkout and state of the engine's sources, kept between runs.
+
+    The checkout is in the key: a meson build regenerates from the source tree it was set
+    up from, and another clone's tree may be gone (it was, between two CI clones)."""
+    h = hashlib.sha256(str(ROOT.resolve()).encode())   # meson's build names its source tree
     for p in sorted((ROOT / "engine").rglob("*")):
         if p.is_file() and p.suffix in {".c", ".h", ".build", ".txt"}:
             h.update(str(p.relative_to(ROOT)).encode())

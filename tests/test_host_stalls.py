@@ -29,6 +29,7 @@ from rtgauge.records import Run
 from rtgauge.report.html import render
 from rtgauge.report.terminal import print_summary
 from rtgauge.store import open_store
+from rtgauge.trace.counters import read_file, steal_between
 from test_store import DOCTOR, SYSTEM
 
 STALL_S = 0.072          # the issue's stall: 72 ms
@@ -205,14 +206,49 @@ def stalls_blamed_on_the_spinner(intervals, events) -> int:
     return len(bursts_with_a_stall(intervals, events)) - len(bursts_with_a_stall(intervals, control))
 
 
+def stall_ms_in(intervals, windows) -> float:
+    """Stall time (ms) of the intervals that overlap one of the windows."""
+    return sum(e - b for b, e in intervals if any(b < ee and e > bb for bb, ee in windows)) / 1e6
+
+
+def spinner_claim(intervals, events, observer_steal_ms: float, tick_ms: float) -> tuple[bool, str]:
+    """The observer does not take the spinner for a host stall.
+
+    Holds when few bursts carry a stall the windows between them do not. On a host short
+    of physical CPUs, a spinning vCPU can take the time of the observer's vCPU: stalls
+    that follow the bursts are then real, and the hypervisor counts them as steal on the
+    observer's CPU (seen once in a CI run elsewhere: 6 of 40 bursts). So more stalls in
+    the bursts are accepted only when the observer's CPU lost at least half that time to
+    the hypervisor (one clock tick of slack: /proc/stat counts in ticks); a broken
+    observer's stalls come with no steal."""
+    blamed = stalls_blamed_on_the_spinner(intervals, events)
+    if blamed <= len(events) // 10:
+        return True, f"{blamed} of {len(events)} bursts with a stall beyond the control windows"
+    half = SPIN_PERIOD_US * 1000 // 2
+    control = [(bb + half, ee + half) for bb, ee in events]
+    excess_ms = stall_ms_in(intervals, events) - stall_ms_in(intervals, control)
+    ok = observer_steal_ms + tick_ms >= 0.5 * excess_ms
+    return ok, (f"{blamed} of {len(events)} bursts with a stall beyond the control windows, "
+                f"{excess_ms:.1f} ms of stall in bursts beyond the control windows, "
+                f"{observer_steal_ms:.1f} ms stolen by the hypervisor from the observer's CPU")
+
+
 def test_the_spinner_claim_fails_for_a_method_that_calls_each_burst_a_stall():
     """The claim below, fed what a broken observer would record (each burst a stall,
-    plus real stalls scattered over the run), must fail; fed the real stalls only, hold."""
+    plus real stalls scattered over the run), must fail; fed the real stalls only, hold;
+    stalls in the bursts that the hypervisor's steal accounts for are accepted, the same
+    stalls without steal are not."""
     period = SPIN_PERIOD_US * 1000
     events = [(i * period, i * period + SPIN_BUSY_US * 1000) for i in range(30)]
     real = [(k * 97_000_000 + 1_000_000, k * 97_000_000 + 9_000_000) for k in range(9)]
-    assert stalls_blamed_on_the_spinner(real, events) <= len(events) // 10
-    assert stalls_blamed_on_the_spinner(real + events, events) > len(events) // 10
+    assert spinner_claim(real, events, 0.0, 10.0)[0]
+    assert not spinner_claim(real + events, events, 0.0, 10.0)[0]
+    # the host took the observer's vCPU during 6 bursts (2.7 ms each, 16 ms in all)
+    stolen = [(bb + 300_000, ee) for bb, ee in events[5:11]]
+    assert spinner_claim(real + stolen, events, 10.0, 10.0)[0]
+    assert not spinner_claim(real + stolen, events, 0.0, 1.0)[0]
+    # a broken observer's 30 bursts (90 ms) are not excused by a tick or two of steal
+    assert not spinner_claim(real + events, events, 20.0, 10.0)[0]
 
 
 @needs_root
@@ -221,6 +257,7 @@ def test_a_spinner_on_the_measured_cpu_is_not_a_host_stall(engine_bin):
         pytest.skip("needs two CPUs")
     cpu = measured_cpu()
     start = time.monotonic_ns() + 400_000_000
+    stat_before = read_file("/proc/stat")
     lat = subprocess.Popen([engine_bin, "latency", "--cpus", str(cpu), "--interval-us", "1000", "--priority", "80",
                             "--duration-s", "1.5", "--start-at-ns", str(start)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -239,7 +276,9 @@ def test_a_spinner_on_the_measured_cpu_is_not_a_host_stall(engine_bin):
     # the spinner is seen in the latency figures ...
     assert ti["max"] >= 0.8 * SPIN_BUSY_US * 1000
     # ... but not as host stalls: no stall interval lies in a burst (real ones aside)
-    assert stalls_blamed_on_the_spinner(s["intervals"], events) <= len(events) // 10
+    steal = steal_between(stat_before, read_file("/proc/stat"), [s["cpu"]])
+    ok, why = spinner_claim(s["intervals"], events, steal.get("total_ms", 0.0), steal.get("resolution_ms", 10.0))
+    assert ok, why
     # so the stall-free figures keep the spinner's interference
     w = s["metrics"]["ti"]
     assert w["touched"] <= s["count"]
@@ -273,6 +312,7 @@ def test_a_spinner_on_the_observers_cpu_is_a_local_delay_not_a_host_stall(engine
     assert len(events) >= 20
     # most bursts delayed the observer beyond the threshold: each one a local delay
     assert s["local_delays"] >= len(events) // 2
+    # (the spinner shares the observer's own vCPU here: no steal can come of it, no excuse)
     assert stalls_blamed_on_the_spinner(s["intervals"], events) <= len(events) // 10
 
 
