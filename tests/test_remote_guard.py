@@ -1,5 +1,5 @@
-"""The guard (rtgauge/remote/guard.sh) that runs a measurement on a board, run here
-with sh as a board runs it: a heartbeat keeps the measurement going; a heartbeat file
+"""The guard (rtgauge/remote/guard.sh after heartbeat.sh) that runs a measurement on a
+board, run here with sh as a board runs it: a heartbeat keeps the measurement going; a heartbeat file
 caught half-rewritten (truncated, its date not yet written: on a loaded board under
 emulation the reader's fork and exec of date take long) is not a silence. It was
 read as 0 and stopped the measurement at once ("no word from the client for 50 s"
@@ -12,7 +12,8 @@ import threading
 import time
 from pathlib import Path
 
-GUARD = Path(__file__).resolve().parent.parent / "rtgauge" / "remote" / "guard.sh"
+from rtgauge.remote.ssh import GUARD, script_text
+
 
 
 def guarded(tmp_path: Path, seconds: float, silence_s: int, heartbeat: bool, truncate: bool):
@@ -21,7 +22,7 @@ def guarded(tmp_path: Path, seconds: float, silence_s: int, heartbeat: bool, tru
     every 10 ms meanwhile, as the reader's rewrite leaves it for a moment."""
     d = tmp_path / "run"
     d.mkdir()
-    proc = subprocess.Popen(["sh", str(GUARD), str(d), str(silence_s), "sh", "-c", f"sleep {seconds}", "sh"],
+    proc = subprocess.Popen(["sh", "-c", script_text(GUARD).decode(), "sh", str(d), str(silence_s), "sh", "-c", f"sleep {seconds}", "sh"],
                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     done = threading.Event()
 

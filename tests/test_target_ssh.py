@@ -144,7 +144,7 @@ def test_the_engine_is_sent_once_and_then_taken_from_the_targets_cache(client, e
             for _ in range(n):
                 d, from_cache = await t.stage(engine)
                 assert (Path(d) / "rtgauge-engine").read_bytes() == engine.read_bytes()
-                assert (Path(d) / "guard.sh").read_bytes() == remote.GUARD.read_bytes()
+                assert (Path(d) / "guard.sh").read_bytes() == remote.script_text(remote.GUARD)
                 await t._remove(d)
                 got.append(from_cache)
             run = await t.run_engine(["overhead", "--iterations", "1000", "--rounds", "1"], engine=engine)

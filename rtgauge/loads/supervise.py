@@ -73,9 +73,10 @@ def remove_stale_workdirs() -> list[str]:
     return removed
 
 
-def session_members(sid: int) -> list[int]:
+def session_members(sid: int, living: bool = False) -> list[int]:
     """Every other process of the session (stress-ng makes its own process group, so
-    the session, which no process here can leave without setsid, is the boundary)."""
+    the session, which no process here can leave without setsid, is the boundary);
+    `living`: not the zombies."""
     pids = []
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == os.getpid():
@@ -85,7 +86,7 @@ def session_members(sid: int) -> list[int]:
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[3]) == sid:
+        if int(fields[3]) == sid and not (living and fields[0] == "Z"):
             pids.append(int(name))
     return pids
 
@@ -119,8 +120,22 @@ def on_sigint(signum, frame):
 
 
 def on_sigterm(signum, frame):
-    # rtgauge is gone (or wants it gone now): no metrics wanted, nothing may survive
-    kill_session(signal.SIGKILL)
+    # rtgauge is gone (or wants it gone now): no metrics wanted, nothing may survive.
+    # Killed until none is left: a load that forks all the time (hackbench) makes a
+    # process between one look at /proc and the kill, which one pass would leave behind
+    # (it outlived a SIGKILLed rtgauge by more than 10 s in a test)
+    end = time.monotonic() + 5
+    while True:
+        members = session_members(os.getsid(0), living=True)
+        if not members or time.monotonic() > end:
+            break
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        reap_all()
+        time.sleep(0.01)
     reap_all()
     os._exit(0)
 

@@ -6,8 +6,8 @@
 # closing) end it: SIGINT to its whole process group (stress-ng then writes its
 # metrics), SIGTERM 1 s later, SIGKILL to what is left 5 s later. Then DIR/atexit, when there, runs
 # (the revert of a tuning). Its status goes to DIR/status; when rtgauge did not say
-# "stop" (it is gone), DIR is removed. POSIX sh, setsid, date,
-# sleep, kill: BusyBox will do.
+# "stop" (it is gone), DIR is removed. Sent after heartbeat.sh (listen, watch).
+# POSIX sh, setsid, date, sleep, kill: BusyBox will do.
 d=$1
 t=$2
 shift 2
@@ -16,7 +16,8 @@ setsid "$@" >"$d/log" 2>&1 </dev/null &
 e=$!                            # not a group leader: setsid execs, so $e is the session and group id
 echo "$e" >"$d/pid"
 echo "$e"                       # and to rtgauge, which waits for it
-echo 0 >"$d/alive"               # the heartbeats counted (shell builtins: no process a beat)
+echo 0 >"$d/alive"
+orphan="$d/orphan"              # rtgauge is gone: nobody reads the directory back
 
 stop() {
     kill -INT -"$e" 2>/dev/null || kill -INT "$e" 2>/dev/null
@@ -31,40 +32,9 @@ stop() {
     kill -KILL "$e" 2>/dev/null
 }
 
-(
-    said=
-    beats=0
-    while IFS= read -r line; do
-        [ "$line" = stop ] && said=1 && break
-        beats=$((beats + 1))
-        echo "$beats" >"$d/alive"
-    done
-    if [ -n "$said" ]; then : >"$d/said"; else : >"$d/orphan"; fi
-    stop
-) <&3 >/dev/null 2>&1 &
+listen <&3 >/dev/null 2>&1 &
 r=$!
-(
-    seen=0 quiet=
-    while kill -0 "$e" 2>/dev/null; do
-        sleep 1
-        [ -f "$d/said" ] && break          # rtgauge said stop: the reader stops it
-        beats=
-        read -r beats <"$d/alive" 2>/dev/null
-        # read while the reader rewrites it (truncated, not yet written: a slow system
-        # shows this often): no word read, so no silence seen either
-        case $beats in ''|*[!0-9]*) continue ;; esac
-        # a beat since the last look: not silent; only a silence costs a process (date)
-        if [ "$beats" != "$seen" ]; then seen=$beats quiet=; continue; fi
-        now=$(date +%s)
-        [ -n "$quiet" ] || quiet=$now
-        if [ $((now - quiet)) -ge "$t" ]; then
-            echo "rtgauge: no word from the client for $t s: stopping" >>"$d/log"
-            : >"$d/orphan"
-            stop
-            break
-        fi
-    done
-) </dev/null >/dev/null 2>&1 &
+watch "$d/log" </dev/null >/dev/null 2>&1 &
 w=$!
 exec 3<&-
 wait "$e"

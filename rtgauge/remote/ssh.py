@@ -59,6 +59,12 @@ CONNECT_TIMEOUT_S = 15
 KEEPALIVE_S = 2        # and asyncssh gives up on a silent connection after 3 of these
 GUARD = Path(__file__).with_name("guard.sh")
 KEEP = Path(__file__).with_name("keep.sh")
+HEARTBEAT = Path(__file__).with_name("heartbeat.sh")   # listen and watch: sent first with either
+
+
+def script_text(script: Path) -> bytes:
+    """A script to stage there: heartbeat.sh's functions, then the script."""
+    return HEARTBEAT.read_bytes() + b"\n" + script.read_bytes()
 FRAME = b"\x1ertgauge-file "   # starts each file in a framed read (read_files), then "SIZE NAME" and a newline
 # What one read from a target may bring (all files together), and how many files: the
 # host's memory stays bounded whatever the board holds (docs/design.md).
@@ -459,7 +465,7 @@ class SshTarget:
         and whether the engine came from the cache."""
         digest = file_sha256(engine) if engine is not None else ""
         try:
-            out = await self._sh(f"set -- {shlex.quote(name)} {digest}\n{STAGE}", input=script.read_bytes())
+            out = await self._sh(f"set -- {shlex.quote(name)} {digest}\n{STAGE}", input=script_text(script))
         except ConnectionLost:
             raise
         except RunFailed:

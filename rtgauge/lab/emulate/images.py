@@ -1,8 +1,9 @@
 """The emulated systems' images, built by rtgauge and cached.
 
 One root file system an architecture (Debian 12, mmdebstrap's minbase variant with
-openssh-server, stress-ng, rt-tests, rtla, iproute2, kmod and busybox-static; a
-foreign architecture's maintainer scripts run under qemu-user through binfmt_misc),
+openssh-server, stress-ng, rtla, iproute2, kmod and busybox-static, and rt-tests'
+programs; a foreign architecture's maintainer scripts run under qemu-user through
+binfmt_misc),
 and Debian's stock and PREEMPT_RT kernels for it, downloaded by the same apt. Each
 system boots its kernel with one initramfs: the whole root file system, then the
 kernel's virtio modules (two concatenated newc archives). No disk image: nothing
@@ -37,7 +38,16 @@ from rtgauge.lab.emulate.systems import ARCHES, SYSTEMS, Arch, System
 CACHE_ENV = "RTGAUGE_EMULAB_CACHE"
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
-PACKAGES = ["openssh-server", "stress-ng", "rt-tests", "rtla", "iproute2", "kmod", "busybox-static"]
+PACKAGES = ["openssh-server", "stress-ng", "rtla", "iproute2", "kmod", "busybox-static", "libnuma1"]
+# rt-tests' files are unpacked (dpkg-deb -x), not installed: its package depends on python3
+# for two scripts (hwlatdetect, get_cyclictest_snapshot) rtgauge does not use, and python3's
+# maintainer scripts byte-compile its library, under qemu-user for armhf. Its programs need
+# only libc and libnuma1.
+UNPACKED = ["rt-tests"]
+# /usr merged by mmdebstrap's own hook (usr-is-merged installed): else apt resolves
+# init-system-helpers' "usrmerge | usr-is-merged" with usrmerge, which brings perl and
+# converts the tree with a perl script, under qemu-user for armhf.
+HOOK_DIRS = ["/usr/share/mmdebstrap/hooks/merged-usr"]
 # what a network boot under qemu needs of the kernel's modules (the rest is built in)
 MODULES = ["virtio_pci", "virtio_mmio", "virtio_net"]
 EXCLUDE = ["/usr/share/man/*", "/usr/share/doc/*", "/usr/share/locale/*", "/usr/share/info/*"]
@@ -86,11 +96,12 @@ UsePAM no
 UseDNS no
 HostKey /etc/ssh/ssh_host_ed25519_key
 """
-RECIPE_VERSION = 1   # raise when the build itself changes what it makes
+RECIPE_VERSION = 2   # raise when the build itself changes what it makes
 
 
 def recipe() -> dict:
     return {"version": RECIPE_VERSION, "suite": SUITE, "mirror": MIRROR, "packages": PACKAGES,
+            "unpacked": UNPACKED, "hook_dirs": HOOK_DIRS,
             "modules": MODULES, "exclude": EXCLUDE, "init": INIT, "inittab": INITTAB, "boot": BOOT, "sshd": SSHD,
             "arches": {a.debian: {"kernels": a.kernels} for a in ARCHES.values()}, "keys": "ed25519"}
 
@@ -296,9 +307,16 @@ def build_arch(img: Images, arch: Arch, systems: list[System], say) -> None:
         a = f"-o APT::Architecture={arch.debian} -o APT::Architectures={arch.debian}"
         hook = (f"cd {debs} && apt-get {a} download $(apt-cache {a} depends {metas} "
                 "| sed -n 's/.*Depends: \\(linux-image-[0-9].*\\)/\\1/p')")
+        unpacked = work / "unpacked"
+        unpacked.mkdir()
+        unpack = (f"cd {unpacked} && apt-get {a} download {' '.join(UNPACKED)} && "
+                  "for f in *.deb; do dpkg-deb -x \"$f\" files || exit 1; done && "
+                  "for d in bin sbin lib; do [ ! -d files/usr/$d ] || cp -a files/usr/$d \"$1/usr/\" || exit 1; done")
         cmd = ["mmdebstrap", "--variant=minbase", "--mode=root", f"--arch={arch.debian}",
+               *(f"--hook-dir={h}" for h in HOOK_DIRS),
                f"--include={','.join(PACKAGES)}", *(f"--dpkgopt=path-exclude={p}" for p in EXCLUDE),
-               f"--customize-hook={hook}", SUITE, str(rootfs), f"deb {MIRROR} {SUITE} main"]
+               f"--customize-hook={hook}", f"--customize-hook={unpack}",
+               SUITE, str(rootfs), f"deb {MIRROR} {SUITE} main"]
         with foreign_execution(arch):
             run(cmd)
         customise(rootfs, img)
