@@ -42,7 +42,7 @@ warmup_s = 0.0
 name = "latency"
 test = "latency"
 conditions = ["idle", "cpu"]
-cross_check = ["cyclictest"]
+cross_check = ["cyclictest", "rtla"]
 [jobs.options]
 duration-s = 1
 interval-us = 1000
@@ -345,13 +345,29 @@ def test_lab_run_of_the_four_gives_one_report_side_by_side(lab, postgres_server,
     assert {r["hostname"]: r["system"]["arch"] for r in runs} == {f"emu-{s}": UNAME[s.split("-")[0]] for s in SYSTEMS}
     for r in runs:       # every job measured on every system, the cpu load running on the board throughout
         got = {(m["name"], m["tool"]): m for m in r["measurements"]}
-        assert len(got) == 7 and all(m["ok"] for m in got.values()), \
+        rt = r["system"]["realtime"]
+        assert len(got) == (9 if rt else 7) and all(m["ok"] for m in got.values()), \
             (r["hostname"], [(k, m.get("error"), m.get("load")) for k, m in got.items() if not m["ok"]])
         assert got[("latency@cpu", "engine")]["document"]["env"]["hostname"] == r["hostname"]
+        notes = got[("latency@idle", "engine")]["document"]["env"].get("notes", [])
+        if not rt:       # Debian's stock kernels have no timerlat tracer: said, not hidden
+            assert any("no timerlat tracer" in n and "rtla timerlat cross-check was not run" in n for n in notes), notes
+            continue
+        for condition in ("idle", "cpu"):     # the kernel's own split, from rtla timerlat on the board
+            metrics = got[(f"latency@{condition}/rtla", "rtla")]["document"]["metrics"]
+            thread, irq = metrics["ti"], metrics["ti_irq"]
+            # (an IRQ whose thread had not yet run when rtla stopped is counted in one only)
+            assert thread["count"] > 0 and abs(thread["count"] - irq["count"]) <= 2, (thread["count"], irq["count"])
+            # each cycle's thread wakes after its timer's IRQ: the thread's worst case is the larger
+            assert thread["max"] >= irq["max"] > 0 and thread["min"] >= irq["min"], (thread, irq)
+            ours = got[(f"latency@{condition}", "engine")]["document"]["metrics"]["ti"]
+            print(f"{r['hostname']} {condition}: rtla timerlat IRQ max {irq['max'] / 1e3:.1f} µs, thread max "
+                  f"{thread['max'] / 1e3:.1f} µs ({thread['count']} cycles); rtgauge ti max {ours['max'] / 1e3:.1f} µs")
     html = report.read_text()
     for s in SYSTEMS:
         assert f"emu-{s}" in html
     assert html.count("emulated (qemu-tcg): timings not meaningful for hardware") >= 4
+    assert html.count("rtgauge vs rtla") >= 4        # both conditions, on each RT kernel
 
 
 def test_a_killed_rtgauge_leaves_no_qemu_and_no_port(built):

@@ -40,7 +40,7 @@ def latency_row(m: Measurement) -> dict | None:
 def is_latency_measurement(m: Measurement) -> bool:
     """A wake-up latency job (ours or the cyclictest cross-check), not a tire or
     microbenchmark run that also happens to record Ti."""
-    return m.test == "" or m.tool == "cyclictest" or catalogue().kind_of(m.test) == LATENCY
+    return m.test == "" or m.tool in REFERENCE_TOOLS or catalogue().kind_of(m.test) == LATENCY
 
 
 def latency_measurements(run: Run) -> list[Measurement]:
@@ -51,22 +51,26 @@ def _in_us(ns):
     return None if ns is None else ns / US
 
 
-def cross_checks(measurements) -> list[dict]:
-    """Pair each engine latency measurement with the cyclictest one of the same job,
-    condition, round and segment (the plan names it JOB/cyclictest): the ratio
-    engine/cyclictest of avg, p99 and max."""
+REFERENCE_TOOLS = ("cyclictest", "rtla")   # the cross-checks a plan may add (JOB/TOOL)
+
+
+def cross_checks(measurements, tools=REFERENCE_TOOLS) -> list[dict]:
+    """Pair each engine latency measurement with the cross-check of each of `tools` of
+    the same job, condition, round and segment (the plan names it JOB/TOOL): the ratio
+    engine/tool of avg, p99 and max (rtla: its timer-woken thread, `ti`)."""
     ms = [m for m in measurements if is_latency_measurement(m)]
     rows = {m.key: latency_row(m) for m in ms}
     out = []
     for m in ms:
-        row, ref = rows[m.key], rows.get((f"{m.name}/cyclictest", m.round, m.segment))
-        if row is None or ref is None or row["tool"] != "engine":
-            continue
-        pair = {"name": m.label, "condition": row["condition"]}
-        for k in ("avg_us", "p99_us", "max_us"):
-            a, b = row[k], ref[k]
-            pair[k] = (a, b, (a / b) if a is not None and b else None)
-        out.append(pair)
+        for tool in tools:
+            row, ref = rows[m.key], rows.get((f"{m.name}/{tool}", m.round, m.segment))
+            if row is None or ref is None or row["tool"] != "engine":
+                continue
+            pair = {"name": m.label, "condition": row["condition"], "reference": tool}
+            for k in ("avg_us", "p99_us", "max_us"):
+                a, b = row[k], ref[k]
+                pair[k] = (a, b, (a / b) if a is not None and b else None)
+            out.append(pair)
     return out
 
 

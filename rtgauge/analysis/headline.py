@@ -87,7 +87,7 @@ def disagreements(run: Run) -> list[dict]:
     """The engine/cyclictest pairs whose worst cases differ by more than CROSS_CHECK_FACTOR."""
     from rtgauge.analysis import cross_checks
     out = []
-    for pair in cross_checks(run.measurements):
+    for pair in cross_checks(run.measurements, ("cyclictest",)):
         ours, theirs, ratio = pair["max_us"]
         if ours and theirs and (ours / theirs > CROSS_CHECK_FACTOR or theirs / ours > CROSS_CHECK_FACTOR):
             out.append({"name": pair["name"], "condition": pair["condition"], "engine_us": ours,

@@ -222,11 +222,15 @@ def prepare_jobs(console: Console, profile, args, conditions, address: str | Non
     if address:     # cross-checks are looked for on the target once connected
         check_target_conditions(jobs, address, conditions.allow_netns)
     # cross-checks need their tool; drop them with a note when it is missing
-    from rtgauge.tools import cyclictest
+    from rtgauge.tools import cyclictest, rtla
     if not address and any(j.tool == "cyclictest" for j in jobs) and not cyclictest.cyclictest_path():
         console.print("[yellow]cyclictest is not installed (apt-get install rt-tests): "
                       "the cross-check is skipped.[/]")
         jobs = [j for j in jobs if j.tool != "cyclictest"]
+    if not address and any(j.tool == "rtla" for j in jobs) and (why := rtla.local_unavailable()):
+        drop_cross_check(jobs, "rtla", f"the rtla timerlat cross-check was not run: {why}")
+        console.print(f"[yellow]{markup(why)}: the rtla timerlat cross-check is skipped.[/]")
+        jobs = [j for j in jobs if j.tool != "rtla"]
     if not address:     # a target's loads are checked there once connected
         check_loads(jobs)
     from rtgauge.plan.optional import resolve_optional
@@ -269,25 +273,47 @@ def check_target_conditions(jobs: list[Job], address: str, allow_netns: bool = F
         tools_for(job.condition, LoadContext(allow_netns=allow_netns))
 
 
+def drop_cross_check(plan: list[Job], tool: str, note: str) -> None:
+    """The plan without `tool`'s cross-checks; the note is stored with each measurement
+    one would have checked (env.notes)."""
+    crossed = {(j.test, j.condition, j.round) for j in plan if j.tool == tool}
+    for j in plan:
+        if j.tool == "engine" and (j.test, j.condition, j.round) in crossed:
+            j.notes.append(note)
+    plan[:] = [j for j in plan if j.tool != tool]
+
+
+def target_lacks(session, tool: str) -> str | None:
+    """Why a cross-check tool cannot run on the target (None: it can)."""
+    if tool == "cyclictest":
+        return None if session.has("cyclictest") else "has no cyclictest (rt-tests)"
+    from rtgauge.tools import rtla
+    if not session.has("rtla"):
+        return "has no rtla"
+    if not rtla.has_timerlat(session.sh(rtla.TRACERS_SH)):
+        return "has no timerlat tracer (its kernel lacks CONFIG_TIMERLAT_TRACER, or tracefs is not mounted)"
+    return None
+
+
 def fit_cross_checks_to_target(console: Console, plans: list[list[Job]], session, cpus: int | None) -> None:
-    """The cyclictest cross-check runs on the target when it has cyclictest (on the
-    target's CPUs unless the job names them), else it is skipped with a note."""
+    """Each cross-check (cyclictest, rtla timerlat) runs on the target when the target
+    can run it (on the target's CPUs unless the job names them), else it is skipped
+    with a note."""
     from rtgauge.report.safe import markup
-    if not any(j.tool == "cyclictest" for plan in plans for j in plan):
-        return
-    if not session.has("cyclictest"):
-        note = f"{session.address} has no cyclictest (rt-tests): the cyclictest cross-check was not run there"
-        console.print(f"[yellow]{markup(note)}.[/]")
-        for plan in plans:
-            crossed = {(j.test, j.condition, j.round) for j in plan if j.tool == "cyclictest"}
-            for j in plan:      # stored with the measurement it would have checked (env.notes)
-                if j.tool == "engine" and (j.test, j.condition, j.round) in crossed:
-                    j.notes.append(note)
-            plan[:] = [j for j in plan if j.tool != "cyclictest"]
-        return
-    for job in (j for plan in plans for j in plan):
-        if job.tool == "cyclictest" and "cpus" not in job.options and cpus:
-            job.cpus = list(range(cpus))
+    for tool in ("cyclictest", "rtla"):
+        if not any(j.tool == tool for plan in plans for j in plan):
+            continue
+        why = target_lacks(session, tool)
+        if why:
+            label = "rtla timerlat" if tool == "rtla" else tool
+            note = f"{session.address} {why}: the {label} cross-check was not run there"
+            console.print(f"[yellow]{markup(note)}.[/]")
+            for plan in plans:
+                drop_cross_check(plan, tool, note)
+            continue
+        for job in (j for plan in plans for j in plan):
+            if job.tool == tool and "cpus" not in job.options and cpus:
+                job.cpus = list(range(cpus))
 
 
 def execute_interleaved(store, run_ids: list[int], plans: list[list[Job]], warmup_s: float, view, settings):

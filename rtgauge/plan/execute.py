@@ -38,7 +38,7 @@ from rtgauge.loads.supervise import die_with_parent, workdir_prefix
 from rtgauge.plan import HIL_SUSTAINED, TIRE_SWEEP, Job, SweepJob
 from rtgauge.store.validate import DOCUMENT_MAX, check_engine_document, parse_document
 from rtgauge.sysinfo.readers import read_bounded
-from rtgauge.tools import cyclictest
+from rtgauge.tools import cyclictest, rtla
 from rtgauge.trace import ThresholdTrace, Tracefs
 from rtgauge.trace.counters import counters, take_snapshot
 from rtgauge.trace.live import LiveView
@@ -152,7 +152,7 @@ def apply_overrides(jobs: list[Job], duration_s: float | None, rt_cpus: list[int
             job.options["duration-s"] = round(duration_s, 3)
             job.expected_s = duration_s
         if rt_cpus:
-            if job.tool == "cyclictest" or (job.tool == "engine" and engine_test_takes_cpus(job.test)):
+            if job.tool in ("cyclictest", "rtla") or (job.tool == "engine" and engine_test_takes_cpus(job.test)):
                 job.options["cpus"] = ",".join(map(str, rt_cpus))
                 job.cpus = list(rt_cpus)
     return jobs
@@ -186,6 +186,8 @@ def job_command(job: Job, out_path: str, extra: list[str] = ()) -> list[str]:
         return [engine_path(), job.test, "--out", out_path, *job.engine_args(), *extra]
     if job.tool == "cyclictest":
         return cyclictest.command(job.options, job.cpus, out_path)
+    if job.tool == "rtla":
+        return rtla.command(job.options, job.cpus, out_path)
     raise ValueError(f"unknown tool {job.tool}")
 
 
@@ -206,7 +208,14 @@ def checked_document(job: Job, data, where: str, status: int, interrupted: bool)
     try:
         if isinstance(data, bytes) and job.tool == "cyclictest":
             data = cyclictest.readable_json(data)        # a thread without a cycle: avg nan
+        if isinstance(data, bytes) and job.tool == "rtla":
+            data = rtla.as_json(data)                    # its text histogram (here; a board's came as JSON)
         raw = parse_document(data, where) if isinstance(data, bytes) else data   # a board's: parsed as strictly
+        if job.tool == "rtla" and isinstance(raw, dict):
+            raw["interrupted"] = bool(interrupted)
+            raw.setdefault("params", {}).update({"interval_us": int(job.options.get("interval-us", 1000)),
+                                                 "policy": str(job.options.get("policy", "fifo")),
+                                                 "priority": int(job.options.get("priority", 80))})
         if job.tool == "cyclictest":
             if not isinstance(raw, dict):
                 raise UserError(f"{where} is not a cyclictest --json object")
@@ -339,6 +348,10 @@ def measure_on_target(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) ->
         outcome = s.target.run_tool(lambda out: cyclictest.command(job.options, job.cpus, out, exe="cyclictest"),
                                     stop, limit, on_tick, readable=cyclictest.readable_json)
         command = ["cyclictest"]
+    elif job.tool == "rtla":
+        outcome = s.target.run_tool(lambda out: rtla.command(job.options, job.cpus, out), stop, limit, on_tick,
+                                    readable=rtla.as_json)
+        command = ["rtla", "timerlat", "hist"]
     else:
         outcome = s.target.run_engine([job.test, *job.engine_args()], stop, limit, on_tick)
         command = ["rtgauge-engine", job.test, "--out", "RESULT", *job.engine_args()]

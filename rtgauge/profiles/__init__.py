@@ -31,7 +31,7 @@ from rtgauge.errors import UserError
 STUDIES = ("tire-study", "interrupt-study", "rtos-evaluation", "cyclictest-study")   # docs/studies.md
 BUILTIN = ("quick", "standard", "micro", "hil", *STUDIES, *(f"{s}-quick" for s in STUDIES))
 IF_AVAILABLE_KINDS = ("latency",)    # kinds whose flags a job may want only where available (plan/optional.py)
-CROSS_CHECKS = ("cyclictest",)
+CROSS_CHECKS = ("cyclictest", "rtla")   # rtla: `rtla timerlat hist` where the kernel has timerlat
 _TOP_KEYS = {"name", "description", "settings", "jobs", "tire", "hil_sustained", "target", "budget"}
 _BUDGET_KEYS = {"latency_us", "period_us", "miss_rate"}
 _JOB_KEYS = {"name", "test", "conditions", "cross_check", "options", "rounds", "if_available"}
@@ -135,7 +135,7 @@ def parse_profile(text: str, origin: str) -> Profile:
         _expect(isinstance(cross, list) and all(c in CROSS_CHECKS for c in cross),
                 f"{where} ({name}): cross_check may list only {', '.join(CROSS_CHECKS)}.")
         _expect(not cross or info.kind == LATENCY,
-                f"{where} ({name}): a cyclictest cross-check only fits the latency test "
+                f"{where} ({name}): a cross-check ({', '.join(cross)}) only fits the latency tests "
                 f"(tests of kind {LATENCY}: {', '.join(catalogue().names(LATENCY))}).")
         options = raw.get("options", {})
         _expect(isinstance(options, dict), f"{where} ({name}): options must be a table.")

@@ -25,9 +25,9 @@ asyncssh = require_extra("asyncssh", "ssh", "ssh:// targets")
 # a program the login finds on its PATH, a regular file it may execute (bash's
 # `command -v` also names a file it may not execute); said by its name, one a line
 HAS = 'for x in {0}; do p=$(command -v "$x" 2>/dev/null) && [ -f "$p" ] && [ -x "$p" ] && echo "$x"; done; true'
-# the programs a run may look for there (loads, the cyclictest cross-check, --tuned): looked
+# the programs a run may look for there (loads, the cross-checks, --tuned): looked
 # for together the first time one is (a command there takes seconds under emulation)
-PROGRAMS = ("setsid", "sh", "stress-ng", "hackbench", "cyclictest", "unshare", "ip", "cmp")
+PROGRAMS = ("setsid", "sh", "stress-ng", "hackbench", "cyclictest", "rtla", "unshare", "ip", "cmp")
 
 
 @dataclass

@@ -111,7 +111,7 @@ def print_latency(console: Console, run: Run) -> None:
         for k, label in (("avg_us", "avg"), ("p99_us", "p99"), ("max_us", "max")):
             a, b, ratio = pair[k]
             parts.append(f"{label} {_f(a)} vs {_f(b)}" + (f" (×{ratio:.2f})" if ratio else ""))
-        console.print(f"  rtgauge vs cyclictest, {escape(pair['name'])}: " + "; ".join(parts))
+        console.print(f"  rtgauge vs {pair['reference']}, {escape(pair['name'])}: " + "; ".join(parts))
 
 
 def published_text(row) -> str:

@@ -23,8 +23,13 @@ anything else."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import shutil
+from pathlib import Path
+
+from rtgauge.errors import UserError
 
 COUNT_MAX = 2**53
 ROWS_MAX = 100_000
@@ -32,6 +37,63 @@ CPUS_MAX = 4096
 KINDS = {"IRQ": "ti_irq", "Thr": "ti", "Usr": "ti_user"}
 PERCENTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999), ("p9999", 0.9999))
 FOOTER = ("over", "count", "min", "avg", "max")
+
+
+# The cross-check (a profile's cross_check = ["rtla"]): `rtla timerlat hist` on the job's
+# CPUs, period, priority and duration, its text written to the result file. rtla prints
+# its histogram when it ends by itself or on SIGINT, and dies silently on SIGTERM, which
+# is how rtgauge (and the board's guard) stop a job: the wrapper turns a SIGTERM into
+# a SIGINT, so a stopped job keeps what it measured.
+WRAPPER = ('out=$1; shift; "$@" >"$out" & p=$!; trap \'kill -INT $p 2>/dev/null\' TERM INT; '
+           'wait $p; s=$?; while kill -0 $p 2>/dev/null; do wait $p; s=$?; done; exit $s')
+TRACERS = ("/sys/kernel/tracing/available_tracers", "/sys/kernel/debug/tracing/available_tracers")
+# the shell line that prints a system's tracers (a board's, over its connection)
+TRACERS_SH = "; ".join(f"cat {p} 2>/dev/null" for p in TRACERS) + "; true"
+
+
+def command(options: dict, cpus: list[int], out_path: str, exe: str = "rtla") -> list[str]:
+    """`rtla timerlat hist` with an engine latency job's settings, its output to out_path.
+    A bucket of 1 µs and as many as the job's histogram (20,000: 20 ms), whole seconds
+    (rtla's -d), at least one."""
+    period = int(options.get("interval-us", 1000))
+    seconds = max(1, math.ceil(float(options.get("duration-s", 10)) - 1e-9))
+    policy = str(options.get("policy", "fifo"))
+    entries = min(max(int(options.get("histogram", 20000)), 10), 9_999_999)
+    prio = {"fifo": "f", "rr": "r"}.get(policy)
+    return ["sh", "-c", WRAPPER, "sh", out_path, exe, "timerlat", "hist", "-p", str(period), "-d", f"{seconds}s",
+            "-c", ",".join(map(str, cpus)), *(["-P", f"{prio}:{int(options.get('priority', 80))}"] if prio else []),
+            "-b", "1", "-E", str(entries)]
+
+
+def has_timerlat(tracers: str) -> bool:
+    """Whether a system's available_tracers (their text) name timerlat."""
+    return "timerlat" in tracers.split()
+
+
+def local_unavailable() -> str | None:
+    """Why `rtla timerlat` cannot run here (None: it can)."""
+    if not shutil.which("rtla"):
+        return "rtla is not installed (apt-get install rtla)"
+    text = ""
+    for p in TRACERS:
+        try:
+            text += Path(p).read_text()
+        except OSError:
+            continue
+    if not has_timerlat(text):
+        return ("this kernel has no timerlat tracer (CONFIG_TIMERLAT_TRACER; Debian's kernels have it)"
+                if text else "tracefs is not mounted or not readable, so the timerlat tracer cannot be found")
+    return None
+
+
+def as_json(data: bytes) -> bytes:
+    """rtla's text output as the JSON of an engine-contract document (a board's result
+    comes back through the same strict JSON reader as the engine's)."""
+    try:
+        doc = document(parse(data.decode("utf-8", errors="replace")))
+    except (ValueError, KeyError, IndexError, ZeroDivisionError) as e:
+        raise UserError(f"rtla timerlat's output is not a histogram rtgauge reads ({e})") from None
+    return json.dumps(doc).encode()
 
 
 def is_timerlat_hist(text: str) -> bool:

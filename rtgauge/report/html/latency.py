@@ -93,7 +93,7 @@ def latency_table(run: Run, ms: list[Measurement]) -> str:
         for k, label in (("avg_us", "avg"), ("p99_us", "p99"), ("max_us", "max")):
             a, b, ratio = pair[k]
             bits.append(f"{label} {num(a)} vs {num(b)} µs" + (f" (×{ratio:.2f})" if ratio else ""))
-        out.append(f"<p class='note'>rtgauge vs cyclictest, {e(pair['name'])}: {e('; '.join(bits))}</p>")
+        out.append(f"<p class='note'>rtgauge vs {e(pair['reference'])}, {e(pair['name'])}: {e('; '.join(bits))}</p>")
     return "".join(out)
 
 
@@ -132,6 +132,9 @@ def how_measured(m: Measurement) -> str:
             f"condition {m.condition}", f"tool {m.tool}"]
     if m.tool == "cyclictest":
         bits.append("1 µs resolution")
+    if m.tool == "rtla":
+        bits.append("rtla timerlat, the kernel's own timer: its thread's latency (ti) and its IRQ's (ti_irq), "
+                    "1 µs buckets")
     text = e(", ".join(bits)) + f"; counts spread onto {PLOT_BUCKETS_PER_DECADE} buckets per decade so tools compare."
     if m.fallback:
         text += flag("fallback: ran without real-time scheduling")
