@@ -36,6 +36,7 @@ adjusted value is below alpha (0.05 by default). docs/compare.md explains the ch
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -297,14 +298,21 @@ def rounds_to_decide(log_change: float, drift: float) -> int | None:
     would stand out of the drift: the interval's half-width t * sqrt(2 * drift^2 / n)
     below the change, with the t of n - 1 + n - 1 degrees of freedom. None beyond
     MAX_ROUNDS_ADVISED (the change is too small to resolve by rounds alone)."""
-    np, stats = _libs()
     d = abs(log_change)
     if d <= 0 or drift <= 0:
         return None
     for n in range(2, MAX_ROUNDS_ADVISED + 1):
-        if stats.t.ppf(0.5 + LEVEL / 2, 2 * n - 2) * math.sqrt(2 * drift ** 2 / n) < d:
+        if _t_two_sided(2 * n - 2) * math.sqrt(2 * drift ** 2 / n) < d:
             return n
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _t_two_sided(df: float) -> float:
+    """The t quantile of the two-sided LEVEL interval (asked again and again with the same
+    degrees of freedom: 29 a figure, hundreds of figures a compare)."""
+    _, stats = _libs()
+    return float(stats.t.ppf(0.5 + LEVEL / 2, df))
 
 
 def _log_se(value: float, interval: tuple[float, float] | None, se: float | None) -> float:
@@ -332,7 +340,7 @@ def compare_single(va: float, vb: float, drift: float, se_a: float = 0.0, se_b: 
     p = float(2 * stats.t.sf(abs(d) / se, df))
     if within is not None and within.p_value is not None and math.isfinite(within.p_value):
         p = max(p, within.p_value)
-    half = float(stats.t.ppf(0.5 + LEVEL / 2, df) * se)
+    half = _t_two_sided(df) * se
     iv = (va * (math.exp(max(d - half, -700)) - 1), va * (math.exp(min(d + half, 700)) - 1))
     need = rounds_to_decide(d, drift)
     what = (f"--rounds {need} --interleave would resolve a change of this size" if need else
