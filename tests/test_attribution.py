@@ -151,53 +151,24 @@ def test_broken_methods_fail(disturbed_run):
 def test_run_show_and_report_name_the_disturber(tmp_path):
     """End to end: `rtgauge run --attribute` with the disturber beside it; `show`,
     `show --json` and the report name rtg-disturb as the first cause."""
-    from test_loads import rtgauge_popen, rtgauge
+    from attribution_e2e import attributed_run, named_over_bursts
     measured = sorted(os.sched_getaffinity(0))[-1]
-    prof = tmp_path / "p.toml"
-    prof.write_text(f"""
-name = "attr"
-[settings]
-warmup_s = 0
-attribute = true
-[[jobs]]
-name = "latency"
-test = "latency"
-conditions = ["idle"]
-[jobs.options]
-duration-s = 8
-cpus = "{measured}"
-""")
-    db = tmp_path / "r.db"
-    run = rtgauge_popen("run", "--profile", str(prof), "--db", str(db), "--no-report",
-                        "--attribute-threshold-us", "1500")
-    try:
+    dist = {}
+
+    def started():
         # bursts from now for longer than the run can take to start and measure; bounded
-        dist = subprocess.run([sys.executable, str(HERE / "disturber.py"), str(measured), "90", "4000", "250",
-                               "80", "0"], capture_output=True, text=True, timeout=120)
-        out, err = run.communicate(timeout=300)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
-    assert dist.returncode == 0, dist.stderr
-    assert run.returncode == 0, err
-    shown = rtgauge("show", "latest", "--db", str(db))
-    assert shown.returncode == 0, shown.stderr
-    assert "Why it spiked" in shown.stdout and NAME in shown.stdout, shown.stdout
-    doc = json.loads(rtgauge("show", "latest", "--db", str(db), "--json").stdout)
-    a = doc["measurements"][0]["env"]["attribution"]
-    assert a["threshold_from"] == "user" and a["spikes"] >= 9
+        dist["p"] = subprocess.run([sys.executable, str(HERE / "disturber.py"), str(measured), "90", "4000", "250",
+                                    "80", "0"], capture_output=True, text=True, timeout=120)
+
+    def ended():
+        assert dist["p"].returncode == 0, dist["p"].stderr
+        return json.loads(dist["p"].stdout)["bursts"]
+    a, bursts = attributed_run(tmp_path, measured, 8, 1500, started, ended)
+    assert NAME in a["_shown"] and NAME in a["_html"]
     # the injected spikes (those over a burst) are named for it; host stalls of this VM may
     # be larger than the bursts, so "the largest" is taken among the injected ones
-    injected = [s for s in a["spike_list"] if near_a_burst(s, json.loads(dist.stdout)["bursts"], 0)]
-    named = sum(NAME in s["cause"] for s in injected)
-    assert len(injected) >= 10 and named >= 0.9 * len(injected), [s["cause"] for s in injected]
+    named, injected = named_over_bursts(a, bursts, NAME, near_a_burst)
+    assert injected >= 10 and named >= 0.9 * injected, a["spike_list"]
     mine = [r for r in a["sources"] if NAME in r["source"]]
     assert mine and mine[0]["caused"] >= 9, a["sources"][:3]
     assert a["periodicity"]["tested"]
-    report = tmp_path / "r.html"
-    p = rtgauge("report", "latest", "--db", str(db), "-o", str(report))
-    assert p.returncode == 0, p.stderr
-    html = report.read_text()
-    assert html.index("<section id='spikes'") > html.index("<section id='latency'")
-    assert NAME in html

@@ -30,6 +30,7 @@ import time
 import pytest
 
 from conftest import needs_root
+from rtgauge.trace.counters import read_file, steal_between
 
 I_US = 4000
 X_US = 12_000
@@ -99,7 +100,9 @@ def late_windows_of(rows, start, window):
 @needs_root
 @pytest.mark.parametrize("overrun", ["skip", "catch-up"])
 def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tmp_path, overrun):
+    stat_before = read_file("/proc/stat")
     doc, rows, events = run_pair(engine_bin, tmp_path, with_spin=True, overrun=overrun)
+    steal = steal_between(stat_before, read_file("/proc/stat"), [measured_cpu()])
     expected_events = int((SPIN_S * 1e9) // (Y_US * 1000)) + 1
     assert len(events) == expected_events
     expected_cycles = int(LATENCY_S * 1e6 / I_US)
@@ -143,11 +146,20 @@ def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tm
     assert clean >= 0.7 * len(events), f"only {clean} of {len(events)} bursts free of host stalls"
 
     # nothing the bursts did not hold back is later than X - I (leaving out the cycles
-    # a recorded host stall touched, and allowing one the observer missed)
+    # a recorded host stall touched, and allowing one the observer missed) ...
     touched = stall_touched(doc, rows)
     outside = [ti for d, ti in rows if (d, ti) not in held_back]
-    assert sum(1 for d, ti in rows if (d, ti) not in held_back and (d, ti) not in touched
-               and ti >= THRESHOLD_NS) <= 1
+    unexplained = [ti for d, ti in rows if (d, ti) not in held_back and (d, ti) not in touched
+                   and ti >= THRESHOLD_NS]
+    # ... unless the host took the measured vCPU alone (the observer, on the other vCPU,
+    # sees only a stall of the whole VM): then the hypervisor counted at least half that
+    # lateness as steal there (one tick of slack: /proc/stat counts in ticks). Seen with a
+    # CPU hog beside the suite: 6 such wake-ups. A late wake-up the engine made up has no steal.
+    late_ms = sum(unexplained) / 1e6
+    stolen_ms = steal.get("total_ms", 0.0) + steal.get("resolution_ms", 10.0)
+    assert len(unexplained) <= 1 or stolen_ms >= 0.5 * late_ms, \
+        (f"{len(unexplained)} wake-ups at least {THRESHOLD_NS / 1e6:g} ms late outside the bursts "
+         f"({late_ms:.1f} ms in all), {steal.get('total_ms')} ms stolen from the measured CPU")
     assert len(outside) >= len(rows) - 4 * len(events)
 
     series = doc["metrics"]["ti_window_max"]
