@@ -91,8 +91,8 @@ def session_members(sid: int, living: bool = False) -> list[int]:
     return pids
 
 
-def kill_session(sig: int) -> None:
-    for pid in session_members(os.getsid(0)):
+def kill_session(sig: int, living: bool = False) -> None:
+    for pid in session_members(os.getsid(0), living):
         try:
             os.kill(pid, sig)
         except ProcessLookupError:
@@ -125,15 +125,8 @@ def on_sigterm(signum, frame):
     # process between one look at /proc and the kill, which one pass would leave behind
     # (it outlived a SIGKILLed rtgauge by more than 10 s in a test)
     end = time.monotonic() + 5
-    while True:
-        members = session_members(os.getsid(0), living=True)
-        if not members or time.monotonic() > end:
-            break
-        for pid in members:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    while session_members(os.getsid(0), living=True) and time.monotonic() < end:
+        kill_session(signal.SIGKILL, living=True)
         reap_all()
         time.sleep(0.01)
     reap_all()
