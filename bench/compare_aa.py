@@ -62,17 +62,17 @@ def last_run_id(db: Path) -> int | None:
     return row[0] if row else None
 
 
-def measure(db: Path, journal: Path, profile: str, arm: str) -> None:
+def measure(db: Path, journal: Path, profile: str, arm: str, extra: tuple[str, ...] = ()) -> None:
     from rtgauge.enginebin import engine_path
     before = last_run_id(db)
     spinner = None
     cpu = max(os.sched_getaffinity(0))
-    if arm == "spinner":
+    if arm.startswith("spinner"):
         spinner = subprocess.Popen([engine_path(), "spin", "--cpu", str(cpu), *SPIN, "--duration-s", "900"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     start = time.time()
     try:
-        p = rtgauge("run", "--profile", profile, "--db", f"sqlite:///{db}", "--no-report")
+        p = rtgauge("run", "--profile", profile, "--db", f"sqlite:///{db}", "--no-report", *extra)
     finally:
         if spinner is not None:
             spinner.terminate()
@@ -80,7 +80,8 @@ def measure(db: Path, journal: Path, profile: str, arm: str) -> None:
     after = last_run_id(db)
     row = {"run": after if after != before else None, "profile": profile, "arm": arm,
            "status": p.returncode, "started": datetime.fromtimestamp(start, timezone.utc).isoformat(),
-           "seconds": round(time.time() - start, 1), **({"spinner_cpu": cpu} if spinner else {})}
+           "seconds": round(time.time() - start, 1), **({"spinner_cpu": cpu} if spinner else {}),
+           **({"rounds": int(extra[extra.index("--rounds") + 1])} if "--rounds" in extra else {})}
     with journal.open("a") as f:
         f.write(json.dumps(row) + "\n")
     print(json.dumps(row), flush=True)
@@ -108,6 +109,21 @@ def collect(args) -> int:
             if deadline is not None and time.time() > deadline:
                 break
             measure(db, journal, profile, arm)
+    return 0
+
+
+def ab_rounds(args) -> int:
+    """A/B the way compare advises when one round cannot decide: the quick profile with
+    --rounds N, without then with the spinner (arms plain-rounds, spinner-rounds)."""
+    global SRC
+    if args.src:
+        SRC = Path(args.src)
+    out = Path(args.dir)
+    out.mkdir(parents=True, exist_ok=True)
+    db, journal = out / "compare.db", out / "journal.jsonl"
+    for _ in range(args.pairs):
+        for arm in ("plain-rounds", "spinner-rounds"):
+            measure(db, journal, "quick", arm, ("--rounds", str(args.rounds)))
     return 0
 
 
@@ -255,9 +271,10 @@ def analyse(args) -> int:
             lines.append(f"| A/A {profile}, drift fitted to the first {half} pairs only | {len(later)} (the others) | "
                          f"{len(later) - calls} of {len(later)} without a call |")
     for i, r in enumerate(rows):
-        if r["arm"] != "spinner":
+        if r["arm"] not in ("spinner", "spinner-rounds"):
             continue
-        base = next((q["run"] for q in reversed(rows[:i]) if q["profile"] == "quick" and q["arm"] == "plain"), None)
+        base_arm = "plain" if r["arm"] == "spinner" else "plain-rounds"
+        base = next((q["run"] for q in reversed(rows[:i]) if q["profile"] == "quick" and q["arm"] == base_arm), None)
         if base is None:
             continue
         status, doc = compare(db, base, r["run"], GATE)
@@ -265,9 +282,14 @@ def analyse(args) -> int:
         tail = [f"{f['label']}: {f['call']}" + (f" (q={f['q_value']:.2g})" if f["q_value"] is not None else "")
                 for k, f in figs.items() if k.startswith("lat:latency@") and k.rsplit(":", 1)[1] in ("p99", "max")]
         gate = doc.get("gate")
-        print(f"A/B {base} vs {r['run']}: exit {status}, gate {gate}; {'; '.join(tail)}", flush=True)
-        lines.append(f"| A/B spinner | runs {base} → {r['run']} | gate `{GATE}`: {gate} (exit {status}); "
-                     f"{'; '.join(tail)} |")
+        advice = figs.get("lat:latency@idle:p99", {}).get("detail", {}).get("to_decide")
+        what = "A/B spinner, one round a side" if r["arm"] == "spinner" else \
+            f"A/B spinner, `--rounds {r.get('rounds', 3)}` a side"
+        print(f"{what} {base} vs {r['run']}: exit {status}, gate {gate}; {'; '.join(tail)}"
+              + (f"; advice: {advice}" if advice and r["arm"] == "spinner" else ""), flush=True)
+        lines.append(f"| {what} | runs {base} → {r['run']} | gate `{GATE}`: {gate} (exit {status}); "
+                     f"{'; '.join(tail)}" + (f"; compare's advice: {advice}" if advice and r["arm"] == "spinner"
+                                              else "") + " |")
     all_pairs = plain_pairs(rows, "quick") + plain_pairs(rows, "micro")
     fit_pairs = [(a, b) for a, b in all_pairs if not args.fit_before or b < args.fit_before]
     drift_rows = []
@@ -308,6 +330,12 @@ def main() -> int:
     c.add_argument("--src", help="directory holding the rtgauge package to measure with (default: this one)")
     c.add_argument("--ab-every", type=int, default=4, help="a spinner run every N cycles (0: none)")
     c.set_defaults(func=collect)
+    r = sub.add_parser("ab-rounds", help="A/B with rounds: the quick profile with --rounds N, without then with "
+                       "the spinner")
+    r.add_argument("--rounds", type=int, default=3)
+    r.add_argument("--pairs", type=int, default=1)
+    r.add_argument("--src", help="directory holding the rtgauge package to measure with (default: this one)")
+    r.set_defaults(func=ab_rounds)
     a = sub.add_parser("analyse", help="compare the stored runs")
     a.add_argument("--write", action="store_true", help="replace the section of docs/performance.md")
     a.add_argument("--fit-before", type=int, default=None, metavar="RUN",

@@ -119,6 +119,7 @@ def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tm
 
     held_back = set()
     clean = 0
+    stalled_ns = 0
     for s, e in events:
         pend = pending_at((s, e), rows)
         # ground truth, whatever the noise: no cycle held back by the burst woke
@@ -143,7 +144,15 @@ def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tm
         if not stalled:
             assert late == [(first_d, first_ti)], (s, e, in_burst[:4])
             clean += 1
-    assert clean >= 0.7 * len(events), f"only {clean} of {len(events)} bursts free of host stalls"
+        else:   # how long the host kept the vCPU beyond what the burst itself forced
+            stalled_ns += max(max(d + ti for d, ti in pend) - e, s - pend[0][0] if pend[0][0] < s else 0, 0)
+    # Most bursts are checked exactly. A burst the host stretched is accepted only when
+    # the hypervisor counted that time as steal on the measured CPU (tests/steal.py):
+    # with a CPU hog beside the suite, 11 of 36 bursts were stretched so.
+    assert clean >= 0.3 * len(events), f"only {clean} of {len(events)} bursts free of host stalls"
+    assert clean >= 0.7 * len(events) or steal.covers(stolen, tick, stalled_ns / 1e6), \
+        (f"{len(events) - clean} of {len(events)} bursts stretched by {stalled_ns / 1e6:.1f} ms in all, "
+         f"{stolen} ms stolen from the measured CPU")
 
     # nothing the bursts did not hold back is later than X - I (leaving out the cycles
     # a recorded host stall touched, and allowing one the observer missed) ...

@@ -51,9 +51,10 @@ def engine_bins(x: np.ndarray) -> list[list[int]]:
     """log_linear_bins (the engine's 128 sub-buckets per power of two), vectorised."""
     v = np.maximum(1, x.astype(np.int64))
     shift = np.where(v < 128, 0, np.floor(np.log2(np.maximum(v, 1))).astype(np.int64) - 7)
-    lo = (v >> shift) << shift
-    keys, counts = np.unique(np.stack([lo, lo + (np.int64(1) << shift) - 1]), axis=1, return_counts=True)
-    return [[int(a), int(b), int(c)] for (a, b), c in zip(keys.T, counts)]
+    lo = (v >> shift) << shift          # a bucket's lower edge has the same power of two as its values
+    keys, counts = np.unique(lo, return_counts=True)
+    width = np.int64(1) << np.where(keys < 128, 0, np.floor(np.log2(keys)).astype(np.int64) - 7)
+    return [[int(a), int(a + w - 1), int(c)] for a, w, c in zip(keys, width, counts)]
 
 
 def comparison(rng, shift: float = 1.0):
