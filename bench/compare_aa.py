@@ -87,13 +87,18 @@ def measure(db: Path, journal: Path, profile: str, arm: str, extra: tuple[str, .
     print(json.dumps(row), flush=True)
 
 
-def collect(args) -> int:
+def where(args) -> tuple[Path, Path]:
+    """The database and journal of the experiment (made if missing); --src taken."""
     global SRC
-    if args.src:
+    if getattr(args, "src", None):
         SRC = Path(args.src)
     out = Path(args.dir)
     out.mkdir(parents=True, exist_ok=True)
-    db, journal = out / "compare.db", out / "journal.jsonl"
+    return out / "compare.db", out / "journal.jsonl"
+
+
+def collect(args) -> int:
+    db, journal = where(args)
     deadline = None
     if args.until:
         h, m = (int(x) for x in args.until.split(":"))
@@ -115,12 +120,7 @@ def collect(args) -> int:
 def ab_rounds(args) -> int:
     """A/B the way compare advises when one round cannot decide: the quick profile with
     --rounds N, without then with the spinner (arms plain-rounds, spinner-rounds)."""
-    global SRC
-    if args.src:
-        SRC = Path(args.src)
-    out = Path(args.dir)
-    out.mkdir(parents=True, exist_ok=True)
-    db, journal = out / "compare.db", out / "journal.jsonl"
+    db, journal = where(args)
     for _ in range(args.pairs):
         for arm in ("plain-rounds", "spinner-rounds"):
             measure(db, journal, "quick", arm, ("--rounds", str(args.rounds)))

@@ -11,8 +11,11 @@ import shlex
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+import rtgauge.profiles
 
 from conftest import cli, needs_mount_namespace, needs_root, without_tracefs
 from rtgauge.cli.run import validate_engine_jobs
@@ -189,11 +192,16 @@ def test_interrupt_study_quick_runs_end_to_end(engine_bin, tmp_path):
     """The cheapest study (2 s per latency job, 10 s per context-switch job): idle and
     ping-tcp at 4 kHz, priority 99, split into ti_irq/ti_sched, into a store; `show
     --json` reads it back. On a machine in its fresh state (tracefs not mounted: a
-    private mount namespace without it), the split mounts tracefs and says so."""
+    private mount namespace without it), the split mounts tracefs and says so. The shipped
+    profile as it is, but for its preemptions: 4,000 a condition, not 40,000 (1 s, not 10)."""
     db = tmp_path / "r.db"
     env = dict(os.environ, RTGAUGE_ENGINE=engine_bin)
+    shipped = (Path(rtgauge.profiles.__file__).parent / "interrupt-study-quick.toml").read_text()
+    assert shipped.count("iterations = 40000") == 1
+    profile = tmp_path / "interrupt-study-quick.toml"
+    profile.write_text(shipped.replace("iterations = 40000", "iterations = 4000"))
     p = subprocess.run(without_tracefs([sys.executable, "-m", "rtgauge", "run", "--profile",
-                                        "interrupt-study-quick", "--duration", "2s", "--allow-netns",
+                                        str(profile), "--duration", "2s", "--allow-netns",
                                         "--db", str(db), "--no-report"]),
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
