@@ -232,7 +232,8 @@ def analyse(args) -> int:
     rows = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
     rows = [r for r in rows if r.get("run") and r.get("status") == 0]
     lines = []
-    counts = {"ab": sum(1 for r in rows if r["arm"] == "spinner")}
+    counts = {"ab": sum(1 for r in rows if r["arm"] == "spinner"),
+              "ab_rounds": sum(1 for r in rows if r["arm"] == "spinner-rounds")}
     for profile in ("quick", "micro"):
         pairs = plain_pairs(rows, profile)
         counts[profile] = len(pairs)
@@ -281,6 +282,8 @@ def analyse(args) -> int:
         figs = {f["key"]: f for f in doc["comparisons"][0]["figures"]}
         tail = [f"{f['label']}: {f['call']}" + (f" (q={f['q_value']:.2g})" if f["q_value"] is not None else "")
                 for k, f in figs.items() if k.startswith("lat:latency@") and k.rsplit(":", 1)[1] in ("p99", "max")]
+        worse = [f["label"] for f in figs.values() if f["call"] == "worse"]
+        tail.append(f"called worse: {len(worse)} of {len(figs)} figures" + (f" ({', '.join(worse)})" if worse else ""))
         gate = doc.get("gate")
         advice = figs.get("lat:latency@idle:p99", {}).get("detail", {}).get("to_decide")
         what = "A/B spinner, one round a side" if r["arm"] == "spinner" else \
@@ -303,13 +306,15 @@ def analyse(args) -> int:
     if args.write:
         from perfdoc import write_section
         date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
-        body = (f"Measured {date} on this shared 2-vCPU VM (other engineers' jobs running), default settings "
-                f"(one round, alpha 0.05). Command: `sudo .venv/bin/python bench/compare_aa.py collect --until HH:MM` "
-                f"then `.venv/bin/python bench/compare_aa.py analyse --write` (and `... drift` for the fitted "
-                f"drift). A/A pairs are consecutive runs of the same shipped profile (neighbouring pairs share a "
-                f"run, so they are not independent repetitions). Repetitions done: {counts['quick']} A/A pairs of quick, "
-                f"{counts['micro']} of micro and {counts['ab']} A/B pairs (the issue asks for 20 A/A repetitions; one "
-                f"hour of this machine gave these).\n\n"
+        span = [r["started"][:16].replace("T", " ") for r in rows]
+        body = (f"Measured {date} ({span[0]} to {span[-1]} UTC) on this 2-vCPU VM ({args.machine}), default "
+                f"settings (one round, alpha 0.05). Command: `sudo .venv/bin/python bench/compare_aa.py collect "
+                f"--until HH:MM`, then `sudo .venv/bin/python bench/compare_aa.py ab-rounds` (the A/B again with "
+                f"`--rounds 3` a side, as compare advises), then `.venv/bin/python bench/compare_aa.py analyse "
+                f"--write` (and `... drift` for the fitted drift). A/A pairs are consecutive runs of the same "
+                f"shipped profile (neighbouring pairs share a run, so they are not independent repetitions). "
+                f"Done: {counts['quick']} A/A pairs of quick, {counts['micro']} of micro, {counts['ab']} A/B pairs "
+                f"with one round a side and {counts['ab_rounds']} with rounds. {args.shipped}\n\n"
                 "| experiment | comparisons | result |\n|---|---|---|\n" + "\n".join(lines) + "\n\n"
                 "The run-to-run drift, log(figure of run B / figure of run A) of every figure of a family over "
                 "the A/A pairs: τ (t degrees of freedom) shipped in rtgauge/analysis/noise.py, fitted to the "
@@ -338,6 +343,10 @@ def main() -> int:
     r.set_defaults(func=ab_rounds)
     a = sub.add_parser("analyse", help="compare the stored runs")
     a.add_argument("--write", action="store_true", help="replace the section of docs/performance.md")
+    a.add_argument("--machine", default="shared with other engineers' jobs",
+                   help="what else ran on the machine meanwhile, for the written section")
+    a.add_argument("--shipped", default="",
+                   help="a sentence on where the shipped drift model (rtgauge/analysis/noise.py) came from")
     a.add_argument("--fit-before", type=int, default=None, metavar="RUN",
                    help="the shipped drift was fitted to pairs of runs before RUN: count the other pairs apart")
     a.set_defaults(func=analyse)
