@@ -155,12 +155,23 @@ def test_the_storm_is_named_for_its_bursts(storm_run):
     assert ipi and ipi[0]["worst_us"] > THRESHOLD_US / 2, result["irq_sources"]
 
 
+def the_storms(cause: str) -> bool:
+    """A cause that is the storm's: its IPI vector, with perf's cross-CPU call where the
+    trace names the function. The same vector running another function is another cause:
+    seen once, a remote wake-up (sched_ttwu_pending) whose handler a host stall the
+    observer missed stretched to 1.2 ms, outside every burst."""
+    if not cause.startswith(CAUSE):
+        return False
+    function = cause[len(CAUSE):].lstrip(": ").split()[0] if cause[len(CAUSE):].strip() else ""
+    return function in ("", "remote_function")
+
+
 def test_no_spike_outside_the_bursts_is_blamed_on_the_storm(storm_run):
     run = storm_run
     result = run["result"]
     assert result["spikes"] >= 9
     outside = [s for s in result["spike_list"] if not near_a_burst(s, run["bursts"])]
-    blamed = [s for s in outside if s["cause"].startswith(CAUSE)]
+    blamed = [s for s in outside if the_storms(s["cause"])]
     assert not blamed, blamed
     # the storm leads the causes the machine itself made; the host's stalls are not the
     # test's to control (one run under a stalling host counted 42 of them to the storm's 32)
