@@ -54,6 +54,18 @@ def rtgauge(*args: str, timeout: float = 300, env: dict | None = None, cwd: Path
     return zygote().run(list(args), env=full, cwd=str(cwd), timeout=timeout, **kw)
 
 
+def rtgauge_popen(*args: str, env_full: dict, cwd: Path | str = ROOT):
+    """subprocess.Popen([python, "-m", "rtgauge", *args], stdout=PIPE, stderr=PIPE,
+    text=True, env=env_full, cwd=cwd), forked from the zygote (tests/zygote.py Process:
+    pid, poll, wait, communicate, send_signal, kill); RTGAUGE_TEST_NO_ZYGOTE=1: a new
+    interpreter."""
+    if os.environ.get("RTGAUGE_TEST_NO_ZYGOTE"):
+        return subprocess.Popen([sys.executable, "-m", "rtgauge", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env_full, cwd=cwd)
+    from zygote import zygote
+    return zygote().popen(list(args), env=env_full, cwd=str(cwd))
+
+
 def cli(argv: list, *, env: dict | None = None, cwd: Path | str | None = None, timeout: float = 300,
         check: bool = False, **kw) -> subprocess.CompletedProcess:
     """subprocess.run([python, "-m", "rtgauge", *argv], capture_output=True, text=True, env=,

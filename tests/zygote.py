@@ -256,6 +256,107 @@ class Zygote:
         return subprocess.CompletedProcess(["rtgauge", *args], status, text(out), text(err))
 
 
+    def popen(self, args: list[str], *, env: dict, cwd: str) -> "Process":
+        """Start `python -m rtgauge ARGS` and return at once: a Popen-like handle (stdin
+        from /dev/null, stdout and stderr as text pipes)."""
+        r_out, w_out = os.pipe()
+        r_err, w_err = os.pipe()
+        null = os.open(os.devnull, os.O_RDONLY)
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.connect(self.path)
+            head = (json.dumps({"args": list(args), "env": env, "cwd": str(cwd)}) + "\n").encode()
+            socket.send_fds(conn, [head], [null, w_out, w_err])
+        except BaseException:
+            for fd in (r_out, r_err):
+                os.close(fd)
+            conn.close()
+            raise
+        finally:
+            for fd in (null, w_out, w_err):
+                os.close(fd)
+        return Process(["rtgauge", *args], conn, r_out, r_err)
+
+
+class Process:
+    """What a test uses of subprocess.Popen(..., stdout=PIPE, stderr=PIPE, text=True) for
+    a child of the zygote: pid, poll, wait, communicate, send_signal, terminate, kill,
+    returncode, stdout, stderr. The child is a real process (signals go to it); its end
+    comes from the zygote's waiter over the socket."""
+
+    def __init__(self, args: list[str], conn: socket.socket, r_out: int, r_err: int) -> None:
+        self.args = args
+        self._conn = conn
+        self._buf = b""
+        self.returncode: int | None = None
+        self.stdout = open(r_out, "r", encoding="utf-8", errors="replace")
+        self.stderr = open(r_err, "r", encoding="utf-8", errors="replace")
+        self.pid = self._next()["pid"]
+
+    def _next(self, timeout: float | None = None) -> dict:
+        """The next message of the waiter (blocking up to timeout)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            self._conn.settimeout(left)
+            try:
+                chunk = self._conn.recv(4096)
+            except socket.timeout:
+                raise subprocess.TimeoutExpired(self.args, timeout) from None
+            if not chunk:
+                raise RuntimeError("the test zygote lost a child without its status")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            self.returncode = self._next(timeout)["status"]
+            self._conn.close()
+        return self.returncode
+
+    def poll(self) -> int | None:
+        try:
+            return self.wait(0.001)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        import threading
+        out: dict = {}
+        readers = [threading.Thread(target=lambda f=f: out.__setitem__(f, f.read()), daemon=True)
+                   for f in (self.stdout, self.stderr)]
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for t in readers:
+            t.start()
+        for t in readers:
+            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if t.is_alive():
+                raise subprocess.TimeoutExpired(self.args, timeout)
+        self.wait(None if deadline is None else max(0.001, deadline - time.monotonic()))
+        return out[self.stdout], out[self.stderr]
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for f in (self.stdout, self.stderr):
+            f.close()
+        self.wait()
+
+
 _zygote: Zygote | None = None
 _owner = None
 

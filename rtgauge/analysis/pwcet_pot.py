@@ -254,25 +254,30 @@ def rate_loglik(clusters: int, windows: int, lam: float) -> float:
 
 
 def fit_gpd(values: np.ndarray, u: float, windows: int, theta: float, peaks=None, quantile: float | None = None,
-            positions=None, penalty: float = SHAPE_PENALTY) -> PotFit:
+            positions=None, penalty: float = SHAPE_PENALTY, start: tuple[float, float] | None = None) -> PotFit:
     """GPD (location 0) of the exceedances' excesses over u, on a unit scale: maximum
     likelihood (scipy.stats.genpareto.fit), then, with a penalty k, the maximum of θ times
     the log-likelihood plus shape_penalty(ξ, k) from there (scipy.optimize); the rate of
     clusters θ·N / windows; ValueError when the fit does not converge. peaks: the cluster
-    peaks (for the checks)."""
+    peaks (for the checks). start: (shape, scale) to start the penalised maximum from
+    instead of the plain fit (a bootstrap refit starts at the fit it was drawn from: the
+    same maximum, a fifth of the time)."""
     values = np.asarray(values, dtype=float)
     y = values - u
     b = float(np.mean(y)) or 1.0
     with quiet():
-        xi, _, s = stats.genpareto.fit(y / b, floc=0)
+        if start is not None and penalty:
+            xi, s = start[0], start[1] / b
+        else:
+            xi, _, s = stats.genpareto.fit(y / b, floc=0)
         ll = gpd_loglik(y / b, float(xi), float(s))
         if penalty:
             def nll(par):
                 return -(theta * gpd_loglik(y / b, par[0], math.exp(par[1])) + shape_penalty(par[0], penalty))
-            start = (max(float(xi), -0.9), math.log(s)) if s > 0 else (0.0, 0.0)
-            if not np.isfinite(nll(start)):
-                start = (0.0, 0.0)          # an exponential with the excesses' mean: always inside the support
-            best = optimize.minimize(nll, start, method="Nelder-Mead",
+            x0 = (max(float(xi), -0.9), math.log(s)) if s > 0 else (0.0, 0.0)
+            if not np.isfinite(nll(x0)):
+                x0 = (0.0, 0.0)          # an exponential with the excesses' mean: always inside the support
+            best = optimize.minimize(nll, x0, method="Nelder-Mead",
                                      options={"xatol": 1e-6, "fatol": 1e-9, "maxfev": 2000})
             if np.isfinite(best.fun):
                 xi, s = float(best.x[0]), math.exp(best.x[1])
@@ -474,7 +479,8 @@ def draw_levels(fit: PotFit, q: float, draws: int, rng) -> np.ndarray:
                 continue
             d = stats.genpareto.rvs(fit.shape, 0.0, fit.scale, size=k, random_state=rng)
             try:
-                f = fit_gpd(fit.threshold + d, fit.threshold, fit.windows, 1.0, penalty=fit.penalty)
+                f = fit_gpd(fit.threshold + d, fit.threshold, fit.windows, 1.0, penalty=fit.penalty,
+                            start=(fit.shape, fit.scale))
             except ValueError:
                 continue
             out.append(float(f.isf(q)))

@@ -19,7 +19,12 @@ import time
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
-GRACE_S = float(os.environ.get("RTGAUGE_LOAD_GRACE_S", "5"))
+
+
+def grace_s() -> float:
+    """Seconds between the stop's SIGTERM and the SIGKILL (RTGAUGE_LOAD_GRACE_S), read
+    when used: an environment set after rtgauge was imported still counts."""
+    return float(os.environ.get("RTGAUGE_LOAD_GRACE_S", "5"))
 
 
 def prctl(option: int, value: int) -> None:
@@ -155,11 +160,12 @@ def main() -> int:
             print(f"cannot start {argv[0]}: {e.strerror}", file=sys.stderr)
             os._exit(127)
     status = 0
+    grace = grace_s()
     while True:
         done = reap_all()
         if done:
             break
-        if stopping["since"] is not None and time.monotonic() - stopping["since"] > GRACE_S:
+        if stopping["since"] is not None and time.monotonic() - stopping["since"] > grace:
             kill_session(signal.SIGKILL)
         time.sleep(0.05)
     return status

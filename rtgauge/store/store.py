@@ -87,18 +87,15 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: add_run_owner, 2: add_
 # One bound for any database operation, in seconds (RTGAUGE_DB_TIMEOUT_S changes it): the
 # server's statement_timeout, and a client-side cut for a server that stops answering at all
 # (a frozen server still has its kernel acknowledge our packets, so no TCP timeout fires).
-def _db_timeout_s() -> float:
+# SQLite waits at most 30 s of it for another writer's lock before a write fails (and is
+# spooled). Read when a store opens, not at import: a process that imported rtgauge before
+# its environment was set (a fork server, an embedding program) still gets its own bound.
+def db_timeout_s() -> float:
     try:
         value = float(os.environ.get("RTGAUGE_DB_TIMEOUT_S") or 60)
     except ValueError:
         return 60.0
     return min(max(value, 1.0), 3600.0) if value == value else 60.0
-
-
-DB_TIMEOUT_S = _db_timeout_s()
-PG_STATEMENT_TIMEOUT_MS = int(DB_TIMEOUT_S * 1000)
-# SQLite waits this long for another writer's lock before the write fails (and is spooled)
-SQLITE_BUSY_TIMEOUT_S = min(30.0, DB_TIMEOUT_S)
 
 # Any constant works; it serialises schema creation between machines that
 # open one PostgreSQL database for the first time together.
@@ -154,12 +151,12 @@ class Store:
         kwargs: dict = {}
         if self._url.get_backend_name() == "sqlite":
             # Wait for a concurrent writer (a run storing while `show` reads).
-            kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_S}
+            kwargs["connect_args"] = {"timeout": min(30.0, db_timeout_s())}
         else:
             # a server that stops answering must not hang a run: bounded connect, statements
             # and (TCP keepalive, user timeout) a vanished peer
             kwargs["connect_args"] = {"connect_timeout": 10,
-                                      "options": f"-c statement_timeout={PG_STATEMENT_TIMEOUT_MS}",
+                                      "options": f"-c statement_timeout={int(db_timeout_s() * 1000)}",
                                       "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
                                       "keepalives_count": 3, "tcp_user_timeout": 30000}
             # a connection per transaction (a run writes a few a minute): a pooled one would
@@ -258,7 +255,7 @@ class Store:
 
     @contextlib.contextmanager
     def _client_timeout(self, conn: Connection):
-        """PostgreSQL: if the transaction is not done after twice DB_TIMEOUT_S (the server
+        """PostgreSQL: if the transaction is not done after twice db_timeout_s() (the server
         should have cancelled it by then), shut the connection's socket down, so a blocked
         read returns an error instead of waiting forever."""
         if conn.dialect.name != "postgresql":
@@ -280,7 +277,7 @@ class Store:
             except OSError:
                 pass
 
-        timer = threading.Timer(2 * DB_TIMEOUT_S, cut)
+        timer = threading.Timer(2 * db_timeout_s(), cut)
         timer.daemon = True
         timer.start()
         try:

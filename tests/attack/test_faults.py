@@ -10,13 +10,12 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import needs_root
+from conftest import needs_root, rtgauge_popen
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,9 +41,8 @@ def rtgauge(tmp_path, *args, timeout=180) -> subprocess.CompletedProcess:
     return cli(*args, env_full=env(tmp_path), cwd=tmp_path, timeout=timeout)
 
 
-def popen(tmp_path, *args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "rtgauge", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env(tmp_path), cwd=tmp_path)
+def popen(tmp_path, *args):
+    return rtgauge_popen(*args, env_full=env(tmp_path), cwd=tmp_path)
 
 
 def children_of(pid: int) -> list[int]:
@@ -303,9 +301,8 @@ def test_a_frozen_postgresql_does_not_hang_the_run(tmp_path):
                         + '[[jobs]]\nname = "lat2"\ntest = "latency"\n[jobs.options]\nduration-s = 3\n')
         e = env(tmp_path)
         e["RTGAUGE_DB_TIMEOUT_S"] = "3"
-        p = subprocess.Popen([sys.executable, "-m", "rtgauge", "run", "--profile", str(prof), "--db", url,
-                              "--no-report"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=e, cwd=tmp_path)
+        p = rtgauge_popen("run", "--profile", str(prof), "--db", url,
+                              "--no-report", env_full=e, cwd=tmp_path)
         assert wait_until(lambda: stored_count(url) >= 1, 90)
         frozen = []
         for pid in [postmaster, *children_of(postmaster)]:
@@ -415,9 +412,8 @@ def test_a_database_locked_mid_run_spools_what_was_measured(tmp_path):
     db = tmp_path / "r.db"
     e = env(tmp_path)
     e["RTGAUGE_DB_TIMEOUT_S"] = "2"
-    p = subprocess.Popen([sys.executable, "-m", "rtgauge", "run", "--profile", str(prof), "--db", str(db),
-                          "--no-report"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e,
-                         cwd=tmp_path)
+    p = rtgauge_popen("run", "--profile", str(prof), "--db", str(db),
+                          "--no-report", env_full=e, cwd=tmp_path)
     assert wait_until(lambda: len(measurement_names(db)) >= 1, 60)
     locker = sqlite3.connect(db, timeout=10, isolation_level=None)
     locker.execute("BEGIN EXCLUSIVE")
