@@ -6,17 +6,27 @@ at known times, then prints when each burst ran (CLOCK_MONOTONIC ns) as JSON.
 
 Bounded three ways: COUNT bursts at most, each ended by its own clock; RLIMIT_RTTIME
 (the kernel sends SIGKILL to a real-time task that runs longer than it without
-blocking) set just above one burst; and the parent's timeout."""
+blocking) set just above one burst; and the parent's timeout. SIGTERM ends it early:
+the bursts that ran are printed (one cut short by the signal with the time it ended)."""
 
 from __future__ import annotations
 
 import json
 import os
 import resource
+import signal
 import sys
 import time
 
 NAME = "rtg-disturb"
+
+
+class Stop(Exception):
+    pass
+
+
+def stop(signum, frame):
+    raise Stop
 
 
 def main() -> int:
@@ -29,16 +39,24 @@ def main() -> int:
     os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
     bursts = []
     start = time.monotonic_ns() + delay_ms * 1_000_000
-    for k in range(count):
-        at = start + k * period_ms * 1_000_000
-        now = time.monotonic_ns()
-        if at > now:
-            time.sleep((at - now) / 1e9)
-        b0 = time.monotonic_ns()
-        end = b0 + burst_us * 1000
-        while time.monotonic_ns() < end:
-            pass
-        bursts.append([b0, time.monotonic_ns()])
+    b0 = None
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        for k in range(count):
+            at = start + k * period_ms * 1_000_000
+            now = time.monotonic_ns()
+            if at > now:
+                time.sleep((at - now) / 1e9)
+            b0 = time.monotonic_ns()
+            end = b0 + burst_us * 1000
+            while time.monotonic_ns() < end:
+                pass
+            bursts.append([b0, time.monotonic_ns()])
+            b0 = None
+    except Stop:
+        if b0 is not None:
+            bursts.append([b0, time.monotonic_ns()])
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
     print(json.dumps({"cpu": cpu, "prio": prio, "pid": os.getpid(), "bursts": bursts}))
     return 0

@@ -156,13 +156,16 @@ def test_run_show_and_report_name_the_disturber(tmp_path):
     dist = {}
 
     def started():
-        # bursts from now for longer than the run can take to start and measure; bounded
-        dist["p"] = subprocess.run([sys.executable, str(HERE / "disturber.py"), str(measured), "90", "4000", "250",
-                                    "80", "0"], capture_output=True, text=True, timeout=120)
+        # bursts from now until the run has ended (80 at most, 20 s: bounded)
+        dist["p"] = subprocess.Popen([sys.executable, str(HERE / "disturber.py"), str(measured), "90", "4000",
+                                      "250", "80", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def ended():
-        assert dist["p"].returncode == 0, dist["p"].stderr
-        return json.loads(dist["p"].stdout)["bursts"]
+        p = dist["p"]
+        p.terminate()
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        return json.loads(out)["bursts"]
     a, bursts = attributed_run(tmp_path, measured, 8, 1500, started, ended)
     assert NAME in a["_shown"] and NAME in a["_html"]
     # the injected spikes (those over a burst) are named for it; host stalls of this VM may

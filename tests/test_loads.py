@@ -84,9 +84,8 @@ def rtgauge(*args, timeout=300, fresh=False):
 
 
 def rtgauge_popen(*args):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.Popen([sys.executable, "-m", "rtgauge", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    from conftest import rtgauge_popen as popen
+    return popen(*args, env_full=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT)
 
 
 # what each condition must show beside CPU time: its own counter of work done
