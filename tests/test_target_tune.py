@@ -9,14 +9,12 @@ machine's: the test reads them here, and compares them byte for byte."""
 
 from __future__ import annotations
 
-from conftest import cli
+from conftest import cli, rtgauge_popen
 import json
 import os
 import re
 import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -128,10 +126,9 @@ def test_tuning_is_applied_there_and_reverted_byte_for_byte(lab, tmp_path, thp_n
 
 def test_a_cut_link_reverts_the_tuning_there(lab, tmp_path, thp_not_never):
     before, dirs = tunable(), set()
-    p = subprocess.Popen([sys.executable, "-m", "rtgauge", "run", "--no-report", "--tuned", "--profile",
+    p = rtgauge_popen("run", "--no-report", "--tuned", "--profile",
                           profile(tmp_path, '"idle"', duration=120), "--target", "ssh://board",
-                          "--db", str(tmp_path / "r.db")],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=client_env(lab), cwd=REPO)
+                          "--db", str(tmp_path / "r.db"), env_full=client_env(lab), cwd=REPO)
     try:
         deadline = time.monotonic() + 120
         while not board_processes(lab, "rtgauge-engine"):
@@ -166,10 +163,9 @@ def test_a_cut_link_reverts_the_tuning_there(lab, tmp_path, thp_not_never):
 
 def test_a_tuning_left_there_is_reverted_by_the_next_run(lab, tmp_path, thp_not_never):
     before, dirs = tunable(), set()
-    p = subprocess.Popen([sys.executable, "-m", "rtgauge", "run", "--no-report", "--tuned", "--profile",
+    p = rtgauge_popen("run", "--no-report", "--tuned", "--profile",
                           profile(tmp_path, '"idle"', duration=120), "--target", "ssh://board",
-                          "--db", str(tmp_path / "r.db")],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=client_env(lab), cwd=REPO)
+                          "--db", str(tmp_path / "r.db"), env_full=client_env(lab), cwd=REPO)
     try:
         deadline = time.monotonic() + 120
         while not board_processes(lab, "rtgauge-engine"):
