@@ -36,14 +36,32 @@ pytestmark = pytest.mark.skipif(platform.machine() != "x86_64",
                                 reason="the cross files and qemu expectations are for an x86_64 Debian host")
 
 
-@pytest.fixture(scope="session", params=list(engines.ARCHES))
-def cross(request) -> engines.BuiltEngine:
-    arch = engines.ARCHES[request.param]
+def missing_tool(arch: engines.Arch) -> str | None:
     for exe, package in ((arch.compiler, arch.package), (arch.qemu, "qemu-user-static")):
         if shutil.which(exe) is None:
-            pytest.skip(f"{exe} is not installed: scripts/setup.sh installs {package} (it needs root)")
+            return f"{exe} is not installed: scripts/setup.sh installs {package} (it needs root)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def builds() -> dict:
+    """Every architecture's build started at once (each build is mostly one compiler at a
+    time): name -> a future of its BuiltEngine."""
+    from concurrent.futures import ThreadPoolExecutor
     cache = Path(os.environ.get(engines.CACHE_ENV) or REPO / "build" / "cross")
-    return engines.build(arch, src=REPO / "engine", cache=cache)
+    pool = ThreadPoolExecutor(len(engines.ARCHES))
+    futures = {name: pool.submit(engines.build, arch, src=REPO / "engine", cache=cache)
+               for name, arch in engines.ARCHES.items() if missing_tool(arch) is None}
+    yield futures
+    pool.shutdown(wait=True)
+
+
+@pytest.fixture(scope="session", params=list(engines.ARCHES))
+def cross(request, builds) -> engines.BuiltEngine:
+    arch = engines.ARCHES[request.param]
+    if missing_tool(arch):
+        pytest.skip(missing_tool(arch))
+    return builds[arch.name].result()
 
 
 def run(cross: engines.BuiltEngine, *args: str, timeout: float = 60) -> tuple[int, dict, str]:

@@ -175,7 +175,7 @@ def test_until_verdict_measures_more_rounds_until_its_ceiling(tmp_path):
     keeps measuring rounds until --max-time, then exits 4."""
     db = tmp_path / "r.db"
     p = rtgauge("run", "--profile", profile(tmp_path, seconds=1), "--db", str(db), "--no-report",
-                "--budget-us", "5000000", "--until-verdict", "--max-time", "20s")
+                "--budget-us", "5000000", "--until-verdict", "--max-time", "15s")
     assert p.returncode == EXIT_UNDECIDED, p.stdout + p.stderr
     out = " ".join(p.stdout.split())      # the console wraps long lines
     assert "not enough evidence" in out and "--until-verdict: undecided, measuring round 2" in out
