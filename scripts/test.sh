@@ -1,7 +1,8 @@
 #!/bin/sh
 # All tests: the engine's C unit tests, then pytest against the freshly built engine
-# in two passes: the tests that may share the CPUs on two workers (pytest-xdist), then
-# those that need the machine to themselves, alone (tests/conftest.py ONE_AT_A_TIME,
+# in two passes: the tests that may share the CPUs on three workers (pytest-xdist: they
+# mostly wait on runs, servers and boards, so a third worker fills a 2-vCPU machine's
+# idle CPU), then those that need the machine to themselves, alone (tests/conftest.py ONE_AT_A_TIME,
 # and the tests marked `alone`). The shared pass hands out whole files (--dist loadfile):
 # a file's module fixtures (an engine build, a browser, two SSH boards) are made once,
 # not once on each worker.
@@ -21,7 +22,7 @@ export RTGAUGE_ENGINE="$PWD/build/engine/src/rtgauge-engine"
 # PYTHONDONTWRITEBYTECODE is set, as in CI containers, Python never caches them itself).
 .venv/bin/python -m compileall -q rtgauge >/dev/null
 shared=0
-.venv/bin/python -m pytest -q -n 2 --dist loadfile --machine-tests none -m "not emulab" tests "$@" || shared=$?
+.venv/bin/python -m pytest -q -n 3 --dist loadfile --machine-tests none -m "not emulab" tests "$@" || shared=$?
 alone=0
 .venv/bin/python -m pytest -q --machine-tests only tests "$@" || alone=$?
 # 5: no test selected in that pass (a -k or a file that lies in the other one)
