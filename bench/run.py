@@ -150,7 +150,11 @@ LATENCY_SECTION = "Wake-up latency: engine vs cyclictest"
 CPU_NOTE = (
     "CPU time per wake-up is the user+system time of the whole process (getrusage of the finished "
     "child) divided by the wake-ups measured; it includes start-up and, for the engine, the "
-    "non-real-time collector thread that folds samples into histograms. cyclictest's percentiles "
+    "non-real-time collector thread that folds samples into histograms, and the host-stall "
+    "observer (engine/src/stall.h), a second thread that wakes every 1 ms: over a 5 s `latency "
+    "--cpus 1` run on 2026-11-25 it used 110 ms of CPU against the measuring thread's 70 ms "
+    "(/proc/PID/task/TID/stat), which is why the engine costs about twice cyclictest's CPU a "
+    "wake-up and misses that target. cyclictest's percentiles "
     "have 1 µs resolution (its histogram buckets); the engine's are within 1 % (log-linear histogram).")
 
 

@@ -199,6 +199,7 @@ def test_an_extrapolation_beyond_the_evidence_answers_where_the_data_reach():
     truth = 20_000 + 3_000 * isf(1 / 3e8)
     assert r.supported_low_ns <= truth <= r.supported_high_ns
     assert r.run_needed_s == pytest.approx(100.0) and "a run of at least 1.67 minutes" in r.summary()
+    assert r.needed_label() == "1.67 minutes"
     ok = pw.analyse(x, 100, 1e-8, interval_ns=1_000_000)
     assert ok.applicable and ok.code is None
     assert ok.ci_low_ns <= 20_000 + 3_000 * isf(1e-8) <= ok.ci_high_ns
@@ -460,3 +461,19 @@ def test_stored_measurements_compare_and_report(tmp_path):
     # every block maximum is a point on the plot (plus the legend's point)
     assert svgs[0].count("<circle") == 200 + 1
     assert f"{r.level_ns / 1000:,.1f}" in section and "once per 11.6 days" in section
+
+
+def test_a_run_past_the_evidence_limit_is_not_told_a_shorter_length():
+    """A too-uncertain answer from a run already as long as the evidence limit asks (120 s
+    where 1e-9 needs 100 s at 1 kHz): "a run of at least 1.67 minutes" would tell the user
+    to do what they did; the answer says the run is past the limit and a longer one
+    narrows the interval, and the table says "longer than 2 minutes"."""
+    r = pw.Pwcet(label="all threads", source="ti_window_max", exceedance=1e-9, block_cycles=100,
+                 interval_ns=1_000_000, blocks=1200, observed_max_ns=2.7e6, applicable=False,
+                 reason="the 95% interval at p=1e-09 is wider than 10x", code="too-uncertain",
+                 cycles_needed=pw.cycles_needed(1e-9, 100))
+    assert r.run_needed_s == pytest.approx(100.0) and r.observed_s == pytest.approx(120.0)
+    assert "at least" not in r.summary() and "this run (2 minutes) is past the evidence limit" in r.summary()
+    assert r.needed_label() == "longer than 2 minutes"
+    short = pw.Pwcet(**{**r.__dict__, "blocks": 300})          # 30 s: the limit is still ahead
+    assert "a run of at least 1.67 minutes" in short.summary() and short.needed_label() == "1.67 minutes"

@@ -175,10 +175,29 @@ class Pwcet:
     def method_text(self) -> str:
         return " (peaks over a threshold, declustered)" if self.by_pot else ""
 
+    @property
+    def past_needed(self) -> bool:
+        """Whether this run is already as long as the evidence limit asks (a too-uncertain
+        answer): then only "longer than this run" can be said, not a length."""
+        s, obs = self.run_needed_s, self.observed_s
+        return s is not None and obs is not None and s <= obs
+
     def needed_text(self) -> str:
         s = self.run_needed_s
+        if self.past_needed:
+            return (f"this run ({duration_text(self.observed_s)}) is past the evidence limit for "
+                    f"p={self.exceedance:g}; a longer one narrows the interval")
         n = f"{self.cycles_needed:,.0f} cycles" if s is None else duration_text(s)
         return f"a run of at least {n} is needed for p={self.exceedance:g}"
+
+    def needed_label(self) -> str:
+        """The run the requested p needs, for a table cell: "-" where a longer run is not
+        the remedy (or the interval is not known)."""
+        if not self.length_helps or self.run_needed_s is None:
+            return "-"
+        if self.past_needed:
+            return f"longer than {duration_text(self.observed_s)}"
+        return duration_text(self.run_needed_s)
 
     def summary(self) -> str:
         """One line: the observed maximum, then the level with its interval, or why there

@@ -150,7 +150,6 @@ def print_results(out, results: list[Pwcet]) -> None:
     maximum, the estimate with its interval or the refusal code, the run needed."""
     from rich.markup import escape
     from rich.table import Table
-    from rtgauge.analysis.pwcet import duration_text
     table = Table(title_justify="left")
     for col in ("series", "blocks", "observed max µs", "tail", "estimate µs", "95% CI µs", "run needed for p"):
         table.add_column(col, justify="left" if col in ("series", "tail", "run needed for p") else "right",
@@ -159,7 +158,7 @@ def print_results(out, results: list[Pwcet]) -> None:
     for r in results:
         blocks = f"{r.blocks} × {r.block_cycles:,}"
         observed = "-" if r.observed_max_ns is None else f"{r.observed_max_ns / 1000:,.1f}"
-        needed = duration_text(r.run_needed_s) if r.length_helps and r.run_needed_s is not None else "-"
+        needed = r.needed_label()
         if r.applicable:
             table.add_row(escape(r.label), blocks, observed, escape(tail_text(r)), f"[bold]{r.level_ns / 1000:,.1f}[/]",
                           f"{r.ci_low_ns / 1000:,.1f}–{r.ci_high_ns / 1000:,.1f}", escape(needed))

@@ -12,7 +12,7 @@ def render_pwcet(runs: list[Run]) -> str:
     theory (worst_case's answer: the estimate, or the reason code and the run needed), the
     checks, and a return-level plot where there is a fitted level to show."""
     from rtgauge.analysis import is_latency_measurement
-    from rtgauge.analysis.pwcet import duration_text, measurement_pwcet, plot_data
+    from rtgauge.analysis.pwcet import measurement_pwcet, plot_data
     from rtgauge.report.svg import return_level_plot
 
     out = []
@@ -29,7 +29,7 @@ def render_pwcet(runs: list[Run]) -> str:
                              f"{num(r.ci_high_ns / 1000)}</td>")
                 else:
                     cells = f"<td colspan='2' class='l warn'>none: <code>{e(r.code)}</code></td>"
-                needed = duration_text(r.run_needed_s) if r.length_helps and r.run_needed_s is not None else "-"
+                needed = r.needed_label()
                 rows.append(f"<tr><td class='l'>{e(m.label)}</td><td class='l'>{e(m.condition)}</td>"
                             f"<td>{r.blocks} × {r.block_cycles:,}</td><td>{num((r.observed_max_ns or 0) / 1000)}</td>"
                             f"{cells}<td class='l'>{e(needed)}</td>"
