@@ -59,8 +59,9 @@ def builds() -> dict:
 @pytest.fixture(scope="session", params=list(engines.ARCHES))
 def cross(request, builds) -> engines.BuiltEngine:
     arch = engines.ARCHES[request.param]
-    if missing_tool(arch):
-        pytest.skip(missing_tool(arch))
+    missing = missing_tool(arch)
+    if missing:
+        pytest.skip(missing)
     return builds[arch.name].result()
 
 

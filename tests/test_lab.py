@@ -307,8 +307,8 @@ def test_labgrid_places_are_held_for_the_run_and_released_after(boards, labgrid,
 def test_ctrl_c_stops_every_target_keeps_what_was_measured_and_releases_the_places(boards, labgrid, env, db,
                                                                                   tmp_path):
     lab = lab_file(tmp_path, ["labgrid:place-a", "labgrid:place-b"], db, labgrid.address, duration=60)
-    p = rtgauge_popen("lab", "run", str(lab), "--report",
-                          str(tmp_path / "lab.html"), env_full=env, cwd=tmp_path)
+    p = rtgauge_popen("lab", "run", str(lab), "--report", str(tmp_path / "lab.html"), env_full=env,
+                      cwd=tmp_path)
     try:
         dirs = wait_until(lambda: (lambda d: d if len(d) == 2 else None)(engine_dirs(boards)), 120,
                           "both engines to run")

@@ -171,8 +171,8 @@ def wait_for_remote_engine(lab, p, timeout=120) -> list[Path]:
 
 def test_ctrl_c_stops_the_remote_engine_and_keeps_what_it_measured(lab, env, tmp_path):
     db = tmp_path / "r.db"
-    p = rtgauge_popen("run", "--no-report", "--profile",
-                          profile(tmp_path, duration=300), "--target", "ssh://board", "--db", str(db), env_full=env, cwd=REPO)
+    p = rtgauge_popen("run", "--no-report", "--profile", profile(tmp_path, duration=300), "--target",
+                      "ssh://board", "--db", str(db), env_full=env, cwd=REPO)
     dirs = wait_for_remote_engine(lab, p)
     wait_until_measuring(dirs)
     p.send_signal(signal.SIGINT)
@@ -198,8 +198,8 @@ def test_a_cut_link_fails_the_run_keeps_it_interrupted_and_the_engine_ends_itsel
     """A lost board is a failure (exit 1, the reason said), not a stop the user asked for
     (130): a CI job must not read a dead board as a Ctrl-C."""
     db, directory = tmp_path / "r.db", None
-    p = rtgauge_popen("run", "--no-report", "--profile",
-                          profile(tmp_path, duration=120), "--target", "ssh://board", "--db", str(db), env_full=env, cwd=REPO)
+    p = rtgauge_popen("run", "--no-report", "--profile", profile(tmp_path, duration=120), "--target",
+                      "ssh://board", "--db", str(db), env_full=env, cwd=REPO)
     try:
         [directory] = wait_for_remote_engine(lab, p)
         time.sleep(1)

@@ -131,8 +131,8 @@ def test_a_cpu_load_runs_on_the_target_and_ends_with_the_run(lab, tmp_path):
 
 def test_ctrl_c_mid_load_ends_the_load_there(lab, tmp_path):
     db = tmp_path / "r.db"
-    p = rtgauge_popen("run", "--no-report", "--profile",
-                          profile(tmp_path, '"sched"', duration=300), "--target", "ssh://board", "--db", str(db), env_full=client_env(lab), cwd=REPO)
+    p = rtgauge_popen("run", "--no-report", "--profile", profile(tmp_path, '"sched"', duration=300),
+                      "--target", "ssh://board", "--db", str(db), env_full=client_env(lab), cwd=REPO)
     try:
         deadline = time.monotonic() + 120
         while not (board_processes(lab, "hackbench") and board_processes(lab, "rtgauge-engine")):
@@ -155,8 +155,8 @@ def test_ctrl_c_mid_load_ends_the_load_there(lab, tmp_path):
 
 def test_a_cut_link_mid_load_leaves_nothing_on_the_target(lab, tmp_path):
     db, dirs = tmp_path / "r.db", set()
-    p = rtgauge_popen("run", "--no-report", "--profile",
-                          profile(tmp_path, '"cpu"', duration=120), "--target", "ssh://board", "--db", str(db), env_full=client_env(lab), cwd=REPO)
+    p = rtgauge_popen("run", "--no-report", "--profile", profile(tmp_path, '"cpu"', duration=120),
+                      "--target", "ssh://board", "--db", str(db), env_full=client_env(lab), cwd=REPO)
     try:
         deadline = time.monotonic() + 120
         while not (board_processes(lab, "stress-ng") and board_processes(lab, "rtgauge-engine")):

@@ -127,8 +127,8 @@ def test_tuning_is_applied_there_and_reverted_byte_for_byte(lab, tmp_path, thp_n
 def test_a_cut_link_reverts_the_tuning_there(lab, tmp_path, thp_not_never):
     before, dirs = tunable(), set()
     p = rtgauge_popen("run", "--no-report", "--tuned", "--profile",
-                          profile(tmp_path, '"idle"', duration=120), "--target", "ssh://board",
-                          "--db", str(tmp_path / "r.db"), env_full=client_env(lab), cwd=REPO)
+                      profile(tmp_path, '"idle"', duration=120), "--target", "ssh://board",
+                      "--db", str(tmp_path / "r.db"), env_full=client_env(lab), cwd=REPO)
     try:
         deadline = time.monotonic() + 120
         while not board_processes(lab, "rtgauge-engine"):
@@ -164,8 +164,8 @@ def test_a_cut_link_reverts_the_tuning_there(lab, tmp_path, thp_not_never):
 def test_a_tuning_left_there_is_reverted_by_the_next_run(lab, tmp_path, thp_not_never):
     before, dirs = tunable(), set()
     p = rtgauge_popen("run", "--no-report", "--tuned", "--profile",
-                          profile(tmp_path, '"idle"', duration=120), "--target", "ssh://board",
-                          "--db", str(tmp_path / "r.db"), env_full=client_env(lab), cwd=REPO)
+                      profile(tmp_path, '"idle"', duration=120), "--target", "ssh://board",
+                      "--db", str(tmp_path / "r.db"), env_full=client_env(lab), cwd=REPO)
     try:
         deadline = time.monotonic() + 120
         while not board_processes(lab, "rtgauge-engine"):

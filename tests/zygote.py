@@ -188,14 +188,7 @@ class Zygote:
         r_in, w_in = os.pipe()
         r_out, w_out = os.pipe()
         r_err, w_err = os.pipe()
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            conn.connect(self.path)
-            head = (json.dumps({"args": list(args), "env": env, "cwd": str(cwd)}) + "\n").encode()
-            socket.send_fds(conn, [head], [r_in, w_out, w_err])
-        finally:
-            for fd in (r_in, w_out, w_err):
-                os.close(fd)
+        conn = self._request(args, env, cwd, [r_in, w_out, w_err])
         data = (input or "").encode()
         out, err, ctl = bytearray(), bytearray(), bytearray()
         sel = selectors.DefaultSelector()
@@ -255,26 +248,33 @@ class Zygote:
             return b.decode("utf-8", errors or "strict").replace("\r\n", "\n").replace("\r", "\n")
         return subprocess.CompletedProcess(["rtgauge", *args], status, text(out), text(err))
 
+    def _request(self, args: list[str], env: dict, cwd: str, fds: list[int]) -> socket.socket:
+        """Ask for a child with these stdin, stdout and stderr (closed here once sent): the
+        connection its waiter answers on."""
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.connect(self.path)
+            head = (json.dumps({"args": list(args), "env": env, "cwd": str(cwd)}) + "\n").encode()
+            socket.send_fds(conn, [head], fds)
+        except BaseException:
+            conn.close()
+            raise
+        finally:
+            for fd in fds:
+                os.close(fd)
+        return conn
 
     def popen(self, args: list[str], *, env: dict, cwd: str) -> "Process":
         """Start `python -m rtgauge ARGS` and return at once: a Popen-like handle (stdin
         from /dev/null, stdout and stderr as text pipes)."""
         r_out, w_out = os.pipe()
         r_err, w_err = os.pipe()
-        null = os.open(os.devnull, os.O_RDONLY)
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            conn.connect(self.path)
-            head = (json.dumps({"args": list(args), "env": env, "cwd": str(cwd)}) + "\n").encode()
-            socket.send_fds(conn, [head], [null, w_out, w_err])
+            conn = self._request(args, env, cwd, [os.open(os.devnull, os.O_RDONLY), w_out, w_err])
         except BaseException:
             for fd in (r_out, r_err):
                 os.close(fd)
-            conn.close()
             raise
-        finally:
-            for fd in (null, w_out, w_err):
-                os.close(fd)
         return Process(["rtgauge", *args], conn, r_out, r_err)
 
 

@@ -301,8 +301,7 @@ def test_a_frozen_postgresql_does_not_hang_the_run(tmp_path):
                         + '[[jobs]]\nname = "lat2"\ntest = "latency"\n[jobs.options]\nduration-s = 3\n')
         e = env(tmp_path)
         e["RTGAUGE_DB_TIMEOUT_S"] = "3"
-        p = rtgauge_popen("run", "--profile", str(prof), "--db", url,
-                              "--no-report", env_full=e, cwd=tmp_path)
+        p = rtgauge_popen("run", "--profile", str(prof), "--db", url, "--no-report", env_full=e, cwd=tmp_path)
         assert wait_until(lambda: stored_count(url) >= 1, 90)
         frozen = []
         for pid in [postmaster, *children_of(postmaster)]:
@@ -412,8 +411,7 @@ def test_a_database_locked_mid_run_spools_what_was_measured(tmp_path):
     db = tmp_path / "r.db"
     e = env(tmp_path)
     e["RTGAUGE_DB_TIMEOUT_S"] = "2"
-    p = rtgauge_popen("run", "--profile", str(prof), "--db", str(db),
-                          "--no-report", env_full=e, cwd=tmp_path)
+    p = rtgauge_popen("run", "--profile", str(prof), "--db", str(db), "--no-report", env_full=e, cwd=tmp_path)
     assert wait_until(lambda: len(measurement_names(db)) >= 1, 60)
     locker = sqlite3.connect(db, timeout=10, isolation_level=None)
     locker.execute("BEGIN EXCLUSIVE")
