@@ -73,6 +73,9 @@ def test_ignored_frames_are_counted_lost_exactly(run_engine, every):
     assert_accounted(d)
 
 
+# alone: "a generous period misses nearly none" holds only without other tests' FIFO
+# engines on its CPU (beside a third shared-pass worker it missed 48 of 300)
+@pytest.mark.alone
 @needs_root
 def test_slowed_simulation_misses_and_generous_period_does_not(run_engine):
     slow = hil(run_engine, "--frames", "300", "--period-us", "1000", "--payload", "work",
