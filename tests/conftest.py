@@ -142,7 +142,7 @@ def without_tracefs(cmd: list[str]) -> list[str]:
 
 
 # scripts/test.sh runs the suite in two passes: everything but the files below on
-# two pytest-xdist workers (`--machine-tests none -n 2`), then the files below alone,
+# three pytest-xdist workers (`--machine-tests none -n 3`), then the files below alone,
 # one test after another (`--machine-tests only`). Their claims are about a measured
 # CPU free of the suite's own real-time work (ground truth against a FIFO spinner,
 # host stalls, A/B statistics, cyclictest cross-checks), or they start such work
@@ -151,7 +151,7 @@ def without_tracefs(cmd: list[str]) -> list[str]:
 # stop tests, which hold on a loaded machine) may share the CPUs, and so may tests that
 # start real-time work but assert only its structure (test_study_profiles: what was
 # stored; a latency split traces into a private tracefs instance). The loads' tests stay
-# alone: they ask each load for a floor of CPU time, which a second worker's load takes
+# alone: they ask each load for a floor of CPU time, which another worker's load takes
 # from them. In a file that may share the CPUs, a
 # test that needs the machine alone says so with @pytest.mark.alone. Plain `pytest`
 # runs everything in one pass. The SSH target tests test_run_target and test_target_loads
