@@ -1,17 +1,24 @@
 #!/bin/sh
-# All tests: the engine's C unit tests, then pytest against the freshly built engine
-# in two passes: the tests that may share the CPUs on three workers (pytest-xdist: they
-# mostly wait on runs, servers and boards, so a third worker fills a 2-vCPU machine's
-# idle CPU), then those that need the machine to themselves, alone (tests/conftest.py ONE_AT_A_TIME,
-# and the tests marked `alone`). The shared pass hands out whole files (--dist loadfile):
-# a file's module fixtures (an engine build, a browser, two SSH boards) are made once,
-# not once on each worker.
+# All tests: the engine's C unit tests, then pytest against the freshly built engine in
+# the four passes of tests/conftest.py (PASSES):
+#   background  the tests that start no real-time work, on two pytest-xdist workers, from
+#               the start to the end, beside the two passes below. It runs without
+#               CAP_SYS_NICE, so a test there that tries to start real-time work fails
+#               instead of disturbing a measurement; its output is printed at the end.
+#   alone       the tests that need the machine's real-time side to themselves, one
+#               after another;
+#   shared      then the tests that start real-time work but hold on a loaded machine, on
+#               three workers;
+#   lab         last, alone: the emulated lab (tests/test_emulab.py, marker emulab: four
+#               Debian systems booted under qemu-system; under 5 min on a 2-vCPU machine
+#               with the image cache warm, the first run also builds the images as root,
+#               docs/lab.md "Where it stands"). `-m "not emulab"` after the command
+#               leaves them out.
+# The xdist passes hand out whole files (--dist loadfile): a file's module fixtures (an
+# engine build, a browser, two SSH boards) are made once, not once on each worker.
+# Arguments go to every pass (a -k or a file that lies in one pass selects nothing in the
+# others, which is not a failure). Ctrl-C stops every pass.
 # Run scripts/setup.sh first (the README's test command does both).
-# The emulated lab's tests (tests/test_emulab.py, marker emulab: four Debian systems
-# booted under qemu-system) run in the alone pass: under 5 min on a 2-vCPU machine with
-# the image cache warm, the first run also builds the images as root (docs/lab.md,
-# "Where it stands"). `-m "not emulab"` after the command leaves them out; alone:
-#   RTGAUGE_ENGINE=build/engine/src/rtgauge-engine .venv/bin/python -m pytest -m emulab tests/test_emulab.py
 set -eu
 cd "$(dirname "$0")/.."
 ninja -C build/engine >/dev/null
@@ -21,12 +28,58 @@ export RTGAUGE_ENGINE="$PWD/build/engine/src/rtgauge-engine"
 # once here, its modules are not compiled again by every one of them (where
 # PYTHONDONTWRITEBYTECODE is set, as in CI containers, Python never caches them itself).
 .venv/bin/python -m compileall -q rtgauge >/dev/null
-shared=0
-.venv/bin/python -m pytest -q -n 3 --dist loadfile --machine-tests none -m "not emulab" tests "$@" || shared=$?
-alone=0
-.venv/bin/python -m pytest -q --machine-tests only tests "$@" || alone=$?
-# 5: no test selected in that pass (a -k or a file that lies in the other one)
-[ "$shared" -eq 5 ] && [ "$alone" -ne 5 ] && shared=0
-[ "$alone" -eq 5 ] && [ "$shared" -ne 5 ] && alone=0
-[ "$shared" -ne 0 ] && exit "$shared"
-exit "$alone"
+
+out=$(mktemp -d)
+pids=""
+stop() {
+    trap '' INT TERM
+    # Ctrl-C at a terminal reaches every pytest of the process group by itself; a
+    # SIGTERM to this script is passed on to them as the SIGINT pytest stops cleanly on.
+    # shellcheck disable=SC2086
+    [ "$1" = INT ] || [ -z "$pids" ] || kill -INT $pids 2>/dev/null || true
+    wait
+    echo "background pass (stopped):"
+    cat "$out/background" 2>/dev/null || true
+    rm -rf "$out"
+    exit 130
+}
+trap 'stop INT' INT
+trap 'stop TERM' TERM
+trap 'rm -rf "$out"' EXIT
+
+# pytest in the background, with SIGINT at its default (a shell without job control
+# starts background commands with it ignored, and pytest would then never see Ctrl-C).
+start() {
+    env --default-signal=INT "$@" &
+    pid=$!
+    pids="$pids $pid"
+}
+PYTEST=".venv/bin/python -m pytest -q"
+no_rt=""
+[ "$(id -u)" -ne 0 ] || no_rt="setpriv --bounding-set -sys_nice --inh-caps -sys_nice --"
+
+# shellcheck disable=SC2086
+start $no_rt $PYTEST -n 2 --dist loadfile --pass background "$@" >"$out/background" 2>&1
+background=$pid
+echo "background pass: running beside the others (its output comes at the end)"
+# shellcheck disable=SC2086
+start $PYTEST --pass alone "$@"
+alone=0; wait "$pid" || alone=$?
+# shellcheck disable=SC2086
+start $PYTEST -n 3 --dist loadfile --pass shared "$@"
+shared=0; wait "$pid" || shared=$?
+bg=0; wait "$background" || bg=$?
+echo "background pass:"
+cat "$out/background"
+# shellcheck disable=SC2086
+start $PYTEST --pass lab "$@"
+lab=0; wait "$pid" || lab=$?
+
+# 5: no test selected in that pass; the command fails if a pass failed, or if none ran
+status=5
+for s in "$alone" "$shared" "$bg" "$lab"; do
+    [ "$s" -eq 5 ] && continue
+    [ "$status" -eq 5 ] && status=0
+    [ "$s" -ne 0 ] && [ "$status" -eq 0 ] && status=$s
+done
+exit "$status"

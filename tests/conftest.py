@@ -141,24 +141,33 @@ def without_tracefs(cmd: list[str]) -> list[str]:
     return ["unshare", "-m", "--propagation", "private", "sh", "-c", UNMOUNT_TRACEFS, "sh", *cmd]
 
 
-# scripts/test.sh runs the suite in two passes: everything but the files below on
-# three pytest-xdist workers (`--machine-tests none -n 3`), then the files below alone,
-# one test after another (`--machine-tests only`). Their claims are about a measured
-# CPU free of the suite's own real-time work (ground truth against a FIFO spinner,
-# host stalls, A/B statistics, cyclictest cross-checks), or they start such work
-# themselves, or they change machine-wide state (tuning, cpusets, RT throttling, the
-# tune state file). The rest (pure Python, stores, reports, the engine's contract and
-# stop tests, which hold on a loaded machine) may share the CPUs, and so may tests that
-# start real-time work but assert only its structure (test_study_profiles: what was
-# stored; a latency split traces into a private tracefs instance). The loads' tests stay
-# alone: they ask each load for a floor of CPU time, which another worker's load takes
-# from them. In a file that may share the CPUs, a
-# test that needs the machine alone says so with @pytest.mark.alone. Plain `pytest`
-# runs everything in one pass. The SSH target tests test_run_target and test_target_loads
-# share the CPUs too: they tell their board's processes and directories by its UTS
-# namespace (tests/sshlab.py), never by a glob of the /tmp they share with the other
-# worker, and they assert counts and structure, not speed. test_target_tune stays alone
-# (it tunes this machine, which is its board), and so does test_target_ssh for now.
+# scripts/test.sh runs the suite in four passes (PASSES), chosen with --pass:
+# - alone: the files of ONE_AT_A_TIME and the tests marked `alone`, one after another.
+#   Their claims are about a measured CPU free of the suite's own real-time work
+#   (ground truth against a FIFO spinner, host stalls, A/B statistics, cyclictest
+#   cross-checks), or they start such work themselves, or they change machine-wide state
+#   (tuning, cpusets, RT throttling, the tune state file). The loads' tests are here too:
+#   they ask each load for a floor of CPU time, which another test's load takes from them.
+# - shared: the files of SHARED and the tests marked `shared`, on three pytest-xdist
+#   workers, after the alone pass. They start real-time work (an engine at SCHED_FIFO, a
+#   run, a board's run) but assert only what holds on a loaded machine: counts,
+#   structure, ground truth with margins. Or they read machine state the alone tests
+#   change (the RT throttling).
+# - background: everything else, on two workers, from the start: beside the alone pass
+#   and then beside the shared one. These tests start no real-time work (stores,
+#   reports, statistics, importers, the shell, PostgreSQL, cross builds), so a test in the
+#   alone pass sees them as it would see any other program on the machine: load under the
+#   fair scheduler, which its FIFO threads preempt (the suite passes beside
+#   `stress-ng --cpu 2` too). scripts/test.sh runs this pass without CAP_SYS_NICE, so a
+#   test here that tries to start real-time work fails ("SCHED_FIFO priority 80 was
+#   refused") rather than disturbing a measurement: mark it `shared`.
+# - lab: the emulated lab (marker emulab: Debian systems booted under qemu-system), alone,
+#   last.
+# The SSH target tests test_run_target and test_target_loads tell their board's
+# processes and directories by its UTS namespace (tests/sshlab.py), never by a glob of
+# the /tmp they share with the other workers. test_target_tune stays alone (it tunes
+# this machine, which is its board), and so does test_target_ssh. Plain `pytest` runs
+# everything in one pass (--pass all).
 ONE_AT_A_TIME = {
     "test_attribution.py", "test_attribution_storm.py", "test_compare_engine.py", "test_cyclictest.py", "test_emulab.py", "test_engine_disturbance.py", "test_engine_latency.py",
     "test_hartstone.py", "test_hil_sustained.py", "test_host_stalls.py", "test_interference.py",
@@ -167,31 +176,50 @@ ONE_AT_A_TIME = {
     "test_tick_gaps.py", "test_tire_cost.py", "test_tire_engine.py", "test_trace.py", "test_tune.py",
     "test_target_ssh.py",
 }
+SHARED = {
+    "test_engine_builds.py", "test_engine_contract.py", "test_formats_jitterdebugger.py",
+    "test_formats_stressng.py", "test_lab.py", "test_micro_perf.py", "test_rtos_evaluation_profile.py",
+    "test_run_gates.py", "test_run_target.py", "test_target_loads.py",
+}
+PASSES = ("alone", "shared", "background", "lab")
 
 
 def pytest_addoption(parser):
-    parser.addoption("--machine-tests", choices=("all", "only", "none"), default="all",
-                     help="the tests that need the machine to themselves (tests/conftest.py "
-                          "ONE_AT_A_TIME): run them with the rest (all), alone (only) or not (none)")
+    parser.addoption("--pass", dest="test_pass", default="all",
+                     help="the pass of scripts/test.sh to run (tests/conftest.py): alone, shared, "
+                          "background, lab, several joined by commas, or all (the default)")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "alone: this test needs the machine to itself (runs in the alone "
                                        "pass, as the files in tests/conftest.py ONE_AT_A_TIME do)")
+    config.addinivalue_line("markers", "shared: this test starts real-time work, or reads machine state the "
+                                       "alone tests change: never beside the alone pass (tests/conftest.py)")
+    wanted = config.getoption("test_pass")
+    if wanted != "all" and not set(wanted.split(",")) <= set(PASSES):
+        raise pytest.UsageError(f"--pass takes all, or one or more of {', '.join(PASSES)} joined by commas, "
+                                f"not {wanted!r}")
 
 
-def needs_the_machine(item) -> bool:
-    """A file of ONE_AT_A_TIME, or a test marked `alone` in a file that may share the CPUs."""
-    return item.path.name in ONE_AT_A_TIME or item.get_closest_marker("alone") is not None
+def pass_of(item) -> str:
+    """The pass of scripts/test.sh that runs ITEM (see PASSES above)."""
+    if item.get_closest_marker("emulab") is not None:
+        return "lab"
+    if item.path.name in ONE_AT_A_TIME or item.get_closest_marker("alone") is not None:
+        return "alone"
+    if item.path.name in SHARED or item.get_closest_marker("shared") is not None:
+        return "shared"
+    return "background"
 
 
 def pytest_collection_modifyitems(config, items):
-    which = config.getoption("machine_tests")
-    if which == "all":
+    wanted = config.getoption("test_pass")
+    if wanted == "all":
         return
+    passes = set(wanted.split(","))
     keep, drop = [], []
     for item in items:
-        (keep if needs_the_machine(item) == (which == "only") else drop).append(item)
+        (keep if pass_of(item) in passes else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

@@ -36,9 +36,13 @@ def test_real_cyclictest_run_translates_exactly(tmp_path):
     doc = cyclictest.to_document(raw, opts, cpus, p.returncode, False)
     assert doc["ok"] and doc["tool"] == "cyclictest"
     total = sum(t["cycles"] for t in raw["thread"].values())
-    # --loops: the job's wake-ups (1 s at 1 ms) counted from the first, as the engine counts them
-    assert all(t["cycles"] == 1000 for t in raw["thread"].values())
-    assert doc["metrics"]["cycles"]["value"] == total == 1000 * len(cpus)
+    # --loops: the job's wake-ups (1 s at 1 ms) counted from the first, as the engine counts
+    # them. cyclictest ends every thread once one has its loops (its main loop stops at the
+    # first), and its threads start one after another: one that started later (a few ms
+    # under load, beside other programs) stops short by as many wake-ups
+    cycles = [t["cycles"] for t in raw["thread"].values()]
+    assert len(cycles) == len(cpus) and max(cycles) == 1000 and all(0 < c <= 1000 for c in cycles)
+    assert doc["metrics"]["cycles"]["value"] == total == sum(cycles)
     assert doc["metrics"]["ti"]["max"] == max(t["max"] for t in raw["thread"].values()) * 1000
     assert doc["metrics"]["ti"]["min"] == min(t["min"] for t in raw["thread"].values()) * 1000
     for key, t in raw["thread"].items():

@@ -126,6 +126,7 @@ RUNS = {
 
 @needs_root
 @pytest.mark.parametrize("test", sorted(RUNS))
+@pytest.mark.shared
 def test_emitted_metrics_are_declared(engine_bin, test):
     info = {t["name"]: t for t in listing(engine_bin)["tests"]}[test]
     declared = {m["name"]: m for m in info["metrics"]}

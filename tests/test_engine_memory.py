@@ -51,6 +51,7 @@ def sample(engine_bin, args, at_s: list[float]) -> list[dict[str, int]]:
 
 @pytest.mark.parametrize("mode", [pytest.param((), marks=needs_root, id="fifo-mlocked"),
                                   pytest.param(QUIET, id="other")])
+@pytest.mark.shared
 def test_hil_resident_size_does_not_depend_on_the_frame_count(engine_bin, mode):
     short, = sample(engine_bin, ["hil", "--frames", "100000", "--period-us", "1000", *mode], [1.5])
     long, = sample(engine_bin, ["hil", "--frames", "10000000", "--period-us", "1000", *mode], [1.5])

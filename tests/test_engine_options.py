@@ -55,6 +55,7 @@ def test_unknown_test_and_bad_cpu_list(run_engine):
     assert_usage_error(run_engine("latency", "--interval-us", "10"), "--interval-us 10 is out of range 50..1000000")
 
 
+@pytest.mark.shared
 def test_spin_keeps_the_busy_time_at_most_half_the_period(run_engine):
     assert_usage_error(run_engine("spin", "--busy-us", "600", "--period-us", "1000"), "50%")
 

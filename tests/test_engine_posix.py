@@ -219,6 +219,7 @@ def test_cpu_pinning_is_refused(posix_engine):
 
 
 @needs_root
+@pytest.mark.shared
 def test_latency_runs_unpinned(posix_engine):
     status, doc, err = run(posix_engine, "latency", "--duration-s", "0.5", "--interval-us", "1000")
     assert status == 0 and doc["ok"], err
@@ -245,6 +246,7 @@ def test_application_tests_run(posix_engine):
 
 
 @needs_root
+@pytest.mark.shared
 def test_hil_loop_runs_without_the_kernel_receive_stamp(posix_engine):
     status, doc, err = run(posix_engine, "hil", "--frames", "300")
     assert status == 0 and doc["ok"], err
@@ -276,6 +278,7 @@ def test_on_one_cpu_the_one_cpu_tests_are_available(posix_engine):
     (["message", "--iterations", "500"], "latency"),
     (["thread", "--iterations", "100"], "create_never_run"),
 ])
+@pytest.mark.shared
 def test_one_cpu_tests_run_on_a_uniprocessor(posix_engine, args, metric):
     status, doc, err = run(posix_engine, *args, up=True)
     assert status == 0 and doc["ok"], err
@@ -284,6 +287,7 @@ def test_one_cpu_tests_run_on_a_uniprocessor(posix_engine, args, metric):
 
 
 @needs_uniprocessor
+@pytest.mark.shared
 def test_priorities_still_decide_on_a_uniprocessor(posix_engine):
     """Ground truth for the priority-based placement: with inheritance no
     inversion, with the deliberately wrong mutex one per iteration."""
@@ -297,6 +301,7 @@ def test_priorities_still_decide_on_a_uniprocessor(posix_engine):
 
 @needs_uniprocessor
 @pytest.mark.parametrize("primitive,passes", [("posix", True), ("binary", False)])
+@pytest.mark.shared
 def test_semaphore_verdicts_on_a_uniprocessor(posix_engine, primitive, passes):
     """sem-lck checks its waiter blocked by priorities; the deliberately wrong
     binary semaphore still fails the counting checks, the right one passes all."""
@@ -309,6 +314,7 @@ def test_semaphore_verdicts_on_a_uniprocessor(posix_engine, primitive, passes):
 
 @needs_uniprocessor
 @pytest.mark.parametrize("primitive,passes", [("posix", True), ("fifo-queue", False)])
+@pytest.mark.shared
 def test_release_order_on_a_uniprocessor(posix_engine, primitive, passes):
     status, doc, err = run(posix_engine, "sem-rel", "--primitive", primitive, up=True)
     assert status in (0, 3), err

@@ -106,6 +106,7 @@ def test_a_line_a_window_whatever_the_rate(engine_bin, tmp_path):
     assert abs(len_fast - len_slow) <= 24, shapes
 
 
+@pytest.mark.shared
 def test_status_to_a_descriptor_and_bad_ones(engine_bin, tmp_path):
     r, w = os.pipe()
     p = subprocess.Popen([engine_bin, "latency", "--policy", "other", "--duration-s", "0.6", "--window-s", "0.2",

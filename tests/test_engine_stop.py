@@ -112,6 +112,7 @@ def hil_long_work(policy_args, duration_s):
     pytest.param(("--priority", "99"), marks=needs_root, id="fifo99"),
     pytest.param(QUIET, id="other"),
 ])
+@pytest.mark.shared
 def test_hil_work_longer_than_the_period_stops_at_its_duration(engine_bin, policy_args):
     """A 200 ms step every 1 ms: the simulation can never catch up; the run still
     ends at --duration-s (+ start delay 100 ms + linger 200 ms), not when the
@@ -134,6 +135,7 @@ def test_hil_work_longer_than_the_period_stops_at_its_duration(engine_bin, polic
     pytest.param(("--priority", "99"), marks=needs_root, id="fifo99"),
     pytest.param(QUIET, id="other"),
 ])
+@pytest.mark.shared
 def test_hil_work_longer_than_the_period_stops_on_sigterm(engine_bin, policy_args):
     p = start(engine_bin, *hil_long_work(policy_args, 60))
     took, doc, _ = stop_and_time(p, 1.0)

@@ -57,6 +57,7 @@ def imported(db: str) -> dict:
         return store.get_run(store.latest_run_id()).to_dict()
 
 
+@pytest.mark.shared
 def test_json_and_histfile_import_with_cyclictests_own_figures(made_here, tmp_path):
     raw, db = made_here["raw"], f"sqlite:///{tmp_path / 'r.db'}"
     threads = raw["thread"]
@@ -106,6 +107,7 @@ def _iso_start(rfc2822: str) -> str:
     return parsedate_to_datetime(rfc2822).astimezone(timezone.utc).isoformat()[:19]
 
 
+@pytest.mark.shared
 def test_export_as_cyclictest_reproduces_its_histfile_and_reads_back(made_here, tmp_path):
     db = f"sqlite:///{tmp_path / 'r.db'}"
     assert rtgauge("import", str(made_here["json"]), "--db", db).returncode == 0

@@ -181,6 +181,7 @@ def test_hil_profile_jobs_are_valid_engine_runs(engine_bin):
         assert json.loads(p.stdout)["params"]["period_us"] == 1000
 
 
+@pytest.mark.shared
 def test_report_shows_the_loop_and_the_sustained_rate(run_engine):
     """The report's HIL section: the loop's accounting and Ti/Ts/Tw from a real run,
     and the sustained-rate result."""

@@ -68,6 +68,7 @@ def test_veth_passes_the_engine_options_untouched(entry, engine_bin):
 
 
 @needs_root
+@pytest.mark.shared
 def test_sustained_subcommand_measures_and_stores(engine_bin, tmp_path):
     """Ground truth: a step of 300 us of work cannot hold at a period shorter than 300 us."""
     db = tmp_path / "r.db"

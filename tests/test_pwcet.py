@@ -361,6 +361,7 @@ priority = 80
 
 
 @needs_root
+@pytest.mark.shared
 def test_cli_show_and_report_on_a_real_run(tmp_path):
     prof = tmp_path / "p.toml"
     prof.write_text(PROFILE)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from rtgauge.analysis import latency_row, system_label
 from rtgauge.records import NO_METRIC, Measurement, Metric, Run
 from rtgauge.store import open_store
@@ -24,6 +26,7 @@ def job(name, test, condition="idle", tool="engine"):
             "load": {}, "started_at": None, "duration_s": 0.5, "exit_status": 0, "command": []}
 
 
+@pytest.mark.shared
 def test_a_real_run_round_trips_and_reads_the_same(tmp_path, run_engine):
     lat = run_engine("latency", "--duration-s", "0.5", "--allow-fallback", timeout=60)
     beh = run_engine("pi", "--allow-fallback", timeout=60, check_json=True)

@@ -22,6 +22,7 @@ def guarded(tmp_path: Path, seconds: float, silence_s: int, heartbeat: bool, tru
     every 10 ms meanwhile, as the reader's rewrite leaves it for a moment."""
     d = tmp_path / "run"
     d.mkdir()
+    started = time.monotonic()      # before the guard starts: its sleep begins in Popen
     proc = subprocess.Popen(["sh", "-c", script_text(GUARD).decode(), "sh", str(d), str(silence_s), "sh", "-c", f"sleep {seconds}", "sh"],
                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     done = threading.Event()
@@ -41,7 +42,6 @@ def guarded(tmp_path: Path, seconds: float, silence_s: int, heartbeat: bool, tru
             time.sleep(0.01)
     t = threading.Thread(target=beat, daemon=True)
     t.start()
-    started = time.monotonic()
     try:
         status = proc.wait(timeout=seconds + silence_s + 60)
     finally:

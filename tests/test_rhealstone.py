@@ -105,6 +105,7 @@ ENGINE_JOBS = [
 
 
 @pytest.mark.skipif(not is_root(), reason="needs root for SCHED_FIFO")
+@pytest.mark.shared
 def test_real_documents_through_the_store(engine_bin, tmp_path):
     listed = subprocess.run([engine_bin, "--list"], capture_output=True, text=True).stdout.split()
     missing = [t for t, _ in ENGINE_JOBS if t not in listed]

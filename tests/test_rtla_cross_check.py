@@ -90,6 +90,7 @@ interval-us = 1000
 
 
 @needs_root
+@pytest.mark.shared
 def test_a_run_without_timerlat_skips_the_cross_check_and_says_why(tmp_path):
     why = rtla.local_unavailable()
     if why is None:

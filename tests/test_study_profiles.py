@@ -188,6 +188,7 @@ def test_notes_are_stored_with_the_measurement(engine_bin, tmp_path, monkeypatch
 
 
 @needs_mount_namespace
+@pytest.mark.shared
 def test_interrupt_study_quick_runs_end_to_end(engine_bin, tmp_path):
     """The cheapest study (2 s per latency job, 10 s per context-switch job): idle and
     ping-tcp at 4 kHz, priority 99, split into ti_irq/ti_sched, into a store; `show

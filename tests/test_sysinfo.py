@@ -224,6 +224,7 @@ def live():
     return collect_facts("/")
 
 
+@pytest.mark.shared
 def test_live_cpus_and_kernel(live):
     assert live["cpus"] == os.cpu_count()
     assert len(live["cpus_list"]) == live["cpus"]

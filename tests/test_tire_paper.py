@@ -35,6 +35,7 @@ def test_one_thread_computes_what_the_locked_solver_does(run_engine):
 
 
 @pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.shared
 def test_paced_threads_keep_the_physics(run_engine, threads):
     """Several threads racing at the node locks, paced by the period: the tire falls
     and meets the floor near the analytic free-fall instant (h = 0.2 m: t =

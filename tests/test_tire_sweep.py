@@ -98,6 +98,7 @@ def test_point_from_engine_document(run_engine):
 
 
 @needs_root
+@pytest.mark.shared
 def test_small_sweep_against_the_engine(engine_bin):
     """A real sweep on a narrow range: the answer holds when re-run and the
     next grid point up is much bigger than a probe that failed."""

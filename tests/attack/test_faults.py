@@ -104,6 +104,7 @@ def statuses(db: Path) -> list[str]:
 
 
 @needs_root
+@pytest.mark.shared
 def test_sigkill_of_run_leaves_no_engine_no_load_and_the_run_is_found_abandoned(tmp_path):
     prof = tmp_path / "p.toml"
     prof.write_text(PROFILE.format(conditions='"cpu"', seconds=60))
@@ -136,6 +137,7 @@ def governor_files() -> list[str]:
 
 @needs_root
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="tuning moves IRQs: needs two CPUs")
+@pytest.mark.shared
 def test_sigkill_of_tuned_run_is_named_by_doctor_and_reverted_by_the_next_tuned_run(tmp_path):
     before = {f: Path(f).read_bytes() for f in governor_files() if os.path.exists(f)}
     prof = tmp_path / "p.toml"
@@ -179,6 +181,7 @@ def test_planted_symlink_for_the_lock_is_refused(tmp_path):
 
 
 @needs_root
+@pytest.mark.shared
 def test_a_load_that_dies_marks_its_measurement_failed(tmp_path):
     prof = tmp_path / "p.toml"
     prof.write_text(PROFILE.format(conditions='"command:sleep 1"', seconds=3))
@@ -337,6 +340,7 @@ def stored_count(url: str) -> int:
 
 
 @needs_root
+@pytest.mark.shared
 def test_a_stopped_load_is_noticed_by_what_it_delivered(tmp_path):
     """SIGSTOP to the cpu load's stress-ng: alive, but it delivers nothing."""
     prof = tmp_path / "p.toml"
