@@ -197,6 +197,7 @@ def test_a_load_that_dies_marks_its_measurement_failed(tmp_path):
 
 
 @needs_root
+@pytest.mark.shared
 def test_a_full_disk_mid_run_spools_what_was_measured(tmp_path):
     small = tmp_path / "small"
     small.mkdir()
@@ -256,6 +257,7 @@ def test_socket_loads_listen_on_no_interface_of_the_host(condition):
 
 @needs_root
 @pytest.mark.postgres
+@pytest.mark.shared
 def test_postgresql_going_away_mid_run_spools_what_was_measured(tmp_path):
     from pgserver import PgServer, ServerUnavailable
     try:
@@ -286,6 +288,7 @@ def test_postgresql_going_away_mid_run_spools_what_was_measured(tmp_path):
 
 @needs_root
 @pytest.mark.postgres
+@pytest.mark.shared
 def test_a_frozen_postgresql_does_not_hang_the_run(tmp_path):
     """SIGSTOP to the server: its kernel still acknowledges, so only the client-side cut
     ends the wait (RTGAUGE_DB_TIMEOUT_S=3: cut after 6 s); what was measured is spooled."""
@@ -406,6 +409,7 @@ def test_import_of_a_database_leaves_the_source_untouched(tmp_path, engine_bin):
 
 
 @needs_root
+@pytest.mark.shared
 def test_a_database_locked_mid_run_spools_what_was_measured(tmp_path):
     """Another process holds the SQLite write lock past the busy timeout
     (RTGAUGE_DB_TIMEOUT_S=2): the run goes to the spool, nothing measured is lost."""
