@@ -109,6 +109,39 @@ def test_a_line_a_window_whatever_the_rate(engine_bin, tmp_path):
     assert abs(len_fast - len_slow) <= 24, shapes
 
 
+@needs_root
+@pytest.mark.alone
+def test_a_thread_held_off_its_cpu_shows_as_skipped_deadlines_in_every_window(engine_bin, tmp_path):
+    """A FIFO 90 spinner takes the measured CPU from 0.5 s of a 1 s run at 100 Hz to
+    beyond its end (windows of 0.25 s: 25 deadlines each). The latency thread (FIFO 50,
+    skipping after an overrun) wakes late once for the deadline at 0.5 s and skips the
+    rest. Every window still has its line, and in each the deadlines measured and the
+    deadlines skipped add up to the 25 due there; the skipped add up to the run's. Before,
+    the status ended at the last window with a cycle: the windows the thread was held
+    off in, the ones a live view is for, had no line."""
+    cpu = max(os.sched_getaffinity(0))
+    start = time.monotonic_ns() + 300_000_000
+    spin = subprocess.Popen([engine_bin, "spin", "--cpu", str(cpu), "--priority", "90", "--busy-us", "800000",
+                             "--period-us", "5000000", "--duration-s", "1", "--start-at-ns", str(start + 500_000_000),
+                             "--out", str(tmp_path / "spin.json")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        lat = subprocess.run([engine_bin, "latency", "--cpus", str(cpu), "--policy", "fifo", "--priority", "50",
+                              "--interval-us", "10000", "--duration-s", "1", "--window-s", "0.25",
+                              "--start-at-ns", str(start), "--status", str(tmp_path / "s.jsonl"),
+                              "--out", str(tmp_path / "o.json")], capture_output=True, text=True, timeout=120)
+    finally:
+        spin.wait(timeout=60)
+    assert lat.returncode == 0 and spin.returncode == 0, lat.stderr + spin.stderr.read().decode()
+    m = json.loads((tmp_path / "o.json").read_text())["metrics"]
+    windows = lines_of(tmp_path / "s.jsonl")
+    assert [w["window"] for w in windows] == [0, 1, 2, 3], windows
+    per = [(w["threads"][0]["cycles"], w["threads"][0]["skipped"]) for w in windows]
+    assert all(c + k == 25 for c, k in per), per
+    assert per[3] == (0, 25) and per[2][1] >= 20, per       # held off from 0.5 s to the end
+    assert sum(k for _, k in per) == m["skipped#0"]["value"] and sum(c for c, _ in per) == m["cycles#0"]["value"]
+    assert windows[3]["threads"][0]["max"] is None          # nothing measured there, and it says so
+
+
 @pytest.mark.shared
 def test_status_to_a_descriptor_and_bad_ones(engine_bin, tmp_path):
     r, w = os.pipe()

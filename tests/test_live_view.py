@@ -36,6 +36,7 @@ def test_the_view_follows_a_running_engine(engine_bin, tmp_path):
         if sum(1 for u in doc["env"]["threads"] if u["cpu"] == t["cpu"]) == 1:
             assert f.cycles == doc["metrics"][f"cycles#{i}"]["value"]
             assert f.misses == doc["metrics"][f"misses#{i}"]["value"]
+            assert f.skipped == doc["metrics"][f"skipped#{i}"]["value"]
             assert f.max_ns == doc["metrics"][f"ti#{i}"]["max"]
     assert sum(f.cycles for f in figures.values()) == doc["metrics"]["cycles"]["value"]
     console = Console(width=100, record=True, file=open(os.devnull, "w"))

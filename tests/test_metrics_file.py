@@ -93,6 +93,7 @@ def test_a_disturbed_soak_shows_in_the_metrics_file(engine_bin, tmp_path):
     assert value(fams, "rtgauge_cycles", "rtgauge_cycles_total", **labels) == m["metrics"]["cycles"]["value"]
     assert value(fams, "rtgauge_misses", "rtgauge_misses_total", **labels) == m["metrics"]["misses"]["value"]
     assert value(fams, "rtgauge_misses", "rtgauge_misses_total", **labels) >= 1
+    assert value(fams, "rtgauge_skipped", "rtgauge_skipped_total", **labels) == m["metrics"]["skipped"]["value"]
     assert value(fams, "rtgauge_windows", "rtgauge_windows_total", **labels) in (6, 7)   # 3 s of 0.5 s windows
     stamp = value(fams, "rtgauge_last_window_end_timestamp_seconds",
                   "rtgauge_last_window_end_timestamp_seconds", **labels)

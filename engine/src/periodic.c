@@ -267,7 +267,17 @@ int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, 
     if (c.samples && !atomic_load(&sh.abort_setup))
         rtg_pd_samples_header(c.samples, c.samples_binary);
     if (c.status && !atomic_load(&sh.abort_setup)) {
-        sh.status = rtg_status_new(c.status, n, c.cpus, sh.start_ns, c.window_ns, c.lin_bucket_ns, c.lin_buckets);
+        /* a timer thread's records are numbered by deadline: the status counts the
+         * numbers missing between them as skipped deadlines, in their windows */
+        int64_t *periods = calloc((size_t)n, sizeof *periods);
+        bool timers = periods != NULL;
+        for (int i = 0; timers && i < n; i++) {
+            timers = sh.w[i].tr->kind == RTG_TRIGGER_TIMER;
+            periods[i] = c.periods_ns ? c.periods_ns[i] : c.period_ns;
+        }
+        sh.status = rtg_status_new(c.status, n, c.cpus, timers ? periods : NULL, sh.start_ns, c.window_ns,
+                                   c.lin_bucket_ns, c.lin_buckets);
+        free(periods);
         if (!sh.status) {
             snprintf(err, errlen, "out of memory preparing the status of %d threads; use fewer --threads.", n);
             atomic_store(&sh.abort_setup, true);

@@ -31,7 +31,7 @@ static void fold_record(rtg_pd_shared *sh, rtg_pd_worker *w, const rtg_cycle *c)
     if (sh->cfg->samples)
         rtg_pd_samples_write(sh->cfg->samples, sh->cfg->samples_binary, w->index, c);
     if (sh->status)
-        rtg_status_add(sh->status, w->index, c->deadline_ns, c->ti, c->tw < 0);
+        rtg_status_add(sh->status, w->index, c->cycle, c->deadline_ns, c->ti, c->tw < 0);
 }
 
 /* Fold what the rings hold. With the host-stall observer running, a cycle that
@@ -76,6 +76,9 @@ void *rtg_pd_collector_main(void *p)
         }
         if (sh->cfg->samples)
             fflush(sh->cfg->samples);   /* lets a reader follow the file during the run */
+        if (sh->status && all_done)
+            for (int i = 0; i < n; i++)   /* deadlines it skipped after its last cycle */
+                rtg_status_end(sh->status, i, sh->w[i].skipped);
         if (sh->status)
             rtg_status_write(sh->status, all_done);   /* the windows every thread is past */
         if (all_done)

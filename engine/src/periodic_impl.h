@@ -39,7 +39,7 @@ typedef struct {
     char err[512];
     atomic_bool failed;
     atomic_bool done;
-    uint64_t skipped;          /* written by the measuring thread only; read after join */
+    uint64_t skipped;          /* written by the measuring thread only; read once it is done */
 } rtg_pd_worker;
 
 /* What the threads of one run share. */

@@ -10,7 +10,7 @@
 
 /* One thread's figures of one window, kept until its line is written. */
 typedef struct {
-    uint64_t cycles, misses, overflows;
+    uint64_t cycles, misses, overflows, skipped;
     int64_t min, max, p99;
     double avg;
 } entry;
@@ -25,13 +25,17 @@ struct rtg_status {
     rtg_dist *win;            /* per thread: its current window's Ti */
     uint64_t *misses;         /* per thread: its current window's misses */
     int64_t *cur;             /* per thread: its current window, -1 before its first cycle */
+    int64_t *period;          /* per thread: its deadline grid (start + k*period), NULL: none */
+    int64_t *last;            /* per thread: the number of its last cycle, -1 before the first */
+    uint64_t *seen;           /* per thread: its skipped deadlines counted so far */
+    int64_t *last_w;          /* per thread: the last window a skipped deadline was counted in */
     int64_t next;             /* the first window whose line is not written */
     size_t rows, cap;         /* windows next .. next+rows-1 are held in held[] */
     entry *held;              /* rows x n entries; zero = no cycle due in the window */
 };
 
-rtg_status *rtg_status_new(FILE *f, int nthreads, const int *cpus, int64_t start_ns, int64_t window_ns,
-                           int64_t lin_bucket_ns, size_t lin_buckets)
+rtg_status *rtg_status_new(FILE *f, int nthreads, const int *cpus, const int64_t *periods_ns, int64_t start_ns,
+                           int64_t window_ns, int64_t lin_bucket_ns, size_t lin_buckets)
 {
     rtg_status *s = calloc(1, sizeof *s);
     if (!s)
@@ -45,10 +49,20 @@ rtg_status *rtg_status_new(FILE *f, int nthreads, const int *cpus, int64_t start
     s->win = calloc((size_t)nthreads, sizeof *s->win);
     s->misses = calloc((size_t)nthreads, sizeof *s->misses);
     s->cur = calloc((size_t)nthreads, sizeof *s->cur);
-    bool ok = s->cpus && s->win && s->misses && s->cur;
+    s->last = calloc((size_t)nthreads, sizeof *s->last);
+    s->seen = calloc((size_t)nthreads, sizeof *s->seen);
+    s->last_w = calloc((size_t)nthreads, sizeof *s->last_w);
+    if (periods_ns)
+        s->period = calloc((size_t)nthreads, sizeof *s->period);
+    bool ok = s->cpus && s->win && s->misses && s->cur && s->last && s->seen && s->last_w &&
+              (s->period || !periods_ns);
     for (int i = 0; ok && i < nthreads; i++) {
         s->cpus[i] = cpus ? cpus[i] : -1;
         s->cur[i] = -1;
+        s->last[i] = -1;
+        s->last_w[i] = -1;
+        if (s->period)
+            s->period[i] = periods_ns[i];
         ok = rtg_dist_init(&s->win[i], lin_bucket_ns, lin_buckets) == 0;
     }
     if (!ok) {
@@ -69,6 +83,10 @@ void rtg_status_free(rtg_status *s)
     free(s->cpus);
     free(s->misses);
     free(s->cur);
+    free(s->period);
+    free(s->last);
+    free(s->seen);
+    free(s->last_w);
     free(s->held);
     free(s);
 }
@@ -103,16 +121,44 @@ static void finish(rtg_status *s, int i)
         return;
     entry *r = row(s, s->cur[i]);
     if (r && d->count) {
+        uint64_t skipped = r[i].skipped;   /* counted there before (add_skipped) */
         r[i] = (entry){.cycles = d->count, .misses = s->misses[i], .overflows = d->lin_overflow,
                        .min = d->min, .max = d->max, .p99 = rtg_dist_percentile(d, 0.99),
-                       .avg = rtg_dist_avg(d)};
+                       .avg = rtg_dist_avg(d), .skipped = skipped};
     }
     rtg_dist_clear(d);
     s->misses[i] = 0;
 }
 
-void rtg_status_add(rtg_status *s, int i, int64_t deadline_ns, int64_t ti, bool miss)
+/* Thread i's deadlines numbered first..last were skipped (no wake-up measured): count
+ * each in the window it was due in (one already written: the next, as for a cycle). */
+static void add_skipped(rtg_status *s, int i, uint64_t first, uint64_t last)
 {
+    int64_t p = s->period ? s->period[i] : 0;
+    if (p <= 0)
+        return;
+    for (uint64_t k = first; k <= last;) {
+        int64_t w = (int64_t)k * p / s->window_ns;
+        /* the last deadline due in window w */
+        uint64_t end = (uint64_t)(((w + 1) * s->window_ns - 1) / p);
+        uint64_t upto = end < last ? end : last;
+        entry *r = row(s, w < s->next ? s->next : w);
+        if (r)
+            r[i].skipped += upto - k + 1;
+        if (w > s->last_w[i])
+            s->last_w[i] = w;
+        k = upto + 1;
+    }
+}
+
+void rtg_status_add(rtg_status *s, int i, uint64_t number, int64_t deadline_ns, int64_t ti, bool miss)
+{
+    if (number > (uint64_t)(s->last[i] + 1)) {    /* deadlines skipped since its last cycle */
+        add_skipped(s, i, (uint64_t)(s->last[i] + 1), number - 1);
+        s->seen[i] += number - 1 - (uint64_t)s->last[i];
+    }
+    if ((int64_t)number > s->last[i])
+        s->last[i] = (int64_t)number;
     int64_t w = deadline_ns <= s->start_ns ? 0 : (deadline_ns - s->start_ns) / s->window_ns;
     if (w < s->next)           /* never expected: its line is written; count it in the next */
         w = s->next;
@@ -125,6 +171,15 @@ void rtg_status_add(rtg_status *s, int i, int64_t deadline_ns, int64_t ti, bool 
     rtg_dist_add(&s->win[i], ti);
     if (miss)
         s->misses[i]++;
+}
+
+void rtg_status_end(rtg_status *s, int i, uint64_t skipped)
+{
+    if (skipped > s->seen[i]) {      /* the rest came after its last cycle */
+        uint64_t first = (uint64_t)(s->last[i] + 1);
+        add_skipped(s, i, first, first + (skipped - s->seen[i]) - 1);
+        s->seen[i] = skipped;
+    }
 }
 
 static void put_line(rtg_status *s, const entry *r, int64_t w)
@@ -146,6 +201,7 @@ static void put_line(rtg_status *s, const entry *r, int64_t w)
         rtg_j_set(t, "max", e->cycles ? rtg_j_int(e->max) : rtg_j_null());
         rtg_j_set(t, "p99", e->cycles ? rtg_j_int(e->p99) : rtg_j_null());
         rtg_j_set(t, "misses", rtg_j_int((int64_t)e->misses));
+        rtg_j_set(t, "skipped", rtg_j_int((int64_t)e->skipped));
         rtg_j_set(t, "overflows", s->linear ? rtg_j_int((int64_t)e->overflows) : rtg_j_null());
     }
     rtg_j_write(s->f, line);
@@ -161,6 +217,8 @@ int rtg_status_write(rtg_status *s, bool final)
             finish(s, i);
             if (s->cur[i] + 1 > upto)
                 upto = s->cur[i] + 1;
+            if (s->last_w[i] + 1 > upto)   /* deadlines skipped after its last cycle */
+                upto = s->last_w[i] + 1;
         }
     } else {
         for (int i = 0; i < s->n; i++)

@@ -1,6 +1,8 @@
 /* Unit tests of status.c: one line a window, written once every thread is past
  * it; each thread's figures of the window exact against the cycles fed in; the
- * windows add up to the whole; a line's size does not grow with the rate. */
+ * windows add up to the whole; a line's size does not grow with the rate; a
+ * thread held off its CPU shows as skipped deadlines in the windows they were due
+ * in, up to the end of the run. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,17 +46,20 @@ static void test_windows(void)
 {
     FILE *f = tmpfile();
     int cpus[2] = {3, 5};
-    rtg_status *s = rtg_status_new(f, 2, cpus, 0, 1000, 0, 0);
+    const int64_t periods[2] = {100, 250};
+    rtg_status *s = rtg_status_new(f, 2, cpus, periods, 0, 1000, 0, 0);
     CHECK(s != NULL, "new");
     for (int64_t d = 0; d < 10000; d += 100)
-        rtg_status_add(s, 0, d, 10 + d % 1000, d == 4200);
+        rtg_status_add(s, 0, (uint64_t)(d / 100), d, 10 + d % 1000, d == 4200);
     CHECK_EQ_I(rtg_status_write(s, false), 0);   /* thread 1 has not begun: nothing known */
     for (int64_t d = 0; d <= 3000; d += 250)
-        rtg_status_add(s, 1, d, d == 2750 ? 0 : 20, false);
+        rtg_status_add(s, 1, (uint64_t)(d / 250), d, d == 2750 ? 0 : 20, false);
     CHECK_EQ_I(rtg_status_write(s, false), 3);   /* windows 0..2: both threads are past them */
     CHECK_EQ_I(rtg_status_write(s, false), 0);
     for (int64_t d = 3250; d < 8000; d += 250)
-        rtg_status_add(s, 1, d, d == 5500 ? 99999 : 20, false);
+        rtg_status_add(s, 1, (uint64_t)(d / 250), d, d == 5500 ? 99999 : 20, false);
+    rtg_status_end(s, 0, 0);
+    rtg_status_end(s, 1, 0);
     CHECK_EQ_I(rtg_status_write(s, true), 7);    /* the end: windows 3..9 */
     int n = read_lines(f, lines, 64);
     CHECK_EQ_I(n, 10);
@@ -70,6 +75,8 @@ static void test_windows(void)
         CHECK_EQ_I(field(lines[w], 0, "min", &null), 10);
         CHECK_EQ_I(field(lines[w], 0, "max", &null), 910);
         CHECK_EQ_I(field(lines[w], 0, "misses", &null), w == 4);
+        CHECK_EQ_I(field(lines[w], 0, "skipped", &null), 0);   /* none: no number was missing */
+        CHECK_EQ_I(field(lines[w], 1, "skipped", &null), 0);
         field(lines[w], 0, "overflows", &null);
         CHECK(null, "overflows without a linear histogram: null");
         for (int i = 0; i < 2; i++)
@@ -101,9 +108,9 @@ static void test_size_bounded(void)
     const int64_t step[2] = {1000, 10};   /* 10 or 1000 cycles in a window of 10000 ns */
     for (int k = 0; k < 2; k++) {
         FILE *f = tmpfile();
-        rtg_status *s = rtg_status_new(f, 1, NULL, 0, 10000, 1000, 100);
+        rtg_status *s = rtg_status_new(f, 1, NULL, &step[k], 0, 10000, 1000, 100);
         for (int64_t d = 0; d < 40000; d += step[k])
-            rtg_status_add(s, 0, d, 5000 + d % 7, false);
+            rtg_status_add(s, 0, (uint64_t)(d / step[k]), d, 5000 + d % 7, false);
         rtg_status_write(s, true);
         count[k] = read_lines(f, lines, 64);
         for (int i = 0; i < count[k]; i++)
@@ -125,12 +132,13 @@ static void test_size_bounded(void)
 static void test_lagging_thread(void)
 {
     FILE *f = tmpfile();
-    rtg_status *s = rtg_status_new(f, 2, NULL, 1000000, 100, 10, 10);
+    rtg_status *s = rtg_status_new(f, 2, NULL, NULL, 1000000, 100, 10, 10);   /* no grid: nothing skipped */
+    uint64_t k = 0;
     for (int64_t d = 1000000; d < 1000000 + 100 * 40; d += 10)
-        rtg_status_add(s, 0, d, 200, false);   /* 200 > 10 buckets of 10 ns: overflows */
-    rtg_status_add(s, 1, 1000000, 1, false);
+        rtg_status_add(s, 0, k++, d, 200, false);   /* 200 > 10 buckets of 10 ns: overflows */
+    rtg_status_add(s, 1, 0, 1000000, 1, false);
     CHECK_EQ_I(rtg_status_write(s, false), 0);
-    rtg_status_add(s, 1, 1000000 + 100 * 39, 1, true);
+    rtg_status_add(s, 1, 390, 1000000 + 100 * 39, 1, true);
     CHECK_EQ_I(rtg_status_write(s, false), 39);
     CHECK_EQ_I(rtg_status_write(s, true), 1);
     int n = read_lines(f, lines, 64);
@@ -142,6 +150,45 @@ static void test_lagging_thread(void)
         CHECK_EQ_I(field(lines[w], 1, "cycles", &null), w == 0 || w == 39);
     }
     CHECK_EQ_I(field(lines[39], 1, "misses", &null), 1);
+    for (int w = 0; w < n; w++)
+        CHECK_EQ_I(field(lines[w], 1, "skipped", &null), 0);
+    rtg_status_free(s);
+    fclose(f);
+}
+
+/* A thread held off its CPU (every 100 ns, windows of 1000 ns): it measured
+ * deadlines 0..2, was late, skipped 3..24, measured 25..29, then was held off to
+ * the end (30..99 skipped: the run ended while it was behind). Every window up to
+ * the last deadline has a line, and each counts the deadlines skipped in it. */
+static void test_held_off(void)
+{
+    FILE *f = tmpfile();
+    const int64_t period = 100;
+    rtg_status *s = rtg_status_new(f, 1, NULL, &period, 0, 1000, 0, 0);
+    for (uint64_t k = 0; k <= 2; k++)
+        rtg_status_add(s, 0, k, (int64_t)k * 100, 10, false);
+    rtg_status_add(s, 0, 25, 2500, 2000, true);       /* the first after the gap */
+    for (uint64_t k = 26; k <= 29; k++)
+        rtg_status_add(s, 0, k, (int64_t)k * 100, 10, false);
+    CHECK_EQ_I(rtg_status_write(s, false), 2);       /* windows 0 and 1 */
+    rtg_status_end(s, 0, 22 + 70);
+    CHECK_EQ_I(rtg_status_write(s, true), 8);        /* windows 2..9, 7..9 only skipped */
+    int n = read_lines(f, lines, 64);
+    CHECK_EQ_I(n, 10);
+    const long long want_skipped[10] = {7, 10, 5, 10, 10, 10, 10, 10, 10, 10};
+    const long long want_cycles[10] = {3, 0, 5, 0, 0, 0, 0, 0, 0, 0};
+    long long total = 0;
+    for (int w = 0; w < n; w++) {
+        int null;
+        CHECK_EQ_I(field(lines[w], 0, "skipped", &null), want_skipped[w]);
+        CHECK_EQ_I(field(lines[w], 0, "cycles", &null), want_cycles[w]);
+        field(lines[w], 0, "max", &null);
+        CHECK(null == (want_cycles[w] == 0), "window %d: %s", w, lines[w]);
+        total += field(lines[w], 0, "skipped", &null);
+    }
+    CHECK_EQ_I(total, 92);
+    int null;
+    CHECK_EQ_I(field(lines[2], 0, "misses", &null), 1);
     rtg_status_free(s);
     fclose(f);
 }
@@ -151,5 +198,6 @@ int main(void)
     test_windows();
     test_size_bounded();
     test_lagging_thread();
+    test_held_off();
     return check_done();
 }

@@ -23,6 +23,7 @@ class CpuFigures:
     """One CPU's figures in one job, summed over the windows read so far."""
     cycles: int = 0
     misses: int = 0
+    skipped: int = 0                   # deadlines skipped (no wake-up measured: held off its CPU)
     windows: int = 0
     max_ns: int | None = None          # the largest wake-up latency so far
     last_max_ns: int | None = None     # the last window's
@@ -86,6 +87,7 @@ class LiveTally:
                 f.last_end_ns = end_ns
             f.cycles += int(t.get("cycles") or 0)
             f.misses += int(t.get("misses") or 0)
+            f.skipped += int(t.get("skipped") or 0)
             f.max_ns = _larger(f.max_ns, t.get("max"))
             f.last_max_ns = _larger(f.last_max_ns, t.get("max"))
             f.last_p99_ns = _larger(f.last_p99_ns, t.get("p99"))
@@ -99,11 +101,12 @@ class LiveTally:
             return "-" if ns is None else f"{ns / 1000:,.0f}"
         t = Table(title="live (µs)", title_justify="left", box=None, pad_edge=False)
         for name, justify in (("job", "left"), ("cpu", "right"), ("max", "right"), ("window max", "right"),
-                              ("window p99", "right"), ("misses", "right"), ("cycles", "right")):
+                              ("window p99", "right"), ("misses", "right"), ("skipped", "right"),
+                              ("cycles", "right")):
             t.add_column(name, justify=justify, no_wrap=justify == "right", overflow="fold")
         for (job, _condition, cpu), f in sorted(self.cpus.items()):
             t.add_row(markup(job), "any" if cpu < 0 else str(cpu), us(f.max_ns), us(f.last_max_ns),
-                      us(f.last_p99_ns), f"{f.misses:,}", f"{f.cycles:,}")
+                      us(f.last_p99_ns), f"{f.misses:,}", f"{f.skipped:,}", f"{f.cycles:,}")
         return t
 
 

@@ -29,6 +29,8 @@ FAMILIES = (
      lambda f: None if f.last_p99_ns is None else f.last_p99_ns * NS),
     ("rtgauge_cycles_total", "counter", "wake-ups measured", lambda f: f.cycles),
     ("rtgauge_misses_total", "counter", "cycles that ended after the next deadline", lambda f: f.misses),
+    ("rtgauge_skipped_total", "counter", "deadlines skipped after a late wake-up (none measured for them)",
+     lambda f: f.skipped),
     ("rtgauge_windows_total", "counter", "status windows read", lambda f: f.windows),
     ("rtgauge_last_window_end_timestamp_seconds", "gauge",
      "wall-clock end of the last window read (a soak that stalls stops moving it)",

@@ -30,7 +30,7 @@ static const rtg_opt latency_opts[] = {
     {"samples-format", RTG_OPT_ENUM, "csv", 0, 0, "csv|binary", "format of --samples"},
     {"status", RTG_OPT_STR, NULL, 0, 0, NULL,
      "write one JSON line per window of --window-s to FILE (fd:N: to the open descriptor N): per "
-     "thread its cycles, min/avg/max/p99 of ti, misses and overflows, for a live view "
+     "thread its cycles, min/avg/max/p99 of ti, misses, skipped deadlines and overflows, for a live view "
      "(docs/samples.md); its size per window does not depend on the rate"},
     {"window-s", RTG_OPT_NUM, "1", 0.001, 3600, NULL, "window of the ti_window_max series, in seconds"},
     {"max-latency-us", RTG_OPT_INT, NULL, 1, 1e9, NULL,
