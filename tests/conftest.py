@@ -179,7 +179,7 @@ ONE_AT_A_TIME = {
 SHARED = {
     "test_engine_builds.py", "test_engine_contract.py", "test_formats_jitterdebugger.py",
     "test_formats_stressng.py", "test_lab.py", "test_micro_perf.py", "test_rtos_evaluation_profile.py",
-    "test_run_gates.py", "test_run_target.py", "test_target_loads.py",
+    "test_run_gates.py", "test_run_target.py", "test_store_faults.py", "test_target_loads.py",
 }
 PASSES = ("alone", "shared", "background", "lab")
 

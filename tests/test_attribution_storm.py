@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -173,10 +174,13 @@ def test_no_spike_outside_the_bursts_is_blamed_on_the_storm(storm_run):
     outside = [s for s in result["spike_list"] if not near_a_burst(s, run["bursts"])]
     blamed = [s for s in outside if the_storms(s["cause"])]
     assert not blamed, blamed
-    # the storm leads the causes the machine itself made; the host's stalls are not the
-    # test's to control (one run under a stalling host counted 42 of them to the storm's 32)
-    caused = {r["source"]: r["caused"] for r in result["sources"] if r["kind"] != "host stall"}
-    assert max(caused, key=caused.get).startswith(CAUSE), result["sources"][:3]
+    # near the bursts the storm leads the causes. Over the whole run it need not: the
+    # host's stalls are not the test's to control (one run under a stalling host counted
+    # 42 of them to the storm's 32), nor are other programs' threads (beside the suite's
+    # background pass, a python thread of another test, in the kernel when a wake-up was
+    # due, caused 45 to the storm's 26, none of them blamed on the storm)
+    near = Counter(s["cause"] for s in result["spike_list"] if near_a_burst(s, run["bursts"]))
+    assert near and the_storms(max(near, key=near.get)), near.most_common(3)
 
 
 def test_the_tracing_adds_no_interrupts_of_its_own(storm_run):
