@@ -52,6 +52,29 @@ static long long json_int(const char *text, const char *key)
     return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
 }
 
+/* The stall interval of env.stalls.intervals that overlaps [from, to], in *x, *y;
+ * false when none does. */
+static bool overlapping(const char *text, int64_t from, int64_t to, long long *ox, long long *oy)
+{
+    const char *p = strstr(text, "\"intervals\":[");
+    if (!p)
+        return false;
+    p += strlen("\"intervals\":[");
+    long long x, y;
+    int used;
+    while (sscanf(p, " [%lld,%lld]%n", &x, &y, &used) == 2) {
+        if (x <= to && y >= from) {
+            *ox = x;
+            *oy = y;
+            return true;
+        }
+        p += used;
+        if (*p == ',')
+            p++;
+    }
+    return false;
+}
+
 /* A stall interval [x, y] of env.stalls.intervals overlaps [from, to]. */
 static bool recorded(const char *text, int64_t from, int64_t to)
 {
@@ -121,8 +144,15 @@ int main(void)
     CHECK(!after || recorded(text, b + 5000000, c), "a span after it is not, unless a recorded stall touched it: %s",
           text);
     CHECK(json_int(text, "count") >= 1, "env.stalls.count: %s", text);
-    CHECK(json_int(text, "longest_ns") >= STOP_NS * 8 / 10 && json_int(text, "longest_ns") <= b - a + 2000000,
-          "env.stalls.longest_ns about the stop (%lld ns): %s", (long long)(b - a), text);
+    CHECK(json_int(text, "longest_ns") >= STOP_NS * 8 / 10, "env.stalls.longest_ns about the stop (%lld ns): %s",
+          (long long)(b - a), text);
+    /* the stall recorded over the stop covers it, and is not much longer: a host stall
+     * next to the stop merges into it (seen: 69.7 ms recorded for a 50.4 ms stop), so
+     * the bound is the stop and 30 ms, against an observer that over-reports */
+    long long x = 0, y = 0;
+    CHECK(overlapping(text, a, b, &x, &y) && x <= a + 1000000 && y >= b - 1000000 && y - x <= b - a + 30000000,
+          "the stall over the stop [%lld, %lld] (%lld ns): [%lld, %lld]: %s", (long long)a, (long long)b,
+          (long long)(b - a), x, y, text);
     CHECK(json_int(text, "cpu") != measured, "the observer ran off the measured CPU: %s", text);
     free(text);
     rtg_j_free(res.env);
