@@ -78,20 +78,8 @@ static bool overlapping(const char *text, int64_t from, int64_t to, long long *o
 /* A stall interval [x, y] of env.stalls.intervals overlaps [from, to]. */
 static bool recorded(const char *text, int64_t from, int64_t to)
 {
-    const char *p = strstr(text, "\"intervals\":[");
-    if (!p)
-        return false;
-    p += strlen("\"intervals\":[");
     long long x, y;
-    int used;
-    while (sscanf(p, " [%lld,%lld]%n", &x, &y, &used) == 2) {
-        if (x <= to && y >= from)
-            return true;
-        p += used;
-        if (*p == ',')
-            p++;
-    }
-    return false;
+    return overlapping(text, from, to, &x, &y);
 }
 
 int main(void)
