@@ -1,8 +1,8 @@
 #!/bin/sh
 # All tests: the engine's C unit tests, then pytest against the freshly built engine in
 # the four passes of tests/conftest.py (PASSES):
-#   background  the tests that start no real-time work, on two pytest-xdist workers at
-#               nice 10, from the start to the end, beside the two passes below. It runs without
+#   background  the tests that start no real-time work, on two pytest-xdist workers, from
+#               the start to the end, beside the two passes below. It runs without
 #               CAP_SYS_NICE, so a test there that tries to start real-time work fails
 #               instead of disturbing a measurement; its output is printed at the end.
 #   alone       the tests that need the machine's real-time side to themselves, one
@@ -66,9 +66,9 @@ if ! $no_rt true 2>/dev/null; then
 fi
 
 # shellcheck disable=SC2086
-# At nice 10: it takes the CPU time the other passes leave (they mostly wait), and
-# their own Python (setting up, analysing) goes first.
-start nice -n 10 $no_rt $PYTEST -n 2 --dist loadfile --pass background "$@" >"$out/background" 2>&1
+# Not niced: at nice 10 it was starved beside another program's load (a hog at nice 0),
+# which made the whole command several times longer there.
+start $no_rt $PYTEST -n 2 --dist loadfile --pass background "$@" >"$out/background" 2>&1
 background=$pid
 echo "background pass: running beside the others (its output comes at the end)"
 # shellcheck disable=SC2086
