@@ -61,6 +61,7 @@ def _child(req: dict, fds: list[int]) -> None:
         os.chdir(req["cwd"])
         os.environ.clear()
         os.environ.update(req["env"])
+        tempfile.tempdir = None      # as in a new interpreter: from this TMPDIR, not the zygote's
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)

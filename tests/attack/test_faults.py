@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_root, rtgauge_popen
+from conftest import needs_root, rtgauge as cli, rtgauge_popen
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +37,6 @@ def env(tmp_path: Path) -> dict:
 
 
 def rtgauge(tmp_path, *args, timeout=180) -> subprocess.CompletedProcess:
-    from conftest import rtgauge as cli
     return cli(*args, env_full=env(tmp_path), cwd=tmp_path, timeout=timeout)
 
 
@@ -106,10 +105,16 @@ def statuses(db: Path) -> list[str]:
 @needs_root
 @pytest.mark.shared
 def test_sigkill_of_run_leaves_no_engine_no_load_and_the_run_is_found_abandoned(tmp_path):
+    """The run's work directories go to a TMPDIR of the test's own: any other `rtgauge run`
+    on the machine clears the dead run's directories from the shared /tmp as its own first
+    step (in .ci/run one did, between the SIGKILL and the look)."""
     prof = tmp_path / "p.toml"
     prof.write_text(PROFILE.format(conditions='"cpu"', seconds=60))
     db = tmp_path / "r.db"
-    p = popen(tmp_path, "run", "--profile", str(prof), "--db", str(db), "--no-report")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    e = dict(env(tmp_path), TMPDIR=str(tmp))
+    p = rtgauge_popen("run", "--profile", str(prof), "--db", str(db), "--no-report", env_full=e, cwd=tmp_path)
     assert wait_until(lambda: engine_pids(descendants(p.pid)), 60), p.stderr.read() if p.poll() else ""
     family = descendants(p.pid)
     assert len(family) >= 3          # the engine, the load's supervisor and stress-ng
@@ -117,17 +122,17 @@ def test_sigkill_of_run_leaves_no_engine_no_load_and_the_run_is_found_abandoned(
     p.wait()
     assert wait_until(lambda: not any(alive(x) for x in family), 10), [x for x in family if alive(x)]
     assert statuses(db) == ["running"]
-    shown = rtgauge(tmp_path, "show", "--db", str(db))
+    shown = cli("show", "--db", str(db), env_full=e, cwd=tmp_path)
     assert "marked abandoned" in shown.stderr
     assert statuses(db) == ["abandoned"]
-    leftovers = [d for d in os.listdir("/tmp") if d.startswith(f"rtgauge-job-{p.pid}-")
+    leftovers = [d for d in os.listdir(tmp) if d.startswith(f"rtgauge-job-{p.pid}-")
                  or d.startswith(f"rtgauge-load-{p.pid}-")]
     assert leftovers, "nothing to clean up: the work directories are not named by their owner"
     # the next run clears the dead run's work directories before it starts
     prof.write_text(PROFILE.format(conditions='"idle"', seconds=0.3))
-    r = rtgauge(tmp_path, "run", "--profile", str(prof), "--db", str(db), "--no-report")
+    r = cli("run", "--profile", str(prof), "--db", str(db), "--no-report", env_full=e, cwd=tmp_path, timeout=180)
     assert r.returncode in (0, 1), r.stderr
-    assert not any(os.path.exists(f"/tmp/{d}") for d in leftovers)
+    assert not any((tmp / d).exists() for d in leftovers)
 
 
 def governor_files() -> list[str]:
