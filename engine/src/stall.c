@@ -162,6 +162,15 @@ bool rtg_stall_start(rtg_result *res, const int *cpus, int n, rtg_policy policy)
         return false;
     }
     obs.running = true;
+    /* Return once the observer watches: a thread not yet scheduled (a loaded
+     * machine, a CPU quota) would miss a stall at the start of the run, and a
+     * sample it did not watch must not be judged clean. Bounded: past it, the
+     * samples after its first look are judged as they come (rtg_stall_covered). */
+    int64_t give_up = rtg_mono_ns() + 2000000000LL;
+    while (atomic_load_explicit(&obs.covered, memory_order_acquire) == 0 && rtg_mono_ns() < give_up) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
     rtg_j_set(e, "observed", rtg_j_bool(true));
     rtg_j_set(e, "reason", rtg_j_null());
     rtg_j_set(e, "cpu", rtg_j_int(cpu));

@@ -31,7 +31,8 @@
  * may be measured), and create env.stalls (observed, reason, cpu, ...). With one
  * allowed CPU it does not start: env.stalls says so (observed false, reason).
  * policy: the run's policy (other: the observer is SCHED_OTHER too).
- * Returns true when the observer runs. */
+ * Returns true when the observer runs, once it has looked at the clock (at most
+ * ~2 s on a machine that does not schedule it sooner). */
 bool rtg_stall_start(rtg_result *res, const int *cpus, int n, rtg_policy policy);
 /* Whether an observer is running. */
 bool rtg_stall_observing(void);

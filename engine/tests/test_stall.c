@@ -102,6 +102,7 @@ int main(void)
     }
     CHECK(on, "the observer started");
     CHECK(rtg_stall_observing(), "observing");
+    CHECK(rtg_stall_covered() > 0, "the observer watches once it is started");
     sleep_ns(20000000);
     int64_t a, b;
     stop_self(&a, &b);
@@ -136,9 +137,11 @@ int main(void)
           (long long)(b - a), text);
     /* the stall recorded over the stop covers it, and is not much longer: a host stall
      * next to the stop merges into it (seen: 69.7 ms recorded for a 50.4 ms stop), so
-     * the bound is the stop and 30 ms, against an observer that over-reports */
+     * the bound is the stop and 30 ms, against an observer that over-reports; its ends
+     * within 5 ms of the stop's (the main thread reads its clock after SIGCONT when
+     * it runs again, the observer when it does: seen 1.3 ms apart) */
     long long x = 0, y = 0;
-    CHECK(overlapping(text, a, b, &x, &y) && x <= a + 1000000 && y >= b - 1000000 && y - x <= b - a + 30000000,
+    CHECK(overlapping(text, a, b, &x, &y) && x <= a + 5000000 && y >= b - 5000000 && y - x <= b - a + 30000000,
           "the stall over the stop [%lld, %lld] (%lld ns): [%lld, %lld]: %s", (long long)a, (long long)b,
           (long long)(b - a), x, y, text);
     CHECK(json_int(text, "cpu") != measured, "the observer ran off the measured CPU: %s", text);
