@@ -435,9 +435,12 @@ def run_job_segments(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> 
         load.start()
         if job.condition != "idle" and s.warmup_s:
             stop.sleep(s.warmup_s)
-        # what the load delivered between segments (a snapshot reads the target's /proc over
-        # the connection: seconds on a loaded system under emulation); one segment: its stop says it
-        previous = load.snapshot() if len(segments) > 1 else {}
+        # what the load delivered while measured: a snapshot after the warm-up, another at
+        # each segment's end (the load's start and warm-up are not the measurement's). On a
+        # target a snapshot reads its /proc over the connection (seconds on a loaded system
+        # under emulation): one segment there takes its figures from the stop, whole life
+        between = len(segments) > 1 or s.target is None
+        previous = load.snapshot() if between else {}
         done_s = 0.0
         for i, options in enumerate(segments):
             stop.check()
@@ -450,10 +453,10 @@ def run_job_segments(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> 
             breached = bool(((doc.get("env") or {}).get("trace") or {}).get("breached"))
             last = i == len(segments) - 1 or interrupted or breached
             if last:
-                current = load.snapshot() if len(segments) > 1 else {}
+                current = load.snapshot() if between else {}
                 delivered = load.stop()
                 stopped = True
-                if len(segments) > 1:
+                if between and "cpu_s" in current:
                     delivered["cpu_s_whole_job"] = delivered.get("cpu_s")
                     delivered.update(delivered_between(load, previous, current))
             else:

@@ -5,6 +5,7 @@ loads kept off the network. The results database's faults are in test_store_faul
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -225,10 +226,10 @@ def test_socket_loads_listen_on_no_interface_of_the_host(condition):
 def test_a_stopped_load_is_noticed_by_what_it_delivered(tmp_path):
     """SIGSTOP to the cpu load's stress-ng: alive, but it delivers nothing."""
     prof = tmp_path / "p.toml"
-    # the check is a floor of 2 % of workers x wall time: what the workers ran before this
-    # test could stop them (a few tenths of a second on a loaded machine) must stay below
-    # it, so the measurement is long enough for the floor to exceed that head start
-    prof.write_text(PROFILE.format(conditions='"cpu"', seconds=30))
+    # the check is a floor of 2 % of workers x the measurement's wall time, counted from
+    # the end of the warm-up: a long warm-up gives this test, however loaded the machine,
+    # the time to stop every worker before the measurement starts (checked below)
+    prof.write_text(PROFILE.format(conditions='"cpu"', seconds=8).replace("warmup_s = 0.2", "warmup_s = 4"))
     db = tmp_path / "r.db"
     p = popen(tmp_path, "run", "--profile", str(prof), "--db", str(db), "--no-report")
 
@@ -241,10 +242,22 @@ def test_a_stopped_load_is_noticed_by_what_it_delivered(tmp_path):
             except OSError:
                 pass
         return out
+    def engine_started() -> bool:
+        for pid in descendants(p.pid):
+            try:
+                if b"rtgauge-engine" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    return True
+            except OSError:
+                pass
+        return False
     end = time.monotonic() + 60
-    while len(stress()) < 2 and time.monotonic() < end:     # polled fast: the head start counts
+    while len(stress()) < 2 and time.monotonic() < end:
         time.sleep(0.01)
     assert len(stress()) >= 2
+    for pid in stress():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGSTOP)
+    assert not engine_started(), "the measurement started before this test stopped the load"
     # every stress-ng process is stopped, one started after the first were seen too, until
     # the run ends
     deadline = time.monotonic() + 180
