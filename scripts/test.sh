@@ -17,7 +17,8 @@
 # The xdist passes hand out whole files (--dist loadfile): a file's module fixtures (an
 # engine build, a browser, two SSH boards) are made once, not once on each worker.
 # Arguments go to every pass (a -k or a file that lies in one pass selects nothing in the
-# others, which is not a failure). Ctrl-C stops every pass.
+# others, which is not a failure). Ctrl-C (or SIGTERM or SIGHUP to this script) stops
+# every pass, exit status 130.
 # Run scripts/setup.sh first (the README's test command does both).
 set -eu
 cd "$(dirname "$0")/.."
@@ -32,25 +33,29 @@ export RTGAUGE_ENGINE="$PWD/build/engine/src/rtgauge-engine"
 out=$(mktemp -d)
 pids=""
 stop() {
-    trap '' INT TERM
-    # Ctrl-C at a terminal reaches every pytest of the process group by itself; a
-    # SIGTERM to this script is passed on to them as the SIGINT pytest stops cleanly on.
+    # Every pytest runs in a session of its own (start, below), so a terminal's Ctrl-C
+    # reaches this script alone, as a SIGINT or SIGTERM sent to it does: each is passed on
+    # once, as the SIGINT pytest stops cleanly on. Another one while they stop is passed
+    # on again (pytest then hurries, as on a second Ctrl-C).
     # shellcheck disable=SC2086
-    [ "$1" = INT ] || [ -z "$pids" ] || kill -INT $pids 2>/dev/null || true
-    wait
+    trap '[ -z "$pids" ] || kill -INT $pids 2>/dev/null || true' INT TERM HUP
+    # shellcheck disable=SC2086
+    [ -z "$pids" ] || kill -INT $pids 2>/dev/null || true
+    until wait; do :; done
     echo "background pass (stopped):"
     cat "$out/background" 2>/dev/null || true
     rm -rf "$out"
     exit 130
 }
-trap 'stop INT' INT
-trap 'stop TERM' TERM
+trap 'stop' INT TERM HUP
 trap 'rm -rf "$out"' EXIT
 
-# pytest in the background, with SIGINT at its default (a shell without job control
-# starts background commands with it ignored, and pytest would then never see Ctrl-C).
+# pytest in the background, in a session of its own (see stop), with SIGINT at its
+# default (a shell without job control starts background commands with it ignored, and
+# pytest would then never stop on it). setsid does not fork here: a background command
+# of a shell without job control is never a process group leader, so $! is pytest.
 start() {
-    env --default-signal=INT "$@" &
+    env --default-signal=INT setsid "$@" &
     pid=$!
     pids="$pids $pid"
 }
