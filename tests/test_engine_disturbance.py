@@ -81,6 +81,17 @@ def pending_at(event, rows):
     return [(d, ti) for d, ti in rows if d <= e and d + ti >= s]
 
 
+def preempted_in_body(event, tmp_path):
+    """The cycle a burst began in the body of (it woke before the burst, finished after
+    it began: a wake-up late enough to meet the burst), as (deadline, end), or None."""
+    s, _ = event
+    for r in csv.DictReader(open(tmp_path / "samples.csv")):
+        d, ti, ts = int(r["deadline_ns"]), int(r["ti_ns"]), int(r["ts_ns"])
+        if d + ti < s <= d + ti + ts:
+            return d, d + ti + ts
+    return None
+
+
 def stall_touched(doc, rows) -> set:
     """Cycles whose span (deadline .. wake-up) overlaps a host stall the engine's own
     observer recorded (env.stalls: the whole VM descheduled, seen on another CPU):
@@ -120,8 +131,19 @@ def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tm
     held_back = set()
     clean = 0
     stalled_ns = 0
+    in_body = []
     for s, e in events:
         pend = pending_at((s, e), rows)
+        body = preempted_in_body((s, e), tmp_path)
+        if not pend and overrun == "skip" and body is not None:
+            # the burst began in the body of a cycle that woke late, close to it (seen beside
+            # the suite's other tests: 0.97 ms late, the burst 0.4 ms after the wake-up):
+            # that cycle's end waited for the burst, and the deadlines due in it were skipped
+            d0, end = body
+            assert end >= e, (s, e, body)
+            assert min(d for d, _ in rows if d > d0) > e, f"a deadline in the burst {s}..{e} was measured"
+            in_body.append((s, e))
+            continue
         # ground truth, whatever the noise: no cycle held back by the burst woke
         # before it ended, so none is reported less late than the burst forced it
         assert all(d + ti >= e for d, ti in pend)
@@ -149,6 +171,7 @@ def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tm
     # Most bursts are checked exactly. A burst the host stretched is accepted only when
     # the hypervisor counted that time as steal on the measured CPU (tests/steal.py):
     # with a CPU hog beside the suite, 11 of 36 bursts were stretched so.
+    assert len(in_body) <= 0.1 * len(events), f"{len(in_body)} bursts began in a cycle's body"
     assert clean >= 0.3 * len(events), f"only {clean} of {len(events)} bursts free of host stalls"
     assert clean >= 0.7 * len(events) or steal.covers(stolen, tick, stalled_ns / 1e6), \
         (f"{len(events) - clean} of {len(events)} bursts stretched by {stalled_ns / 1e6:.1f} ms in all, "
@@ -177,7 +200,7 @@ def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tm
     for d, ti in rows:
         w = (d - start) // window
         per_window[w] = max(per_window.get(w, ti), ti)
-    event_windows = {(pending_at(ev, rows)[0][0] - start) // window for ev in events}
+    event_windows = {(pending_at(ev, rows)[0][0] - start) // window for ev in events if tuple(ev) not in in_body}
     assert late_windows_of(rows, start, window) >= event_windows
     held_windows = {(d - start) // window for d, _ in held_back}
     for w, m in enumerate(series["max"]):

@@ -302,14 +302,17 @@ def build_arch(img: Images, arch: Arch, systems: list[System], say) -> None:
         rootfs, debs = work / "rootfs", work / "debs"
         debs.mkdir()
         metas = " ".join(arch.kernels[s.flavour] for s in systems)
-        # apt inside mmdebstrap's hooks is the new system's: the kernels come from the same mirror and suite
-        # (the hook's apt is the host's binary: it is told the architecture, else it looks for amd64 packages)
+        # The kernels come from the new system's mirror and suite: a hook's apt is the host's binary
+        # and mmdebstrap unsets APT_CONFIG for it, so it is given the new system's configuration
+        # (else it reads the host's package lists: a host without armhf among its architectures
+        # has no armhf kernel in them, "No packages found") and told the architecture.
         a = f"-o APT::Architecture={arch.debian} -o APT::Architectures={arch.debian}"
-        hook = (f"cd {debs} && apt-get {a} download $(apt-cache {a} depends {metas} "
+        apt = 'export APT_CONFIG="$MMDEBSTRAP_APT_CONFIG"'
+        hook = (f"{apt} && cd {debs} && apt-get {a} download $(apt-cache {a} depends {metas} "
                 "| sed -n 's/.*Depends: \\(linux-image-[0-9].*\\)/\\1/p')")
         unpacked = work / "unpacked"
         unpacked.mkdir()
-        unpack = (f"cd {unpacked} && apt-get {a} download {' '.join(UNPACKED)} && "
+        unpack = (f"{apt} && cd {unpacked} && apt-get {a} download {' '.join(UNPACKED)} && "
                   "for f in *.deb; do dpkg-deb -x \"$f\" files || exit 1; done && "
                   "for d in bin sbin lib; do [ ! -d files/usr/$d ] || cp -a files/usr/$d \"$1/usr/\" || exit 1; done")
         cmd = ["mmdebstrap", "--variant=minbase", "--mode=root", f"--arch={arch.debian}",
