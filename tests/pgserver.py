@@ -87,13 +87,32 @@ class PgServer:
                   "-w", "-t", "30", "start")
 
     def stop(self) -> None:
+        """pg_ctl's immediate stop; then whatever of the server is still there is killed
+        (a test that froze it with SIGSTOP may leave a process that cannot act on the
+        postmaster's SIGQUIT, and pg_ctl then times out), so no server outlives a test."""
+        postmaster = self._postmaster()
         try:
-            if (self.data / "postmaster.pid").exists():
-                self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            if postmaster:
+                self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "-t", "20", "stop", timeout=30)
         except (ServerUnavailable, subprocess.TimeoutExpired):
             pass
         finally:
+            if postmaster and self._is_ours(postmaster):
+                _kill_tree(postmaster)
             shutil.rmtree(self.root, ignore_errors=True)
+
+    def _is_ours(self, pid: int) -> bool:
+        """pid is still this server's postmaster (not a pid used again since it ended)."""
+        try:
+            return str(self.data).encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return False
+
+    def _postmaster(self) -> int | None:
+        try:
+            return int((self.data / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
@@ -107,6 +126,28 @@ class PgServer:
                              autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL pid and its descendants (stopped ones too: SIGKILL needs no SIGCONT)."""
+    children: dict[int, list[int]] = {}
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            text = Path(stat).read_text()
+        except OSError:
+            continue
+        ppid = int(text.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(Path(stat).parent.name))
+    todo, tree = [pid], []
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo += children.get(p, [])
+    for p in tree:
+        try:
+            os.kill(p, 9)
+        except ProcessLookupError:
+            pass
 
 
 # Test modules import the fixture, so pytest sees one session fixture per module;
