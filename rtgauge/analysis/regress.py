@@ -293,7 +293,8 @@ def test_figure(fb: Figure, fa: Figure) -> noise.Result:
             return single_round_rates(fa, fb, rates)
         return rates
     if len(a) >= 2 or len(b) >= 2:
-        return noise.compare_rounds(a, b, max(fa.clock_step, fb.clock_step))
+        return noise.compare_rounds(a, b, max(fa.clock_step, fb.clock_step),
+                                    extreme=fb.family in ("micro_max", "max_latency"))
     within = within_run(fb, fa)
     drift = noise.DRIFT.get(fb.family)
     if within is None or drift is None:
