@@ -223,6 +223,12 @@ def compare_rounds(a: list[float], b: list[float], step: float = 1.0, extreme: b
                               need > max(nx, ny) else
                               f"a change this small needs more than {MAX_ROUNDS_ADVISED} interleaved rounds"
                               if need is None else "more rounds would narrow it")
+    if extra.get("permutation_p", 0) > 1 - LEVEL:
+        n = 2
+        while 2 / math.comb(2 * n, n) > 1 - LEVEL:
+            n += 1
+        extra["to_decide"] = (f"--rounds {n} --interleave could resolve it: maxima that read the same in every "
+                              f"round need {n} rounds a side for the exact permutation test")
     return Result(method, p, diff, (diff - half, diff + half), half, run_interval(a, step), run_interval(b, step),
                   extra=extra)
 
