@@ -108,6 +108,16 @@ static void *observe(void *arg)
     return NULL;
 }
 
+/* Wait (at most timeout_ns) until the observer has read its clock at or after instant. */
+static void wait_covered(int64_t instant, int64_t timeout_ns)
+{
+    int64_t give_up = rtg_mono_ns() + timeout_ns;
+    while (atomic_load_explicit(&obs.covered, memory_order_acquire) < instant && rtg_mono_ns() < give_up) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* The observer's CPU: the last allowed CPU not measured; else (every CPU measured)
  * the first allowed one, shared; -1 with one CPU. */
 static int choose_cpu(const int *cpus, int n, bool *shares)
@@ -166,11 +176,7 @@ bool rtg_stall_start(rtg_result *res, const int *cpus, int n, rtg_policy policy)
      * machine, a CPU quota) would miss a stall at the start of the run, and a
      * sample it did not watch must not be judged clean. Bounded: past it, the
      * samples after its first look are judged as they come (rtg_stall_covered). */
-    int64_t give_up = rtg_mono_ns() + 2000000000LL;
-    while (atomic_load_explicit(&obs.covered, memory_order_acquire) == 0 && rtg_mono_ns() < give_up) {
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
-    }
+    wait_covered(1, 2000000000LL);
     rtg_j_set(e, "observed", rtg_j_bool(true));
     rtg_j_set(e, "reason", rtg_j_null());
     rtg_j_set(e, "cpu", rtg_j_int(cpu));
@@ -194,13 +200,8 @@ int64_t rtg_stall_covered(void)
 
 void rtg_stall_sync(void)
 {
-    if (!obs.running)
-        return;
-    int64_t now = rtg_mono_ns(), give_up = now + 100000000LL;
-    while (rtg_stall_covered() < now && rtg_mono_ns() < give_up) {
-        struct timespec ts = {0, 200000};
-        nanosleep(&ts, NULL);
-    }
+    if (obs.running)
+        wait_covered(rtg_mono_ns(), 100000000LL);
 }
 
 bool rtg_stall_touches(int64_t from, int64_t to)

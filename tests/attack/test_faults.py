@@ -67,6 +67,18 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def named_descendants(pid: int, name: bytes) -> list[int]:
+    """The descendants of pid whose command line holds name."""
+    out = []
+    for kid in descendants(pid):
+        try:
+            if name in Path(f"/proc/{kid}/cmdline").read_bytes():
+                out.append(kid)
+        except OSError:
+            pass
+    return out
+
+
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -234,22 +246,10 @@ def test_a_stopped_load_is_noticed_by_what_it_delivered(tmp_path):
     p = popen(tmp_path, "run", "--profile", str(prof), "--db", str(db), "--no-report")
 
     def stress() -> list[int]:
-        out = []
-        for pid in descendants(p.pid):
-            try:
-                if b"stress-ng" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    out.append(pid)
-            except OSError:
-                pass
-        return out
+        return named_descendants(p.pid, b"stress-ng")
+
     def engine_started() -> bool:
-        for pid in descendants(p.pid):
-            try:
-                if b"rtgauge-engine" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    return True
-            except OSError:
-                pass
-        return False
+        return bool(named_descendants(p.pid, b"rtgauge-engine"))
     end = time.monotonic() + 60
     while len(stress()) < 2 and time.monotonic() < end:
         time.sleep(0.01)
