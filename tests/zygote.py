@@ -1,7 +1,7 @@
 """`python -m rtgauge ARGS` without paying the imports every time: a zygote.
 
 The suite runs the command-line tool about two thousand times, and most of each
-run's CPU time went into importing numpy, scipy, statsmodels and SQLAlchemy again
+run's CPU time went into importing numpy, scipy and SQLAlchemy again
 (about 1-2.5 s of CPU a process on this 2-vCPU machine, against a few tenths for
 the command's own work). A zygote is a Python process that imports rtgauge and
 those libraries once and then, per request, forks a child that runs
@@ -40,12 +40,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 # What the commands import, loaded once in the zygote (the command modules import
-# the rest; statsmodels is imported inside the function that uses it).
+# the rest).
 PRELOAD = ("rtgauge.cli", "rtgauge.cli.run", "rtgauge.cli.show", "rtgauge.cli.report", "rtgauge.cli.compare",
            "rtgauge.cli.pwcet", "rtgauge.cli.export", "rtgauge.cli.importing", "rtgauge.cli.doctor",
            "rtgauge.cli.lab", "rtgauge.cli.engine", "rtgauge.cli.tune", "rtgauge.cli.hil",
            "rtgauge.analysis.pwcet", "rtgauge.store", "numpy", "scipy.stats", "scipy.optimize",
-           "statsmodels.stats.diagnostic", "statsmodels.tsa.stattools", "sqlalchemy", "rich.console",
+           "sqlalchemy", "rich.console",
            "rich.table")
 
 

@@ -27,6 +27,7 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from rtgauge.analysis import pwcet_pot as pot
+from rtgauge.analysis.autocorr import acf, ljung_box
 from rtgauge.analysis.pwcet_pot import PotFit, nelder_mead_restarted, profile_bound
 from rtgauge.records import Measurement
 from rtgauge.defaults import DEFAULT_EXCEEDANCE
@@ -434,20 +435,16 @@ def _return_level(fit: GevFit, x: np.ndarray, q: float, confidence: float) -> tu
 # ---- applicability checks ----------------------------------------------------------
 
 def check_independence(x: np.ndarray) -> Check:
-    """Ljung-Box portmanteau test (statsmodels acorr_ljungbox) on the ranks of the series
+    """Ljung-Box portmanteau test (analysis/autocorr.py) on the ranks of the series
     (ranks: one huge maximum must not dominate the autocorrelations), min(10, n/5) lags."""
-    from statsmodels.stats.diagnostic import acorr_ljungbox
-    from statsmodels.tsa.stattools import acf
-
     n = len(x)
     lags = max(1, min(10, n // 5))
     r = stats.rankdata(x)
     if np.ptp(r) == 0:
         return Check("independence", f"Ljung-Box on ranks, {lags} lags", None, None, False,
                      "all block maxima are equal")
-    lb = acorr_ljungbox(r, lags=[lags])
-    q, p = float(lb["lb_stat"].iloc[0]), float(lb["lb_pvalue"].iloc[0])
-    ac = acf(r, nlags=lags, fft=False)[1:]
+    q, p = ljung_box(r, lags)
+    ac = acf(r, lags)[1:]
     worst = int(np.argmax(np.abs(ac))) + 1
     return Check("independence", f"Ljung-Box on ranks, {lags} lags", q, p, bool(p > ALPHA),
                  f"largest autocorrelation {ac[worst - 1]:+.2f} at lag {worst}")
