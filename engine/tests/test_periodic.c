@@ -14,7 +14,7 @@
 
 #include "check.h"
 #include "clock.h"
-#include "periodic.h"
+#include "periodic/periodic.h"
 #include "stop.h"
 
 static rtg_periodic_cfg cfg;

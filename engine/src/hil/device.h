@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "hil/frame.h"
-#include "periodic.h"
+#include "periodic/periodic.h"
 #include "samples.h"
 
 /* The device: a TIMER-triggered sender and a FRAME-triggered receiver on the

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "hil/frame.h"
-#include "periodic.h"
+#include "periodic/periodic.h"
 
 /* One payload step; returns a number standing for the state. A step longer
  * than a period polls rtg_cycle_stopping(c) and returns early when it is set. */

@@ -21,7 +21,7 @@
 
 #include "behaviour.h"
 #include "clock.h"
-#include "periodic.h"
+#include "periodic/periodic.h"
 #include "test.h"
 
 #define BASE_TASKS 5

@@ -10,7 +10,7 @@
 
 #include "stall.h"
 #include "clock.h"
-#include "periodic.h"
+#include "periodic/periodic.h"
 #include "rt.h"
 #include "split.h"
 #include "test.h"

@@ -19,7 +19,7 @@
 
 #include "clock.h"
 #include "portable.h"
-#include "periodic.h"
+#include "periodic/periodic.h"
 #include "scenario.h"
 #include "test.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "periodic.h"
+#include "periodic/periodic.h"
 #include "rt.h"
 #include "samples.h"
 #include "test.h"

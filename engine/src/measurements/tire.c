@@ -18,7 +18,7 @@
 #include "tire/team.h"
 
 #include "clock.h"
-#include "periodic.h"
+#include "periodic/periodic.h"
 #include "rt.h"
 #include "samples.h"
 #include "test.h"

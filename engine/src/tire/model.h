@@ -74,6 +74,14 @@ void tire_state_free(tire_state *st);
 static inline const tire_soa *tire_cur(const tire_state *st) { return &st->s[st->step & 1]; }
 static inline tire_soa *tire_next(tire_state *st) { return &st->s[(st->step + 1) & 1]; }
 
+/* Nodes [*a, *b) of thread t of k: the model's split into equal contiguous groups,
+ * which every solver uses and which the next state does not depend on. */
+static inline void tire_range(int64_t n, int k, int t, int64_t *a, int64_t *b)
+{
+    *a = n * t / k;
+    *b = n * (t + 1) / k;
+}
+
 /* Opposite node of i. */
 static inline int64_t tire_opp(int64_t n, int64_t i) { return i < n / 2 ? i + n / 2 : i - n / 2; }
 

@@ -16,12 +16,6 @@ struct tire_solver {
     tire_phase_times *phase;   /* one per thread (locked) */
 };
 
-void tire_range(int64_t n, int k, int t, int64_t *a, int64_t *b)
-{
-    *a = n * t / k;
-    *b = n * (t + 1) / k;
-}
-
 tire_solver *tire_solver_new(tire_state *st, tire_solver_kind kind, tire_lock_kind lock,
                              int nthreads, char *err, size_t errlen)
 {

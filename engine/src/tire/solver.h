@@ -48,9 +48,6 @@ typedef struct {
     int64_t *kept[4];          /* read, spring, mass, write of the first TIRE_PHASE_KEEP samples */
 } tire_phase_times;
 
-/* Nodes [*a, *b) of thread t of k. */
-void tire_range(int64_t n, int k, int t, int64_t *a, int64_t *b);
-
 /* A solver for nthreads shares of st. NULL with a sentence in err. */
 tire_solver *tire_solver_new(tire_state *st, tire_solver_kind kind, tire_lock_kind lock,
                              int nthreads, char *err, size_t errlen);

@@ -7,7 +7,7 @@
  * the statistics and the optional raw samples file; at the end the threads'
  * statistics are merged. */
 #include "portable.h"
-#include "periodic_impl.h"
+#include "periodic/periodic_impl.h"
 
 #include <pthread.h>
 #include <sched.h>

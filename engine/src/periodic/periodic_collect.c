@@ -5,7 +5,7 @@
  * then calls the trigger's collect hook; after the last worker is done, once
  * more. Memory does not grow with the number of cycles. */
 #include "portable.h"
-#include "periodic_impl.h"
+#include "periodic/periodic_impl.h"
 
 #include <sched.h>
 #include <time.h>

@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "periodic.h"
+#include "periodic/periodic.h"
 #include "samples.h"
 #include "status.h"
 

@@ -3,7 +3,7 @@
  * payload, one record into the thread's ring; nothing else happens in the loop.
  * Also the EVENT trigger's post side (rtg_event_*). */
 #include "portable.h"
-#include "periodic_impl.h"
+#include "periodic/periodic_impl.h"
 
 #include <errno.h>
 #include <signal.h>
