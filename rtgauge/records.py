@@ -242,6 +242,20 @@ class Measurement:
         return bool(asked in ("fifo", "rr") and got is not None and got != asked)
 
     @property
+    def stopped_early(self) -> str | None:
+        """Why the measurement holds less than it asked for, or None: the engine's watchdog
+        stopped it (env.incomplete: "incomplete: 938 of 3,000 measured, the watchdog's 1 s")
+        or a signal did ("interrupted"). Decided once for every reader (docs/engine.md)."""
+        inc = self.env.get("incomplete")
+        if isinstance(inc, dict):
+            asked, got, limit = inc.get("asked"), inc.get("measured"), inc.get("timeout_s")
+            counts = (f"{got:,} of {asked:,} measured" if isinstance(asked, int) and isinstance(got, int)
+                      else "not all measured")
+            return f"incomplete: {counts}, stopped by the watchdog" + (
+                f" at {limit:g} s" if isinstance(limit, (int, float)) else "")
+        return "interrupted" if self.interrupted else None
+
+    @property
     def label(self) -> str:
         """The name with its round and segment, where a table lists measurements:
         `latency@idle`, `latency@idle (round 2)`, `latency@cpu (segment 3)`."""

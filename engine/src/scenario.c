@@ -372,6 +372,12 @@ int rtg_scn_join(rtg_scenario *s, rtg_result *res, const char *what)
         status = rtg_fail(res, RTG_EXIT_FAIL, "%d threads did not stop within the watchdog's grace time.", s->left);
     else if (s->b.timed_out && s->deadline_ends_run)
         status = RTG_EXIT_OK;
+    else if (s->b.timed_out && !(s->failed && atomic_load(s->failed))) {
+        /* the watchdog stopped a run that was progressing: keep what was measured (the
+         * test reports its counts and marks the document incomplete), never a failure */
+        s->incomplete = true;
+        status = RTG_EXIT_OK;
+    }
     else if ((s->b.timed_out || (s->failed && atomic_load(s->failed))) && s->timeout_opt)
         status = rtg_fail(res, RTG_EXIT_FAIL,
                           "%s did not finish within --timeout-s %.0f s; raise it or ask for fewer --iterations.",
@@ -385,6 +391,21 @@ int rtg_scn_join(rtg_scenario *s, rtg_result *res, const char *what)
         s->th = NULL, s->t = NULL;
     }
     return status;
+}
+
+void rtg_scn_mark_incomplete(const rtg_scenario *s, rtg_result *res, int64_t asked, int64_t measured)
+{
+    if (!s->incomplete)
+        return;
+    rtg_json *inc = rtg_j_obj();
+    rtg_j_set(inc, "by", rtg_j_str("watchdog"));
+    rtg_j_set(inc, "timeout_s", rtg_j_num(s->timeout_s));
+    rtg_j_set(inc, "asked", rtg_j_int(asked));
+    rtg_j_set(inc, "measured", rtg_j_int(measured));
+    rtg_j_set(res->env, "incomplete", inc);
+    fprintf(stderr, "rtgauge-engine: the watchdog stopped the run after %.0f s with %lld of %lld measured; "
+            "what was measured is kept (raise --timeout-s for the whole run).\n",
+            s->timeout_s, (long long)measured, (long long)asked);
 }
 
 /* ---- the priority-inversion fixture ---- */

@@ -75,6 +75,8 @@ typedef struct {
     void *ctx;
     const _Atomic int *failed; /* optional: set by a worker whose wait failed */
     bool deadline_ends_run;    /* the watchdog's deadline is a normal end (keep what was measured) */
+    bool incomplete;           /* set by rtg_scn_join: the watchdog stopped the run early; what was
+                                  measured is kept and env.incomplete says so (rtg_scn_mark_incomplete) */
     bool start_failed;
     int64_t place_ns;          /* bound of one placement (RTG_SCN_PLACE_NS) */
     double timeout_s;          /* the watchdog's; from --timeout-s unless given */
@@ -102,6 +104,9 @@ void rtg_scn_abort(rtg_scenario *s, const char *fmt, ...) __attribute__((format(
  * stop, or "WHAT did not finish within --timeout-s N s": the deadline passed or
  * *s->failed was set). Frees the harness's records unless threads are left. */
 int rtg_scn_join(rtg_scenario *s, rtg_result *res, const char *what);
+/* After a join that set s->incomplete: env.incomplete = {"by": "watchdog", "timeout_s",
+ * "asked", "measured"} (counts in the test's own unit: iterations). */
+void rtg_scn_mark_incomplete(const rtg_scenario *s, rtg_result *res, int64_t asked, int64_t measured);
 /* Threads are left running (not joined): the test must not free what they use. */
 static inline bool rtg_scn_leaked(const rtg_scenario *s) { return s->left > 0; }
 

@@ -81,8 +81,8 @@ def check_pwcet(run: Run, rule: Rule) -> list[Check]:
     limit_us = rule.amount * UNITS.get(rule.unit or "us", 1e3) / 1000
     out = []
     for m in (m for m in latency_measurements(run) if m.tool == "engine"):
-        if not m.ok or m.interrupted:
-            out.append(Check(rule.text, m.label, INCOMPLETE, f"{m.label} failed or was interrupted"))
+        if not m.ok or m.stopped_early:
+            out.append(Check(rule.text, m.label, INCOMPLETE, f"{m.label} " + (m.stopped_early or "failed")))
             continue
         wc = worst_case(m)
         if not wc["credible"]:

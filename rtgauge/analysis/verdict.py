@@ -5,8 +5,9 @@ The answer is "yes", "no" or "undecided" (not enough evidence), with the margin 
 the evidence (docs/verdict.md):
 
 - per latency job of the run (ours and the cyclictest cross-check, every condition),
-  the wake-ups later than the budget, counted from the stored histogram, out of the
-  job's cycles, with the exact (Clopper-Pearson) one-sided 95 % bounds on the
+  the periods not served within the budget — wake-ups later than the budget, counted
+  from the stored histogram, and deadlines skipped after a late wake-up (no wake-up
+  happened for them) — out of the job's periods (wake-ups + skipped), with the exact (Clopper-Pearson) one-sided 95 % bounds on the
   exceedance rate at that run length;
 - with an allowed miss rate r: a job is "yes" when the upper bound is ≤ r, "no" when
   the lower bound is > r, else undecided, with the cycles still needed to decide
@@ -24,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from rtgauge.analysis import latency_measurements
+from rtgauge.analysis import late_periods, latency_measurements
 from rtgauge.records import Measurement, Run
 from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_INCOMPLETE, EXIT_OK, EXIT_UNDECIDED, UserError
 
@@ -185,6 +186,8 @@ class JobVerdict:
     needed_cycles: int | None = None
     interval_us: float | None = None
     worst_case: dict | None = None
+    wakeups: int | None = None       # of the cycles (periods): those measured
+    skipped: int | None = None       # of the cycles: deadlines skipped (None: the tool does not count them)
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -255,19 +258,30 @@ def pooled_worst_case(ms: list[Measurement]) -> dict:
 def judge_job(ms: list[Measurement], budget: Budget, name: str | None = None) -> JobVerdict:
     """One job (all its rounds pooled: cycles and exceedances add up)."""
     m = ms[0]
-    n = k = 0
+    n = k = woken = 0
+    skipped: int | None = 0
     exact = True
     for one in ms:
         kk, ex = exceedances(one, budget.latency_us * 1000)
-        nn = int(one.scalar("cycles") or one.metric("ti").count or 0)
-        n, k, exact = n + max(nn, kk), k + kk, exact and ex
+        late = late_periods(one)
+        nn = max(late["wakeups"] or 0, kk)
+        ss = late["skipped"]
+        # a skipped deadline is a period not served on time (no wake-up happened for it)
+        n, k, woken, exact = n + nn + (ss or 0), k + kk + (ss or 0), woken + nn, exact and ex
+        skipped = None if skipped is None or ss is None else skipped + ss
     n = max(n, 1)
     low, high = rate_bounds(k, n)
     interval = _interval_us(m)
     maxima = [one.metric("ti").max for one in ms if one.metric("ti").max is not None]
     max_us = max(maxima) / 1000 if maxima else None
-    jv = JobVerdict(name or m.name, m.tool, m.condition, n, k, exact, max_us, low, high, UNDECIDED, "", interval_us=interval)
-    counted = f"{'' if exact else 'at most '}{k:,} of {n:,} wake-ups later than {budget.latency_us:,.6g} µs"
+    jv = JobVerdict(name or m.name, m.tool, m.condition, n, k, exact, max_us, low, high, UNDECIDED, "",
+                    interval_us=interval, wakeups=woken, skipped=skipped)
+    if skipped is None:
+        of = f"{n:,} wake-ups ({m.tool} does not count the deadlines it skipped)"
+    else:
+        of = f"{n:,} periods ({woken:,} wake-ups, {skipped:,} skipped)"
+    counted = (f"{'' if exact else 'at most '}{k:,} of {of} later than {budget.latency_us:,.6g} µs"
+               + (" or skipped" if skipped else ""))
     bounds = f"rate {low:.2g}–{high:.2g} (exact binomial, one-sided {CONFIDENCE:.0%})"
     if not budget.hard:
         r = budget.miss_rate
@@ -322,6 +336,9 @@ def judge(run: Run, budget: Budget) -> Verdict:
     interrupted = [m.label for m in ms if m.interrupted]
     if interrupted:
         incomplete.append("interrupted job(s): " + ", ".join(interrupted[:5]))
+    cut = [f"{m.label} ({m.stopped_early})" for m in ms if m.stopped_early and not m.interrupted]
+    if cut:
+        incomplete.append("job(s) stopped early: " + ", ".join(cut[:5]))
     maxima = [j.max_us for j in jobs if j.max_us is not None]
     worst = max(maxima) if maxima else None
     margin = None if worst is None else budget.latency_us - worst

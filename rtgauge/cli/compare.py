@@ -52,12 +52,14 @@ def register(sub) -> None:
                    help="with --pwcet: per-cycle probability of the probable worst case (default 1e-9)")
     p.add_argument("--budget-us", type=float, default=None, metavar="US",
                    help="worst-case latency allowed for a hard real-time rating (default 100)")
+    from rtgauge.cli.show import add_format_argument
+    add_format_argument(p)
     p.set_defaults(func=cmd_compare)
 
 
-def console() -> Console:
-    from rtgauge.report.safe import SafeConsole
-    return SafeConsole(width=None if sys.stdout.isatty() else 160, highlight=False)
+def console(fmt: str | None = None) -> Console:
+    from rtgauge.report.safe import table_console
+    return table_console(fmt)
 
 
 def cmd_compare(args) -> int:
@@ -84,11 +86,11 @@ def cmd_compare(args) -> int:
     if len(runs) < 2:
         raise UserError("compare needs two or more different runs (the first is the baseline); "
                         "`rtgauge show` lists the runs.")
-    out = console()
+    out = console(args.format)
     if not args.json:
         print_side_by_side(out, runs, options.get("budget_us", DEFAULT_BUDGET_US))
     base = runs[0]
-    from rtgauge.report.junit import Case, Suite, write_junit
+    from rtgauge.report.junit import Case, Suite, fail_closed, write_junit
     tripped: list[str] = []
     closed: list[str] = []
     suites = []
@@ -122,7 +124,9 @@ def cmd_compare(args) -> int:
                 cases.append(Case(f"run {cand.id}.{c.figure.label}", rule.text,
                                   "fail" if hit else ("undecided" if open_ else "pass"),
                                   hit or open_ or f"{c.figure.label}: {c.call}"))
-        suites.append(Suite(f"rtgauge compare {base.id} → {cand.id}", cases, cand.started_at))
+        suite = Suite(f"rtgauge compare {base.id} → {cand.id}", cases, cand.started_at)
+        # the JUnit file says what the exit status says: nothing passes on an incomplete run (exit 5)
+        suites.append(fail_closed(suite, incomplete_runs([base, cand]), f"run {cand.id}") if rules else suite)
     incomplete = incomplete_runs(runs) if rules else []
     if args.json:
         doc = {"version": JSON_VERSION, "baseline": base.id, "alpha": args.alpha, "correction": "benjamini-hochberg",
@@ -184,8 +188,8 @@ def incomplete_runs(runs) -> list[str]:
         if run.status in ("interrupted", "abandoned", "running"):
             out.append(f"run {run.id}, which is {run.status}")
         else:
-            out += [f"run {run.id}'s measurement {m.label}, which was interrupted"
-                    for m in run.measurements if m.interrupted]
+            out += [f"run {run.id}'s measurement {m.label}, which was {m.stopped_early.split(':')[0]}"
+                    for m in run.measurements if m.stopped_early]
     return out
 
 
@@ -272,7 +276,8 @@ def print_side_by_side(out: Console, runs: list[Run], budget_us: float) -> None:
         table.add_row(label + mark, *(escape(v) for v in vals))
     table.add_row("worst latency idle µs", *(_f(h["worst_idle_us"]) for h in heads))
     table.add_row("worst latency loaded µs", *(_f(h["worst_loaded_us"]) for h in heads))
-    table.add_row("missed deadlines", *("-" if h["misses"] is None else str(h["misses"]) for h in heads))
+    from rtgauge.report.numbers import misses_text
+    table.add_row("missed deadlines", *(misses_text(h["misses"], h["skipped"], "-") for h in heads))
     keys = []
     for h in heads:
         for t in h["tire"]:

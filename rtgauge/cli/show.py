@@ -195,10 +195,8 @@ def print_json(data) -> None:
 
 def console() -> SafeConsole:
     """Tables drawn on a terminal, TSV into a pipe or file, unless --format says."""
-    from rtgauge.report.safe import SafeConsole
-    tty = sys.stdout.isatty()
-    plain = TABLE_FORMAT["format"] == "tsv" or (TABLE_FORMAT["format"] is None and not tty)
-    return SafeConsole(width=None if tty else 140, highlight=False, plain=plain)
+    from rtgauge.report.safe import table_console
+    return table_console(TABLE_FORMAT["format"])
 
 
 def when(iso: str | None) -> str:
@@ -269,10 +267,19 @@ def scalar(m: Measurement, name: str) -> str:
     return "-" if value is None else str(value)
 
 
+def misses_cell(m: Measurement) -> str:
+    """Periods not served on time: late cycles and skipped deadlines (analysis.late_periods)."""
+    from rtgauge.analysis import late_periods
+    from rtgauge.report.numbers import misses_text
+    late = late_periods(m)
+    return misses_text(late["misses"], late["skipped"], "-")
+
+
 def outcome(m: Measurement) -> str:
     if not m.ok:
         return "[red]failed[/]"
-    return "[yellow]interrupted[/]" if m.interrupted else "[green]ok[/]"
+    why = m.stopped_early
+    return f"[yellow]{why}[/]" if why else "[green]ok[/]"
 
 
 def verdict_summary(verdicts: dict) -> str:
@@ -340,7 +347,7 @@ def print_run(run: Run) -> None:
         tool = f"{m.tool} (x-check)" if m.cross_check else m.tool
         table.add_row(escape(m.label), escape(tool), escape(m.condition), outcome(m),
                       *(microseconds(getattr(ti, stat)) for stat in PERIODIC_STATS),
-                      scalar(m, "misses"), steal_text(m), verdict_summary(m.verdicts))
+                      misses_cell(m), steal_text(m), verdict_summary(m.verdicts))
     out.print(table)
     print_stalls(out, [run])
     from rtgauge.report.spikes import print_attribution

@@ -56,19 +56,88 @@ def allowed_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def expected_seconds(test: str, options: dict) -> float:
-    """For the progress bar only; an option of the wrong type is the engine's to refuse
-    (validate_engine_jobs asks it before anything runs)."""
+# A job's length, decided once here for the progress bar, the engine's watchdog and the
+# host's own deadline (docs/engine.md "The watchdog"). A test that counts iterations
+# without a period has no planned length; it is bounded at ITERATION_CEILING_S an
+# iteration, hundreds of times what the evaluation's tests take on a 2-vCPU VM
+# (switch at 1000 threads: 2.5 us a switch; sem with 128 waiters: 4 us a round).
+ITERATION_CEILING_S = 100e-6
+WATCHDOG_MARGIN_S = 30.0     # the engine's margin past a planned length (preempt --event timer)
+HOST_GRACE_S = 60.0          # the host waits this long past 1.5 x the planned length
+
+
+def _option(test: str, options: dict, name: str):
+    """The option as the job gives it, else the engine's default (None: no such option)."""
+    if name in options:
+        return options[name]
+    try:
+        from rtgauge.catalogue import catalogue
+        opt = catalogue().tests.get(test)
+        return opt.options[name].default if opt and name in opt.options else None
+    except Exception:   # no engine to ask (a profile read without one): no default known
+        return None
+
+
+def planned_seconds(test: str, options: dict) -> float | None:
+    """How long the job is planned to measure, or None when its options do not say (a
+    count of iterations without a period). An option of the wrong type is the engine's to
+    refuse (validate_engine_jobs asks it before anything runs)."""
     try:
         if "cycles" in options and "interval-us" in options:
             seconds = float(options["cycles"]) * float(options["interval-us"]) / 1e6
         elif "duration-s" in options:
             seconds = float(options["duration-s"])
+        elif test == "preempt" and _option(test, options, "event") == "timer":
+            seconds = float(_option(test, options, "iterations")) * float(_option(test, options, "period-us")) / 1e6
+        elif _option(test, options, "duration-s") is not None:
+            seconds = float(_option(test, options, "duration-s"))
         else:
-            return 5.0
+            return None
     except (TypeError, ValueError, OverflowError):
-        return 5.0
-    return seconds if 0 <= seconds < 10**9 else 5.0
+        return None
+    return seconds if 0 <= seconds < 10**9 else None
+
+
+def bounded_seconds(test: str, options: dict) -> float | None:
+    """The planned length, or for a count of iterations without a period its bound at
+    ITERATION_CEILING_S an iteration (None: neither known)."""
+    planned = planned_seconds(test, options)
+    if planned is not None:
+        return planned
+    try:
+        iterations = _option(test, options, "iterations")
+        return None if iterations is None else float(iterations) * ITERATION_CEILING_S
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def engine_watchdog_s(test: str, options: dict) -> float | None:
+    """The engine's watchdog for the job (its --timeout-s, given or derived as the engine
+    derives it), or None when the test has none."""
+    given = options.get("timeout-s")
+    if given is not None:
+        try:
+            return float(given)
+        except (TypeError, ValueError):
+            return None
+    if test == "preempt" and _option(test, options, "event") == "timer":
+        return planned_seconds(test, options) + WATCHDOG_MARGIN_S   # the engine's own rule (preempt.c)
+    default = _option(test, options, "timeout-s")
+    return None if default is None else float(default)
+
+
+def host_deadline_s(job: "Job") -> float:
+    """How long rtgauge waits for a tool before it stops it: 1.5 x the planned length plus
+    a minute, and always past the engine's watchdog and its 2 s grace, so the engine's own
+    stop (which keeps what was measured) comes first."""
+    watchdog = engine_watchdog_s(job.test, job.options) if job.tool == "engine" else None
+    return max(job.expected_s * 1.5 + HOST_GRACE_S, (watchdog or 0.0) + 2.0 + HOST_GRACE_S / 6)
+
+
+def expected_seconds(test: str, options: dict) -> float:
+    """For the progress bar and the host's deadline: the planned length, else 5 s."""
+    planned = planned_seconds(test, options)
+    return 5.0 if planned is None else planned
 
 
 def build_plan(profile: Profile, rounds: int | None = None) -> list[Job]:
@@ -94,6 +163,16 @@ def build_plan(profile: Profile, rounds: int | None = None) -> list[Job]:
                     jobs.append(Job(f"{base}/{tool}", tool, spec.test, condition, dict(spec.options),
                                     cpus, True, seconds, r if n > 1 else None, n))
     return jobs
+
+
+def drop_cross_check(plan: list[Job], tool: str, note: str) -> None:
+    """The plan without `tool`'s cross-checks; the note is stored with each measurement
+    one would have checked (env.notes)."""
+    crossed = {(j.test, j.condition, j.round) for j in plan if j.tool == tool}
+    for j in plan:
+        if j.tool == "engine" and (j.test, j.condition, j.round) in crossed:
+            j.notes.append(note)
+    plan[:] = [j for j in plan if j.tool != tool]
 
 
 def plan_seconds(jobs: list[Job], warmup_s: float) -> float:

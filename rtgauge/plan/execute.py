@@ -35,7 +35,7 @@ from rtgauge.errors import UserError
 from rtgauge.loads import Load, LoadContext, judge_delivery, make_load
 from rtgauge.loads.partition import Partition, apply_cpusets, join_placement
 from rtgauge.loads.supervise import die_with_parent, workdir_prefix
-from rtgauge.plan import HIL_SUSTAINED, TIRE_SWEEP, Job, SweepJob
+from rtgauge.plan import HIL_SUSTAINED, TIRE_SWEEP, Job, SweepJob, host_deadline_s
 from rtgauge.store.validate import DOCUMENT_MAX, check_engine_document, parse_document
 from rtgauge.sysinfo.readers import read_bounded
 from rtgauge.tools import cyclictest, rtla
@@ -277,7 +277,7 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
             with open(err_path, "w") as err:
                 proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                         preexec_fn=die_with_parent(measurement_placement(s.partition)))
-                deadline = time.monotonic() + job.expected_s * 1.5 + 60
+                deadline = time.monotonic() + host_deadline_s(job)
                 started = time.monotonic()
                 while proc.poll() is None:
                     if stop:
@@ -343,7 +343,7 @@ def measure_on_target(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) ->
     there under its guard; Ctrl-C stops it there and keeps what it measured; a lost
     connection keeps nothing of this job (the engine there stops by itself) and
     ends the run as interrupted."""
-    limit = (job.expected_s * 1.5 + 60) * getattr(s.target.target, "patience", 1.0)   # a slow target: longer
+    limit = host_deadline_s(job) * getattr(s.target.target, "patience", 1.0)   # a slow target: longer
     if job.tool == "cyclictest":
         outcome = s.target.run_tool(lambda out: cyclictest.command(job.options, job.cpus, out, exe="cyclictest"),
                                     stop, limit, on_tick, readable=cyclictest.readable_json)

@@ -16,7 +16,7 @@ from rtgauge.analysis.published import projection_text, published_verdicts, stud
 from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
 from rtgauge.records import Run
 from rtgauge.report.stalls import print_stalls
-from rtgauge.report.numbers import avg_sigma, fmt_group, latency_figures, us_group
+from rtgauge.report.numbers import avg_sigma, fmt_group, latency_figures, misses_text, us_group
 
 
 def _f(v, digits=1) -> str:
@@ -98,12 +98,12 @@ def print_latency(console: Console, run: Run) -> None:
     for m in latency_measurements(run):
         row = latency_row(m)
         flag = " (fallback: not real-time)" if row["fallback"] else ""
-        flag += " (interrupted)" if row["interrupted"] else ""
+        flag += f" ({m.stopped_early})" if m.stopped_early else ""
         job = m.label.replace(f"/{m.tool}", "", 1) if m.cross_check else m.label
         table.add_row(escape(job + flag), escape(row["tool"]), escape(str(row["condition"])),
                       f"{row['samples']:,}", latency_figures(row, "-")[0], avg_sigma(row, "-"),
                       *latency_figures(row, "-")[2:4], f"[bold]{latency_figures(row, '-')[4]}[/]",
-                      "-" if row["misses"] is None else str(row["misses"]))
+                      misses_text(row["misses"], row["skipped"], "-"))
     if table.row_count:
         console.print(table)
     for pair in cross_checks(run.measurements):

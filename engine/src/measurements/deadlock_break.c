@@ -29,7 +29,7 @@ static const rtg_opt deadlock_opts[] = {
     {"hog-us", RTG_OPT_INT, "200", 1, 100000, NULL,
      "how long the medium thread hogs the CPU when the high one has not been served"},
     {"timeout-s", RTG_OPT_NUM, "30", 1, 3600, NULL,
-     "watchdog: stop the run after this many seconds and report what was measured"},
+     "watchdog: stop the run after this many seconds and report what was measured (marked incomplete)"},
     {0},
 };
 
@@ -141,6 +141,7 @@ static int deadlock_run(const rtg_opts *o, rtg_result *res)
     status = rtg_scn_join(&s, res, "the run");
     if (status == RTG_EXIT_OK) {
         rtg_samples_report(res, "deadlock_break", &d.s);
+        rtg_scn_mark_incomplete(&s, res, (int64_t)(d.n - WARMUP), (int64_t)d.s.n);
         rtg_j_set(res->metrics, "inversions", rtg_j_scalar_int(d.inversions, "count"));
         rtg_micro_method(res, "deadlock_break: from the high thread's timestamp just before it requests the "
                               "mutex held by the low thread (the medium one ready and hogging) to its first "

@@ -28,7 +28,7 @@ static const rtg_opt message_opts[] = {
     {"pause-us", RTG_OPT_INT, "0", 0, 1000000, NULL,
      "the receiver sleeps this long before replying (untimed; pmqtest's -i pacing)"},
     {"timeout-s", RTG_OPT_NUM, "30", 1, 3600, NULL,
-     "watchdog: stop the run after this many seconds and report what was measured"},
+     "watchdog: stop the run after this many seconds and report what was measured (marked incomplete)"},
     {0},
 };
 
@@ -140,13 +140,14 @@ static int message_run(const rtg_opts *o, rtg_result *res)
         rtg_scn_add(&s, &send);
     status = rtg_scn_join(&s, res, "the messages");
     size_t got = atomic_load(&c.received);
-    if (status == RTG_EXIT_OK && got < c.n && !rtg_stop)
+    if (status == RTG_EXIT_OK && got < c.n && !rtg_stop && !s.incomplete)
         status = rtg_fail(res, RTG_EXIT_FAIL, "the %s failed after %zu of %zu messages.",
                           c.mq ? "message queue" : "pipe", got, c.n);
     if (status == RTG_EXIT_OK) {
         rtg_samples smp = {c.lat + (got < WARMUP ? got : WARMUP), 0, 0, c.at + (got < WARMUP ? got : WARMUP)};
         smp.n = smp.cap = got > WARMUP ? got - WARMUP : 0;
         rtg_samples_report(res, "latency", &smp);
+        rtg_scn_mark_incomplete(&s, res, (int64_t)(c.n - WARMUP), (int64_t)smp.n);
         rtg_j_set(res->env, "cpus_used", rtg_j_strf("%d,%d", cpu_s, cpu_r));
         rtg_micro_method(res, c.mq ? "latency: from the sender's timestamp just before mq_send to the receiver's "
                                      "first timestamp after mq_receive returned (receiver one priority higher unless --equal-priority)"

@@ -32,7 +32,7 @@ static const rtg_opt mutex_opts[] = {
     {"hog-us", RTG_OPT_INT, "200", 1, 100000, NULL,
      "how long the medium thread hogs the CPU when it runs before the high one got the mutex"},
     {"timeout-s", RTG_OPT_NUM, "30", 1, 3600, NULL,
-     "watchdog: stop the run after this many seconds and report what was measured"},
+     "watchdog: stop the run after this many seconds and report what was measured (marked incomplete)"},
     {0},
 };
 
@@ -188,6 +188,7 @@ static int mutex_run(const rtg_opts *o, rtg_result *res)
         for (int k = 0; k < NMETRICS; k++)
             rtg_samples_report(res, metric_names[k], &t.s[k]);
         rtg_j_set(res->metrics, "inversions", rtg_j_scalar_int(t.inversions, "count"));
+        rtg_scn_mark_incomplete(&s, res, (int64_t)(t.n - WARMUP), (int64_t)t.s[0].n);
         rtg_micro_method(res, "acquire/release: pthread_mutex_lock / unlock alone on a free mutex; "
                               "acquire_contended: the high thread's blocking lock request to the holder (low) "
                               "running again; release_contended: the holder's unlock to the high thread running "

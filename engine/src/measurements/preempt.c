@@ -31,8 +31,9 @@ static const rtg_opt preempt_opts[] = {
     {"period-us", RTG_OPT_INT, "1000", 200, 100000, NULL, "--event timer: one preemption every PERIOD us"},
     {"lead-us", RTG_OPT_INT, "100", 10, 10000, NULL,
      "--event timer: the low thread starts running this long before each deadline"},
-    {"timeout-s", RTG_OPT_NUM, "30", 1, 3600, NULL,
-     "watchdog: stop the run after this many seconds and report what was measured"},
+    {"timeout-s", RTG_OPT_NUM, "30", 1, 86400, NULL,
+     "watchdog: stop the run after this many seconds and report what was measured (marked incomplete); "
+     "with --event timer and no --timeout-s, the planned length (iterations x period) plus 30 s"},
     {0},
 };
 
@@ -198,8 +199,13 @@ static int preempt_run(const rtg_opts *o, rtg_result *res)
     p.n = WARMUP + (size_t)rtg_opt_int(o, "iterations");
     p.period_ns = rtg_opt_int(o, "period-us") * 1000;
     p.lead_ns = rtg_opt_int(o, "lead-us") * 1000;
+    /* --event timer's length is planned: iterations x period. Its watchdog follows from it
+     * unless --timeout-s was given (a 100,000-preemption run at 1 ms takes 100 s). */
+    int64_t timeout_ns = 0;
+    if (p.timer && !rtg_opt_user(o, "timeout-s"))
+        timeout_ns = (int64_t)p.n * p.period_ns + 50000000 + 30000000000LL;
     rtg_scenario s;
-    int status = rtg_scn_init(&s, o, res, true, 2, 0, unblock_pair, &p);
+    int status = rtg_scn_init(&s, o, res, true, 2, timeout_ns, unblock_pair, &p);
     if (status != RTG_EXIT_OK)
         return status;
     if (p.timer && 2 * p.lead_ns > p.period_ns) {
@@ -230,6 +236,8 @@ static int preempt_run(const rtg_opts *o, rtg_result *res)
     status = rtg_scn_join(&s, res, "the run");
     if (status == RTG_EXIT_OK) {
         report(&p, res);
+        size_t done = atomic_load(&p.high_done);
+        rtg_scn_mark_incomplete(&s, res, (int64_t)(p.n - WARMUP), done > WARMUP ? (int64_t)(done - WARMUP) : 0);
         rtg_micro_method(res, p.timer
             ? "preempt: from the timer deadline d the high thread slept to, to its first timestamp after "
               "waking, while the low thread was running on the same CPU"

@@ -33,7 +33,7 @@ static const rtg_opt sem_opts[] = {
     {"iterations", RTG_OPT_INT, "10000", 10, 1000000, NULL, "samples of each metric"},
     {"waiters", RTG_OPT_INT, "128", 1, 1000, NULL, "waiting threads in SEM-P-ARC"},
     {"timeout-s", RTG_OPT_NUM, "30", 1, 3600, NULL,
-     "watchdog: stop the run after this many seconds and report what was measured"},
+     "watchdog: stop the run after this many seconds and report what was measured (marked incomplete)"},
     {0},
 };
 
@@ -248,8 +248,10 @@ static int sem_run(const rtg_opts *o, rtg_result *res)
             atomic_store(&s.done, 1);
         status = rtg_scn_join(&sc, res, "the run");
     }
-    if (status == RTG_EXIT_OK)
+    if (status == RTG_EXIT_OK) {
         report(&s, res, &sc.b);
+        rtg_scn_mark_incomplete(&sc, res, (int64_t)(s.n - WARMUP), (int64_t)s.m[0].n);
+    }
     if (rtg_scn_leaked(&sc))
         return status;
     sem_destroy(&s.contended);

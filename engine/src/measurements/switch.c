@@ -25,7 +25,7 @@ static const rtg_opt switch_opts[] = {
     {"iterations", RTG_OPT_INT, "20000", 10, 10000000, NULL, "switches measured"},
     {"stack-kib", RTG_OPT_INT, "64", 16, 8192, NULL, "stack of each thread in KiB (all stacks are locked)"},
     {"timeout-s", RTG_OPT_NUM, "30", 1, 3600, NULL,
-     "watchdog: stop the run after this many seconds and report what was measured"},
+     "watchdog: stop the run after this many seconds and report what was measured (marked incomplete)"},
     {0},
 };
 
@@ -128,6 +128,8 @@ static int switch_run(const rtg_opts *o, rtg_result *res)
     }
     if (status == RTG_EXIT_OK) {
         report_switches(&r, warm, res);
+        size_t rec = atomic_load(&r.k) < r.total ? atomic_load(&r.k) : r.total;
+        rtg_scn_mark_incomplete(&s, res, (int64_t)(r.total - warm - 1), rec > warm + 1 ? (int64_t)(rec - warm - 1) : 0);
         rtg_micro_method(res, "switch: from one thread's resumption (timestamp after sched_yield returned) to the "
                               "next thread's resumption, all threads equal priority on one CPU");
     }

@@ -44,7 +44,7 @@ static const rtg_opt thread_opts[] = {
     {"scenario", RTG_OPT_ENUM, "all", 0, 0, "all|never-run|run-terminate|run-block", "which scenarios"},
     {"stack-kib", RTG_OPT_INT, "64", 16, 8192, NULL, "stack of each child in KiB (locked by mlockall)"},
     {"timeout-s", RTG_OPT_NUM, "30", 1, 3600, NULL,
-     "watchdog: stop the run after this many seconds and report what was measured"},
+     "watchdog: stop the run after this many seconds and report what was measured (marked incomplete)"},
     {0},
 };
 
@@ -226,6 +226,11 @@ static int thread_run(const rtg_opts *o, rtg_result *res)
                 if (call_names[sc])
                     rtg_samples_report(res, call_names[sc], &t.call[sc]);
             }
+        int64_t measured = -1;   /* the scenario least far on */
+        for (int sc = 0; sc < NSCEN; sc++)
+            if (t.want[sc] && (measured < 0 || (int64_t)t.create[sc].n < measured))
+                measured = (int64_t)t.create[sc].n;
+        rtg_scn_mark_incomplete(&s, res, (int64_t)(t.n - WARMUP), measured < 0 ? 0 : measured);
         if (t.want[NEVER_RUN])
             rtg_j_set(res->metrics, "ran_early", rtg_j_scalar_int(t.ran_early, "count"));
         if (t.want[RUN_BLOCK])

@@ -8,7 +8,7 @@ from rtgauge.analysis.cycle import equation_parts
 from rtgauge.records import Measurement, Run
 from rtgauge.analysis.histograms import PLOT_BUCKETS_PER_DECADE, rebin_log, step_points, thread_distributions, window_series
 from rtgauge.report.html.page import e, figure, flag, num
-from rtgauge.report.numbers import avg_sigma, latency_figures
+from rtgauge.report.numbers import avg_sigma, latency_figures, misses_text
 from rtgauge.report.svg import Axis, Plot, Series, budget_bar
 
 
@@ -81,12 +81,12 @@ def latency_table(run: Run, ms: list[Measurement]) -> str:
            "<th>misses</th></tr>"]
     for m in ms:
         r = latency_row(m)
-        flags = (flag("fallback: not real-time") if r["fallback"] else "") + (flag("interrupted") if r["interrupted"] else "")
+        flags = (flag("fallback: not real-time") if r["fallback"] else "") + (flag(m.stopped_early) if m.stopped_early else "")
         out.append(f"<tr><td class='l'>{e(r['name'])}{flags}</td><td class='l'>{e(r['tool'])}</td>"
                    f"<td class='l'>{e(r['condition'])}</td><td>{r['samples']:,}</td>"
                    + "".join(f"<td>{avg_sigma(r) if i == 1 else v}</td>" for i, v in enumerate(latency_figures(r)[:4]))
                    + f"<td><b>{latency_figures(r)[4]}</b></td>"
-                   f"<td>{'–' if r['misses'] is None else r['misses']}</td></tr>")
+                   f"<td>{e(misses_text(r['misses'], r['skipped']))}</td></tr>")
     out.append("</table></div>")
     for pair in cross_checks(run.measurements):
         bits = []

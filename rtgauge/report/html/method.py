@@ -23,8 +23,8 @@ def render_method(runs: list[Run]) -> str:
             flags = ""
             if latency_row(m) and m.fallback:
                 flags += flag("fallback: not real-time")
-            if m.interrupted:
-                flags += flag("interrupted")
+            if m.stopped_early:
+                flags += flag(m.stopped_early)
             opts = ", ".join(f"{k}={v}" for k, v in params.items() if v not in (None, False) and k != "out")
             out.append(f"<tr><td class='l'>{e(m.label)}</td><td class='l'>{e(m.tool)}</td>"
                        f"<td class='l'>{e(m.test)}</td><td class='l'>{e(m.condition)}</td>"
