@@ -15,6 +15,7 @@
 #include "test.h"
 #include "availability.h"
 #include "portable.h"
+#include "output.h"
 
 #define RTG_ENGINE_VERSION "0.1.0"
 
@@ -294,11 +295,15 @@ int main(int argc, char **argv)
     }
     FILE *out = stdout;
     const char *out_path = rtg_opt_str(o, "out");
-    if (out_path && !(out = fopen(out_path, "w"))) {
-        snprintf(msg, sizeof msg, "cannot write --out %s (%s); choose a writable file.", out_path,
-                 strerror(errno));
-        rtg_opts_free(o);
-        return fail_early(t->name, RTG_EXIT_FAIL, msg);
+    rtg_output out_file = {0};   /* written whole at the end, renamed over --out (output.h) */
+    if (out_path) {
+        if (rtg_output_open(&out_file, out_path, RTG_OUTPUT_WHOLE, why, sizeof why) != 0) {
+            snprintf(msg, sizeof msg, "cannot write --out %.200s (%s); give a regular file path or -.", out_path,
+                     why);
+            rtg_opts_free(o);
+            return fail_early(t->name, RTG_EXIT_FAIL, msg);
+        }
+        out = out_file.f;
     }
     install_stop_handlers();
 
@@ -323,8 +328,11 @@ int main(int argc, char **argv)
     }
     rtg_json *params = rtg_opts_params(o);
     write_document(out, t->name, status, interrupted, params, &res);
-    if (out != stdout)
-        fclose(out);
+    if (out_path && rtg_output_close(&out_file, true, why, sizeof why) != 0) {
+        fprintf(stderr, "rtgauge-engine: cannot write --out %.200s (%s); the document is lost.\n", out_path, why);
+        if (status == RTG_EXIT_OK || status == RTG_EXIT_VERDICT)
+            status = RTG_EXIT_FAIL;
+    }
     rtg_j_free(params);
     rtg_j_free(res.env);
     rtg_j_free(res.metrics);

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "periodic/periodic.h"
 #include "rt.h"
+#include "output.h"
 #include "split.h"
 #include "test.h"
 
@@ -67,29 +68,39 @@ static int assign_cpus(const rtg_opts *o, rtg_periodic_cfg *cfg)
     return 0;
 }
 
-static FILE *open_samples(const rtg_opts *o, rtg_periodic_cfg *cfg, rtg_result *res, int *status)
+static FILE *open_samples(const rtg_opts *o, rtg_periodic_cfg *cfg, rtg_output *file, rtg_result *res, int *status)
 {
     const char *path = rtg_opt_str(o, "samples");
     *status = RTG_EXIT_OK;
     if (!path)
         return NULL;
     cfg->samples_binary = strcmp(rtg_opt_str(o, "samples-format"), "binary") == 0;
-    FILE *f = fopen(path, cfg->samples_binary ? "wb" : "w");
-    if (!f)
-        *status = rtg_fail(res, RTG_EXIT_FAIL, "cannot write --samples %s (%s); choose a writable file.",
-                           path, strerror(errno));
-    return f;
+    char why[256];
+    if (rtg_output_open(file, path, RTG_OUTPUT_GROWING, why, sizeof why) != 0) {
+        *status = rtg_fail(res, RTG_EXIT_FAIL, "cannot write --samples %.200s (%s); give a regular file path.",
+                           path, why);
+        return NULL;
+    }
+    return file->f;
 }
 
 /* --status FILE, or fd:N for a descriptor the caller left open. */
-static FILE *open_status(const rtg_opts *o, rtg_result *res, int *status)
+static FILE *open_status(const rtg_opts *o, rtg_output *file, rtg_result *res, int *status)
 {
     const char *path = rtg_opt_str(o, "status");
     *status = RTG_EXIT_OK;
     if (!path)
         return NULL;
-    FILE *f = NULL;
-    if (strncmp(path, "fd:", 3) == 0) {
+    bool fd_form = strncmp(path, "fd:", 3) == 0;
+    if (fd_form || rtg_output_stream_fd(path) >= 0) {
+        /* a reader that closes its end must not end the measurement (status.h) */
+        struct sigaction ign;   /* sigaction, not signal(): POSIX names one behaviour */
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        sigemptyset(&ign.sa_mask);
+        sigaction(SIGPIPE, &ign, NULL);
+    }
+    if (fd_form) {
         char *end;
         long fd = strtol(path + 3, &end, 10);
         if (path[3] == '\0' || *end != '\0' || fd < 0 || fd > 1 << 20) {
@@ -97,14 +108,8 @@ static FILE *open_status(const rtg_opts *o, rtg_result *res, int *status)
                                "give a file or fd:3.", path);
             return NULL;
         }
-        /* a reader that closes its end must not end the measurement (status.h) */
-        struct sigaction ign;   /* sigaction, not signal(): POSIX names one behaviour */
-        memset(&ign, 0, sizeof ign);
-        ign.sa_handler = SIG_IGN;
-        sigemptyset(&ign.sa_mask);
-        sigaction(SIGPIPE, &ign, NULL);
         int dupped = dup((int)fd);
-        f = dupped < 0 ? NULL : fdopen(dupped, "w");
+        FILE *f = dupped < 0 ? NULL : fdopen(dupped, "w");
         if (!f) {
             if (dupped >= 0)
                 close(dupped);
@@ -113,11 +118,22 @@ static FILE *open_status(const rtg_opts *o, rtg_result *res, int *status)
         }
         return f;
     }
-    f = fopen(path, "w");
-    if (!f)
-        *status = rtg_fail(res, RTG_EXIT_FAIL, "cannot write --status %s (%s); choose a writable file.", path,
-                           strerror(errno));
-    return f;
+    char why[256];
+    if (rtg_output_open(file, path, RTG_OUTPUT_GROWING, why, sizeof why) != 0) {
+        *status = rtg_fail(res, RTG_EXIT_FAIL, "cannot write --status %.200s (%s); give a regular file path or "
+                           "fd:N.", path, why);
+        return NULL;
+    }
+    return file->f;
+}
+
+/* The status is a view: a write that failed is not the measurement's failure (status.h). */
+static void close_status(rtg_periodic_cfg *cfg, rtg_output *file)
+{
+    if (file->f)
+        rtg_output_close(file, true, NULL, 0);
+    else if (cfg->status)
+        fclose(cfg->status);   /* fd:N */
 }
 
 static int latency_run(const rtg_opts *o, rtg_result *res)
@@ -164,13 +180,13 @@ static int latency_run(const rtg_opts *o, rtg_result *res)
     if (limited && rtg_opt_flag(o, "break"))
         cfg.stop_above_ns = limit_ns;
     int status;
-    cfg.samples = open_samples(o, &cfg, res, &status);
+    rtg_output samples_file = {0}, status_file = {0};   /* output.h: growing files, renamed in at once */
+    cfg.samples = open_samples(o, &cfg, &samples_file, res, &status);
     if (status != RTG_EXIT_OK)
         return status;
-    cfg.status = open_status(o, res, &status);
+    cfg.status = open_status(o, &status_file, res, &status);
     if (status != RTG_EXIT_OK) {
-        if (cfg.samples)
-            fclose(cfg.samples);
+        rtg_output_close(&samples_file, true, NULL, 0);
         return status;
     }
 
@@ -182,10 +198,8 @@ static int latency_run(const rtg_opts *o, rtg_result *res)
         if (note[0])    /* the measurement says what it changed on the system */
             rtg_j_push(rtg_j_set(res->env, "notes", rtg_j_arr()), rtg_j_str(note));
         if (!split) {
-            if (cfg.samples)
-                fclose(cfg.samples);
-            if (cfg.status)
-                fclose(cfg.status);
+            rtg_output_close(&samples_file, true, NULL, 0);
+            close_status(&cfg, &status_file);
             return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
         }
     }
@@ -193,10 +207,13 @@ static int latency_run(const rtg_opts *o, rtg_result *res)
     rtg_periodic_run run;
     int rc = rtg_periodic(&cfg, &run, err, sizeof err);
     rtg_split_stop(split);
-    if (cfg.samples)
-        fclose(cfg.samples);
-    if (cfg.status)
-        fclose(cfg.status);
+    char why[256];
+    if (cfg.samples && rtg_output_close(&samples_file, true, why, sizeof why) != 0 && rc == 0) {
+        rtg_json *notes = rtg_j_get(res->env, "notes");
+        rtg_j_push(notes ? notes : rtg_j_set(res->env, "notes", rtg_j_arr()),
+                   rtg_j_strf("the --samples file is incomplete: its last write failed (%s)", why));
+    }
+    close_status(&cfg, &status_file);
     if (rc != 0) {
         rtg_split_free(split);
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
