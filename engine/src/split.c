@@ -10,6 +10,15 @@ const char *rtg_split_unavailable(void)
            "were not installed)";
 }
 
+int rtg_tracefs_ready(const char *what, bool may_mount, char *note, size_t notelen, char *err, size_t errlen)
+{
+    (void)may_mount;
+    if (notelen)
+        note[0] = '\0';
+    snprintf(err, errlen, "%s is unavailable in this build because the engine was built without libtracefs.", what);
+    return -1;
+}
+
 rtg_split *rtg_split_start(const int *cpus, int ncpus, bool may_mount, char *note, size_t notelen,
                            char *err, size_t errlen)
 {
@@ -104,12 +113,12 @@ static bool tracefs_mounted(const char **dir)
 /* Mount tracefs where it is expected, as rtla, trace-cmd and libtracefs do when it is
  * missing; it stays mounted (it is the system's, not this run's). 0 when tracefs is
  * there after (also when another process mounted it meanwhile), else -1 with why. */
-static int mount_tracefs(char *note, size_t notelen, char *why, size_t whylen)
+static int mount_tracefs(const char *what, char *note, size_t notelen, char *why, size_t whylen)
 {
     const char *dir = NULL;
     if (mount("nodev", RTG_TRACEFS_DIR, "tracefs", 0, NULL) == 0) {
-        snprintf(note, notelen, "tracefs was not mounted: mounted it at %s for the latency split "
-                                "(left mounted, as rtla and trace-cmd do)", RTG_TRACEFS_DIR);
+        snprintf(note, notelen, "tracefs was not mounted: mounted it at %s for %s "
+                                "(left mounted, as rtla and trace-cmd do)", RTG_TRACEFS_DIR, what);
         return 0;
     }
     int e = errno;
@@ -266,25 +275,32 @@ static int lookup(rtg_split *s, char *err, size_t errlen)
     return 0;
 }
 
-rtg_split *rtg_split_start(const int *cpus, int ncpus, bool may_mount, char *note, size_t notelen,
-                           char *err, size_t errlen)
+int rtg_tracefs_ready(const char *what, bool may_mount, char *note, size_t notelen, char *err, size_t errlen)
 {
     const char *dir = NULL;
     if (notelen)
         note[0] = '\0';
-    if (!tracefs_mounted(&dir)) {
-        char why_mount[128];
-        if (!may_mount) {
-            snprintf(err, errlen, "the latency split needs tracefs, which is not mounted; mount it "
-                                  "(mount -t tracefs nodev %s) or drop --no-mount-tracefs.", RTG_TRACEFS_DIR);
-            return NULL;
-        }
-        if (mount_tracefs(note, notelen, why_mount, sizeof why_mount) != 0) {
-            snprintf(err, errlen, "the latency split needs tracefs, which is not mounted, and mounting it at "
-                                  "%s failed (%s); run as root.", RTG_TRACEFS_DIR, why_mount);
-            return NULL;
-        }
+    if (tracefs_mounted(&dir))
+        return 0;
+    char why_mount[128];
+    if (!may_mount) {
+        snprintf(err, errlen, "%s needs tracefs, which is not mounted; mount it "
+                              "(mount -t tracefs nodev %s) or drop --no-mount-tracefs.", what, RTG_TRACEFS_DIR);
+        return -1;
     }
+    if (mount_tracefs(what, note, notelen, why_mount, sizeof why_mount) != 0) {
+        snprintf(err, errlen, "%s needs tracefs, which is not mounted, and mounting it at "
+                              "%s failed (%s); run as root.", what, RTG_TRACEFS_DIR, why_mount);
+        return -1;
+    }
+    return 0;
+}
+
+rtg_split *rtg_split_start(const int *cpus, int ncpus, bool may_mount, char *note, size_t notelen,
+                           char *err, size_t errlen)
+{
+    if (rtg_tracefs_ready("the latency split", may_mount, note, notelen, err, errlen) != 0)
+        return NULL;
     const char *why = rtg_split_unavailable();
     if (why) {
         snprintf(err, errlen, "%s.", why);

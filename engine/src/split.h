@@ -26,6 +26,11 @@
 
 typedef struct rtg_split rtg_split;
 
+/* tracefs there for a tracing test (`what` names it in the sentences): 0 when it is
+ * mounted, or when may_mount and mounting it at RTG_TRACEFS_DIR worked (then note says
+ * so, else note is ""); -1 with one sentence in err. */
+int rtg_tracefs_ready(const char *what, bool may_mount, char *note, size_t notelen, char *err, size_t errlen);
+
 /* NULL when the split can be built and tracefs with the three events is there;
  * else one sentence saying why not. */
 const char *rtg_split_unavailable(void);
