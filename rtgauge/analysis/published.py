@@ -139,8 +139,15 @@ class Study:
     title: str
     stats: tuple[str, ...]        # the statistics the study gives, in its order
     layout: str                   # how a cell reads: "min/avg/max", "max (avg±σ)", "avg/max", "max"
-    samples: int | None = None    # samples behind each published maximum, where the study states it
+    samples: int | None = None    # samples per CPU behind each published maximum, where the study states it
     samples_source: str = ""      # where it says so
+    # the settings of its periodic (wake-up latency) measurements: the period (µs), the
+    # policy and the priority; the study's where it states them, else its profile's
+    # (rtgauge/profiles/), which redoes it. A measurement at other settings is shown
+    # beside the row but not comparable.
+    interval_us: int | None = None
+    policy: str | None = "fifo"
+    priority: int | None = None
 
 
 # A maximum grows with the number of samples it is the largest of: a measured maximum
@@ -150,14 +157,65 @@ COMPARABLE_SHARE = 0.5
 
 STUDIES = (
     Study("xenomai3-arm-2016", "The cyclictest study (mainline, PREEMPT_RT, Xenomai 2 and 3)",
-          ("min", "avg", "max"), "min / avg / max", 1_000_000, "about 1,000,000 samples a run (section 2.1.3)"),
+          ("min", "avg", "max"), "min / avg / max", 1_000_000,
+          "about 1,000,000 samples a run on one CPU (section 2.1.3)", interval_us=1000, priority=99),
     Study("rtlinux-rtems-2000", "The interrupt-latency / context-switch study (RTLinux, RTEMS, VxWorks)",
-          ("max", "avg", "stddev"), "max (avg ± σ)", 2_000_000, "2,000,000 timer interrupts at 4 kHz (section 3.2)"),
+          ("max", "avg", "stddev"), "max (avg ± σ)", 2_000_000, "2,000,000 timer interrupts at 4 kHz (section 3.2)",
+          interval_us=250, priority=99),
     Study("qnx65-vs-linux-rt-2012", "The independent RTOS evaluation (QNX Neutrino 6.5, Linux-rt)",
-          ("avg", "max"), "avg / max"),
+          ("avg", "max"), "avg / max", interval_us=1000, priority=99),
     Study("rtos-vs-gpos-tire-2015", "The tire-model study's microbenchmarks (RTAI, Xenomai, PREEMPT_RT, Linux)",
           ("max",), "max"),
 )
+
+
+def period_us(m: Measurement) -> float | None:
+    """The period a periodic measurement ran at (µs), read once: its parameters
+    (interval_us of latency, cyclictest and rtla; period_us of a timer-driven test),
+    else what the engine recorded in env; None when it says none."""
+    for where in (m.params, m.env):
+        for key in ("interval_us", "period_us"):
+            v = where.get(key)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+                return float(v)
+    return None
+
+
+def samples_per_cpu(m: Measurement, metric: str = "ti") -> int:
+    """The samples behind one CPU's maximum: the smallest of the per-CPU counts
+    (METRIC#CPU), else the pooled count over the CPUs measured. A maximum pooled over N
+    CPUs is the largest of N maxima, each of its CPU's samples."""
+    per = [d.count for k, d in m.metrics.items()
+           if k.startswith(metric + "#") and k[len(metric) + 1:].isdigit() and d.count]
+    if per:
+        return min(per)
+    count = m.metric(metric).count or 0
+    cpus = m.env.get("cpus") if isinstance(m.env.get("cpus"), list) else m.params.get("cpus")
+    n = len(cpus) if isinstance(cpus, list) and cpus else 1
+    return count // n
+
+
+def settings_mismatch(m: Measurement, study: Study) -> list[str]:
+    """How a measurement's settings differ from the study's: the period (wake-up
+    latency tests), the policy and the priority it ran with (env: what it obtained;
+    else what it asked for). Empty: the same settings."""
+    out = []
+    periodic = m.test == "latency"
+    if periodic and study.interval_us:
+        got = period_us(m)
+        if got is None:
+            out.append(f"period not recorded (the study's {study.interval_us:g} µs)")
+        elif abs(got - study.interval_us) > 1e-6 * study.interval_us:
+            out.append(f"period {got:g} µs ({1e6 / got:,.0f} Hz) beside the study's {study.interval_us:g} µs "
+                       f"({1e6 / study.interval_us:,.0f} Hz)")
+    policy = m.env.get("policy") or m.params.get("policy")
+    if study.policy and policy and str(policy) != study.policy:
+        out.append(f"policy {policy} beside the study's {study.policy}")
+    if periodic and study.priority is not None:
+        prio = m.env.get("priority", m.params.get("priority"))
+        if isinstance(prio, int) and not isinstance(prio, bool) and prio != study.priority:
+            out.append(f"priority {prio} beside the study's {study.priority}")
+    return out
 
 
 def tool_of(target: tuple) -> str:
@@ -240,19 +298,36 @@ def comparability(placed: dict, study: Study, run: Run | None = None) -> dict:
     latency max of too few samples is projected to the study's count with the worst-case
     model (the level exceeded once in that many cycles, pwcet.worst_case), where the
     model is credible; else the projection says why there is none."""
-    if placed.get("status") != "compared" or not study.samples:
+    if placed.get("status") != "compared":
         return placed
-    count = (placed.get("stats") or {}).get("count") or 0
+    m = measurement_of(run, placed) if run is not None else None
+    mismatch = settings_mismatch(m, study) if m is not None else []
+    if mismatch:
+        placed = dict(placed, comparable=False, max_comparable=False,
+                      settings_note="not comparable: " + "; ".join(mismatch),
+                      max_note="not comparable: " + "; ".join(mismatch))
+        return placed
+    placed = dict(placed, comparable=True)
+    if not study.samples:
+        return placed
+    count = samples_per_cpu(m, placed.get("metric") or "ti") if m is not None else \
+        (placed.get("stats") or {}).get("count") or 0
     ok = count >= COMPARABLE_SHARE * study.samples
-    placed = dict(placed, published_samples=study.samples, max_comparable=ok)
+    placed = dict(placed, published_samples=study.samples, samples_per_cpu=count, max_comparable=ok)
     if not ok:
-        placed["max_note"] = (f"max of {count:,} samples beside maxima of {study.samples:,}: not comparable "
+        placed["max_note"] = (f"max of {count:,} samples per CPU beside maxima of {study.samples:,}: not comparable "
                               "(a maximum grows with the number of samples; run the full profile)")
         projected = projection(run, placed, study.samples) if run is not None else None
         if projected is not None:
             placed["projected"] = projected
             placed["max_note"] += "; " + projection_text(projected)
     return placed
+
+
+def measurement_of(run: Run, placed: dict) -> Measurement | None:
+    """The measurement a placement names (its label and tool)."""
+    tool = placed.get("tool", "engine")
+    return next((m for m in run.measurements if m.label == placed.get("measurement") and m.tool == tool), None)
 
 
 def projection(run: Run, placed: dict, samples: int) -> dict | None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 from rtgauge.bounds import run_range
@@ -22,7 +23,8 @@ def register(sub) -> None:
     p.add_argument("runs", nargs="*", metavar="RUN", help="run ids, ranges such as 3-7, or 'latest'")
     add_db_argument(p)
     p.add_argument("-o", "--output", metavar="FILE", default=None,
-                   help="the HTML file to write (default: rtgauge-report-RUNS.html here)")
+                   help="the HTML file to write (default: rtgauge-report-RUNS.html here); - or /dev/stdout: "
+                   "standard output")
     p.add_argument("--budget-us", type=float, default=None, metavar="US",
                    help="the job's worst-case wake-up latency, µs: the report opens with the verdict against it "
                    "(default: a rating against 100 µs, no verdict)")
@@ -96,18 +98,10 @@ def budget_options(args) -> dict:
 
 
 def check_writable(option: str, path: str | None) -> None:
-    """A file written at the end (-o) is checked before anything is read or printed."""
-    import os
-    from pathlib import Path
-
-    if not path:
-        return
-    p = Path(path)
-    parent = p.parent if str(p.parent) else Path(".")
-    if p.is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK) \
-            or (p.exists() and not os.access(p, os.W_OK)):
-        raise UserError(f"{option} {path[:80]} is not a file rtgauge can write (a directory, or its directory "
-                        "is missing or read-only); give a writable file path.")
+    """A file written at the end (-o) is checked before anything is read or printed, by
+    the one writer's rule (rtgauge/safefile.py: a link, device, FIFO or directory refused)."""
+    from rtgauge import safefile
+    safefile.check_option(option, path, "give a regular file path, - or /dev/stdout")
 
 
 def default_output(prefix: str, runs: list[Run]) -> str:
@@ -119,10 +113,14 @@ def default_output(prefix: str, runs: list[Run]) -> str:
 def write_html(path: str, runs: list[Run], fix: str = "choose another file with -o", **options) -> None:
     """fix: what the user does next, in the words of the command that wrote it."""
     from rtgauge.report.html import write_report
+    from rtgauge import safefile
+    from rtgauge.printable import printable
     try:
         write_report(runs, path, **options)
+    except BrokenPipeError:
+        raise                      # the reader of `-o -` went away: 141, as for any output
     except OSError as e:
-        raise UserError(f"cannot write the report to {path} ({e.strerror}); {fix}.") from None
+        raise UserError(f"cannot write the report to {printable(path, 120)} ({safefile.reason(e)}); {fix}.") from None
 
 
 def cmd_report(args) -> int:
@@ -137,6 +135,15 @@ def cmd_report(args) -> int:
     path = args.output or default_output("rtgauge-report", runs)
     t0 = time.monotonic()
     write_html(path, runs, **options)
-    print(f"Report of {len(runs)} run{'s' if len(runs) != 1 else ''} written to {path} "
-          f"({time.monotonic() - t0:.2f} s).")
+    from rtgauge import safefile
+    from rtgauge.printable import printable
+    stream = sys.stderr if safefile.stream_fd(path) == 1 else sys.stdout
+    print(f"Report of {len(runs)} run{'s' if len(runs) != 1 else ''} written to {printable(path, 120)} "
+          f"({time.monotonic() - t0:.2f} s).", file=stream)
+    from rtgauge.analysis.conclusions import check_conclusions, summary_line
+    from rtgauge.analysis.published import studies
+    found = studies(runs)
+    if found:
+        print(f"The studies' {summary_line(check_conclusions(runs, {st.source for st, _ in found}))} "
+              "(the report's published section says which and why).", file=stream)
     return 0

@@ -148,7 +148,9 @@ def run_document(run: Run) -> dict:
     doc = run.to_dict()
     if any(tire.values()):
         doc.setdefault("analysis", {})["tire"] = tire
+    from rtgauge.analysis.marks import marks_json
     for m, shown in zip(run.measurements, doc.get("measurements", [])):
+        shown.update(marks_json(m))
         if id(m) in pwcet:
             shown["pwcet"] = [r.to_json() for r in pwcet[id(m)]]
         stalls = stalls_json(m)
@@ -275,6 +277,12 @@ def misses_cell(m: Measurement) -> str:
     return misses_text(late["misses"], late["skipped"], "-")
 
 
+def condition_cell(m: Measurement) -> str:
+    """The condition with the measurement's marks (fallback, not idle: analysis/marks.py)."""
+    from rtgauge.analysis.marks import marks
+    return " ".join([str(m.condition), *(f"({text})" for text in marks(m))])
+
+
 def outcome(m: Measurement) -> str:
     if not m.ok:
         return "[red]failed[/]"
@@ -345,7 +353,7 @@ def print_run(run: Run) -> None:
     for m in run.measurements:
         ti = m.metric("ti")
         tool = f"{m.tool} (x-check)" if m.cross_check else m.tool
-        table.add_row(escape(m.label), escape(tool), escape(m.condition), outcome(m),
+        table.add_row(escape(m.label), escape(tool), escape(condition_cell(m)), outcome(m),
                       *(microseconds(getattr(ti, stat)) for stat in PERIODIC_STATS),
                       misses_cell(m), steal_text(m), verdict_summary(m.verdicts))
     out.print(table)
@@ -355,6 +363,8 @@ def print_run(run: Run) -> None:
     for m in run.measurements:
         if m.error:
             out.print(f"{printable(m.label, 200)}: {printable(m.error)}", markup=False)
+    from rtgauge.report.terminal import print_conclusions
+    print_conclusions(out, [run])
 
 
 # ---- probable worst case (pWCET) -----------------------------------------------

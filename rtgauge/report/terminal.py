@@ -12,7 +12,7 @@ from rich.table import Table
 from rtgauge.analysis import cross_checks, latency_measurements, latency_row, system_label
 from rtgauge.analysis.micro import micro_rows, rhealstone, verdict_rows
 from rtgauge.analysis.tire import held_text, period_text
-from rtgauge.analysis.published import projection_text, published_verdicts, studies, systems_of
+from rtgauge.analysis.published import STUDIES, projection_text, published_verdicts, studies, systems_of
 from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
 from rtgauge.records import Run
 from rtgauge.report.stalls import print_stalls
@@ -97,7 +97,8 @@ def print_latency(console: Console, run: Run) -> None:
         table.add_column(col, justify="right" if col not in ("job", "tool", "condition") else "left", no_wrap=True)
     for m in latency_measurements(run):
         row = latency_row(m)
-        flag = " (fallback: not real-time)" if row["fallback"] else ""
+        from rtgauge.analysis.marks import marks
+        flag = "".join(f" ({text})" for text in marks(m))
         flag += f" ({m.stopped_early})" if m.stopped_early else ""
         job = m.label.replace(f"/{m.tool}", "", 1) if m.cross_check else m.label
         table.add_row(escape(job + flag), escape(row["tool"]), escape(str(row["condition"])),
@@ -146,10 +147,30 @@ def _measured_cell(study, placed: dict) -> str:
     if placed.get("status") == "compared":
         st = placed["stats"]
         cell = _layout(study, dict(zip(study.stats, fmt_group([st.get(k) for k in study.stats], dash="-"))))
+        if placed.get("comparable") is False:
+            return cell + " [yellow](not comparable: settings)[/]"
         return cell + (" [yellow](max: fewer samples)[/]" if placed.get("max_comparable") is False else "")
     if placed.get("status") == "different method":
         return "[dim]" + escape(str(placed.get("note") or "different method")).split(":")[0] + "[/]"
     return "[dim]not measured[/]"
+
+
+def print_conclusions(console: Console, runs: list[Run]) -> None:
+    """The reproduced studies' conclusions checked on runs, one line each: holds, does
+    not hold, or not decidable with the reason and what would decide it."""
+    from rtgauge.analysis.conclusions import FAILS, HOLDS, check_conclusions
+    found = studies(runs)
+    if not found:
+        return
+    checks = check_conclusions(runs, {study.source for study, _ in found})
+    if not checks:
+        return
+    titles = {st.source: st.title.split(" (")[0] for st in STUDIES}
+    console.print("The studies' conclusions, checked on these runs:")
+    for c in checks:
+        colour = "green" if c.status == HOLDS else ("red" if c.status == FAILS else "dim")
+        console.print(f"  [{colour}]{escape(c.status)}[/] [dim]{escape(titles.get(c.conclusion.source, ''))}, "
+                      f"{escape(c.conclusion.key)}:[/] {escape(c.line().split(': ', 1)[1])}")
 
 
 def print_published(console: Console, runs: list[Run]) -> None:
@@ -178,7 +199,11 @@ def print_published(console: Console, runs: list[Run]) -> None:
                 mine.append(_measured_cell(study, placed))
                 if placed.get("status") == "different method" and placed.get("note") not in notes:
                     notes.append(placed.get("note"))
-                if placed.get("max_comparable") is False:
+                if placed.get("comparable") is False:
+                    note = f"settings: {system_label(r)}, {placed['measurement']}: {placed['settings_note']}"
+                    if note not in notes:
+                        notes.append(note)
+                elif placed.get("max_comparable") is False:
                     note = (f"fewer samples: a measured max of fewer than {placed['published_samples']:,} samples "
                             "is not comparable with the published maxima (run the full profile)")
                     if note not in notes:
@@ -194,7 +219,8 @@ def print_published(console: Console, runs: list[Run]) -> None:
             notes.append(f"fewer rows: {left_out} published row{'s' if left_out != 1 else ''} that these runs did "
                          "not measure left out (every row: `rtgauge show --json`, under \"published\")")
         for n in notes:
-            console.print(f"  [dim]{escape(str(n))}{'' if n.startswith(('fewer samples', 'fewer rows')) else '; not compared'}[/]")
+            console.print(f"  [dim]{escape(str(n))}{'' if n.startswith(('fewer samples', 'fewer rows', 'settings')) else '; not compared'}[/]")
+    print_conclusions(console, runs)
     vrows = published_verdicts(runs)
     if vrows:
         table = Table(title="Behaviour verdicts beside the published ones", title_justify="left")

@@ -72,15 +72,19 @@ def render_conclusions(runs, sources: set[str]) -> str:
     for c in checks:
         cls = "ok" if c.status == HOLDS else ("bad" if c.status == "does not hold" else "info")
         per = "; ".join(f"run {rid}: {v['status']} ({v['detail']})" for rid, v in c.per_run.items()
-                        if v["status"] != "not measured")
+                        if v["status"] != "not decidable")
+        why = per or c.detail
+        if not c.decided:
+            why = f"{c.reason}: {c.detail}" + (f" — decided by: {c.conclusion.decide}" if c.conclusion.decide else "")
         rows.append(f"<tr><td class='l'>{e(titles.get(c.conclusion.source, c.conclusion.source))}</td>"
                     f"<td class='l'>{e(c.conclusion.claim)} <small>({e(c.conclusion.where)})</small></td>"
                     f"<td class='l'><span class='{cls}'>{e(c.status)}</span></td>"
-                    f"<td class='l'><small>{e(per or c.detail)}</small></td></tr>")
+                    f"<td class='l'><small>{e(why)}</small></td></tr>")
     return ("<h3>The studies' conclusions, checked on these runs</h3><div class='wide'><table><tr>"
             "<th class='l'>study</th><th class='l'>conclusion</th><th class='l'>here</th><th class='l'>figures</th></tr>"
-            + "".join(rows) + "</table></div><p class='note'>A conclusion that compares systems needs runs of both "
-            "kinds in the report; one drawn from an emulated or virtualised system is not drawn "
+            + "".join(rows) + "</table></div><p class='note'>A conclusion that compares systems is checked on every "
+            "pair of a PREEMPT_RT run and a mainline run in the report; a run under an instruction-set emulator "
+            "(its facts say emulated) is no witness of a timing claim and is left out; a virtual machine is named "
             "(docs/studies.md).</p>")
 
 
