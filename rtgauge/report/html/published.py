@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rtgauge.analysis import system_label
 from rtgauge.analysis.conclusions import HOLDS, check_conclusions
-from rtgauge.analysis.published import overlay_curves, published_verdicts, studies, systems_of
+from rtgauge.analysis.published import beside_text, overlay_curves, published_verdicts, studies, systems_of
 from rtgauge.report.html.page import e, figure, flag
 from rtgauge.report.numbers import fmt_group
 from rtgauge.report.svg import overlaid_histograms
@@ -46,6 +46,14 @@ def layout_text(study, text: dict) -> str:
 
 
 def measured_cell(study, placed: dict) -> str:
+    """The cell of one run, with the analogues set beside the row (never compared)."""
+    cell = placed_cell(study, placed)
+    extra = "".join(f"<br><small class='info'>analogue, not compared: {e(placed_b['measurement'])}, "
+                    f"{e(beside_text(placed_b))}</small>" for placed_b in placed.get("beside") or [])
+    return cell[:-len("</td>")] + extra + "</td>" if extra else cell
+
+
+def placed_cell(study, placed: dict) -> str:
     status = placed.get("status")
     if status == "compared":
         st = placed["stats"]
@@ -75,7 +83,7 @@ def render_conclusions(runs, sources: set[str]) -> str:
                         if v["status"] != "not decidable")
         why = per or c.detail
         if not c.decided:
-            why = f"{c.reason}: {c.detail}" + (f" — decided by: {c.conclusion.decide}" if c.conclusion.decide else "")
+            why = f"{c.detail} ({c.reason})" + (f"; decided by: {c.conclusion.decide}" if c.conclusion.decide else "")
         rows.append(f"<tr><td class='l'>{e(titles.get(c.conclusion.source, c.conclusion.source))}</td>"
                     f"<td class='l'>{e(c.conclusion.claim)} <small>({e(c.conclusion.where)})</small></td>"
                     f"<td class='l'><span class='{cls}'>{e(c.status)}</span></td>"
