@@ -3,7 +3,8 @@ tire model's largest hard-real-time size, and a rating from 0 to 5 stars with th
 criteria written down here and in docs/report.md.
 
 Rating (each class needs every wake-up latency measurement of the run, idle and
-loaded, ours — cyclictest's cross-check does not count):
+loaded, ours; a job's worst case is the worse of ours and its cyclictest cross-check's,
+worst_case_of; a missed deadline is a late cycle or a skipped deadline, late_periods):
   5 ★  hard real-time, out of the box: zero missed deadlines and worst-case
        wake-up latency ≤ the budget (default 100 µs), with no real-time tuning
   4 ★  hard real-time after tuning (the same, on a tuned system)
@@ -45,6 +46,11 @@ class Rating:
     def glyphs(self) -> str:
         return "not rated" if self.stars is None else "★" * self.stars + "☆" * (5 - self.stars)
 
+    @property
+    def label(self) -> str:
+        """The rating in one phrase: the stars and the class, or "not rated" once."""
+        return self.glyphs if self.stars is None else f"{self.glyphs} {self.klass}"
+
 
 def tuning_of(facts: dict) -> list[str]:
     """What in the system is real-time tuning (empty: out of the box)."""
@@ -61,19 +67,40 @@ def tuning_of(facts: dict) -> list[str]:
 
 
 def engine_latency_rows(run: Run) -> list[dict]:
-    ours = [m for m in latency_measurements(run) if m.tool == "engine"]
+    """Our engine's latency rows, each with its worst case (worst_case_of) and its
+    periods (analysis.late_periods: a skipped deadline is a period not served on time)."""
     rows = []
-    for m in ours:
+    for m in latency_measurements(run):
+        if m.tool != "engine":
+            continue
         row = latency_row(m)
-        cycles = m.scalar("cycles")
-        row["cycles"] = cycles if cycles else row["samples"]
+        row["cycles"] = row["wakeups"] if row["wakeups"] else row["samples"]
+        row["periods"] = row["periods"] if row["periods"] else row["cycles"]
+        row.update(worst_case_of(run, m))
         rows.append(row)
     return rows
 
 
+def worst_case_of(run: Run, m) -> dict:
+    """The one rule for a job's worst case, used by the rating, the summary, the report,
+    `compare` and the exports: the larger of our engine's maximum and that of the
+    cyclictest cross-check of the same job, condition, round and segment — when the two
+    tools disagree the worse is the figure, never the better (docs/report.md).
+    {"worst_us", "worst_tool", "engine_max_us", "cyclictest_max_us"}."""
+    ours = latency_row(m)["max_us"]
+    ref = next((r for r in run.measurements if r.key == (f"{m.name}/cyclictest", m.round, m.segment)
+                and r.ok is not False), None)
+    theirs = latency_row(ref)["max_us"] if ref is not None and latency_row(ref) else None
+    worst, tool = ours, "engine"
+    if theirs is not None and (worst is None or theirs > worst):
+        worst, tool = theirs, "cyclictest"
+    return {"worst_us": worst, "worst_tool": tool, "engine_max_us": ours, "cyclictest_max_us": theirs}
+
+
 def worst_by_condition(rows: list[dict]) -> tuple[float | None, float | None, str | None]:
-    idle = [r["max_us"] for r in rows if r["condition"] == "idle" and r["max_us"] is not None]
-    loaded = [(r["max_us"], r["condition"]) for r in rows if r["condition"] != "idle" and r["max_us"] is not None]
+    """The worst case (worst_case_of) idle, and loaded with its condition."""
+    idle = [r["worst_us"] for r in rows if r["condition"] == "idle" and r["worst_us"] is not None]
+    loaded = [(r["worst_us"], r["condition"]) for r in rows if r["condition"] != "idle" and r["worst_us"] is not None]
     worst_loaded = max(loaded) if loaded else (None, None)
     return (max(idle) if idle else None), worst_loaded[0], worst_loaded[1]
 
@@ -133,11 +160,13 @@ def rate(rows: list[dict], facts: dict, budget_us: float = DEFAULT_BUDGET_US,
     if any(r["fallback"] for r in rows):
         return Rating(0, "not real-time: measured without real-time scheduling (fallback)", tuned,
                       ["a latency job ran as SCHED_OTHER; run as root or grant CAP_SYS_NICE"])
-    worst = max([r["max_us"] or 0 for r in rows] + [d["cyclictest_us"] for d in crossed])
+    worst = max(r["worst_us"] or 0 for r in rows)
     misses = sum(r["misses"] or 0 for r in rows)
-    ratio = max((r["misses"] or 0) / max(r["cycles"] or 1, 1) for r in rows)
+    skipped = sum(r["skipped"] or 0 for r in rows)
+    ratio = max((r["misses"] or 0) / max(r["periods"] or 1, 1) for r in rows)
     reasons = [f"worst-case wake-up latency {worst:,.1f} µs (budget {budget_us:,.0f} µs)",
-               f"{misses} missed deadline{'s' if misses != 1 else ''} (worst job {ratio:.3%} of cycles)"]
+               f"{misses} missed deadline{'s' if misses != 1 else ''}"
+               + (f", {skipped:,} of them skipped" if skipped else "") + f" (worst job {ratio:.3%} of periods)"]
     if misses == 0 and worst <= budget_us:
         stars, klass = (4 if tuned else 5), f"hard real-time {how}"
     elif ratio <= SOFT_MISS_RATIO and worst <= SOFT_WORST_US:
@@ -163,5 +192,6 @@ def headline(run: Run, budget_us: float = DEFAULT_BUDGET_US) -> dict:
         "run": run.id, "rating": rate(rows, facts, budget_us, disagreements(run)), "worst_idle_us": worst_idle,
         "worst_loaded_us": worst_loaded, "loaded_condition": loaded_condition,
         "misses": sum(r["misses"] or 0 for r in rows) if rows else None,
+        "skipped": sum(r["skipped"] or 0 for r in rows) if rows else None,
         "tire": limits, "fallback": fallback, "status": run.status,
     }

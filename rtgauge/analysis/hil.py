@@ -5,6 +5,7 @@ sustained-rate sweep (the shortest period per step size). The report lays them o
 from __future__ import annotations
 
 from rtgauge.records import Measurement, Run
+from rtgauge.analysis import late_periods
 from rtgauge.catalogue import LOOP, catalogue
 
 
@@ -34,7 +35,7 @@ def loop_row(m: Measurement) -> dict:
     return {
         "name": m.label, "condition": m.condition, "step": hil_payload(m.params),
         "period_us": m.param("period_us"), "sent": m.scalar("sent"),
-        "lost": m.scalar("lost_frames"), "misses": m.scalar("misses"),
+        "lost": m.scalar("lost_frames"), "misses": late_periods(m)["misses"],
         "round_trip_ns": (rt.p50, rt.p99, rt.max), "ti_ns": (ti.p99, ti.max), "ts_ns": (ts.avg, ts.max),
         "tw_min_ns": tw.min,
     }

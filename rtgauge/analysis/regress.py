@@ -209,12 +209,17 @@ def figures(run: Run) -> dict[str, Figure]:
             out[f"lat:{name}:max"].windows = window_maxima(good[0])
         _stall_free_figure(add, f"lat:{name}:avg_stall_free", "avg_latency_stall_free", f"{name} latency", good,
                            "ti", "ns", failed)
+        # a deadline skipped after a late wake-up is a missed deadline (analysis.late_periods)
+        skipped = [bounded_count(m.scalar("skipped")) or 0 for m in good]
         misses = [m.scalar("misses") for m in good]
         cycles = [m.scalar("cycles") for m in good]
         if good and all(bounded_count(v) is not None for v in misses):   # counts, bounded (records.py)
             exposure = sum(c for c in cycles if noise.is_valid(c)) if all(noise.is_valid(c) for c in cycles) \
                 else sum(m.metrics["ti"].count or 0 for m in good)
-            add(Figure(f"lat:{name}:misses", "misses", f"{name} missed deadlines", float(sum(misses)), "count",
+            exposure += sum(skipped)
+            misses = [v + s for v, s in zip(misses, skipped)]
+            label = f"{name} missed deadlines" + (f" ({sum(skipped):,} skipped)" if sum(skipped) else "")
+            add(Figure(f"lat:{name}:misses", "misses", label, float(sum(misses)), "count",
                        rounds=[float(v) for v in misses], events=(float(sum(misses)), float(exposure or 1)),
                        failed=failed))
     # microbenchmarks: one figure set per (test, metric, variant, condition)
@@ -468,7 +473,7 @@ class Rule:
         if not self.signed:
             v = c.value / (UNITS.get(self.unit, 1.0) if c.figure.unit == "ns" else 1.0)
             hit = v > self.amount if self.op == ">" else v < self.amount
-            return f"{c.figure.label} = {c.value:g} {c.figure.unit}" if hit else None
+            return f"{c.figure.label} = {self.shown(c.value, c.figure.unit)}" if hit else None
         if c.base is None or not c.significant:
             return None
         if self.unit == "%":
@@ -480,10 +485,22 @@ class Rule:
             scale = UNITS.get(self.unit, 1.0) if c.figure.unit == "ns" else 1.0
             change = (c.value - c.base) / scale
         hit = change > self.amount if self.op == ">" else change < self.amount
-        return (f"{c.figure.label}: {c.base:g} → {c.value:g} {c.figure.unit} ({change:+.1f}"
+        return (f"{c.figure.label}: {self.shown_pair(c)} ({change:+.1f}"
                 f"{self.unit or ''}, significant: q = {c.q_value:.2g})" if c.q_value is not None else
-                f"{c.figure.label}: {c.base:g} → {c.value:g} {c.figure.unit} ({change:+.1f}{self.unit or ''})") \
+                f"{c.figure.label}: {self.shown_pair(c)} ({change:+.1f}{self.unit or ''})") \
             if hit else None
+
+    def shown(self, value: float, unit: str) -> str:
+        """A figure in the rule's unit (a time in ns read as the rule writes it: `100us`
+        gives µs; a % rule on a time gives µs), else in the figure's own unit."""
+        if unit != "ns":
+            return f"{value:,.6g} {unit}"
+        written = self.unit if self.unit in ("ns", "us", "µs", "ms", "s") else "us"
+        return f"{value / UNITS[written]:,.6g} {'µs' if written in ('us', 'µs') else written}"
+
+    def shown_pair(self, c: Change) -> str:
+        base, value = self.shown(c.base, c.figure.unit), self.shown(c.value, c.figure.unit)
+        return f"{base.rsplit(' ', 1)[0]} → {value}"
 
     def undecided(self, c: Change) -> str | None:
         """A sentence when the evidence cannot decide this change rule on this figure:
@@ -504,8 +521,8 @@ class Rule:
         if not beyond:
             return None
         q = f"q = {c.q_value:.2g}" if c.q_value is not None else f"p = {c.result.p_value:.2g}"
-        what = c.result.extra.get("to_decide") or "more rounds (--rounds N --interleave) would narrow it"
-        return (f"{c.figure.label}: {c.base:g} → {c.value:g} {c.figure.unit} ({change:+.1f}{self.unit or ''}) is "
+        what = c.result.extra.get("to_decide") or "more rounds of each setting (`rtgauge run --rounds N`) would narrow it"
+        return (f"{c.figure.label}: {self.shown_pair(c)} ({change:+.1f}{self.unit or ''}) is "
                 f"beyond the rule but within the noise ({q}); {what}")
 
     def fails_closed(self, changes: list[Change], cand: Run) -> list[str]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from rtgauge.defaults import TIRE_PERIOD_MS
 from rtgauge.records import Measurement, Run
+from rtgauge.analysis import late_periods
 from rtgauge.published import Published, tire_published
 
 HEADLINE_PERIOD_MS = 10.0     # 100 Hz, the published rate
@@ -72,7 +73,7 @@ def tire_points(run: Run) -> list[TirePoint]:
         out.append(TirePoint(
             int(p["masses"]), int(p["threads"]), str(m.param("policy") or m.policy or "?"),
             str(m.param("solver") or "locked"), mode, effective_period_ms(p, mode, physics),
-            m.scalar("misses"), m.scalar("steps"), m.scalar("wall_s"),
+            late_periods(m)["misses"], m.scalar("steps"), m.scalar("wall_s"),
             ts.avg, ts.max, m.fallback, m,
             None if m.param("steps") is None else int(p["steps"]), bool(m.param("stop_on_miss"))))
     return out

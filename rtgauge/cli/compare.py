@@ -87,8 +87,6 @@ def cmd_compare(args) -> int:
         raise UserError("compare needs two or more different runs (the first is the baseline); "
                         "`rtgauge show` lists the runs.")
     out = console(args.format)
-    if not args.json:
-        print_side_by_side(out, runs, options.get("budget_us", DEFAULT_BUDGET_US))
     base = runs[0]
     from rtgauge.report.junit import Case, Suite, fail_closed, write_junit
     tripped: list[str] = []
@@ -100,12 +98,8 @@ def cmd_compare(args) -> int:
     for cand in runs[1:]:
         changes = compare_runs(base, cand, args.alpha)
         comparisons.append((cand, changes))
-        if not args.json:
-            print_regressions(out, base, cand, changes, args.all, args.alpha)
         if args.pwcet:
             worst_cases[cand.id] = compare_worst_cases(base, cand, exceedance)
-            if not args.json:
-                print_worst_cases(out, base, cand, worst_cases[cand.id], exceedance)
         cases = []
         for rule in rules:
             shut = rule.fails_closed(changes, cand)
@@ -128,6 +122,20 @@ def cmd_compare(args) -> int:
         # the JUnit file says what the exit status says: nothing passes on an incomplete run (exit 5)
         suites.append(fail_closed(suite, incomplete_runs([base, cand]), f"run {cand.id}") if rules else suite)
     incomplete = incomplete_runs(runs) if rules else []
+    gate = None if not rules else ("incomplete" if incomplete else "fail" if tripped or closed
+                                   else "undecided" if undecided else "pass")
+    if not args.json:
+        # the answer first, one line per later run and one for the gate; the detail after
+        for cand, changes in comparisons:
+            out.print(answer_line(base, cand, changes, args.alpha))
+        if rules:
+            out.print(gate_line(gate, rules, tripped, closed, undecided, incomplete))
+        out.print()
+        print_side_by_side(out, runs, options.get("budget_us", DEFAULT_BUDGET_US))
+        for cand, changes in comparisons:
+            print_regressions(out, base, cand, changes, args.all, args.alpha)
+            if args.pwcet:
+                print_worst_cases(out, base, cand, worst_cases[cand.id], exceedance)
     if args.json:
         doc = {"version": JSON_VERSION, "baseline": base.id, "alpha": args.alpha, "correction": "benjamini-hochberg",
                "comparisons": [{"candidate": cand.id,
@@ -139,9 +147,7 @@ def cmd_compare(args) -> int:
                "host_stalls": {str(r.id): [j for m in r.measurements if (j := stalls_json(m))]
                                for r in runs},
                "rules": [r.text for r in rules], "tripped": tripped, "failed_closed": closed,
-               "undecided": undecided, "incomplete": incomplete,
-               "gate": None if not rules else ("incomplete" if incomplete else "fail" if tripped or closed
-                                               else "undecided" if undecided else "pass")}
+               "undecided": undecided, "incomplete": incomplete, "gate": gate}
         sys.stdout.write(json.dumps(doc, indent=1, allow_nan=False) + "\n")
     if args.junit:
         write_junit(args.junit, suites)
@@ -178,6 +184,44 @@ def cmd_compare(args) -> int:
     if rules and not args.json:
         out.print(f"[green]--fail-on: no rule tripped ({len(rules)} rule{'s' if len(rules) != 1 else ''}).[/]")
     return 0
+
+
+def answer(changes) -> str:
+    """better / worse / no change / undecided for one later run against the baseline:
+    worse when any figure is significantly worse (better ones are said beside it),
+    undecided when a figure could not be compared (invalid, new, gone)."""
+    from rtgauge.analysis.regress import BETTER, SAME, WORSE
+    calls = [c.call for c in changes]
+    if WORSE in calls:
+        return "worse"
+    if BETTER in calls:
+        return "better"
+    if not calls or any(c not in (SAME,) for c in calls):
+        return "undecided"
+    return "no change"
+
+
+def answer_line(base: Run, cand: Run, changes, alpha: float) -> str:
+    from rich.markup import escape
+    from rtgauge.analysis.regress import BETTER, SAME, WORSE
+    word = answer(changes)
+    colour = {"worse": "red", "better": "green", "no change": "green"}.get(word, "yellow")
+    n = {k: sum(c.call == k for c in changes) for k in (WORSE, BETTER, SAME)}
+    other = len(changes) - sum(n.values())
+    detail = (f"{n[WORSE]} worse, {n[BETTER]} better, {n[SAME]} without a significant difference"
+              + (f", {other} not comparable" if other else "") + f" of {len(changes)} figures")
+    return (f"[bold]Run {cand.id} against baseline run {base.id}:[/] [{colour} bold]{escape(word)}[/] "
+            f"({detail}; false discovery rate {alpha:g})")
+
+
+def gate_line(gate: str, rules, tripped, closed, undecided, incomplete) -> str:
+    from rich.markup import escape
+    colour = {"pass": "green", "undecided": "yellow"}.get(gate, "red")
+    what = {"pass": f"no rule tripped ({len(rules)} rule{'s' if len(rules) != 1 else ''})",
+            "fail": f"{len(tripped) + len(closed)} tripped or failed closed",
+            "undecided": f"{len(undecided)} change{'s' if len(undecided) != 1 else ''} beyond a rule within the noise",
+            "incomplete": f"{len(incomplete)} incomplete run or measurement"}[gate]
+    return f"[bold]Gate (--fail-on):[/] [{colour} bold]{gate}[/] — {escape(what)}; the detail is at the end"
 
 
 def incomplete_runs(runs) -> list[str]:
@@ -268,7 +312,7 @@ def print_side_by_side(out: Console, runs: list[Run], budget_us: float) -> None:
     for r in runs:
         table.add_column(escape(system_label(r)), justify="right")
     heads = [headline(r, budget_us) for r in runs]
-    table.add_row("rating", *(escape(f"{h['rating'].glyphs} {h['rating'].klass}") for h in heads))
+    table.add_row("rating", *(escape(h['rating'].label) for h in heads))
     facts = [r.system for r in runs]
     for label, key in (("preemption", "preempt_model"), ("CPU", "cpu_model"), ("CPUs", "cpus")):
         vals = [str(f.get(key)) for f in facts]

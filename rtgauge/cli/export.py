@@ -13,7 +13,7 @@ import sys
 
 from rtgauge import __version__, safefile
 from rtgauge.cli.report import add_db_argument
-from rtgauge.errors import UserError
+from rtgauge.errors import RunFailed, UserError
 from rtgauge.records import Measurement, Run
 
 STATS = ("count", "min", "avg", "stddev", "p50", "p90", "p99", "p999", "p9999", "max")
@@ -68,6 +68,11 @@ def csv_figures(run: Run):
     base = [run.id, s.get("hostname"), s.get("kernel_release")]
     for m in run.measurements:
         head = base + [m.label, m.tool, m.test, m.condition]
+        # the marks (analysis/marks.py), as rows of kind "mark", where a measurement has them
+        if m.fallback:
+            yield head + ["fallback", "mark", "", "value", 1, None, None]
+        if m.not_idle:
+            yield head + ["not_idle", "mark", "share", "value", m.others_load.get("share"), None, None]
         for name, figure in m.metrics.items():
             metric = figure.to_dict()       # the figure as stored (a value beyond the bounds included)
             kind, unit = metric.get("kind", ""), metric.get("unit", "")
@@ -117,15 +122,16 @@ def export_md(run: Run) -> str:
     from rtgauge.analysis.tire import held_text, period_text
     from rtgauge.analysis import latency_measurements, latency_row, system_label
     from rtgauge.analysis.micro import micro_rows, verdict_rows
+    from rtgauge.report.numbers import misses_text
     h = headline(run)
     s = run.system
     lines = [f"# rtgauge run {run.id}: {md_cell(system_label(run))}", "",
              f"Profile {md_cell(run.profile)}, started {md_cell(run.started_at)}, status "
              f"{md_cell(run.status)}; kernel {md_cell(s.get('kernel_release'))} "
              f"({md_cell(s.get('preempt_model'))}), {md_cell(s.get('cpus'))} × {md_cell(s.get('cpu_model'))}.", "",
-             f"**Rating: {h['rating'].glyphs} {h['rating'].klass}** — worst-case wake-up latency idle "
+             f"**Rating: {h['rating'].label}** — worst-case wake-up latency idle "
              f"{md_cell(_f(h['worst_idle_us']))} µs, loaded {md_cell(_f(h['worst_loaded_us']))} µs; "
-             f"{md_cell(h['misses'])} missed deadlines.", ""]
+             f"{md_cell(misses_text(h['misses'], h['skipped'], '-'))} missed deadlines.", ""]
     for t in h["tire"]:
         lines.append(f"- tire at {period_text(t['period_ms'])}, {t['policy']}, {t['threads_label']} threads, "
                      f"{t['solver']}: largest n with zero misses {t['max_masses'] or 'none'}"
@@ -134,8 +140,10 @@ def export_md(run: Run) -> str:
     rows = []
     for m in latency_measurements(run):
         r = latency_row(m)
-        rows.append([r["name"] + (" (fallback)" if r["fallback"] else ""), r["tool"], r["condition"], r["samples"],
-                     _f(r["min_us"]), _f(r["avg_us"]), _f(r["p99_us"]), _f(r["p9999_us"]), _f(r["max_us"]), r["misses"]])
+        from rtgauge.analysis.marks import marks
+        rows.append([r["name"] + "".join(f" ({text})" for text in marks(m)), r["tool"], r["condition"], r["samples"],
+                     _f(r["min_us"]), _f(r["avg_us"]), _f(r["p99_us"]), _f(r["p9999_us"]), _f(r["max_us"]),
+                     misses_text(r["misses"], r["skipped"], "-")])
     if rows:
         lines += ["## Wake-up latency (µs)", ""] + md_table(
             ["job", "tool", "condition", "samples", "min", "avg", "p99", "p99.99", "max", "misses"], rows)
@@ -184,17 +192,22 @@ def export_cyclictest(run: Run) -> str:
 
 
 def cmd_export(args) -> int:
-    from rtgauge.cli.report import load_runs
+    from rtgauge.cli.report import check_writable, load_runs
+    from rtgauge.printable import printable
+    target = args.output or "-"
+    check_writable("-o", target)               # before anything is read
     [run] = load_runs(args.db, [args.run], documents=True)
     text = {"json": export_json, "csv": export_csv, "md": export_md,
             "cyclictest": export_cyclictest}[args.format](run)
-    if args.output and args.output != "-":
-        from rtgauge.safefile import write_text_atomic
-        try:
-            write_text_atomic(args.output, text)
-        except OSError as e:
-            raise UserError(f"cannot write {args.output} ({e.strerror}); choose another file with -o.") from None
-        print(f"Run {run.id} exported as {args.format} to {args.output}.", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
+    try:         # the one writer (rtgauge/safefile.py): a file whole or not at all, or the stream
+        with safefile.open_for_write(target) as f:
+            f.write(text)
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        where = "standard output" if safefile.stream_fd(target) is not None else printable(target, 120)
+        raise RunFailed(f"cannot write the export to {where} ({safefile.reason(e)}); choose another file with "
+                        "-o.") from None
+    if safefile.stream_fd(target) is None:
+        print(f"Run {run.id} exported as {args.format} to {printable(target, 120)}.", file=sys.stderr)
     return 0

@@ -65,3 +65,11 @@ def avg_sigma(row: dict, dash: str = DASH) -> str:
     decimals of the row's other figures."""
     figs = fmt_group([row.get(k) for k in ("min_us", "avg_us", "p99_us", "p9999_us", "max_us", "stddev_us")], dash=dash)
     return figs[1] if row.get("stddev_us") is None else f"{figs[1]} ± {figs[5]}"
+
+
+def misses_text(misses, skipped, dash: str = DASH) -> str:
+    """Periods not served on time (analysis.late_periods: late cycles and skipped
+    deadlines), with how many of them were skipped when any were."""
+    if misses is None:
+        return dash
+    return f"{misses:,}" + (f" ({skipped:,} skipped)" if skipped else "")

@@ -12,7 +12,8 @@ from rich.table import Table
 from rtgauge.analysis import cross_checks, latency_measurements, latency_row, system_label
 from rtgauge.analysis.micro import micro_rows, rhealstone, verdict_rows
 from rtgauge.analysis.tire import held_text, period_text
-from rtgauge.analysis.published import STUDIES, projection_text, published_verdicts, studies, systems_of
+from rtgauge.analysis.published import (STUDIES, beside_text, projection_text, published_verdicts, studies,
+                                       systems_of)
 from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
 from rtgauge.records import Run
 from rtgauge.report.stalls import print_stalls
@@ -144,6 +145,16 @@ def _published_cell(study, stats: dict) -> str:
 
 
 def _measured_cell(study, placed: dict) -> str:
+    cell = _placed_cell(study, placed)
+    for b in placed.get("beside") or []:       # analogues, set beside and never compared
+        st = b.get("stats") or {}
+        figure = st.get("value") if st.get("value") is not None else st.get("max")
+        if figure is not None:
+            cell += f"\n[cyan]analogue {escape(b['metric'])}: {figure:,.1f}[/]"
+    return cell
+
+
+def _placed_cell(study, placed: dict) -> str:
     if placed.get("status") == "compared":
         st = placed["stats"]
         cell = _layout(study, dict(zip(study.stats, fmt_group([st.get(k) for k in study.stats], dash="-"))))
@@ -197,6 +208,10 @@ def print_published(console: Console, runs: list[Run]) -> None:
             for r in runs:
                 placed = row.placed.get(r.id, {})
                 mine.append(_measured_cell(study, placed))
+                for b in placed.get("beside") or []:
+                    note = f"analogue: {system_label(r)}, {b['measurement']}: {beside_text(b)}"
+                    if note not in notes:
+                        notes.append(note)
                 if placed.get("status") == "different method" and placed.get("note") not in notes:
                     notes.append(placed.get("note"))
                 if placed.get("comparable") is False:

@@ -7,6 +7,7 @@ from rtgauge.analysis.tire import held_text, period_text
 from rtgauge.analysis.headline import CROSS_CHECK_FACTOR, MIN_RATED_CYCLES, SOFT_MISS_RATIO, SOFT_WORST_US
 from rtgauge.analysis.systems import emulation_note
 from rtgauge.report.html.page import e, flag, num
+from rtgauge.report.numbers import misses_text
 from rtgauge.records import Run
 
 
@@ -30,6 +31,13 @@ def render_verdicts(runs: list[Run], verdicts: list) -> str:
                "binomial (Clopper–Pearson, one-sided 95 %) at the run's length; the credible worst case is the "
                "probable worst case where its applicability checks pass (docs/verdict.md).</p>")
     return "".join(out)
+
+
+def chip_text(flag_text: str) -> str:
+    """A rating flag as a chip: its head, and for a cross-check the job it names."""
+    if flag_text.startswith("cross-check disagrees:"):
+        return flag_text.split(" worst case")[0]
+    return flag_text.split(":")[0]
 
 
 def render_summary(runs: list[Run], heads: list[dict], budget_us: float, verdicts: list | None = None) -> str:
@@ -58,7 +66,8 @@ def render_summary(runs: list[Run], heads: list[dict], budget_us: float, verdict
             + (f" <small>({e(held_text(t))})</small>" if held_text(t) else "")
             for t in h["tire"]) or "<small>not measured</small>"
         loaded = num(h["worst_loaded_us"]) + (f" <small>({e(h['loaded_condition'])})</small>" if h["loaded_condition"] else "")
-        flags += [flag(text.split(":")[0]) for text in r.flags]
+        flags += [flag(chip_text(text)) for text in r.flags
+                  if not (note and text.startswith(("virtualised", "emulated")))]   # the note said it
         rating = (f"<span class='stars'>not rated</span><br><small>the figures alone would read "
                   f"{e(r.unrated_class)}</small>" + "".join(f"<br><small>• {e(x)}</small>" for x in r.flags)
                   if r.flags else
@@ -66,7 +75,7 @@ def render_summary(runs: list[Run], heads: list[dict], budget_us: float, verdict
                   + "".join(f"<br><small>{e(x)}</small>" for x in r.reasons))
         out.append(f"<tr><td class='l'>{e(system_label(run))}</td><td class='l'>{rating}"
                    + f"</td><td><b>{num(h['worst_idle_us'])}</b></td><td><b>{loaded}</b></td>"
-                   f"<td>{'–' if h['misses'] is None else h['misses']}</td><td class='l'>{tire}</td>"
+                   f"<td>{e(misses_text(h['misses'], h['skipped']))}</td><td class='l'>{tire}</td>"
                    f"<td class='l'>{''.join(flags) or 'none'}</td></tr>")
     out.append("</table></div>")
     out.append(f"<p class='note'>Rating, in the spirit of the published five-star scale (docs/report.md): "
