@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
+from rtgauge.bounds import RUN_RANGE_MAX
 from rtgauge.errors import UserError
 from rtgauge.records import Run
 
@@ -59,7 +60,8 @@ def say(text="", **kwargs) -> None:
 
 FINAL = ("complete", "interrupted", "failed", "abandoned")
 SQLITE_MAGIC = b"SQLite format 3\x00"
-CONDITION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
+CONDITION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}", re.ASCII)
+DOCUMENTS_MAX = 10_000          # engine documents of one directory (a run's jobs)
 
 
 @dataclass
@@ -215,9 +217,13 @@ def facts_from_env(env: dict) -> dict:
 
 
 def engine_documents(paths: list[Path], condition: str) -> tuple[dict, list[tuple[dict, dict]]]:
+    if len(paths) > DOCUMENTS_MAX:
+        raise UserError(f"{paths[0].parent} holds {len(paths):,} documents, more than one import takes "
+                        f"({DOCUMENTS_MAX:,}); import them from smaller directories.")
     docs = []
+    budget, total = validate.import_budget(), [validate.FILE_MAX]   # the directory's together: one file's bounds
     for path in paths:
-        doc = read_json(path)
+        doc = validate.read_json_file(path, budget, total)
         if not is_engine_document(doc):
             raise UserError(f"{path} is not an engine JSON document (it has no 'schema' and 'test'); "
                             "remove it from the directory or give the file alone.")
@@ -273,16 +279,44 @@ def prepared_documents(paths: list[Path], where: str, condition: str) -> Prepare
                     where)
 
 
+# What one run of another database may hold as text (its documents, JSON columns and
+# histogram data) and rows (metrics, histograms): an export of that run would be about
+# that size, so reading it is bounded as an export file's import is (FILE_MAX).
+RUN_ROWS_MAX = 200_000
+
+
 def rtgauge_database_runs(path: Path) -> list[int]:
-    """Run ids of another rtgauge SQLite database, read-only (never creates tables there)."""
+    """Run ids of another rtgauge SQLite database, read-only (never creates tables
+    there); a run larger than an import file may be (validate.FILE_MAX of text,
+    RUN_ROWS_MAX rows) is refused before anything is read."""
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if not {"runs", "measurements", "schema_version"} <= tables:
+            if not {"runs", "measurements", "schema_version", "metrics", "histograms"} <= tables:
                 raise UserError(f"{path} is an SQLite database but not an rtgauge results database; "
                                 "give an rtgauge database, export or engine documents.")
-            return [r[0] for r in con.execute("SELECT id FROM runs ORDER BY id")]
+            ids = [r[0] for r in con.execute("SELECT id FROM runs ORDER BY id")]
+            if len(ids) > RUN_RANGE_MAX:
+                raise UserError(f"{path} holds {len(ids):,} runs, more than one import takes ({RUN_RANGE_MAX:,}); "
+                                "export the runs you need with `rtgauge export` and import those.")
+            sizes = con.execute(
+                "SELECT r.id, COALESCE(LENGTH(r.system_facts), 0) + COALESCE(LENGTH(r.doctor), 0) "
+                "+ COALESCE(LENGTH(r.argv), 0) + COALESCE(LENGTH(r.note), 0) + COALESCE(LENGTH(r.origin), 0) "
+                "+ COALESCE((SELECT SUM(COALESCE(LENGTH(m.document), 0) + COALESCE(LENGTH(m.params), 0) "
+                "+ COALESCE(LENGTH(m.env), 0) + COALESCE(LENGTH(m.load), 0) + COALESCE(LENGTH(m.command), 0) "
+                "+ COALESCE(LENGTH(m.error), 0)) FROM measurements m WHERE m.run_id = r.id), 0) "
+                "+ COALESCE((SELECT SUM(COALESCE(LENGTH(h.data), 0) + COALESCE(LENGTH(h.extra), 0) "
+                "+ COALESCE(LENGTH(x.extra), 0)) FROM histograms h JOIN metrics x ON x.id = h.metric_id "
+                "JOIN measurements m ON m.id = x.measurement_id WHERE m.run_id = r.id), 0), "
+                "(SELECT COUNT(*) FROM metrics x JOIN measurements m ON m.id = x.measurement_id "
+                "WHERE m.run_id = r.id) FROM runs r").fetchall()
+            for run_id, size, rows in sizes:
+                if (size or 0) > validate.FILE_MAX or (rows or 0) > RUN_ROWS_MAX:
+                    raise UserError(f"{path} run {run_id} holds {(size or 0) / 1024**2:,.0f} MiB of text and "
+                                    f"{rows or 0:,} metrics, more than an import takes ({validate.FILE_MAX // 1024**2} "
+                                    f"MiB, {RUN_ROWS_MAX:,} metrics a run); nothing stored.")
+            return ids
         finally:
             con.close()
     except sqlite3.Error as e:
@@ -307,19 +341,47 @@ def cmd_import(args) -> int:
     try:
         if args.source != "-":
             return import_source(args, Path(args.source))
-        # standard input: kept in a private temporary file, then read as any file would be
-        import sys
+        # standard input: kept in a private temporary file (at most FILE_MAX bytes), then
+        # read as any file would be
         with tempfile.TemporaryDirectory(prefix="rtgauge-import-") as tmp:
             path = Path(tmp) / "stdin"
-            with open(path, "wb") as f:
-                shutil.copyfileobj(sys.stdin.buffer, f)
-            if path.stat().st_size == 0:
-                raise UserError("standard input is empty; pipe an export, a database or an engine document into "
-                                "`rtgauge import -`.")
+            copy_stdin(path)
             return import_source(args, path)
     except MemoryError:
         raise UserError(f"importing {args.source} needs more memory than this process may use; raise its memory "
                         "limit or import a smaller file.") from None
+
+
+def copy_stdin(path: Path) -> None:
+    """Standard input into path, at most an import file's bound (FILE_MAX): /dev/zero
+    stops there with one sentence, a closed or unreadable input is one sentence."""
+    import sys
+    limit = validate.FILE_MAX
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise UserError("standard input is closed; pipe an export, a database or an engine document into "
+                        "`rtgauge import -`.")
+    copied = 0
+    try:
+        with open(path, "wb") as f:
+            while copied <= limit:
+                chunk = stream.read(min(1 << 20, limit + 1 - copied))
+                if not chunk:
+                    break
+                f.write(chunk)
+                copied += len(chunk)
+    except OSError as e:
+        raise UserError(f"cannot keep standard input for the import ({e.strerror or e}); give the file's "
+                        "path instead of -.") from None
+    except ValueError:      # a closed stream
+        raise UserError("standard input is closed; pipe an export, a database or an engine document into "
+                        "`rtgauge import -`.") from None
+    if copied > limit:
+        raise UserError(f"standard input holds more than an import takes ({limit // 1024**2} MiB); split it "
+                        "or export fewer runs.")
+    if copied == 0:
+        raise UserError("standard input is empty; pipe an export, a database or an engine document into "
+                        "`rtgauge import -`.")
 
 
 def import_source(args, source: Path) -> int:
@@ -520,21 +582,23 @@ def prepared_rtla(source: Path, condition: str) -> Prepared:
                        f"duration {doc['env']['duration'] or '?'}; the output has no system facts or start time")
 
 
-def store_prepared(args, prepared: list[Prepared]) -> int:
-    """Store each prepared run (one transaction each); a run whose origin is already in
-    the database is left out and said so."""
+def store_prepared(args, prepared) -> int:
+    """Store each prepared run (one transaction each; `prepared` may be a generator, so
+    one run is in memory at a time); a run whose origin is already in the database is
+    left out and said so."""
     with open_store(args.db) as store:
         new, again = [], []
         for p in prepared:
             before = already_here(store, p)
             if before is not None:
-                again.append((p, before))
+                again.append((p.what, p.where, before))
                 continue
-            new.append((p, store.import_run(p.run, p.measurements, p.origin)))
-        for p, run_id in new:
-            say(f"Imported {p.what} from {p.where} as run {run_id} in {store.url}.")
-        for p, run_id in again:
-            say(f"{p.what[:1].upper()}{p.what[1:]} from {p.where} was imported before as run {run_id}; nothing stored again.")
+            new.append((p.what, p.where, store.import_run(p.run, p.measurements, p.origin)))
+            del p
+        for what, where, run_id in new:
+            say(f"Imported {what} from {where} as run {run_id} in {store.url}.")
+        for what, where, run_id in again:
+            say(f"{what[:1].upper()}{what[1:]} from {where} was imported before as run {run_id}; nothing stored again.")
     return 0
 
 
@@ -545,6 +609,9 @@ def exportable(run: dict) -> dict:
 
 
 def import_database(args, path: Path) -> int:
+    """Every run of another rtgauge database, each checked before any is stored, and
+    read one at a time (checked, then read again to store), so the import holds one
+    run, whose stored text is bounded as an export file is (rtgauge_database_runs)."""
     if same_file(path, args.db):
         raise UserError(f"{path} is the database being imported into; give another --db.")
     ids = rtgauge_database_runs(path)
@@ -554,21 +621,26 @@ def import_database(args, path: Path) -> int:
     # and the file being imported is not ours to change
     with tempfile.TemporaryDirectory(prefix="rtgauge-import-") as tmp:
         copy = Path(tmp) / "source.db"
-        for suffix in ("", "-wal", "-shm"):
-            if Path(f"{path}{suffix}").exists():
-                shutil.copyfile(f"{path}{suffix}", f"{copy}{suffix}")
+        try:
+            for suffix in ("", "-wal", "-shm"):
+                if Path(f"{path}{suffix}").exists():
+                    shutil.copyfile(f"{path}{suffix}", f"{copy}{suffix}")
+        except OSError as e:
+            raise UserError(f"cannot copy {path} to read it ({e.strerror}); free space in the temporary "
+                            "directory or set TMPDIR.") from None
         with open_store(f"sqlite:///{copy}") as other:
-            try:
-                runs = [other.get_run(i, documents=True).to_dict() for i in ids]   # an export's form
-            except (ValueError, TypeError, RecursionError) as e:
-                raise UserError(f"{path} holds a run rtgauge cannot read ({type(e).__name__}); the database "
-                                "is damaged or not written by rtgauge.") from None
-    prepared = []
-    for run in runs:
-        where = f"{path} run {run.get('id')}"
-        checked = check_export_run({"rtgauge_export": 1, "run": exportable(run)}, where)
-        prepared.append(prepared_export_run(checked, str(path), "rtgauge database"))
-    return store_prepared(args, prepared)
+            def run_of(i: int) -> dict:
+                try:
+                    run = other.get_run(i, documents=True).to_dict()      # an export's form
+                except (ValueError, TypeError, RecursionError) as e:
+                    raise UserError(f"{path} holds a run rtgauge cannot read ({type(e).__name__}); the database "
+                                    "is damaged or not written by rtgauge.") from None
+                return check_export_run({"rtgauge_export": 1, "run": exportable(run)}, f"{path} run {i}")
+
+            for i in ids:                   # every run checked before any is stored
+                run_of(i)
+            return store_prepared(args, (prepared_export_run(run_of(i), str(path), "rtgauge database")
+                                         for i in ids))
 
 
 def dry_read(run: dict, where: str) -> None:

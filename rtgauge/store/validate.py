@@ -19,6 +19,7 @@ import json
 import math
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import jsonschema
@@ -222,52 +223,163 @@ def depth_exceeds(value, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _OPEN = np.zeros(256, np.int8)
 _OPEN[[ord("["), ord("{")]] = 1
 _OPEN[[ord("]"), ord("}")]] = -1
+_CHUNK = 4 * 1024**2
+
+# What a parsed JSON element takes in Python at most (CPython 3.11, 64-bit, pymalloc's
+# 16-byte classes; the worst shapes of each measured with tracemalloc, and the whole
+# parse's peak in bench/parse_bound.py): an object 64 B empty, 184 B with a key (its
+# table); an array 56 B; an item's slot in its container plus its number (an int beyond
+# 2^30 is 36 B, a float 24 B); a key's slot (a dict's resize holds old and new tables a
+# moment); a string 49 B plus its characters at the text's widest character (1, 2 or 4
+# bytes).
+COST_OBJECT, COST_ARRAY, COST_KEY, COST_ITEM, COST_STRING = 256, 96, 48, 64, 64
+
+
+@dataclass
+class JsonCost:
+    """What parsing a JSON text will take, read from its bytes before it is parsed:
+    its depth, its elements, the size of its decoded text and an upper bound of the
+    memory the parse holds (the bytes, the text and the parsed values)."""
+    depth: int
+    elements: int
+    text_bytes: int
+    memory: int
+
+
+def json_cost(data: bytes) -> JsonCost:
+    """The cost of parsing `data` (UTF-8 JSON), read with numpy in 4 MiB pieces (the look
+    holds a few times a piece, never a copy of the text): which bytes are inside strings
+    (a quote counts unless an odd run of backslashes is before it), the structure
+    outside them, the depth of the brackets and the widest character."""
+    arr = np.frombuffer(data, np.uint8)
+    top = continuation = inside_bytes = quotes = depth = level = 0
+    counts = dict.fromkeys(b"{[:,", 0)
+    state = 0            # 1: the piece starts inside a string
+    backslashes = 0      # the run of backslashes the piece starts after
+    for i in range(0, arr.size, _CHUNK):
+        piece = arr[i:i + _CHUNK]
+        n = piece.size
+        top = max(top, int(piece.max()))
+        continuation += int(np.count_nonzero((piece & 0xC0) == 0x80))
+        slash = piece == 92
+        index = np.arange(n, dtype=np.int32)
+        last_other = np.maximum.accumulate(np.where(slash, np.int32(-1), index))   # the last non-backslash up to i
+        at = np.flatnonzero(piece == 34).astype(np.int32)       # quotes
+        before = np.where(at > 0, last_other[np.maximum(at - 1, 0)], -1)
+        run = (at - 1) - before                                  # backslashes right before each quote
+        run = np.where(before < 0, run + backslashes, run)       # ... counting those ending the last piece
+        real = at[(run & 1) == 0]
+        del last_other, before, run
+        toggle = np.zeros(n, np.uint8)
+        toggle[real] = 1
+        inside = np.bitwise_xor.accumulate(toggle) ^ np.uint8(state)   # 1 inside a string (its closing quote: 0)
+        del toggle
+        state = int(inside[-1])
+        tail = np.flatnonzero(~slash)
+        backslashes = n - 1 - int(tail[-1]) if tail.size else backslashes + n
+        del tail, slash, index
+        quotes += real.size
+        inside_bytes += int(np.count_nonzero(inside))
+        outside = piece[inside == 0]
+        del inside
+        for c in counts:
+            counts[c] += int(np.count_nonzero(outside == c))
+        steps = np.cumsum(_OPEN[outside], dtype=np.int64) + level
+        if steps.size:
+            depth, level = max(depth, int(steps.max())), int(steps[-1])
+        del outside, steps
+    width = 4 if top >= 0xF0 else 2 if top >= 0xC4 else 1      # the decoded str's bytes a character
+    text_bytes = 49 + (len(data) - continuation) * width
+    strings = (quotes + 1) // 2
+    objects, arrays, keys, items = counts[ord("{")], counts[ord("[")], counts[ord(":")], counts[ord(",")] + 1
+    parsed = (COST_OBJECT * objects + COST_ARRAY * arrays + COST_KEY * keys + COST_ITEM * items
+              + COST_STRING * strings + inside_bytes * width)
+    return JsonCost(depth, objects + arrays + keys + items + strings, text_bytes, len(data) + text_bytes + parsed)
 
 
 def text_depth_exceeds(text: str, limit: int = MAX_DEPTH) -> bool:
     """Whether JSON text nests deeper than `limit`, read from the text before it is
-    parsed (in C: a regular expression takes out the strings, numpy counts the
-    brackets): walking a parsed file of millions of values took seconds."""
-    bare = _STRING.sub("", text).encode("ascii", "replace")
-    if not bare:
-        return False
-    steps = _OPEN[np.frombuffer(bare, np.uint8)]          # a byte a character: +1, -1 or 0
-    steps = steps[steps != 0]                                 # the brackets only
-    return bool(steps.size) and bool(np.cumsum(steps, dtype=np.int32).max() > limit)
+    parsed (json_cost: in C and numpy; walking a parsed file of millions of values
+    took seconds)."""
+    return json_cost(text.encode("utf-8", "surrogatepass")).depth > limit
 
 
-DOCUMENT_MAX = 64 * 1024**2   # bytes of one document from a tool or a board (doc.json)
+# Bytes of one document from a tool or a board (doc.json), and what its parse may hold
+# (json_cost(...).memory): with the process's own ~100 MB, the bytes as read and the
+# document stored as text, a run stays under the host's 512 MB whatever a board sends
+# (docs/design.md "Bounded reads"; bench/parse_bound.py measures it).
+DOCUMENT_MAX = 64 * 1024**2
+DOCUMENT_PARSE_MAX = 256 * 1024**2
+# What one import's parses may hold together (a file, or every document of a directory):
+# a valid 64 MiB export of a long series costs about 500 MiB by json_cost, and the import's
+# stored form and dry read stay under MEMORY_BOUND_TEXT beside it (bench/import.py).
+IMPORT_PARSE_MAX = 768 * 1024**2
+
+
+class ParseBudget:
+    """What the parses of one reading (a document, an import: every file of a directory
+    together) may hold: each parse takes its json_cost from it before it is parsed."""
+
+    def __init__(self, total: int, what: str, fix: str, fix_size: str):
+        self.left, self.total, self.what, self.fix, self.fix_size = total, total, what, fix, fix_size
+
+    def take(self, cost: "JsonCost", where: str) -> None:
+        if cost.memory > self.left:
+            spent = f" with what was read before it" if self.left < self.total else ""
+            raise UserError(f"{where} would take about {cost.memory / 1024**2:,.0f} MiB of memory to read "
+                            f"({cost.elements:,} JSON values){spent}, more than {self.what} may hold "
+                            f"({self.total // 1024**2:,} MiB); {self.fix_size}")
+        self.left -= cost.memory
+
+
+def parse_json_bytes(data: bytes, where: str, budget: ParseBudget):
+    """UTF-8 JSON bytes parsed strictly, after their cost is known and taken from budget:
+    depth, elements and memory are bounded before anything is materialised."""
+    try:
+        cost = json_cost(data)
+        if cost.depth > MAX_DEPTH:
+            raise RecursionError
+        budget.take(cost, where)
+        text = data.decode("utf-8")
+        value = loads_strict(text)
+        del text
+        return value
+    except UnicodeDecodeError as e:
+        raise UserError(f"{where} is not UTF-8 text (byte {e.start}); {budget.fix}") from None
+    except RecursionError:
+        raise UserError(f"{where} nests deeper than rtgauge reads ({MAX_DEPTH} levels); {budget.fix}") from None
+    except json.JSONDecodeError as e:
+        raise UserError(f"{where} is not valid JSON (line {e.lineno}: {e.msg}); {budget.fix}") from None
+    except ValueError as e:
+        raise UserError(f"{where}: {e}; rtgauge stores finite numbers and 64-bit integers only.") from None
+    except MemoryError:
+        raise UserError(f"{where} does not fit in the memory this process may use; raise the memory limit "
+                        "or give a smaller file.") from None
 
 
 def parse_document(data: bytes, where: str):
     """A tool's document (the engine's doc.json, here or from a board): at most
-    DOCUMENT_MAX bytes, UTF-8, strict JSON (no NaN, 64-bit integers), at most MAX_DEPTH
-    deep; else UserError with one sentence."""
+    DOCUMENT_MAX bytes and DOCUMENT_PARSE_MAX of parse, UTF-8, strict JSON (no NaN,
+    64-bit integers), at most MAX_DEPTH deep; else UserError with one sentence."""
     if len(data) > DOCUMENT_MAX:
         raise UserError(f"{where} is larger than rtgauge reads ({DOCUMENT_MAX // 1024**2} MiB)")
-    try:
-        text = data.decode("utf-8")
-        if text_depth_exceeds(text):
-            raise RecursionError
-        data = loads_strict(text)
-        del text
-    except UnicodeDecodeError as e:
-        raise UserError(f"{where} is not UTF-8 text (byte {e.start})") from None
-    except RecursionError:
-        raise UserError(f"{where} nests deeper than rtgauge reads ({MAX_DEPTH} levels)") from None
-    except json.JSONDecodeError as e:
-        raise UserError(f"{where} is not valid JSON (line {e.lineno}: {e.msg})") from None
-    except ValueError as e:
-        raise UserError(f"{where}: {e}") from None
-    return data
+    return parse_json_bytes(data, where, ParseBudget(DOCUMENT_PARSE_MAX, "a document",
+                                                     "the tool did not write a document rtgauge reads.",
+                                                     "the tool wrote more than a document rtgauge reads."))
 
 
-def read_text_file(path: Path) -> str:
-    """A file's text, at most FILE_MAX bytes, UTF-8; one sentence for whatever is wrong."""
+def import_budget() -> ParseBudget:
+    return ParseBudget(IMPORT_PARSE_MAX, "an import",
+                       "give an rtgauge export, a database or engine documents.",
+                       "split it, or import fewer documents at once.")
+
+
+def read_bytes_file(path: Path, total: list[int] | None = None) -> bytes:
+    """A file's bytes, at most FILE_MAX (and, given `total`, at most what is left of
+    the FILE_MAX of a whole directory: total[0] bytes); one sentence for whatever is wrong."""
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -278,10 +390,12 @@ def read_text_file(path: Path) -> str:
             data = f.read(FILE_MAX + 1)
         if len(data) > FILE_MAX:
             raise UserError(f"{path} grew past {FILE_MAX // 1024**2} MiB while being read; import a finished file.")
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise UserError(f"{path} is not UTF-8 text (byte {e.start}); give an rtgauge export or an engine "
-                        "document.") from None
+        if total is not None:
+            total[0] -= len(data)
+            if total[0] < 0:
+                raise UserError(f"the files of {path.parent} are more than an import takes together "
+                                f"({FILE_MAX // 1024**2} MiB); import them in smaller directories.")
+        return data
     except MemoryError:
         raise UserError(f"{path} does not fit in the memory this process may use; raise the memory limit "
                         "or import a smaller file.") from None
@@ -289,26 +403,29 @@ def read_text_file(path: Path) -> str:
         raise UserError(f"cannot read {path} ({e.strerror}); check the path.") from None
 
 
-def read_json_file(path: Path):
-    """A file's JSON, strictly parsed; one sentence for whatever is wrong with it."""
-    text = read_text_file(path)
+def read_text_file(path: Path) -> str:
+    """A file's text (a tool's text output), at most FILE_MAX bytes, UTF-8, and at most
+    twice that decoded (a character beyond U+FFFF makes Python's text 4 bytes a
+    character); one sentence for whatever is wrong."""
+    data = read_bytes_file(path)
     try:
-        if text_depth_exceeds(text):
-            raise RecursionError
-        data = loads_strict(text)
-    except RecursionError:
-        raise UserError(f"{path} nests deeper than rtgauge reads ({MAX_DEPTH} levels); "
-                        "it is not an rtgauge export or engine document.") from None
-    except json.JSONDecodeError as e:
-        raise UserError(f"{path} is not valid JSON (line {e.lineno}: {e.msg}); give an rtgauge export, "
-                        "a database or engine documents.") from None
-    except ValueError as e:
-        raise UserError(f"{path}: {e}; rtgauge stores finite numbers and 64-bit integers only.") from None
+        if json_cost(data).text_bytes > 2 * FILE_MAX:
+            raise UserError(f"{path} holds characters that would take more than {2 * FILE_MAX // 1024**2} MiB "
+                            "as text; give the tool's output unchanged.")
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path} is not UTF-8 text (byte {e.start}); give an rtgauge export or an engine "
+                        "document.") from None
     except MemoryError:
         raise UserError(f"{path} does not fit in the memory this process may use; raise the memory limit "
                         "or import a smaller file.") from None
-    del text
-    return data
+
+
+def read_json_file(path: Path, budget: ParseBudget | None = None, total: list[int] | None = None):
+    """A file's JSON, strictly parsed, its cost taken from `budget` (an import's, by
+    default a new one) before it is parsed; one sentence for whatever is wrong with it."""
+    data = read_bytes_file(path, total)
+    return parse_json_bytes(data, str(path), budget or import_budget())
 
 
 # -- the schema ----------------------------------------------------------------------
