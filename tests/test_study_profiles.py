@@ -56,8 +56,9 @@ def test_interrupt_study_method():
     lat = job(load_profile("interrupt-study"), "interrupt-latency")
     o = lat.options
     assert (o["interval-us"], o["cycles"], o["priority"], o["policy"]) == (250, 2_000_000, 99, "fifo")
-    assert lat.conditions == ["idle", "ping-tcp"] and lat.if_available == ["split"]
-    assert plan_seconds(build_plan(load_profile("interrupt-study")), 5.0) >= 2 * 500
+    assert lat.conditions == ["idle", "ping-tcp", "ipi"] and lat.if_available == ["split"]
+    assert job(load_profile("interrupt-study"), "context-switch").conditions == ["idle", "ping-tcp", "ipi"]
+    assert plan_seconds(build_plan(load_profile("interrupt-study")), 5.0) >= 3 * 2 * 500
 
 
 def test_cyclictest_study_method():
@@ -74,7 +75,11 @@ def test_rtos_evaluation_method():
     assert all(j.options["policy"] == "fifo" for j in p.jobs if j.test == "switch")
     assert job(p, "sem-p").options["waiters"] == 128
     assert {j.test for j in p.jobs} >= {"tick", "switch", "thread", "thr-new", "thr-rr", "sem", "sem-lck",
-                                         "sem-rel", "mutex", "mut-arc", "latency"}
+                                         "sem-rel", "mutex", "mut-arc", "latency", "irq-gap", "timer-sustain"}
+    # the analogues of IRQ_P_DLT and IRQ_S_SUS (docs/studies.md), at the IRQ tests' priority
+    assert job(p, "irq-p-dlt").test == "irq-gap" and job(p, "irq-s-sus").test == "timer-sustain"
+    sus = job(p, "irq-s-sus").options
+    assert (sus["max-period-us"], sus["min-period-us"], sus["priority"]) == (1000, 10, 99)
 
 
 def test_tire_study_method():
@@ -190,8 +195,8 @@ def test_notes_are_stored_with_the_measurement(engine_bin, tmp_path, monkeypatch
 @needs_mount_namespace
 @pytest.mark.shared
 def test_interrupt_study_quick_runs_end_to_end(engine_bin, tmp_path):
-    """The cheapest study (2 s per latency job, 10 s per context-switch job): idle and
-    ping-tcp at 4 kHz, priority 99, split into ti_irq/ti_sched, into a store; `show
+    """The cheapest study (2 s per latency job, 10 s per context-switch job): idle,
+    ping-tcp and ipi at 4 kHz, priority 99, split into ti_irq/ti_sched, into a store; `show
     --json` reads it back. On a machine in its fresh state (tracefs not mounted: a
     private mount namespace without it), the split mounts tracefs and says so. The shipped
     profile as it is, but for its preemptions: 4,000 a condition, not 40,000 (1 s, not 10)."""
@@ -204,21 +209,24 @@ def test_interrupt_study_quick_runs_end_to_end(engine_bin, tmp_path):
     p = subprocess.run(without_tracefs([sys.executable, "-m", "rtgauge", "run", "--profile",
                                         str(profile), "--duration", "2s", "--allow-netns",
                                         "--db", str(db), "--no-report"]),
-                       capture_output=True, text=True, env=env, timeout=120)
+                       capture_output=True, text=True, env=env, timeout=180)
     assert p.returncode == 0, p.stdout + p.stderr
     shown = cli(["show", "latest", "--json", "--db", str(db)], env=env, check=True)
     run = json.loads(shown.stdout)
     assert run["profile"] == "interrupt-study-quick" and run["status"] == "complete"
     lat = {m["condition"]: m for m in run["measurements"] if m["test"] == "latency"}
-    assert set(lat) == {"idle", "ping-tcp"}
+    assert set(lat) == {"idle", "ping-tcp", "ipi"}
     for m in lat.values():
         assert m["ok"] and m["params"]["interval_us"] == 250 and m["params"]["priority"] == 99
         assert m["metrics"]["ti_irq"]["count"] > 0 and m["metrics"]["ti_sched"]["count"] > 0
         assert any(MOUNT_NOTE in n for n in m["env"]["notes"])
     assert lat["ping-tcp"]["load"]["condition"] == "ping-tcp"
+    ipi = lat["ipi"]["load"]                          # the interrupt flood landed on the measured CPUs
+    assert ipi["condition"] == "ipi" and ipi["ipis_sent"] > 0
+    assert sum(ipi["ipis_received"].values()) > 0.5 * ipi["ipis_sent"], ipi
     cs = {m["condition"]: m for m in run["measurements"] if m["test"] == "preempt"}
-    assert set(cs) == {"idle", "ping-tcp"}           # the study's context switch
+    assert set(cs) == {"idle", "ping-tcp", "ipi"}    # the study's context switch
     for m in cs.values():
         assert m["ok"] and m["params"]["event"] == "timer" and m["params"]["period_us"] == 250
     with sqlite3.connect(db) as c:
-        assert c.execute("select count(*) from measurements").fetchone()[0] == 5
+        assert c.execute("select count(*) from measurements").fetchone()[0] == 7

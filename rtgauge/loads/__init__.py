@@ -10,7 +10,8 @@ checkable.
 
 Each concern has its module: base.py (LoadContext, Load, ProcessLoad and the process
 accounting), stress.py (stress-ng), hackbench.py, netns.py (the veth-pair loads and
-their script), command.py (a user command). This module names the conditions, makes a
+their script), ipi.py (the IPI flood onto the measured CPUs, worker ipiflood.py),
+command.py (a user command). This module names the conditions, makes a
 load from a condition's name and judges what a load delivered."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from rtgauge.loads.base import (CLK_TCK, PACKAGES, SUPERVISOR, Load, LoadContext
                                 session_pids)
 from rtgauge.loads.command import Command
 from rtgauge.loads.hackbench import Hackbench
+from rtgauge.loads.ipi import IpiFlood
 from rtgauge.loads.netns import (NETNS_PAIR_SCRIPT, PING_TCP_TRAFFIC, TCPCOPY, UDPFLOOD,
                                  VETH_TRAFFIC, NetnsPair, PingTcp, VethNet)
 from rtgauge.loads.stress import (StressCpu, StressIo, StressIrqHeavy, StressMemory, StressMixed,
@@ -30,7 +32,7 @@ from rtgauge.loads.stress import (StressCpu, StressIo, StressIrqHeavy, StressMem
 __all__ = [
     "CLK_TCK", "CONDITIONS", "CPU_BOUND", "MIN_DELIVERED", "NETNS_PAIR_SCRIPT", "PACKAGES",
     "PING_TCP_TRAFFIC", "SUPERVISOR", "TCPCOPY", "UDPFLOOD", "VETH_TRAFFIC",
-    "Command", "Hackbench", "Load", "LoadContext", "NetnsPair", "PingTcp", "ProcessLoad",
+    "Command", "Hackbench", "IpiFlood", "Load", "LoadContext", "NetnsPair", "PingTcp", "ProcessLoad",
     "StressCpu", "StressIo", "StressIrqHeavy", "StressMemory", "StressMixed", "StressNetLoopback",
     "StressNg", "VethNet", "judge_delivery", "kill_session", "make_load", "need_tool",
     "own_network_namespace", "proc_stat", "read_stress_ng_metrics", "session_cpu_seconds",
@@ -49,7 +51,7 @@ class _Conditions(dict):
 CONDITIONS: dict[str, type[Load]] = _Conditions({
     "idle": Load, "cpu": StressCpu, "memory": StressMemory, "io": StressIo,
     "net": StressNetLoopback, "sched": Hackbench, "irq-heavy": StressIrqHeavy, "mixed": StressMixed,
-    "ping-tcp": PingTcp,
+    "ping-tcp": PingTcp, "ipi": IpiFlood,
 })
 
 

@@ -28,13 +28,14 @@ PACKAGES = {"stress-ng": "stress-ng", "hackbench": "rt-tests", "ip": "iproute2",
 @dataclass
 class LoadContext:
     """Where and how a load runs: its CPUs (affinity), its cpuset (a cgroup.procs file
-    to join), the directory the io load writes to, and whether the net load may create
-    network namespaces."""
+    to join), the directory the io load writes to, whether the net load may create
+    network namespaces, and the CPUs the job measures on."""
     cpus: list[int] | None = None
     cgroup_procs: str | None = None
     data_dir: str | None = None
     allow_netns: bool = False
     workers: int | None = None
+    measured_cpus: list[int] | None = None   # the job's CPUs (the ipi load floods them)
 
     def worker_count(self) -> int:
         return self.workers or len(self.cpus or []) or os.cpu_count() or 1

@@ -63,6 +63,7 @@ def allowed_cpus() -> list[int]:
 # (switch at 1000 threads: 2.5 us a switch; sem with 128 waiters: 4 us a round).
 ITERATION_CEILING_S = 100e-6
 WATCHDOG_MARGIN_S = 30.0     # the engine's margin past a planned length (preempt --event timer)
+IRQ_GAP_MARGIN_S = 20.0      # irq-gap's watchdog past its --duration-s
 HOST_GRACE_S = 60.0          # the host waits this long past 1.5 x the planned length
 
 
@@ -89,6 +90,8 @@ def planned_seconds(test: str, options: dict) -> float | None:
             seconds = float(options["duration-s"])
         elif test == "preempt" and _option(test, options, "event") == "timer":
             seconds = float(_option(test, options, "iterations")) * float(_option(test, options, "period-us")) / 1e6
+        elif test == "timer-sustain":     # every probe at its length (each is bounded at 2x + 0.5 s)
+            seconds = float(_option(test, options, "max-probes")) * float(_option(test, options, "probe-s"))
         elif _option(test, options, "duration-s") is not None:
             seconds = float(_option(test, options, "duration-s"))
         else:
@@ -122,6 +125,8 @@ def engine_watchdog_s(test: str, options: dict) -> float | None:
             return None
     if test == "preempt" and _option(test, options, "event") == "timer":
         return planned_seconds(test, options) + WATCHDOG_MARGIN_S   # the engine's own rule (preempt.c)
+    if test == "irq-gap":
+        return planned_seconds(test, options) + IRQ_GAP_MARGIN_S    # the engine's own rule (irq_gap.c)
     default = _option(test, options, "timeout-s")
     return None if default is None else float(default)
 

@@ -427,7 +427,7 @@ def run_job_segments(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> 
         from rtgauge.remote.loads import target_load
         load = target_load(job.condition, s.target, load_context(s))
     else:
-        load = make_load(job.condition, load_context(s))
+        load = make_load(job.condition, replace(load_context(s), measured_cpus=list(job.cpus) or None))
     segments = split_segments(job, s.segment_s)
     stopped = False
     try:

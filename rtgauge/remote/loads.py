@@ -25,6 +25,7 @@ from rtgauge.loads.stress import parse_stress_ng_metrics
 
 NOT_ON_TARGET = {
     "ping-tcp": "it joins two network namespaces with a script of this machine's rtgauge",
+    "ipi": "its sender is a Python script of this machine's rtgauge that opens perf events there",
 }
 
 

@@ -150,7 +150,8 @@ def _measured_cell(study, placed: dict) -> str:
         st = b.get("stats") or {}
         figure = st.get("value") if st.get("value") is not None else st.get("max")
         if figure is not None:
-            cell += f"\n[cyan]analogue {escape(b['metric'])}: {figure:,.1f}[/]"
+            label = "max " if st.get("value") is None else b.get("bound", "")
+            cell += f"\n[cyan]analogue {escape(b['metric'])}: {label}{figure:,.1f}[/]"
     return cell
 
 
