@@ -28,6 +28,8 @@ def register(subparsers) -> None:
         "--target", default=None, metavar="ssh://[user@]host[:port]",
         help="check that machine over SSH: its /proc, /sys and /etc are read over the connection",
     )
+    from rtgauge.cli.show import add_format_argument
+    add_format_argument(p)
     p.set_defaults(func=doctor)
 
 
@@ -62,38 +64,107 @@ def doctor(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"facts": facts, "checks": checks}, indent=2, ensure_ascii=False))
     else:
-        print_table(facts, checks)
+        print_table(facts, checks, args.format)
     return 1 if args.strict and count_statuses(checks)["bad"] else 0
 
 
-def print_table(facts: dict, checks: list[dict]) -> None:
-    from rtgauge.report.safe import SafeConsole as Console
+def print_table(facts: dict, checks: list[dict], fmt: str | None = None) -> None:
+    """On a terminal, a block per check: its status, name and value, then its advice,
+    every command in it (the `backquoted` parts) whole on a line of its own, so that it
+    can be pasted. Into a pipe or a file (or --format tsv), one tab-separated line a check."""
     from rich.table import Table
-
+    from rtgauge.report.safe import table_console
     from rtgauge.sysinfo.checks import count_statuses
 
-    console = Console()
+    console = table_console(fmt)
     title = (
         f"{facts.get('hostname') or '?'}: Linux {facts.get('kernel_release') or '?'}, "
         f"{facts.get('cpus')} CPUs, {facts.get('cpu_model') or 'unknown CPU'}"
     )
-    table = Table(title=title, show_lines=True)
-    table.add_column("check", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    # fold, never truncate: advice lines carry commands the user copies.
-    table.add_column("value", ratio=2, overflow="fold")
-    table.add_column("advice", ratio=3, overflow="fold")
-    for c in checks:
-        style = STATUS_STYLE.get(c["status"], "")
-        # Advice holds shell commands with [brackets]; keep rich from reading them as markup.
-        table.add_row(c["name"], f"[{style}]{c['status']}[/]", escape(c["value"]), escape(c["advice"]))
-    console.print(table)
     counts = count_statuses(checks)
-    console.print(
-        f"[bold red]{counts['bad']} bad[/], [yellow]{counts['warn']} warn[/], "
-        f"{counts['info']} info, {counts['ok']} ok"
-        + ("" if counts["bad"] or counts["warn"] else ": nothing stands in the way")
-    )
+    summary = (f"{counts['bad']} bad, {counts['warn']} warn, {counts['info']} info, {counts['ok']} ok"
+               + ("" if counts["bad"] or counts["warn"] else ": nothing stands in the way"))
+    if console.plain:
+        table = Table(title=title)
+        for col in ("check", "status", "value", "advice"):
+            table.add_column(col)
+        for c in checks:
+            table.add_row(escape(c["name"]), escape(c["status"]), escape(c["value"]), escape(c["advice"]))
+        console.print(table)
+        console.file.write(f"# {summary}\n")
+        return
+    import textwrap
+    from rich.padding import Padding
+    from rich.text import Text
+    console.print(Text(printable(title), style="bold"))
+    width = max((len(c["status"]) for c in checks), default=2)
+    for c in checks:
+        head = f"{c['status']:<{width}} {printable(c['name'])}: {printable(c['value'])}"
+        lines = textwrap.wrap(head, console.width, subsequent_indent=" " * (width + 1),
+                              break_long_words=False, break_on_hyphens=False) or [head]
+        first = Text(lines[0][:width], style=STATUS_STYLE.get(c["status"], ""))
+        first.append(lines[0][width:])
+        console.print(first, soft_wrap=True)
+        for line in lines[1:]:
+            console.print(Text(line), soft_wrap=True)
+        for kind, part in advice_parts(c["advice"]):
+            if kind == "command":      # whole, never wrapped by rtgauge: the terminal's own wrap pastes as one line
+                console.print(Text(" " * (width + 3) + printable(part), style="cyan"), soft_wrap=True)
+            else:
+                console.print(Padding(Text(printable(part)), (0, 0, 0, width + 1)))
+    console.print(f"[bold red]{counts['bad']} bad[/], [yellow]{counts['warn']} warn[/], "
+                  f"{counts['info']} info, {counts['ok']} ok"
+                  + ("" if counts["bad"] or counts["warn"] else ": nothing stands in the way"))
+
+
+COMMAND_INLINE_MAX = 16    # a `backquoted` word this short (`update-grub`, `--cpus 1`) stays in the sentence
+
+
+def advice_parts(advice: str) -> list[tuple[str, str]]:
+    """The advice as ("text", ...) and ("command", ...) parts: a backquoted part longer
+    than COMMAND_INLINE_MAX is a command (or a kernel command line) to paste, on its own
+    line; a short one stays in the sentence with its backquotes."""
+    pieces = advice.split("`")
+    if len(pieces) % 2 == 0:          # an unpaired backquote: the advice is prose as it is
+        return [("text", advice)] if advice.strip() else []
+    parts: list[tuple[str, str]] = []
+    text = ""
+    for i, piece in enumerate(pieces):
+        if i % 2 and len(piece) > COMMAND_INLINE_MAX:
+            if text.strip():
+                parts.append(("text", text.strip()))
+            parts += [("command", line) for line in shell_lines(piece)]
+            text = ""
+        else:
+            text += f"`{piece}`" if i % 2 else piece
+    if text.strip(" ,.;"):
+        parts.append(("text", text.strip()))
+    return parts
+
+
+def shell_lines(command: str) -> list[str]:
+    """A command line split at its top-level `; ` (not inside parentheses or quotes) into
+    lines that, pasted one after another, do the same; anything else stays one line."""
+    out, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(command):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == ";" and depth == 0 and command[i + 1:i + 2] == " ":
+            out.append(command[start:i].strip())
+            start = i + 1
+    out.append(command[start:].strip())
+    return [line for line in out if line]
+
+
+def printable(text) -> str:
+    from rtgauge.printable import printable as visible
+    return visible(str(text), None)
 
 
 def escape(text: str) -> str:

@@ -28,8 +28,8 @@ def markup(text, limit: int | None = DEFAULT_LIMIT) -> str:
 class SafeConsole(Console):
     """A rich Console that removes control characters from every string it renders
     (rtgauge's own markup holds none, so only data is affected). A table it prints
-    keeps its numbers whole (report/tables.py); with plain=True it prints tables as
-    TSV, for scripts."""
+    keeps its numbers and words whole, stacked when too wide (report/tables.py); with
+    plain=True it prints tables as TSV, for scripts."""
 
     def __init__(self, *args, plain: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
@@ -47,20 +47,27 @@ class SafeConsole(Console):
         from rich.table import Table
         if len(objects) != 1 or not isinstance(objects[0], Table):
             return super().print(*objects, **kwargs)
-        from rtgauge.report.tables import keep_numbers_whole, table_tsv, width_needed
+        from rtgauge.report.tables import fit_widths, print_stacked, set_widths, table_tsv
         table = objects[0]
         if self.plain:       # written as it is: rich would expand the tabs
             self.file.write(_CONTROL.sub(_visible, table_tsv(table)) + "\n")
             return None
-        keep_numbers_whole(table)
-        need, width = width_needed(self, table), self.width
-        if need <= width:
-            return super().print(table, **kwargs)
-        self.width = need            # wider than the terminal rather than a number cut
-        try:
-            return super().print(table, **kwargs)
-        finally:
-            self.width = width
+        widths = fit_widths(table, self.width)
+        if widths is None:   # too wide for the terminal even with text wrapped: one block per row
+            return print_stacked(self, table)
+        set_widths(table, widths)
+        return super().print(table, **kwargs)
+
+
+def table_console(fmt: str | None = None, stderr: bool = False) -> SafeConsole:
+    """The console a command prints to: tables drawn on a terminal, TSV into a pipe or a
+    file, unless FMT ('table' or 'tsv', the commands' --format) says. Off a terminal a
+    drawn table is 140 columns wide unless $COLUMNS says."""
+    import os
+    tty = SafeConsole(stderr=stderr).is_terminal
+    plain = fmt == "tsv" or (fmt is None and not tty)
+    width = None if tty or os.environ.get("COLUMNS", "").isdigit() else 140
+    return SafeConsole(stderr=stderr, width=width, highlight=False, plain=plain)
 
 
 def say(text="", **kwargs) -> None:
