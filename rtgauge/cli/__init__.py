@@ -36,6 +36,8 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"rtgauge.cli.{name}").register(sub)
+    from rtgauge.cli.examples import add_examples
+    add_examples(parser)
     return parser
 
 
