@@ -24,6 +24,8 @@ def passthrough(args: list[str]) -> int:
         target, rest = (args[1] if len(args) > 1 else "", args[2:]) if args[0] == "--target" \
             else (args[0].split("=", 1)[1], args[1:])
         return on_target(target, rest)
+    as_json = "--json" in args
+    args = [a for a in args if a != "--json"]
     try:
         if args[:1] == ["latency"]:
             args = ["latency", *cyclictest_aliases(args[1:])]
@@ -31,6 +33,9 @@ def passthrough(args: list[str]) -> int:
     except UserError as e:
         print(f"rtgauge: {e}", file=sys.stderr)
         return e.exit_status
+    if args[:1] == ["latency"] and not as_json and sys.stdout.isatty() and \
+            not any(a in ("--help", "--out") or a.startswith("--out=") for a in args):
+        return latency_on_terminal(exe, args)
     sys.stdout.flush()
     sys.stderr.flush()
     # Python ignores SIGPIPE and an ignored signal stays ignored across exec: give the
@@ -39,6 +44,68 @@ def passthrough(args: list[str]) -> int:
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     os.execv(exe, [exe, *args])
     return 127  # not reached
+
+
+def latency_on_terminal(exe: str, args: list[str]) -> int:
+    """`rtgauge engine latency` on a terminal: the engine runs as a child (Ctrl-C reaches
+    it through the terminal and it ends with its document), and the document is summed
+    up as cyclictest does: a line per thread and the `# Min/Avg/Max Latencies` lines.
+    --json (or any stdout that is not a terminal) prints the document itself."""
+    import json
+    import signal
+    import subprocess
+    sys.stdout.flush()
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)     # the engine handles Ctrl-C and reports
+    try:
+        p = subprocess.run([exe, *args], stdout=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, old)
+    try:
+        doc = json.loads(p.stdout)
+    except ValueError:
+        sys.stdout.write(p.stdout)          # not a document (an error, usage): as the engine said it
+        return p.returncode
+    for line in latency_summary(doc):
+        print(line)
+    return p.returncode
+
+
+def latency_summary(doc: dict) -> list[str]:
+    """cyclictest's summary of a latency document, in µs: `T:` a line per thread, then
+    `# Min Latencies:` ... `# Max Latencies:` with a column per thread."""
+    from rtgauge.printable import printable
+    if not doc.get("ok", True) and doc.get("error"):
+        return [f"rtgauge-engine latency failed: {printable(doc.get('error'))}"]
+    metrics, env, params = doc.get("metrics") or {}, doc.get("env") or {}, doc.get("params") or {}
+    threads = env.get("threads") or []
+    keys = [f"#{t.get('index', i)}" for i, t in enumerate(threads)] or [""]
+    head = (f"# rtgauge-engine latency: {len(keys)} thread{'s' if len(keys) != 1 else ''}, "
+            f"{env.get('policy', '?')} {env.get('priority', '?')}, interval {params.get('interval_us', '?')} µs"
+            + (", FALLBACK: not real-time" if env.get("fallback") else "")
+            + (", interrupted" if doc.get("interrupted") else "") + "; figures in µs (--json: the document)")
+    out = [head]
+
+    def us(ns) -> str:
+        return "-" if ns is None else f"{ns / 1000:.0f}"
+
+    rows = []
+    for i, key in enumerate(keys):
+        ti = metrics.get(f"ti{key}") or {}
+        t = threads[i] if i < len(threads) else {}
+        cycles = (metrics.get(f"cycles{key}") or {}).get("value", ti.get("count"))
+        misses = (metrics.get(f"misses{key}") or {}).get("value")
+        rows.append((ti, misses))
+        out.append(f"T:{i:2d} ({t.get('tid', '?'):>6}) P:{t.get('priority', env.get('priority', '?'))} "
+                   f"I:{params.get('interval_us', '?')} C:{cycles if cycles is not None else '-':>8} "
+                   f"Min:{us(ti.get('min')):>7} Avg:{us(ti.get('avg')):>7} Max:{us(ti.get('max')):>7}"
+                   + (f" CPU:{t['cpu']}" if t.get("cpu") is not None else "")
+                   + (f" Misses:{misses}" if misses else ""))
+    for label, stat in (("Min", "min"), ("Avg", "avg"), ("Max", "max")):
+        out.append(f"# {label} Latencies: " + " ".join(
+            "-" if ti.get(stat) is None else f"{round(ti[stat] / 1000):05d}" for ti, _ in rows))
+    if any(m is not None for _, m in rows):
+        out.append("# Misses: " + " ".join("-" if m is None else str(m) for _, m in rows))
+    return out
 
 
 # cyclictest's short options a user of it types on `rtgauge engine latency`, each with
