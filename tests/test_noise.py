@@ -92,7 +92,8 @@ def test_maxima_that_read_the_same_in_every_round_are_judged_by_permutation():
     r = noise.compare_rounds(a, b, step=9.0, extreme=True)
     assert r.p_value == pytest.approx(0.1) and r.interval[0] < 0 < r.interval[1]
     assert "permutation" in r.method and r.extra["permutation_p"] == pytest.approx(0.1)
-    assert r.extra["to_decide"].startswith("--rounds 4 --interleave")      # 2/70 < 0.05
+    assert r.extra["to_decide"].startswith("4 rounds a side could resolve it")      # 2/70 < 0.05
+    assert "`rtgauge run --rounds 4`" in r.extra["to_decide"]
     # five rounds a side, every one apart: 2 of the 252 orderings, resolved
     r5 = noise.compare_rounds([31.0] * 5, [100.0] * 5, step=9.0, extreme=True)
     assert r5.p_value == pytest.approx(2 / 252) and r5.interval[0] > 0

@@ -65,7 +65,7 @@ def check_rule(run: Run, rule: Rule) -> list[Check]:
                              "closed on a failed or partial measurement"))
             continue
         hit = rule.trips(Change(f, None, f.value, SAME, "one run"))
-        shown = f"{f.value / 1000:,.1f} µs" if f.unit == "ns" else (
+        shown = rule.shown(f.value, f.unit) if f.unit == "ns" else (
             f"{f.value:g}" if f.unit == "count" else f"{f.value:g} {f.unit}")
         out.append(Check(rule.text, job, FAIL if hit else PASS,
                          f"{f.label} = {shown}" + (" breaks the rule" if hit else " keeps the rule")))

@@ -219,16 +219,15 @@ def compare_rounds(a: list[float], b: list[float], step: float = 1.0, extreme: b
         spread = math.sqrt((sx ** 2 + sy ** 2) / 2) / level
         need = rounds_to_decide(math.log(float(np.mean(y)) / level), spread)
         extra["rounds_to_decide"] = need
-        extra["to_decide"] = (f"--rounds {need} --interleave would resolve a change of this size" if need and
-                              need > max(nx, ny) else
-                              f"a change this small needs more than {MAX_ROUNDS_ADVISED} interleaved rounds"
-                              if need is None else "more rounds would narrow it")
+        extra["to_decide"] = (decide_text(need) if need and need > max(nx, ny) else decide_text(None)
+                              if need is None else "more rounds of each setting would narrow it")
     if extra.get("permutation_p", 0) > 1 - LEVEL:
         n = 2
         while 2 / math.comb(2 * n, n) > 1 - LEVEL:
             n += 1
-        extra["to_decide"] = (f"--rounds {n} --interleave could resolve it: maxima that read the same in every "
-                              f"round need {n} rounds a side for the exact permutation test")
+        extra["to_decide"] = (f"{n} rounds a side could resolve it (maxima that read the same in every round "
+                              f"need {n} for the exact permutation test): measure each setting again with "
+                              f"`rtgauge run --rounds {n}`; a stored run gains no rounds")
     return Result(method, p, diff, (diff - half, diff + half), half, run_interval(a, step), run_interval(b, step),
                   extra=extra)
 
@@ -353,6 +352,17 @@ def drift_df(family: str) -> float:
 MAX_ROUNDS_ADVISED = 30
 
 
+def decide_text(need: int | None) -> str:
+    """What would decide an undecided change, for runs already stored: a stored run gains
+    no rounds, so both settings are measured again, NEED rounds each (interleaved in one
+    run where both can run on one machine)."""
+    if need is None:
+        return f"a change this small needs more than {MAX_ROUNDS_ADVISED} rounds a side"
+    return (f"{need} rounds a side would resolve a change of this size: measure each setting again with "
+            f"`rtgauge run --rounds {need}` (both in one run with --interleave when they run on one machine); "
+            "a stored run gains no rounds")
+
+
 def rounds_to_decide(log_change: float, drift: float) -> int | None:
     """Rounds per side (interleaved) after which a change of this size (log ratio)
     would stand out of the drift: the interval's half-width t * sqrt(2 * drift^2 / n)
@@ -402,8 +412,7 @@ def compare_single(va: float, vb: float, drift: float, se_a: float = 0.0, se_b: 
     half = _t_two_sided(df) * se
     iv = (va * (math.exp(max(d - half, -700)) - 1), va * (math.exp(min(d + half, 700)) - 1))
     need = rounds_to_decide(d, drift)
-    what = (f"--rounds {need} --interleave would resolve a change of this size" if need else
-            f"a change this small needs more than {MAX_ROUNDS_ADVISED} interleaved rounds")
+    what = decide_text(need)
     method = (f"single rounds: log ratio against the within-run error plus a run-to-run drift of "
               f"{drift:.0%} per run (t, {df:g} df; docs/compare.md)" +
               (f"; within-run: {within.method}" if within is not None else ""))
