@@ -256,6 +256,18 @@ class Measurement:
         return "interrupted" if self.interrupted else None
 
     @property
+    def others_load(self) -> dict:
+        """What others ran beside an idle measurement (env.others_load, trace/counters.py),
+        or {} when it was not looked at (another condition, an older or imported run)."""
+        return _mapping(self.env.get("others_load"))
+
+    @property
+    def not_idle(self) -> bool:
+        """True when the condition says idle and others kept the measured CPUs busy
+        beyond the threshold during the measurement (decided and stored when measured)."""
+        return self.condition == "idle" and self.others_load.get("idle") is False
+
+    @property
     def label(self) -> str:
         """The name with its round and segment, where a table lists measurements:
         `latency@idle`, `latency@idle (round 2)`, `latency@cpu (segment 3)`."""

@@ -2,8 +2,8 @@
 machine (json, which `rtgauge import` reads back; its shape is validate.EXPORT_SCHEMA,
 versioned by its "rtgauge_export" number), a spreadsheet (csv: one row per figure and
 per histogram bin), a page of text (md: the summary tables in Markdown) or cyclictest's
--h/--histfile layout (one histogram block per latency measurement, a column per thread,
-for the scripts that read `# Max Latencies`). A file given with -o is written whole or
+-h/--histfile layout (one latency measurement a file, --measurement NAME, a column per
+thread, for the scripts that read `# Max Latencies`). A file given with -o is written whole or
 not at all (rtgauge/safefile.py)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 
 from rtgauge import __version__, safefile
 from rtgauge.cli.report import add_db_argument
-from rtgauge.errors import RunFailed, UserError
+from rtgauge.errors import UserError
 from rtgauge.records import Measurement, Run
 
 STATS = ("count", "min", "avg", "stddev", "p50", "p90", "p99", "p999", "p9999", "max")
@@ -29,6 +29,9 @@ def register(sub) -> None:
                    help="output format (default json); cyclictest: its -h/--histfile layout, one block per "
                    "latency measurement")
     p.add_argument("-o", "--output", metavar="FILE", default=None, help="file to write; - or none: standard output")
+    p.add_argument("--measurement", metavar="NAME", default=None,
+                   help="with --format cyclictest: the latency measurement to write (NAME@CONDITION as `show` "
+                   "lists it); needed when the run has more than one")
     p.set_defaults(func=cmd_export)
 
 
@@ -175,20 +178,43 @@ def latency_columns(m: Measurement) -> list[dict]:
     return [m.metrics["ti"].to_dict()] if "ti" in m.metrics else []
 
 
-def export_cyclictest(run: Run) -> str:
-    from rtgauge.tools.cyclictest import histfile_text
-    blocks = []
-    for m in run.measurements:
-        if m.test != "latency":
-            continue
-        columns = latency_columns(m)
-        if not columns or not any(c.get("count") for c in columns):
-            continue
-        label = m.label if "@" in m.name else f"{m.name}@{m.condition or 'idle'}" + m.label[len(m.name):]
-        blocks.append(f"# rtgauge measurement {label}\n" + histfile_text(columns))
-    if not blocks:
+def _cyclictest_label(m: Measurement) -> str:
+    return m.label if "@" in m.name else f"{m.name}@{m.condition or 'idle'}" + m.label[len(m.name):]
+
+
+def export_cyclictest(run: Run, measurement: str | None = None):
+    """One latency measurement in cyclictest's -h/--histfile layout, as cyclictest writes
+    it (one histogram a file, so its readers' recipes hold: `grep -v "^#"` is that
+    measurement's table, `grep "Max Latencies"` its maxima), after a "# rtgauge
+    measurement NAME@CONDITION" line; written a row at a time (tools/cyclictest.py
+    histfile_lines). A run of several latency measurements needs --measurement NAME."""
+    from rtgauge.tools.cyclictest import histfile_lines, histfile_plan
+    from rtgauge.printable import printable
+    found = [(m, latency_columns(m)) for m in run.measurements if m.test == "latency"]
+    found = [(m, cols) for m, cols in found if cols and any(c.get("count") for c in cols)]
+    if not found:
         raise UserError(f"run {run.id} has no latency measurement with samples; export it as json, csv or md.")
-    return "".join(blocks)
+    names = [_cyclictest_label(m) for m, _ in found]
+    if measurement is not None:
+        chosen = [(m, cols) for (m, cols), name in zip(found, names) if measurement in (name, m.label)]
+        if not chosen:
+            raise UserError(f"run {run.id} has no latency measurement {printable(measurement, 80)!r}; give one of "
+                            f"{', '.join(printable(n, 80) for n in names[:20])}.")
+        found = chosen[:1]
+    elif len(found) > 1:
+        raise UserError(f"run {run.id} has {len(found)} latency measurements and cyclictest's layout holds one a file; "
+                        f"export each with --measurement NAME, NAME one of {', '.join(printable(n, 80) for n in names[:20])}.")
+    m, columns = found[0]
+    try:
+        plan = histfile_plan(columns)
+    except ValueError as e:
+        raise UserError(f"{printable(_cyclictest_label(m), 80)} of run {run.id} cannot be written in cyclictest's "
+                        f"layout: {e}; export it as json, csv or md.") from None
+
+    def chunks():
+        yield f"# rtgauge measurement {_cyclictest_label(m)}\n"
+        yield from histfile_lines(columns, plan)
+    return chunks()
 
 
 def cmd_export(args) -> int:
@@ -197,16 +223,20 @@ def cmd_export(args) -> int:
     target = args.output or "-"
     check_writable("-o", target)               # before anything is read
     [run] = load_runs(args.db, [args.run], documents=True)
-    text = {"json": export_json, "csv": export_csv, "md": export_md,
-            "cyclictest": export_cyclictest}[args.format](run)
+    if args.measurement is not None and args.format != "cyclictest":
+        raise UserError("--measurement chooses the one measurement of --format cyclictest; the other formats "
+                        "hold the whole run.")
+    text = export_cyclictest(run, args.measurement) if args.format == "cyclictest" else \
+        {"json": export_json, "csv": export_csv, "md": export_md}[args.format](run)
     try:         # the one writer (rtgauge/safefile.py): a file whole or not at all, or the stream
         with safefile.open_for_write(target) as f:
-            f.write(text)
+            for chunk in ([text] if isinstance(text, str) else text):    # cyclictest's layout: a row at a time
+                f.write(chunk)
     except BrokenPipeError:
         raise
     except OSError as e:
         where = "standard output" if safefile.stream_fd(target) is not None else printable(target, 120)
-        raise RunFailed(f"cannot write the export to {where} ({safefile.reason(e)}); choose another file with "
+        raise UserError(f"cannot write the export to {where} ({safefile.reason(e)}); choose another file with "
                         "-o.") from None
     if safefile.stream_fd(target) is None:
         print(f"Run {run.id} exported as {args.format} to {printable(target, 120)}.", file=sys.stderr)

@@ -206,16 +206,15 @@ def check_loads(jobs: list[Job]) -> None:
 
 
 def check_report_path(args) -> None:
-    """The report is written after measuring: a path it cannot go to is refused before."""
+    """The report is written after measuring: a path it cannot go to is refused before,
+    by the one writer's rule (rtgauge/safefile.py)."""
     if args.no_report or not args.report:
         return
-    from pathlib import Path
-    path = Path(args.report)
-    parent = path.parent if str(path.parent) else Path(".")
-    if path.is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK) \
-            or (path.exists() and not os.access(path, os.W_OK)) or len(path.name.encode(errors="replace")) > 255:
-        raise UserError(f"--report {args.report[:80]} is not a file rtgauge can write (a directory, or its "
-                        "directory is missing or read-only); give a writable file path or --no-report.")
+    from rtgauge import safefile
+    if len(os.path.basename(args.report).encode(errors="replace")) > 255:
+        raise UserError(f"--report {args.report[:80]} is not a file rtgauge can write (its name is longer than "
+                        "255 bytes); give a shorter file name or --no-report.")
+    safefile.check_option("--report", args.report, "give a regular file path, - or /dev/stdout, or --no-report")
 
 
 def _sigterm_as_interrupt(signum, frame):
@@ -224,12 +223,14 @@ def _sigterm_as_interrupt(signum, frame):
 
 def prepare_jobs(console: Console, profile, args, conditions, address: str | None = None) -> list[Job]:
     from rtgauge.plan.execute import apply_overrides
-    from rtgauge.plan import build_plan
+    from rtgauge.plan import build_plan, drop_cross_check
     from rtgauge.report.safe import markup
     jobs = build_plan(profile, args.rounds)
     apply_overrides(jobs, conditions.duration_s, conditions.partition.rt_cpus if conditions.partition else None)
     if address:     # cross-checks are looked for on the target once connected
         check_target_conditions(jobs, address, conditions.allow_netns)
+    else:
+        check_job_outputs(jobs)
     # cross-checks need their tool; drop them with a note when it is missing
     from rtgauge.tools import cyclictest, rtla
     if not address and any(j.tool == "cyclictest" for j in jobs) and not cyclictest.cyclictest_path():
@@ -240,7 +241,12 @@ def prepare_jobs(console: Console, profile, args, conditions, address: str | Non
         drop_cross_check(jobs, "rtla", f"the rtla timerlat cross-check was not run: {why}")
         console.print(f"[yellow]{markup(why)}: the rtla timerlat cross-check is skipped.[/]")
         jobs = [j for j in jobs if j.tool != "rtla"]
-    if not address:     # a target's loads are checked there once connected
+    if not address:     # a target's loads are checked there once connected; its login's privilege too
+        from rtgauge.plan import sweep_jobs
+        from rtgauge.plan.privilege import check_realtime
+        jobs = check_realtime(jobs, sweep_jobs(profile),
+                              bool(getattr(args, "allow_fallback", False) or profile.allow_fallback),
+                              lambda text: console.print(f"[yellow]{markup(text)}[/]"))
         check_loads(jobs)
     from rtgauge.plan.optional import resolve_optional
     resolve_optional(jobs, lambda text: console.print(f"[yellow]{markup(text)}[/]"),
@@ -273,6 +279,28 @@ def check_target_run(address: str, args, profiles) -> None:
                             f"{address} yet; run it here or on the board itself.")
 
 
+# the engine options that name a file it writes (engine/src/output.h)
+ENGINE_OUTPUTS = ("samples", "status", "out")
+
+
+def check_job_outputs(jobs: list[Job]) -> None:
+    """A profile's `samples = PATH` (or another file an engine job writes) by the one
+    writer's rule, before anything is measured: the engine would refuse it only when the
+    job starts (engine/src/output.c), leaving a failed measurement."""
+    from rtgauge import safefile
+    for job in jobs:
+        if job.tool != "engine":
+            continue
+        for key in ENGINE_OUTPUTS:
+            value = job.options.get(key)
+            if not isinstance(value, str) or value.startswith("fd:"):
+                continue
+            if safefile.stream_fd(value) is not None:      # the engine's streams are rtgauge's, not the profile's
+                raise UserError(f"job {job.name}: {key} = {value[:80]} names a stream the engine's output does not "
+                                "reach; give a regular file path in the profile.")
+            safefile.check_option(f"job {job.name}: {key} =", value, "give a regular file path in the profile")
+
+
 def check_target_conditions(jobs: list[Job], address: str, allow_netns: bool = False) -> None:
     """A condition that can never run on a target (ping-tcp, net with --allow-netns)
     is refused before connecting; the tools the others need are looked for there."""
@@ -280,16 +308,6 @@ def check_target_conditions(jobs: list[Job], address: str, allow_netns: bool = F
     from rtgauge.remote.loads import tools_for
     for job in jobs:
         tools_for(job.condition, LoadContext(allow_netns=allow_netns))
-
-
-def drop_cross_check(plan: list[Job], tool: str, note: str) -> None:
-    """The plan without `tool`'s cross-checks; the note is stored with each measurement
-    one would have checked (env.notes)."""
-    crossed = {(j.test, j.condition, j.round) for j in plan if j.tool == tool}
-    for j in plan:
-        if j.tool == "engine" and (j.test, j.condition, j.round) in crossed:
-            j.notes.append(note)
-    plan[:] = [j for j in plan if j.tool != tool]
 
 
 def target_lacks(session, tool: str) -> str | None:
@@ -309,6 +327,7 @@ def fit_cross_checks_to_target(console: Console, plans: list[list[Job]], session
     can run it (on the target's CPUs unless the job names them), else it is skipped
     with a note."""
     from rtgauge.report.safe import markup
+    from rtgauge.plan import drop_cross_check
     for tool in ("cyclictest", "rtla"):
         if not any(j.tool == tool for plan in plans for j in plan):
             continue
@@ -435,9 +454,12 @@ def prepare_gates(args, profile) -> None:
     from rtgauge.analysis.gate import parse_run_rule
     from rtgauge.plan.execute import parse_duration
     from rtgauge.report.junit import check_path
+    from rtgauge.cli.report import check_writable
     args.rules = [parse_run_rule(r) for r in args.fail_on]
     args.budget = resolve_budget(args, profile)
     check_path(args.junit)
+    # every file the run writes, by the one writer's rule (rtgauge/safefile.py), before it measures
+    check_writable("--run-id-file", getattr(args, "run_id_file", None))
     args.max_time_s = None
     if args.until_verdict:
         if args.budget is None:
@@ -486,7 +508,7 @@ def gate_outcome(console, args, runs) -> int:
     from rtgauge.analysis.gate import check_run
     from rtgauge.analysis.verdict import judge
     from rtgauge.errors import gate_status
-    from rtgauge.report.junit import Case, Suite, write_junit
+    from rtgauge.report.junit import Case, Suite, fail_closed, write_junit
     from rtgauge.report.safe import markup as esc
     run = runs[0]
     statuses, cases = [], []
@@ -501,7 +523,12 @@ def gate_outcome(console, args, runs) -> int:
         colour = {"pass": "green", "fail": "red"}.get(c.outcome, "yellow")
         console.print(f"--fail-on {esc(c.rule)}: {esc(c.job)}: [{colour}]{c.outcome}[/] — {esc(c.message)}")
     if args.junit:
-        write_junit(args.junit, [Suite(f"rtgauge run {run.id}", cases, run.started_at)])
+        # the JUnit file says what the exit status says: an interrupted run (130) or one with
+        # a measurement stopped early passes nothing
+        from rtgauge.cli.compare import incomplete_runs
+        suite = fail_closed(Suite(f"rtgauge run {run.id}", cases, run.started_at), incomplete_runs([run]),
+                            f"run {run.id}")
+        write_junit(args.junit, [suite])
         console.print(f"JUnit: {args.junit}", markup=False)
     return gate_status(statuses)
 
@@ -523,12 +550,15 @@ def verdict_cases(v, run_id) -> list:
 
 def write_run_ids(path: str, run_ids: list[int]) -> None:
     """--run-id-file: the runs' ids, one a line (rtgauge/lab/runner.py reads them)."""
-    from rtgauge.safefile import write_text_atomic
+    from rtgauge import safefile
+    from rtgauge.printable import printable
     try:
-        write_text_atomic(path, "".join(f"{rid}\n" for rid in run_ids))
+        safefile.write_text(path, "".join(f"{rid}\n" for rid in run_ids))
+    except BrokenPipeError:
+        raise
     except OSError as e:
-        raise UserError(f"cannot write the run id to --run-id-file {path} ({e.strerror}); give a writable "
-                        "file path.") from None
+        raise UserError(f"cannot write the run id to --run-id-file {printable(path, 120)} ({safefile.reason(e)}); "
+                        "give a regular file path.") from None
 
 
 def same_machine(store, run_id: int, facts: dict) -> bool:

@@ -6,6 +6,7 @@
     [settings]
     warmup_s = 1.0                       # let a load settle before measuring
     rounds = 1                           # independent engine runs of every job (docs/compare.md)
+    allow_fallback = false               # measure as SCHED_OTHER where real-time is refused (docs/loads.md)
     [[jobs]]
     name = "latency"                     # unique within the profile
     test = "latency"                     # an engine test (rtgauge engine --list)
@@ -35,7 +36,7 @@ CROSS_CHECKS = ("cyclictest", "rtla")   # rtla: `rtla timerlat hist` where the k
 _TOP_KEYS = {"name", "description", "settings", "jobs", "tire", "hil_sustained", "target", "budget"}
 _BUDGET_KEYS = {"latency_us", "period_us", "miss_rate"}
 _JOB_KEYS = {"name", "test", "conditions", "cross_check", "options", "rounds", "if_available"}
-_SETTING_KEYS = {"warmup_s", "rounds", "attribute", "attribute_threshold_us"}   # if_available is a job's
+_SETTING_KEYS = {"warmup_s", "rounds", "attribute", "attribute_threshold_us", "allow_fallback"}   # if_available is a job's
 MAX_ROUNDS = 100
 
 
@@ -65,6 +66,7 @@ class Profile:
     budget: object = None  # rtgauge.analysis.verdict.Budget from a [budget] table, or None
     attribute: bool = False    # settings.attribute: trace and attribute every spike (docs/attribution.md)
     attribute_threshold_us: float | None = None   # settings.attribute_threshold_us (default: the run's p99.9)
+    allow_fallback: bool = False   # settings.allow_fallback: measure as other where real-time is refused
 
 
 def load_profile(name_or_path: str) -> Profile:
@@ -104,6 +106,8 @@ def parse_profile(text: str, origin: str) -> Profile:
     _expect(valid_rounds(rounds), f"profile {origin}: settings.rounds must be a whole number from 1 to {MAX_ROUNDS}.")
     attribute = settings.get("attribute", False)
     _expect(isinstance(attribute, bool), f"profile {origin}: settings.attribute must be true or false.")
+    allow_fallback = settings.get("allow_fallback", False)
+    _expect(isinstance(allow_fallback, bool), f"profile {origin}: settings.allow_fallback must be true or false.")
     attr_threshold = settings.get("attribute_threshold_us")
     _expect(attr_threshold is None or (isinstance(attr_threshold, (int, float)) and not isinstance(attr_threshold, bool)
                                        and 1 <= attr_threshold <= 10**9),
@@ -190,7 +194,7 @@ def parse_profile(text: str, origin: str) -> Profile:
     return Profile(str(name), str(data.get("description", "")), text, origin, float(warmup), jobs, tire,
                    hil_sustained, int(rounds), target if target not in ("", "local") else None, budget,
                    attribute or attr_threshold is not None,
-                   float(attr_threshold) if attr_threshold is not None else None)
+                   float(attr_threshold) if attr_threshold is not None else None, allow_fallback)
 
 
 def valid_rounds(value) -> bool:

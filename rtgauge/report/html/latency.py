@@ -81,7 +81,8 @@ def latency_table(run: Run, ms: list[Measurement]) -> str:
            "<th>misses</th></tr>"]
     for m in ms:
         r = latency_row(m)
-        flags = (flag("fallback: not real-time") if r["fallback"] else "") + (flag(m.stopped_early) if m.stopped_early else "")
+        from rtgauge.analysis.marks import marks
+        flags = "".join(flag(text) for text in marks(m)) + (flag(m.stopped_early) if m.stopped_early else "")
         out.append(f"<tr><td class='l'>{e(r['name'])}{flags}</td><td class='l'>{e(r['tool'])}</td>"
                    f"<td class='l'>{e(r['condition'])}</td><td>{r['samples']:,}</td>"
                    + "".join(f"<td>{avg_sigma(r) if i == 1 else v}</td>" for i, v in enumerate(latency_figures(r)[:4]))
@@ -138,6 +139,9 @@ def how_measured(m: Measurement) -> str:
     text = e(", ".join(bits)) + f"; counts spread onto {PLOT_BUCKETS_PER_DECADE} buckets per decade so tools compare."
     if m.fallback:
         text += flag("fallback: ran without real-time scheduling")
+    from rtgauge.analysis.marks import not_idle_text
+    if not_idle_text(m):
+        text += flag(not_idle_text(m))
     return text
 
 
