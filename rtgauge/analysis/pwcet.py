@@ -193,12 +193,14 @@ class Pwcet:
 
     def needed_label(self) -> str:
         """The run the requested p needs, for a table cell: "-" where a longer run is not
-        the remedy (or the interval is not known)."""
+        the remedy (or the interval is not known). Always a floor ("at least", "longer
+        than"): the distance rule is necessary, not sufficient; a run that long still has
+        to pass every check and narrow its interval to MAX_SPAN, which no length promises."""
         if not self.length_helps or self.run_needed_s is None:
             return "-"
         if self.past_needed:
             return f"longer than {duration_text(self.observed_s)}"
-        return duration_text(self.run_needed_s)
+        return f"at least {duration_text(self.run_needed_s)}"
 
     def summary(self) -> str:
         """One line: the observed maximum, then the level with its interval, or why there
@@ -915,6 +917,35 @@ def measurement_series(m: Measurement, key: str = "ti_window_max") -> tuple[list
     return vals, block, interval_ns
 
 
+def seen_max(r: Pwcet, seen_ns: float | None) -> Pwcet:
+    """The answer with the series' own maximum over every cycle as its observed maximum:
+    the block maxima leave out a last window that is not full (a run stopped at its first
+    spike by --trace-threshold-us ends inside one), so their largest can be far below what
+    the run saw. When that maximum lies in the left-out window and above the whole interval
+    of the estimate, the fit left out the very wake-up that ended the run and the run
+    contradicts its answer: refused (failed-validation), whatever the fit said."""
+    if seen_ns is None or not math.isfinite(seen_ns):
+        return r
+    left_out = r.observed_max_ns is None or seen_ns > r.observed_max_ns
+    if left_out:
+        r.observed_max_ns = float(seen_ns)
+    if left_out and r.applicable and r.ci_high_ns is not None and r.observed_max_ns > r.ci_high_ns:
+        reason = (f"the run's own maximum {r.observed_max_ns / 1000:,.1f} µs, in a window the fit could not use "
+                  f"(not full: the run stopped in it), is above the estimate's 95% interval "
+                  f"({r.ci_low_ns / 1000:,.1f}–{r.ci_high_ns / 1000:,.1f} µs) at p={r.exceedance:g}")
+        r.checks.append(Check("the run's own maximum", "below the upper end of the interval", r.observed_max_ns,
+                              None, False, reason))
+        r.applicable, r.code, r.reason = False, "failed-validation", reason
+        r.level_ns = r.ci_low_ns = r.ci_high_ns = None
+    return r
+
+
+def _series_max(m: Measurement, key: str) -> float | None:
+    """The largest ti of the series KEY (ti_window_max or ti_window_max#K) over every
+    cycle the measurement counted: its own distribution's max (ti or ti#K)."""
+    return m.metric("ti" + key[len("ti_window_max"):]).max
+
+
 def measurement_pwcet(m: Measurement, exceedance: float = DEFAULT_EXCEEDANCE, per_thread: bool = False,
                       gof_draws: int = GOF_DRAWS) -> list[Pwcet]:
     """The pWCET of a stored latency measurement: the whole run (all threads), and each
@@ -927,7 +958,8 @@ def measurement_pwcet(m: Measurement, exceedance: float = DEFAULT_EXCEEDANCE, pe
         if s is None:
             continue
         vals, block, interval_ns = s
-        out.append(analyse(vals, block, exceedance, interval_ns, label, "ti_window_max", gof_draws))
+        out.append(seen_max(analyse(vals, block, exceedance, interval_ns, label, "ti_window_max", gof_draws),
+                            _series_max(m, key)))
     return out
 
 
@@ -946,7 +978,7 @@ def worst_case(m: Measurement, exceedance: float = DEFAULT_EXCEEDANCE, thread: i
         return None
     vals, block, interval_ns = s
     label = "all threads" if thread is None else f"thread {thread}"
-    return analyse(vals, block, exceedance, interval_ns, label, "ti_window_max")
+    return seen_max(analyse(vals, block, exceedance, interval_ns, label, "ti_window_max"), _series_max(m, key))
 
 
 # ---- raw samples -------------------------------------------------------------------
@@ -1064,10 +1096,15 @@ def samples_pwcet(path: str, exceedance: float = DEFAULT_EXCEEDANCE, block_cycle
 
     cyc_all = np.concatenate([c for c, _, _ in per_thread.values()])
     ti_all = np.concatenate([t for _, _, t in per_thread.values()])
-    results = [analyse(maxima(cyc_all, ti_all), block, exceedance, interval, "all threads", "samples", gof_draws)]
+    def top(ti):
+        return float(ti.max()) if len(ti) else None
+
+    results = [seen_max(analyse(maxima(cyc_all, ti_all), block, exceedance, interval, "all threads", "samples",
+                                gof_draws), top(ti_all))]
     if len(per_thread) > 1:
         for t, (c, _, ti) in per_thread.items():
-            results.append(analyse(maxima(c, ti), block, exceedance, interval, f"thread {t}", "samples", gof_draws))
+            results.append(seen_max(analyse(maxima(c, ti), block, exceedance, interval, f"thread {t}", "samples",
+                                            gof_draws), top(ti)))
     return results
 
 
