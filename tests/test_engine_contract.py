@@ -15,6 +15,7 @@ QUICK = {
     "overhead": ["--iterations", "20000", "--rounds", "3"],
     "spin": ["--duration-s", "0.3", "--busy-us", "200", "--period-us", "50000"],
     "tire": ["--steps", "20", "--masses", "400"],     # the default is 60 s of real time
+    "timer-sustain": ["--probe-s", "0.05", "--max-probes", "4"],
 }
 PERCENTILES = ["min", "p50", "p90", "p99", "p999", "p9999", "max"]
 ENV_FIELDS = ["policy", "priority", "fallback", "cpus", "mlocked", "clock", "timestamp_cost_ns",
