@@ -61,6 +61,7 @@ def say(text="", **kwargs) -> None:
 FINAL = ("complete", "interrupted", "failed", "abandoned")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 CONDITION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}", re.ASCII)
+JOB_NAME = re.compile(r"[^\x00-\x1f\x7f-\x9f/]{1,200}")
 DOCUMENTS_MAX = 10_000          # engine documents of one directory (a run's jobs)
 
 
@@ -115,7 +116,6 @@ def job_of(m: dict) -> dict:
 def check_export_run(data, where: str) -> dict:
     """The export's run, checked by the schema and read as show/report will read it."""
     run = validate.check_export(data, where)
-    validate.check_no_nul(run, where)
     dry_read(run, where)
     return run
 
@@ -228,9 +228,12 @@ def engine_documents(paths: list[Path], condition: str) -> tuple[dict, list[tupl
             raise UserError(f"{path} is not an engine JSON document (it has no 'schema' and 'test'); "
                             "remove it from the directory or give the file alone.")
         validate.check_engine_document(doc, str(path))
-        validate.check_no_nul(doc, str(path))
         name = path.stem
         cond = name.split("@", 1)[1] if "@" in name else condition
+        if not JOB_NAME.fullmatch(name) or validate._lone_surrogate(name) or not CONDITION.fullmatch(cond):
+            raise UserError(f"{validate.shown_place(str(path))} is not named as rtgauge names a document (NAME.json or "
+                            "NAME@CONDITION.json: no control characters, a condition of 1 to 64 letters, digits, "
+                            "'.', '_', '+' or '-'); rename it.")
         tool = str(doc.get("tool") or "engine")
         env = doc.get("env") if isinstance(doc.get("env"), dict) else {}
         start, end = env.get("run_start_ns"), env.get("run_end_ns")
@@ -654,6 +657,7 @@ def dry_read(run: dict, where: str) -> None:
     from rtgauge.report.safe import SafeConsole
     from rtgauge.report.terminal import print_summary
 
+    validate.check_clean(run, where)
     stored = validate.as_stored(run)
     try:
         console = SafeConsole(file=io.StringIO(), width=120)

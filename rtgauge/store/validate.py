@@ -25,6 +25,7 @@ from pathlib import Path
 import jsonschema
 import numpy as np
 
+from rtgauge.bounds import CPU_NUMBER_MAX
 from rtgauge.errors import UserError
 from rtgauge.records import Run
 
@@ -40,7 +41,11 @@ FILE_MAX = 64 * 1024**2
 MEMORY_BOUND_TEXT = "2 GiB"
 
 INT64 = {"type": "integer", "minimum": -INT_LIMIT, "maximum": INT_LIMIT}
-NAME = {"type": "string", "minLength": 1, "maxLength": NAME_MAX}
+# a name (job, test, tool, condition, metric, verdict) holds no control character: C0, DEL,
+# C1 (an ESC or a newline in a name breaks every table and terminal it reaches)
+NAME_PATTERN = "^[^\\x00-\\x1f\\x7f-\\x9f]*\\Z"
+NAME = {"type": "string", "minLength": 1, "maxLength": NAME_MAX, "pattern": NAME_PATTERN}
+SHORT_NAME = {"type": ["string", "null"], "maxLength": NAME_MAX, "pattern": NAME_PATTERN}
 SHORT = {"type": ["string", "null"], "maxLength": NAME_MAX}
 TEXT = {"type": ["string", "null"], "maxLength": TEXT_MAX}
 NUMBER_OR_NULL = {"type": ["number", "null"]}
@@ -77,6 +82,9 @@ METRIC = {
         "window_ns": {"type": ["integer", "null"], "minimum": 0, "maximum": INT_LIMIT},
         "start_ns": {"type": ["integer", "null"], "minimum": -INT_LIMIT, "maximum": INT_LIMIT},
     },
+    # a counter (unit "count": cycles, misses, skipped, …) is a non-negative integer
+    "if": {"required": ["unit"], "properties": {"unit": {"const": "count"}}},
+    "then": {"properties": {"value": {"type": ["integer", "null"], "minimum": 0, "maximum": INT_LIMIT}}},
 }
 VERDICT = {
     "type": "object",
@@ -90,7 +98,7 @@ ENV = {
                              "preempt_mode", "clocksource", "policy", "clock", "dma_latency")},
         "online_cpus": {"type": ["integer", "null"], "minimum": 0, "maximum": 1 << 20},
         "fallback": {"type": ["boolean", "null"]},
-        "threads": {"type": "array", "items": {"type": "object"}},
+        "threads": {"type": "array", "maxItems": CPU_NUMBER_MAX, "items": {"type": "object"}},
         "run_start_ns": {"type": ["integer", "null"]},
         "run_end_ns": {"type": ["integer", "null"]},
     },
@@ -103,15 +111,15 @@ ENGINE_DOCUMENT_SCHEMA = {
     "properties": {
         "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
         "test": NAME,
-        "tool": SHORT,
+        "tool": SHORT_NAME,
         "ok": {"type": "boolean"},
         "interrupted": {"type": "boolean"},
         "error": TEXT,
         "params": {"type": "object"},
         "env": ENV,
-        "metrics": {"type": "object", "propertyNames": {"maxLength": NAME_MAX},
+        "metrics": {"type": "object", "propertyNames": {"maxLength": NAME_MAX, "pattern": NAME_PATTERN},
                     "additionalProperties": METRIC},
-        "verdicts": {"type": "object", "propertyNames": {"maxLength": NAME_MAX},
+        "verdicts": {"type": "object", "propertyNames": {"maxLength": NAME_MAX, "pattern": NAME_PATTERN},
                      "additionalProperties": VERDICT},
     },
 }
@@ -132,7 +140,7 @@ MEASUREMENT = {
     "required": ["name", "document"],
     "properties": {
         "name": NAME,
-        "tool": SHORT, "test": SHORT, "condition": {"type": ["string", "null"], "maxLength": TEXT_MAX},
+        "tool": SHORT_NAME, "test": SHORT_NAME, "condition": SHORT_NAME,
         "reference": {"type": ["boolean", "null"]},
         "round": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**31 - 1},
         "segment": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**31 - 1},
@@ -412,7 +420,13 @@ def read_text_file(path: Path) -> str:
         if json_cost(data).text_bytes > 2 * FILE_MAX:
             raise UserError(f"{path} holds characters that would take more than {2 * FILE_MAX // 1024**2} MiB "
                             "as text; give the tool's output unchanged.")
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
+        del data
+        other = sorted(c for c in set(text) if c.isdigit() and not c.isascii())
+        if other:        # int() reads '٣' as 3: a tool writes its numbers in ASCII digits
+            raise UserError(f"{path} holds digits of another script than ASCII ({ascii(other[0])}), which no tool "
+                            "rtgauge reads writes; give the tool's output unchanged.")
+        return text
     except UnicodeDecodeError as e:
         raise UserError(f"{path} is not UTF-8 text (byte {e.start}); give an rtgauge export or an engine "
                         "document.") from None
@@ -454,6 +468,8 @@ def describe(error: jsonschema.ValidationError) -> str:
         return f"{short(value)} is {JSON_TYPES.get(type(value), 'something else')}, expected {wanted}"
     if v in ("minimum", "maximum"):
         return f"{short(value)} is out of range ({v} {limit})"
+    if v == "pattern" and limit == NAME_PATTERN:
+        return f"the name {short(shown_place(str(value)))} holds a control character, which a name may not hold"
     if v in ("const", "enum"):
         return f"{short(value)} is not {'one of ' + ', '.join(map(str, limit)) if v == 'enum' else limit}"
     message = error.message
@@ -467,6 +483,24 @@ def check_schema(data, schema: dict, where: str, what: str, fix: str) -> None:
         raise UserError(f"{where} is not a valid {what}: at {where_in(error)}, {describe(error)}; {fix}")
 
 
+def first_at(value, bad, path: str = "") -> str | None:
+    """Where the first string, key or number for which bad(x) holds is in value (None if
+    nowhere), as a path of keys and indices."""
+    stack = [(value, path)]
+    while stack:
+        v, p = stack.pop()
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if bad(k):
+                    return f"{p}/{k!r}".lstrip("/")
+                stack.append((x, f"{p}/{k}".lstrip("/")))
+        elif isinstance(v, list):
+            stack.extend((x, f"{p}/{i}".lstrip("/")) for i, x in enumerate(v))
+        elif bad(v):
+            return p or "the top level"
+    return None
+
+
 def nul_at(value, path: str = "") -> str | None:
     """Where a NUL character is in value's strings or keys (None if nowhere). Whether
     there is one is asked first of the value's JSON text (made in C, where a NUL is
@@ -477,20 +511,51 @@ def nul_at(value, path: str = "") -> str | None:
             return None
     except (TypeError, ValueError):
         pass                      # not JSON-able (a value not from a file): walked
-    stack = [(value, path)]
-    while stack:
-        v, p = stack.pop()
-        if isinstance(v, str):
-            if "\x00" in v:
-                return p or "the top level"
-        elif isinstance(v, dict):
-            for k, x in v.items():
-                if "\x00" in str(k):
-                    return f"{p}/{k!r}".lstrip("/")
-                stack.append((x, f"{p}/{k}".lstrip("/")))
-        elif isinstance(v, list):
-            stack.extend((x, f"{p}/{i}".lstrip("/")) for i, x in enumerate(v))
-    return None
+    return first_at(value, lambda x: isinstance(x, str) and "\x00" in x, path)
+
+
+def shown_place(place: str) -> str:
+    """A place in a file as one printable line (a key may hold anything)."""
+    text = place[:200].encode("utf-8", "backslashreplace").decode("utf-8")
+    return re.sub(r"[\x00-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _lone_surrogate(x) -> bool:
+    if not isinstance(x, str):
+        return False
+    try:
+        x.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+def _not_finite(x) -> bool:
+    return isinstance(x, float) and not math.isfinite(x)
+
+
+def check_clean(data, where: str) -> None:
+    """What every backend stores and every reader shows, before anything is stored: no
+    NaN or Infinity (a tool's text can say 1e999), no NUL (PostgreSQL cannot store it in
+    text; it cuts terminals and CSV short), no lone surrogate (a "\\ud800" escape, a file
+    name that is not UTF-8: UTF-8 cannot encode it, so SQLite and PostgreSQL failed
+    mid-store). One sentence naming the place; the JSON text, made in C, is asked first."""
+    try:
+        text = json.dumps(data, allow_nan=False, ensure_ascii=False)
+    except ValueError:
+        place = first_at(data, _not_finite)
+        raise UserError(f"{where} holds a number that is not finite (NaN or Infinity) at {shown_place(place or '?')}, "
+                        "which rtgauge does not store; give the tool's output unchanged.") from None
+    except (TypeError, RecursionError):
+        return
+    if "\\u0000" in text:
+        check_no_nul(data, where)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        place = first_at(data, _lone_surrogate)
+        raise UserError(f"{where} holds text that is not Unicode (a lone surrogate, such as \\ud800) at "
+                        f"{shown_place(place or '?')}, which rtgauge does not store; remove it from the file.") from None
 
 
 def check_no_nul(data, where: str) -> None:
@@ -498,19 +563,43 @@ def check_no_nul(data, where: str) -> None:
     text (terminals, the report, CSV) are cut short by it. Refused on every backend alike."""
     found = nul_at(data)
     if found is not None:
-        raise UserError(f"{where} holds a NUL character (\\u0000) at {found[:200]}, which rtgauge does not "
+        raise UserError(f"{where} holds a NUL character (\\u0000) at {shown_place(found)}, which rtgauge does not "
                         "store; remove it from the file.")
 
 
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def check_values(doc: dict, where: str) -> None:
+    """The figures of each metric agree with one another: min <= avg <= max (a
+    distribution whose average is above its maximum is not one that was measured)."""
+    for name, metric in (doc.get("metrics") or {}).items():
+        if not isinstance(metric, dict):
+            continue
+        lo, avg, hi = metric.get("min"), metric.get("avg"), metric.get("max")
+        known = [v for v in (lo, avg, hi) if _number(v)]
+        slack = 1e-9 * max((abs(v) for v in known), default=0)
+        if len(known) >= 2 and any(a > b + slack for a, b in zip(known, known[1:])):
+            shown = ", ".join(f"{k} {short(v)}" for k, v in (("min", lo), ("avg", avg), ("max", hi)) if _number(v))
+            raise UserError(f"{where} is not a valid engine document: at metrics/{shown_place(str(name))}, {shown} "
+                            "do not hold min <= avg <= max; give the tool's output unchanged.")
+
+
 def check_export(data, where: str) -> dict:
+    check_clean(data, where)
     check_schema(data, EXPORT_SCHEMA, where, "rtgauge export",
                  "make it with `rtgauge export RUN --format json`.")
+    for i, m in enumerate(data["run"]["measurements"]):
+        check_values(m["document"], f"{where} measurement {i + 1}")
     return data["run"]
 
 
 def check_engine_document(doc, where: str) -> dict:
+    check_clean(doc, where)
     check_schema(doc, ENGINE_DOCUMENT_SCHEMA, where, "engine document",
                  "give the engine's --out file unchanged.")
+    check_values(doc, where)
     return doc
 
 

@@ -102,6 +102,8 @@ def is_timerlat_hist(text: str) -> bool:
 
 def _count(text: str, line: int, decimal: bool = False):
     try:
+        if not text.isascii():          # int() takes other scripts' digits, and float() '１'
+            raise ValueError
         value = float(text) if decimal else int(text)
     except ValueError:
         raise ValueError(f"line {line}: {text[:40]!r} is not a number") from None
@@ -128,7 +130,7 @@ def parse(text: str) -> dict:
         if words[0] == "Index":
             columns = []
             for w in words[1:]:
-                m = re.fullmatch(r"(IRQ|Thr|Usr)-(\d{1,6})", w)
+                m = re.fullmatch(r"(IRQ|Thr|Usr)-(\d{1,6})", w, re.ASCII)
                 if not m or int(m.group(2)) >= CPUS_MAX:
                     raise ValueError(f"line {number}: {w[:40]!r} is not a column rtla prints (IRQ-N, Thr-N, Usr-N)")
                 columns.append((m.group(1), int(m.group(2))))

@@ -34,15 +34,15 @@ COUNT_MAX = 2**53
 BUCKETS_MAX = 100_000
 PERCENTILES = {"50.00": "p50", "90.00": "p90", "99.00": "p99", "99.90": "p999", "99.99": "p9999"}
 
-_PREFIX = re.compile(r"^(?:stress-ng: \w+:\s+\[\d+\]\s+)?cyclic: (.*)$")
-_HEAD = re.compile(r"^sched (\S+): (\d+) ns delay, (\d+) samples$")
-_MEAN = re.compile(r"^mean: (\d+(?:\.\d+)?) ns, mode: (-?\d+) ns$")
-_MINMAX = re.compile(r"^min: (-?\d+) ns, max: (-?\d+) ns, std\.dev\. (\d+(?:\.\d+)?)$")
-_PCT = re.compile(r"^(\d+\.\d+)%:\s+(-?\d+) ns$")
-_DIST = re.compile(r"^latency distribution \((\d+) ns intervals\):$")
-_ROW = re.compile(r"^(\d+)\s+(\d+)$")
-_NOTE = re.compile(r"^Note: --cyclic-samples needed to be (\d+) to capture all the data for this run$")
-_METRIC = re.compile(r"^stress-ng: metrc: \[\d+\] cyclic\s+(\d+)\s")
+_PREFIX = re.compile(r"^(?:stress-ng: \w+:\s+\[\d+\]\s+)?cyclic: (.*)$", re.ASCII)
+_HEAD = re.compile(r"^sched (\S+): (\d+) ns delay, (\d+) samples$", re.ASCII)
+_MEAN = re.compile(r"^mean: (\d+(?:\.\d+)?) ns, mode: (-?\d+) ns$", re.ASCII)
+_MINMAX = re.compile(r"^min: (-?\d+) ns, max: (-?\d+) ns, std\.dev\. (\d+(?:\.\d+)?)$", re.ASCII)
+_PCT = re.compile(r"^(\d+\.\d+)%:\s+(-?\d+) ns$", re.ASCII)
+_DIST = re.compile(r"^latency distribution \((\d+) ns intervals\):$", re.ASCII)
+_ROW = re.compile(r"^(\d+)\s+(\d+)$", re.ASCII)
+_NOTE = re.compile(r"^Note: --cyclic-samples needed to be (\d+) to capture all the data for this run$", re.ASCII)
+_METRIC = re.compile(r"^stress-ng: metrc: \[\d+\] cyclic\s+(\d+)\s", re.ASCII)
 
 
 def is_cyclic_log(text: str) -> bool:

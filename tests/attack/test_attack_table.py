@@ -167,6 +167,21 @@ CASES = [
          "is not a condition name", inputs=lambda b, p: json.dumps(b["document"])),
     Case("import-condition-slash", ["import", "{file}", "--db", "{db}", "--condition", "../x"], 2,
          "is not a condition name", inputs=lambda b, p: json.dumps(b["document"])),
+    # -- issue 34: strict values before anything is stored -------------------------------------------
+    Case("import-esc-in-name", ["import", "{file}", "--db", "{db}"], 2, "holds a control character",
+         inputs=export_with(lambda d: measurement(d).update(name="x\x1b[31m"))),
+    Case("import-newline-in-condition", ["import", "{file}", "--db", "{db}"], 2, "holds a control character",
+         inputs=export_with(lambda d: measurement(d).update(condition="idle\nfake"))),
+    Case("import-negative-cycles", ["import", "{file}", "--db", "{db}"], 2, "metrics/cycles/value, -5 is out of range",
+         inputs=export_with(lambda d: measurement(d)["document"]["metrics"]["cycles"].update(value=-5))),
+    Case("import-avg-above-max", ["import", "{file}", "--db", "{db}"], 2, "do not hold min <= avg <= max",
+         inputs=export_with(lambda d: measurement(d)["document"]["metrics"]["ti"].update(avg=1e15))),
+    Case("import-min-above-max", ["import", "{file}", "--db", "{db}"], 2, "do not hold min <= avg <= max",
+         inputs=export_with(lambda d: measurement(d)["document"]["metrics"]["ti"].update(min=1e15, avg=None))),
+    Case("import-lone-surrogate", ["import", "{file}", "--db", "{db}"], 2, "lone surrogate",
+         inputs=lambda b, p: json.dumps(b["export"]).replace('"note": "', '"note": "\\ud800', 1)),
+    Case("import-doc-lone-surrogate", ["import", "{file}", "--db", "{db}"], 2, "lone surrogate",
+         inputs=lambda b, p: json.dumps(b["document"]).replace('"env": {', '"env": {"x": "\\udfff",', 1)),
     # -- cyclictest's files: strict, bounded ---------------------------------------------------------
     Case("import-cyclictest-list", ["import", "{file}", "--db", "{db}"], 2, "neither an rtgauge export",
          inputs=raw("[1,2,3]")),
@@ -210,7 +225,7 @@ CASES = [
     Case("import-ansi-and-markup", ["import", "{file}", "--db", "{db}"], 0, "Imported run", unchanged=False,
          inputs=export_with(lambda d: (d["run"].update(started_at="2020-01-01T00:00:00+00:00", origin=None),  # another run
                                        d["run"]["system"].update(hostname="h\x1b]0;owned\x07\x1b[2J"),
-                                       measurement(d).update(name="x[/]\x1b[31m"),
+                                       measurement(d).update(name="x[/]"),   # an ESC in a name: refused below
                                        d["run"].update(note="\x9b31m note")))),
     # -- tune state: trusted for nothing ---------------------------------------------------------
     Case("tune-status-garbage", ["tune", "--status", "--state", "{tmp}/state/s.json"], 2, "is not one rtgauge wrote",
