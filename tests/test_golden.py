@@ -36,7 +36,7 @@ CASES = [
     ("show-run-a.txt", ["show", "1", "--format", "table"]),
     ("show-run-b.tsv", ["show", "2", "--format", "tsv"]),
     ("show-run-a.json", ["show", "1", "--json"]),
-    ("compare.txt", ["compare", "1", "2", "--all"]),
+    ("compare.txt", ["compare", "1", "2", "--all", "--format", "table"]),   # drawn (piped: TSV)
     ("compare.json", ["compare", "1", "2", "--json"]),
 ]
 
