@@ -40,7 +40,7 @@ from rtgauge.store.validate import DOCUMENT_MAX, check_engine_document, parse_do
 from rtgauge.sysinfo.readers import read_bounded
 from rtgauge.tools import cyclictest, rtla
 from rtgauge.trace import ThresholdTrace, Tracefs
-from rtgauge.trace.counters import counters, take_snapshot
+from rtgauge.trace.counters import counters, others_load, take_snapshot
 from rtgauge.trace.live import LiveView
 from rtgauge.trace.wholerun import WholeRunTrace
 
@@ -297,6 +297,8 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
             doc = read_document(job, out_path, proc.returncode, interrupted, err_path.read_text())
             env = doc.setdefault("env", {})
             env["counters"] = counters(before, after, job.cpus, doc)
+            if job.condition == "idle":      # is idle idle? (docs/loads.md)
+                env["others_load"] = others_load(before, after, job.cpus)
             if job.notes:       # e.g. an if_available flag left out; the engine's own notes kept
                 env["notes"] = [*env.get("notes", []), *(n for n in job.notes if n not in env.get("notes", []))]
             if tracer:

@@ -3,11 +3,18 @@
 /dev/cpu/N/msr is readable), the hypervisor's steal time (/proc/stat: time the
 virtual CPU wanted to run while the host ran something else) and the measuring
 threads' context switches (from the engine document's env.threads). Stored in the
-document's env under "counters"."""
+document's env under "counters".
+
+Also whether an idle condition was idle (others_load, stored as env.others_load): the
+measured CPUs' busy time in /proc/stat over the measurement, minus the CPU time of this
+run's own processes (rtgauge and the tool it measured with, from getrusage), is what
+others ran beside the measurement; at NOT_IDLE_SHARE of the measured CPUs' time or more
+the row is "not idle" (docs/loads.md, "Is idle idle?")."""
 
 from __future__ import annotations
 
 import os
+import resource
 import struct
 from dataclasses import dataclass
 
@@ -81,11 +88,20 @@ class Snapshot:
     smi: dict[int, int] | None
     smi_note: str
     stat: str = ""
+    own_s: float | None = None     # CPU time of this process and its reaped children so far (own_cpu_s)
+
+
+def own_cpu_s() -> float:
+    """CPU time (user + system) of rtgauge (every thread) and of the children it has
+    waited for (the engine or cyclictest of a job once it ended)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def take_snapshot(cpus: list[int]) -> Snapshot:
     smi, note = read_smi_counts(cpus)
-    return Snapshot(read_file("/proc/interrupts"), read_file("/proc/softirqs"), smi, note, read_file("/proc/stat"))
+    return Snapshot(read_file("/proc/interrupts"), read_file("/proc/softirqs"), smi, note, read_file("/proc/stat"),
+                    own_cpu_s())
 
 
 def cpu_times(stat: str) -> dict[int, list[int]]:
@@ -118,6 +134,42 @@ def steal_between(before: str, after: str, cpus: list[int]) -> dict:
         return {"unavailable": "/proc/stat has no per-CPU steal column"}
     return {"ms": per_cpu, "share": share, "total_ms": round(sum(per_cpu.values()), 1),
             "max_share": max(share.values()), "resolution_ms": round(1000 / tick, 1)}
+
+
+# An idle condition is "not idle" when others kept the measured CPUs busy for at least
+# this share of their time over the measurement: 10 %, one CPU of ten, far above what a
+# quiet machine's daemons take and far below one CPU hog beside a measurement of up to
+# ten CPUs (docs/loads.md, "Is idle idle?").
+NOT_IDLE_SHARE = 0.10
+BUSY_COLUMNS = (0, 1, 2, 5, 6)      # user, nice, system, irq, softirq (/proc/stat; guest is in user)
+
+
+def others_load(before: Snapshot, after: Snapshot, cpus: list[int]) -> dict:
+    """What processes other than this run's own ran on the measured CPUs during the job:
+    {"cpus", "busy_s" (the CPUs' busy time), "own_s" (rtgauge's and the job's tool's CPU
+    time), "others_s" (busy_s - own_s, at least 0), "capacity_s" (the CPUs' time),
+    "share" (others_s / capacity_s), "threshold_share", "resolution_s", "idle"}; or
+    {"unavailable": why}. Own time spent on other CPUs is subtracted too, so others_s
+    is never more than what others ran."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    b, a = cpu_times(before.stat), cpu_times(after.stat)
+    busy = total = 0
+    seen = []
+    for cpu in cpus:
+        if cpu not in a or cpu not in b or len(a[cpu]) < 8 or len(b[cpu]) < 8:
+            continue
+        seen.append(cpu)
+        busy += sum(a[cpu][i] - b[cpu][i] for i in BUSY_COLUMNS)
+        total += sum(a[cpu][:8]) - sum(b[cpu][:8])
+    if not seen or total <= 0 or before.own_s is None or after.own_s is None:
+        return {"unavailable": "/proc/stat gave no per-CPU times for the measured CPUs"}
+    busy_s, capacity_s = busy / tick, total / tick
+    own_s = max(0.0, after.own_s - before.own_s)
+    others_s = max(0.0, busy_s - own_s)
+    share = others_s / capacity_s
+    return {"cpus": seen, "busy_s": round(busy_s, 3), "own_s": round(own_s, 3), "others_s": round(others_s, 3),
+            "capacity_s": round(capacity_s, 3), "share": round(share, 4), "threshold_share": NOT_IDLE_SHARE,
+            "resolution_s": round(1 / tick, 3), "idle": share < NOT_IDLE_SHARE}
 
 
 def per_cpu_deltas(before: str, after: str, cpus: list[int]) -> dict[str, dict[str, int]]:
