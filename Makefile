@@ -2,7 +2,7 @@
 .PHONY: setup test quick bench engine
 
 setup:
-	scripts/setup.sh
+	scripts/setup.sh --all
 
 engine:
 	ninja -C build/engine
@@ -24,3 +24,4 @@ bench: setup
 	.venv/bin/python bench/startup.py
 	.venv/bin/python bench/pwcet_runlength.py
 	.venv/bin/python bench/attribution_cost.py
+	.venv/bin/python bench/install_size.py

@@ -34,7 +34,7 @@ def available() -> str | None:
     for exe, pkg in (("ip", "iproute2"), ("unshare", "util-linux"), ("nc", "netcat-openbsd"),
                      (SSHD, "openssh-server"), ("ssh-keygen", "openssh-client")):
         if shutil.which(exe) is None:
-            return f"{exe} is missing: scripts/setup.sh installs {pkg}"
+            return f"{exe} is missing: scripts/setup.sh --all installs {pkg}"
     return None
 
 

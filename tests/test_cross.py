@@ -39,7 +39,7 @@ pytestmark = pytest.mark.skipif(platform.machine() != "x86_64",
 def missing_tool(arch: engines.Arch) -> str | None:
     for exe, package in ((arch.compiler, arch.package), (arch.qemu, "qemu-user-static")):
         if shutil.which(exe) is None:
-            return f"{exe} is not installed: scripts/setup.sh installs {package} (it needs root)"
+            return f"{exe} is not installed: scripts/setup.sh --all installs {package} (it needs root)"
     return None
 
 

@@ -170,7 +170,8 @@ def deny_inet_sockets() -> None:
 
 
 needs_seccomp = pytest.mark.skipif(not (ctypes.util.find_library("seccomp") or os.path.exists(
-    "/usr/lib/x86_64-linux-gnu/libseccomp.so.2")), reason="libseccomp is not installed (scripts/setup.sh installs it)")
+    "/usr/lib/x86_64-linux-gnu/libseccomp.so.2")),
+    reason="libseccomp is not installed (scripts/setup.sh --all installs it)")
 
 
 @needs_seccomp

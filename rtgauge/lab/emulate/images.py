@@ -183,7 +183,7 @@ def build(systems: list[System], say=print) -> Images:
     if missing:
         raise UserError(f"building the emulated lab's images needs {', '.join(missing)}; install "
                         f"{'them' if len(missing) > 1 else 'it'} (apt-get install {' '.join(missing)}; "
-                        "scripts/setup.sh does).")
+                        "scripts/setup.sh --all does).")
     img.root.mkdir(parents=True, exist_ok=True)
     with open(img.root / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_SH)           # held while building: prune() leaves this recipe alone

@@ -133,7 +133,7 @@ class EmulatedLab:
         if missing:
             pkgs = " ".join(sorted({"qemu-system-x86" if "x86" in m else "qemu-system-arm" for m in missing}))
             raise UserError(f"{', '.join(missing)} is not installed; install it (apt-get install {pkgs}; "
-                            "scripts/setup.sh does).")
+                            "scripts/setup.sh --all does).")
         self.state.mkdir(parents=True, exist_ok=True)
         try:
             self.start()
