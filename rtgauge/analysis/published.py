@@ -316,6 +316,11 @@ def place(run: Run, method: Method, condition: str | None) -> dict:
     return dict(placed, beside=beside) if beside else placed
 
 
+def shown(placed: dict) -> bool:
+    """A row's cell is shown when it holds a measurement of any kind or an analogue beside it."""
+    return placed.get("status") != "not measured" or bool(placed.get("beside"))
+
+
 def beside_text(b: dict) -> str:
     """One analogue set beside a row, in µs: its figures and what it is."""
     st = b.get("stats") or {}
@@ -458,7 +463,7 @@ def studies(runs: list[Run]) -> list[tuple[Study, list[Row]]]:
     out = []
     for study in STUDIES:
         rows = study_rows(study, runs)
-        if any(pl.get("measurement") for r in rows for pl in r.placed.values()):
+        if any(pl.get("measurement") or pl.get("beside") for r in rows for pl in r.placed.values()):
             out.append((study, rows))
     return out
 

@@ -12,7 +12,7 @@ from rich.table import Table
 from rtgauge.analysis import cross_checks, latency_measurements, latency_row, system_label
 from rtgauge.analysis.micro import micro_rows, rhealstone, verdict_rows
 from rtgauge.analysis.tire import held_text, period_text
-from rtgauge.analysis.published import (STUDIES, beside_text, projection_text, published_verdicts, studies,
+from rtgauge.analysis.published import (STUDIES, beside_text, projection_text, published_verdicts, shown, studies,
                                        systems_of)
 from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
 from rtgauge.records import Run
@@ -190,7 +190,7 @@ def print_published(console: Console, runs: list[Run]) -> None:
     (rtgauge/analysis/published.py), then the published behaviour verdicts."""
     for study, rows in studies(runs):
         systems = systems_of(rows)
-        measured = [row for row in rows if any(row.placed.get(r.id, {}).get("status") != "not measured"
+        measured = [row for row in rows if any(shown(row.placed.get(r.id, {}))
                                                for r in runs)]
         left_out = len(rows) - len(measured)
         rows = measured

@@ -17,7 +17,7 @@
  * (sched:sched_switch: a higher-priority thread, the scheduler's fair-server share
  * given to an ordinary task) is other_gap, whatever handlers ran in it. Without tracing (--attribution
  * off, or auto where it is unavailable) the gaps are measured all the same and
- * env.attribution says why there is no attribution. The trace events themselves
+ * env.handlers says why there is no attribution. The trace events themselves
  * cost a little time inside each gap (a few hundred ns per event). */
 #include <errno.h>
 #include <stdio.h>
@@ -233,7 +233,7 @@ static int irq_gap_run(const rtg_opts *o, rtg_result *res)
     rtg_touch(g.start, g.cap * sizeof *g.start);
     rtg_touch(g.len, g.cap * sizeof *g.len);
 
-    rtg_json *attr = rtg_j_set(res->env, "attribution", rtg_j_obj());
+    rtg_json *attr = rtg_j_set(res->env, "handlers", rtg_j_obj());
     rtg_irqtrace *trace = NULL;
     if (strcmp(mode, "off") != 0) {
         char note[300], err[400];

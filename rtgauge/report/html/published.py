@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from rtgauge.analysis import system_label
 from rtgauge.analysis.conclusions import HOLDS, check_conclusions
-from rtgauge.analysis.published import beside_text, overlay_curves, published_verdicts, studies, systems_of
+from rtgauge.analysis.published import (beside_text, overlay_curves, published_verdicts, studies,
+                                       systems_of)
+from rtgauge.analysis.published import shown as cell_shown
 from rtgauge.report.html.page import e, figure, flag
 from rtgauge.report.numbers import fmt_group
 from rtgauge.report.svg import overlaid_histograms
@@ -104,10 +106,10 @@ def render_published(runs: list[Run]) -> str:
     found = studies(runs)
     for study, rows in found:
         systems = systems_of(rows)
-        shown = [r for r in runs if any(row.placed.get(r.id, {}).get("status") != "not measured"
+        shown = [r for r in runs if any(cell_shown(row.placed.get(r.id, {}))
                                         for row in rows)]
         platform = next((p.platform for row in rows for st in row.published.values() for p in st.values()), "")
-        measured = [row for row in rows if any(row.placed.get(r.id, {}).get("status") != "not measured"
+        measured = [row for row in rows if any(cell_shown(row.placed.get(r.id, {}))
                                                for r in runs)]
         left_out = len(rows) - len(measured)
         rows = measured
