@@ -6,6 +6,7 @@ stored with `rtgauge import`."""
 
 from __future__ import annotations
 
+import copy
 import io
 import re
 import shutil
@@ -19,7 +20,7 @@ from conftest import cli
 from rtgauge.cli import main
 from rtgauge.report import safe
 from rtgauge.report.safe import SafeConsole
-from rtgauge.report.tables import fit_widths, heading_columns, table_tsv
+from rtgauge.report.tables import fit, heading_columns, table_tsv
 from rtgauge.store import open_store
 
 DATA = Path(__file__).resolve().parent / "data" / "golden"
@@ -38,7 +39,7 @@ class Recording(SafeConsole):
         if len(objects) == 1 and isinstance(objects[0], Table):
             # stacked, the naming columns' cells head each block without their column's name
             t = objects[0]
-            named = heading_columns(t) if not self.plain and fit_widths(t, self.width) is None else 0
+            named = heading_columns(t) if not self.plain and not fit(copy.deepcopy(t), self.width) else 0
             self.tables.append((table_tsv(t), named))
         return super().print(*objects, **kw)
 
@@ -160,3 +161,35 @@ def test_rich_alone_fails_the_check(monkeypatch, db):
     assert main(["compare", "1", "2", "--all", "--db", db]) == 0
     with pytest.raises(AssertionError):
         check_whole(out.getvalue(), tables, 80)
+
+
+def test_not_rated_is_said_once(monkeypatch, db, capfd):
+    """compare and the Markdown export say "not rated" once, not "not rated not rated"."""
+    text, _ = rendered(monkeypatch, 200, ["compare", "1", "2", "--db", db])
+    assert "not rated" in text and "not rated not rated" not in text
+    assert main(["export", "1", "--format", "md", "--db", db]) == 0
+    md = capfd.readouterr().out
+    assert "not rated" in md and "not rated not rated" not in md
+
+
+def test_the_reports_flag_chips_come_once(tmp_path):
+    """A run of this KVM guest (its real facts, tests/data/facts) with a real engine
+    document: one chip says it is a virtual machine (not a second 'virtualised'), and a
+    cross-check's chip names its job."""
+    import json
+    from test_store import realistic_job
+    from rtgauge.analysis.headline import headline
+    from rtgauge.report.html.summary import chip_text, render_summary
+    facts = json.loads((DATA.parent / "facts" / "this-vm.json").read_text())
+    doc = json.loads((DATA / "run-a" / "latency@idle.json").read_text())
+    with open_store(str(tmp_path / "r.db")) as store:
+        run_id = store.begin_run(facts, [], "quick", "builtin:quick", ["rtgauge", "run"])
+        store.add_measurement(run_id, realistic_job("latency-idle", "idle"), doc)
+        store.finish_run(run_id, "complete", "")
+        run = store.get_run(run_id)
+    html = render_summary([run], [headline(run)], 100.0)
+    chips = re.findall(r"<span class='flag'>([^<]*)</span>", html)
+    assert sum("virtual" in c for c in chips) == 1, chips
+    assert len(chips) == len(set(chips)), chips
+    assert chip_text("cross-check disagrees: latency-cpu (cpu) worst case 1.0 µs (engine) vs 9.0 µs") == \
+        "cross-check disagrees: latency-cpu (cpu)"

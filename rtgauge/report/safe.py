@@ -47,15 +47,13 @@ class SafeConsole(Console):
         from rich.table import Table
         if len(objects) != 1 or not isinstance(objects[0], Table):
             return super().print(*objects, **kwargs)
-        from rtgauge.report.tables import fit_widths, print_stacked, set_widths, table_tsv
+        from rtgauge.report.tables import fit, print_stacked, table_tsv
         table = objects[0]
         if self.plain:       # written as it is: rich would expand the tabs
             self.file.write(_CONTROL.sub(_visible, table_tsv(table)) + "\n")
             return None
-        widths = fit_widths(table, self.width)
-        if widths is None:   # too wide for the terminal even with text wrapped: one block per row
+        if not fit(table, self.width):   # too wide even with text wrapped: one block per row
             return print_stacked(self, table)
-        set_widths(table, widths)
         return super().print(table, **kwargs)
 
 

@@ -5,8 +5,10 @@
 - On a terminal a number is never cut and a word is never split: a cut number misleads
   (1,638 µs printed as `163…` reads as 163), a split header (`ser` / `ies`) reads as
   two. The numeric columns (right-justified, the convention of every table rtgauge
-  prints) keep each cell on one line; text cells and headers wrap between words only.
-- When even that does not fit the terminal's width, the table is printed stacked: one
+  prints) keep each cell's figures on one line (a ` (note)` after them may wrap); text
+  cells and headers wrap between words only.
+- When that does not fit the terminal's width, the table drops its outer frame; when
+  even that does not fit, it is printed stacked: one
   block per row, the row's first cell as the block's heading and every other cell on
   its own line under its column's name. Nothing is ever drawn wider than the terminal."""
 
@@ -79,6 +81,16 @@ def _longest_line(text: str) -> int:
     return max((cell_len(line.rstrip()) for line in text.splitlines()), default=0)
 
 
+def _figures_width(cell: str) -> int:
+    """The narrowest a figure cell may be: its figures (the text before a ` (` note) on
+    one line; the note may wrap between its words."""
+    widest = 0
+    for line in cell.splitlines() or [""]:
+        figures, bracket, note = line.partition(" (")
+        widest = max(widest, cell_len(figures.rstrip()), _longest_word(bracket + note))
+    return widest
+
+
 def column_limits(table: Table) -> list[tuple[int, int]]:
     """Per column, padding included: the narrowest it may be (a figure cell whole on one
     line, no word of a text cell or of the header split) and the widest it needs."""
@@ -88,7 +100,7 @@ def column_limits(table: Table) -> list[tuple[int, int]]:
         cells = [_plain(c) for c in column._cells]
         header = _plain(column.header) if table.show_header else ""
         if numeric(column):
-            low = max([_longest_line(c) for c in cells] + [_longest_word(header)])
+            low = max([_figures_width(c) for c in cells] + [_longest_word(header)])
         else:
             low = max([_longest_word(c) for c in cells] + [_longest_word(header)])
         high = max([_longest_line(c) for c in cells] + [_longest_line(header), low])
@@ -109,6 +121,22 @@ def fit_widths(table: Table, width: int) -> list[int] | None:
         i = max((i for i in range(len(widths)) if widths[i] > limits[i][0]), key=lambda i: widths[i])
         widths[i] -= 1
     return widths
+
+
+def fit(table: Table, width: int) -> bool:
+    """Fixes the table's column widths to fit WIDTH, first with its outer frame, then
+    without it (no outer border or edge padding); False when it must be stacked."""
+    widths = fit_widths(table, width)
+    if widths is None and table.box and (table.show_edge or table.pad_edge):
+        frame = table.show_edge, table.pad_edge
+        table.show_edge = table.pad_edge = False
+        widths = fit_widths(table, width)
+        if widths is None:
+            table.show_edge, table.pad_edge = frame
+    if widths is None:
+        return False
+    set_widths(table, widths)
+    return True
 
 
 def set_widths(table: Table, widths: list[int]) -> None:
