@@ -58,9 +58,17 @@ def readable_json(data: bytes) -> bytes:
     return NOT_A_NUMBER.sub(rb"\1null\2", data)
 
 
+def unit_of_json(raw: dict) -> int:
+    """ns per unit of a --json file's latencies and histogram bins: cyclictest -N writes
+    nanoseconds and says so (`"resolution_in_ns": 1`); otherwise microseconds."""
+    return 1 if raw.get("resolution_in_ns") == 1 else US
+
+
 def to_document(raw: dict, options: dict, cpus: list[int], status: int, interrupted: bool) -> dict:
-    """cyclictest's --json output as an engine-contract document."""
+    """cyclictest's --json output as an engine-contract document (its units read from
+    the file: unit_of_json; a histogram limit of 0: the file has no histogram)."""
     threads = raw.get("thread", {})
+    unit = unit_of_json(raw)
     hist_limit_us = int(options.get("histogram", 20000))
     metrics: dict = {}
     merged_counts: dict[int, int] = {}
@@ -74,7 +82,7 @@ def to_document(raw: dict, options: dict, cpus: list[int], status: int, interrup
             t = {**t, "min": None, "max": None, "avg": None}
         overflow = max(0, cycles - sum(counts.values()))
         dist = distribution(counts, cycles, overflow, t.get("min"), t.get("avg"), t.get("max"),
-                            hist_limit_us)
+                            hist_limit_us, unit)
         metrics[f"ti#{key}"] = dist
         metrics[f"cycles#{key}"] = {"unit": "count", "value": cycles}
         env_threads.append({"index": int(key), "cpu": t.get("cpu")})
@@ -90,7 +98,7 @@ def to_document(raw: dict, options: dict, cpus: list[int], status: int, interrup
     if merged["cycles"]:
         avg = merged["sum_us"] / merged["cycles"]
         metrics["ti"] = distribution(merged_counts, merged["cycles"], merged["overflow"],
-                                     merged["min"], avg, merged["max"], hist_limit_us)
+                                     merged["min"], avg, merged["max"], hist_limit_us, unit)
     metrics["cycles"] = {"unit": "count", "value": merged["cycles"]}
     ok = status == 0 or interrupted
     doc = {
@@ -103,7 +111,7 @@ def to_document(raw: dict, options: dict, cpus: list[int], status: int, interrup
                    "histogram": hist_limit_us},
         "env": {"tool_version": raw.get("rt_test_version:") or raw.get("rt_test_version"),
                 "cmdline": raw.get("cmdline:") or raw.get("cmdline"),
-                "resolution_ns": US, "threads": env_threads,
+                "resolution_ns": unit, "threads": env_threads,
                 "policy": str(options.get("policy", "fifo")),
                 "priority": int(options.get("priority", 80)), "cpus": cpus},
         "metrics": metrics, "verdicts": {},
@@ -122,14 +130,18 @@ def distribution(counts: dict[int, int], cycles: int, overflow: int, vmin, vavg,
     that counts in ns gives unit_ns=1) plus overflows from limit_us units on; min, avg and
     max are in the same unit."""
     total = sum(counts.values())
-    mean_in = sum((b + 0.5) * c for b, c in counts.items()) / total if total else 0.0
-    var_in = sum(c * ((b + 0.5) - mean_in) ** 2 for b, c in counts.items()) / total if total else 0.0
     stats = {"unit": "ns", "count": cycles,
              "min": int(vmin) * unit_ns if vmin is not None else None,
              "avg": float(vavg) * unit_ns if vavg is not None else None,
-             "stddev": math.sqrt(var_in) * unit_ns,
              "max": int(vmax) * unit_ns if vmax is not None else None,
              "resolution_ns": unit_ns}
+    if limit_us <= 0 and not total:
+        # no histogram (cyclictest without -h): min, avg and max as given and nothing
+        # else; a percentile or a spread would be invented
+        return stats
+    if total and not overflow:      # a spread only from every sample (none beyond the histogram)
+        mean_in = sum((b + 0.5) * c for b, c in counts.items()) / total
+        stats["stddev"] = math.sqrt(sum(c * ((b + 0.5) - mean_in) ** 2 for b, c in counts.items()) / total) * unit_ns
     bounded = []
     for name, q in PERCENTILES:
         v, is_bound = _percentile_us(counts, overflow, cycles, q, vmax)
@@ -280,13 +292,20 @@ def document_of_json(raw: dict) -> dict:
     return doc
 
 
+EXACT = {"rtgauge exact min ns": "min", "rtgauge exact avg ns": "avg", "rtgauge exact max ns": "max"}
+
+
 def parse_histfile(text: str, where: str) -> list[dict]:
-    """cyclictest's -h/--histfile layout, one or more blocks (an rtgauge export holds one
-    per measurement): a "# Histogram" line, rows "%06d count<TAB>count..." (a last column
-    with -H/--histofall, the sum of the threads), then "# Total:", "# Min Latencies:",
-    "# Avg Latencies:", "# Max Latencies:", "# Histogram Overflows:" (one value per
-    thread) and "# Thread N:" overflow cycle lists. Returns one dict per block:
-    {label, counts (per thread: {bin: count}), min, avg, max, overflow (lists per thread)}."""
+    """cyclictest's -h/--histfile layout, one or more blocks: a "# Histogram" line, rows
+    "%06d count<TAB>count..." (a last column with -H/--histofall, the sum of the
+    threads), then "# Total:", "# Min Latencies:", "# Avg Latencies:", "# Max Latencies:",
+    "# Histogram Overflows:" (one value per thread; all but Max may be missing) and
+    "# Thread N:" overflow cycle lists. An rtgauge export adds "# rtgauge measurement
+    NAME@CONDITION" before its block and "# rtgauge exact min|avg|max ns:" lines (the
+    figures cyclictest's whole µs cannot carry); other readers skip them as comments.
+    Only the non-zero counts are kept (memory follows the samples, not the table).
+    Returns one dict per block: {label, counts (per thread: {bin: count}), min, avg, max,
+    overflow (lists per thread, None where the file has no such line), exact, limit_us}."""
     blocks: list[dict] = []
     block = None
     label = None
@@ -298,7 +317,8 @@ def parse_histfile(text: str, where: str) -> list[dict]:
             label = line[len("# rtgauge measurement "):][:200]
             continue
         if line == "# Histogram":
-            block = {"label": label, "rows": [], "footer": {}, "line": number}
+            block = {"label": label, "cells": [], "widths": set(), "rows": 0, "last": -1, "footer": {},
+                     "exact": {}, "line": number}
             blocks.append(block)
             label = None
             continue
@@ -312,6 +332,11 @@ def parse_histfile(text: str, where: str) -> list[dict]:
                     block["footer"][key] = [_bounded_int(v) for v in rest.split()]
                 except ValueError as e:
                     raise ValueError(f"line {number}: {e}") from None
+            elif sep and key in EXACT:
+                try:
+                    block["exact"][EXACT[key]] = [None if v == "-" else _finite(v) for v in rest.split()]
+                except ValueError as e:
+                    raise ValueError(f"line {number}: {e}") from None
             continue
         fields = line.split()
         try:
@@ -320,9 +345,14 @@ def parse_histfile(text: str, where: str) -> list[dict]:
             raise ValueError(f"line {number}: {e}") from None
         if len(values) < 2 or values[0] >= HIST_MAX_US:
             raise ValueError(f"line {number} is not a histogram row (a bin below {HIST_MAX_US:,} µs and its counts)")
-        block["rows"].append(values)
-        if len(block["rows"]) > HIST_MAX_US:
+        if len(values) - 1 > THREADS_MAX + 1:
+            raise ValueError(f"line {number} has {len(values) - 1:,} counts, more than {THREADS_MAX:,} threads")
+        block["rows"] += 1
+        if block["rows"] > HIST_MAX_US:
             raise ValueError(f"more than {HIST_MAX_US:,} histogram rows")
+        block["widths"].add(len(values) - 1)
+        block["last"] = values[0]
+        block["cells"].extend((values[0], t, c) for t, c in enumerate(values[1:]) if c)
     if not blocks:
         raise ValueError("there is no '# Histogram' line")
     out = []
@@ -331,7 +361,7 @@ def parse_histfile(text: str, where: str) -> list[dict]:
         if "Max Latencies" not in footer:
             raise ValueError(f"the histogram at line {b['line']} has no '# Max Latencies' line")
         n = len(footer["Max Latencies"])
-        widths = {len(r) - 1 for r in b["rows"]}
+        widths = b["widths"]
         allowed = (n, n + 1) if n > 1 else (n,)      # -H/--histofall adds a sum column for 2+ threads
         if not n or n > THREADS_MAX or any(w not in allowed for w in widths):
             raise ValueError(f"the histogram at line {b['line']} has rows of {sorted(widths)} counts for "
@@ -340,17 +370,30 @@ def parse_histfile(text: str, where: str) -> list[dict]:
             if key in footer and len(footer[key]) not in (n, n + 1):
                 raise ValueError(f"'# {key}' of the histogram at line {b['line']} has {len(footer[key])} "
                                  f"values for {n} threads")
+        for key, values in b["exact"].items():
+            if len(values) != n:
+                raise ValueError(f"'# rtgauge exact {key} ns' of the histogram at line {b['line']} has "
+                                 f"{len(values)} values for {n} threads")
         counts = [dict() for _ in range(n)]
-        for row in b["rows"]:
-            for t in range(n):
-                if row[1 + t]:
-                    counts[t][row[0]] = counts[t].get(row[0], 0) + row[1 + t]
-        overflow = (footer.get("Histogram Overflows") or [0] * n)[:n]
-        limit = (b["rows"][-1][0] + 1) if b["rows"] else 0
-        out.append({"label": b["label"], "counts": counts, "min": (footer.get("Min Latencies") or [None] * n)[:n],
+        for bin_, t, c in b["cells"]:
+            if t < n:
+                counts[t][bin_] = counts[t].get(bin_, 0) + c
+        out.append({"label": b["label"], "counts": counts,
+                    "min": (footer.get("Min Latencies") or [None] * n)[:n],
                     "avg": (footer.get("Avg Latencies") or [None] * n)[:n], "max": footer["Max Latencies"][:n],
-                    "overflow": overflow, "limit_us": limit})
+                    "overflow": (footer.get("Histogram Overflows") or [0] * n)[:n], "exact": b["exact"],
+                    "limit_us": b["last"] + 1})
     return out
+
+
+def _finite(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not math.isfinite(v) or v < 0 or v > COUNT_MAX or len(text) > 40:
+        raise ValueError(f"{text[:40]!r} is not a latency rtgauge reads (a finite number of ns, not negative)")
+    return v
 
 
 def _bounded_int(text: str) -> int:
@@ -362,15 +405,19 @@ def _bounded_int(text: str) -> int:
 def document_of_histfile(block: dict) -> dict:
     """One histfile block as an engine-contract document. The layout has no interval,
     priority or cycle count: the sample count is the histogram's total plus overflows;
-    min, avg (whole µs, truncated by cyclictest) and max come from the footer. A block
-    may give "unit_ns" (default 1 µs): the unit of its buckets, limit, min, avg and max
-    (jitterdebugger's per-CPU results have the same shape, in µs or ns)."""
+    min, avg (whole µs, truncated by cyclictest) and max come from the footer, or from
+    the "# rtgauge exact" lines where an rtgauge export wrote them (then exact, in ns);
+    a footer line the file lacks leaves that figure absent. A block may give "unit_ns"
+    (default 1 µs): the unit of its buckets, limit, min, avg and max (jitterdebugger's
+    per-CPU results have the same shape, in µs or ns)."""
     unit = block.get("unit_ns", US)
+    exact = block.get("exact") or {}
     metrics: dict = {}
     merged_counts: dict[int, int] = {}
     total = overflow_all = 0
     weighted = 0.0
     limit = block["limit_us"]
+    figures = {"min": [], "avg": [], "max": []}
     for t, counts in enumerate(block["counts"]):
         overflow = block["overflow"][t]
         cycles = sum(counts.values()) + overflow
@@ -378,20 +425,33 @@ def document_of_histfile(block: dict) -> dict:
         vmax = block["max"][t]
         if cycles and top is not None and vmax < top:
             raise ValueError(f"thread {t}'s max latency {vmax} µs is below its highest histogram bin ({top} µs)")
-        metrics[f"ti#{t}"] = distribution(counts, cycles, overflow, block["min"][t] if cycles else None,
-                                          block["avg"][t] if cycles else None, vmax if cycles else None, limit,
-                                          unit)
+        metrics[f"ti#{t}"] = dist = distribution(counts, cycles, overflow, block["min"][t] if cycles else None,
+                                                 block["avg"][t] if cycles else None, vmax if cycles else None,
+                                                 limit, unit)
+        for key in ("min", "avg", "max"):      # the exact figures an rtgauge export kept (ns)
+            if key in exact and cycles:
+                dist[key] = exact[key][t]
+        if cycles:
+            for key in figures:
+                figures[key].append(dist.get(key))
         metrics[f"cycles#{t}"] = {"unit": "count", "value": cycles}
         for b, c in counts.items():
             merged_counts[b] = merged_counts.get(b, 0) + c
         total += cycles
         overflow_all += overflow
-        if block["avg"][t] is not None:
-            weighted += block["avg"][t] * cycles
+        if dist.get("avg") is not None:
+            weighted += dist["avg"] * cycles
     if total:
-        live = [t for t in range(len(block["counts"])) if metrics[f"cycles#{t}"]["value"]]
-        metrics["ti"] = distribution(merged_counts, total, overflow_all, min(block["min"][t] for t in live),
-                                     weighted / total, max(block["max"][t] for t in live), limit, unit)
+        ti = distribution(merged_counts, total, overflow_all, None, None, None, limit, unit)
+        known = {k: [v for v in vs if v is not None] for k, vs in figures.items()}
+        ti["min"] = min(known["min"]) if len(known["min"]) == len(figures["min"]) else None
+        ti["max"] = max(known["max"]) if len(known["max"]) == len(figures["max"]) else None
+        ti["avg"] = weighted / total if len(known["avg"]) == len(figures["avg"]) else None
+        if ti["max"] is not None:         # a percentile among the overflows is the max, a bound
+            ti.update({k: v for k, v in distribution(merged_counts, total, overflow_all, None, None,
+                                                     math.ceil(ti["max"] / unit), limit, unit).items()
+                       if k.startswith("p") or k == "upper_bounds"})
+        metrics["ti"] = ti
     metrics["cycles"] = {"unit": "count", "value": total}
     return {"schema": 1, "test": "latency", "tool": "cyclictest", "ok": bool(total), "interrupted": False,
             "params": {"histogram": limit, "threads": len(block["counts"])},
@@ -400,13 +460,19 @@ def document_of_histfile(block: dict) -> dict:
             **({} if total else {"error": "the histogram holds no samples"})}
 
 
-def histfile_text(columns: list[dict]) -> str:
-    """cyclictest's -h/--histfile layout for one measurement: columns are per-thread
-    distributions (ns) as rtgauge stores them. Values become whole µs the way cyclictest
-    makes them (truncated); a log-linear bin wider than 1 µs is counted in the µs of its
-    upper edge (capped at the max), so the layout never shows a latency lower than
-    measured; the rows run to the max's µs, so nothing overflows unless the stored
-    histogram itself had overflows."""
+EXPORT_CELLS_MAX = 1 << 24      # rows × threads of one exported histogram (~120 MB of text)
+
+
+def histfile_plan(columns: list[dict]) -> dict:
+    """What the -h/--histfile layout of one measurement needs, decided before anything
+    is written: per-thread 1 µs buckets and overflows, the row count (the histogram's
+    own limit where it had overflows, else up to the max's µs). Refused (ValueError, one
+    sentence) when a column has no histogram (min/avg/max only: the layout would invent
+    one) or the table would pass EXPORT_CELLS_MAX cells."""
+    for c in columns:
+        if c.get("count") and not (c.get("histogram") or {}).get("bins") and not (c.get("linear") or {}).get("counts") \
+                and not (c.get("histogram") or {}).get("overflow"):
+            raise ValueError("it has no histogram (min, avg and max only), and the layout is a histogram")
     per_thread = [_us_buckets(c) for c in columns]
     maxes = [int(c["max"]) // US if c.get("max") is not None else 0 for c in columns]
     bounds = [int(c["histogram"]["overflow_from_ns"]) // US for c in columns
@@ -415,29 +481,55 @@ def histfile_text(columns: list[dict]) -> str:
         limit = min(HIST_MAX_US, max(1, min(bounds)))
     else:
         limit = min(HIST_MAX_US, max([m + 1 for m in maxes] + [max(b, default=-1) + 1 for b, _ in per_thread] + [1]))
-    lines = ["# Histogram"]
-    totals = [0] * len(columns)
+    if limit * len(columns) > EXPORT_CELLS_MAX:
+        raise ValueError(f"its table would be {limit:,} rows × {len(columns):,} threads, more than "
+                         f"{EXPORT_CELLS_MAX:,} cells")
     overflows = [o for _, o in per_thread]
     for t, (buckets, _) in enumerate(per_thread):
         for b in [b for b in buckets if b >= limit]:
             overflows[t] += buckets.pop(b)
+    return {"buckets": [b for b, _ in per_thread], "overflows": overflows, "limit": limit, "maxes": maxes}
+
+
+def histfile_lines(columns: list[dict], plan: dict | None = None):
+    """cyclictest's -h/--histfile layout for one measurement, line by line (a row at a
+    time: memory follows the samples, not the table): columns are per-thread
+    distributions (ns) as rtgauge stores them. Values become whole µs the way cyclictest
+    makes them (truncated); a
+    log-linear bin wider than 1 µs is counted in the µs of its upper edge (capped at the
+    max), so the layout never shows a latency lower than measured. The exact min, avg
+    and max (ns) follow as "# rtgauge exact" comment lines, which `rtgauge import` reads
+    and cyclictest's readers skip."""
+    plan = plan or histfile_plan(columns)
+    buckets, overflows, limit = plan["buckets"], plan["overflows"], plan["limit"]
+    totals = [0] * len(columns)
+    yield "# Histogram\n"
     for i in range(limit):
-        row = [per_thread[t][0].get(i, 0) for t in range(len(columns))]
+        row = [b.get(i, 0) for b in buckets]
         for t, c in enumerate(row):
             totals[t] += c
-        lines.append(f"{i:06d} " + "\t".join(f"{c:06d}" for c in row))
+        yield f"{i:06d} " + "\t".join(f"{c:06d}" for c in row) + "\n"
 
-    def us(v, f=int):
-        return "0" if v is None else str(f(v) // US)
-    lines.append("# Total:" + "".join(f" {t:09d}" for t in totals))
-    lines.append("# Min Latencies:" + "".join(f" {int(us(c.get('min'))):05d}" for c in columns))
-    lines.append("# Avg Latencies:" + "".join(f" {int(us(c.get('avg'), lambda v: int(v))):05d}" for c in columns))
-    lines.append("# Max Latencies:" + "".join(f" {m:05d}" for m in maxes))
-    lines.append("# Histogram Overflows:" + "".join(f" {o:05d}" for o in overflows))
-    lines.append("# Histogram Overflow at cycle number:")
+    def us(v):
+        return 0 if v is None else int(v) // US
+    yield "# Total:" + "".join(f" {t:09d}" for t in totals) + "\n"
+    for key, name in (("min", "Min"), ("avg", "Avg")):    # a figure the data lack is left out, not 0
+        if all(c.get(key) is not None for c in columns):
+            yield f"# {name} Latencies:" + "".join(f" {us(c.get(key)):05d}" for c in columns) + "\n"
+    yield "# Max Latencies:" + "".join(f" {m:05d}" for m in plan["maxes"]) + "\n"
+    yield "# Histogram Overflows:" + "".join(f" {o:05d}" for o in overflows) + "\n"
+    yield "# Histogram Overflow at cycle number:\n"
     for t, o in enumerate(overflows):
-        lines.append(f"# Thread {t}:" + (f" # {o:05d} others" if o else ""))
-    return "\n".join(lines) + "\n\n"
+        yield f"# Thread {t}:" + (f" # {o:05d} others" if o else "") + "\n"
+    for key in ("min", "avg", "max"):
+        yield f"# rtgauge exact {key} ns:" + "".join(
+            " -" if c.get(key) is None else f" {c[key]!r}" for c in columns) + "\n"
+    yield "\n"                    # cyclictest ends its histfile with an empty line
+
+
+def histfile_text(columns: list[dict]) -> str:
+    """histfile_lines as one text (a small measurement)."""
+    return "".join(histfile_lines(columns))
 
 
 def _us_buckets(metric: dict) -> tuple[dict[int, int], int]:
