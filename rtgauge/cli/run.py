@@ -241,17 +241,18 @@ def prepare_jobs(console: Console, profile, args, conditions, address: str | Non
         drop_cross_check(jobs, "rtla", f"the rtla timerlat cross-check was not run: {why}")
         console.print(f"[yellow]{markup(why)}: the rtla timerlat cross-check is skipped.[/]")
         jobs = [j for j in jobs if j.tool != "rtla"]
-    if not address:     # a target's loads are checked there once connected; its login's privilege too
-        from rtgauge.plan import sweep_jobs
-        from rtgauge.plan.privilege import check_realtime
-        jobs = check_realtime(jobs, sweep_jobs(profile),
-                              bool(getattr(args, "allow_fallback", False) or profile.allow_fallback),
-                              lambda text: console.print(f"[yellow]{markup(text)}[/]"))
+    if not address:     # a target's loads are checked there once connected
         check_loads(jobs)
     from rtgauge.plan.optional import resolve_optional
     resolve_optional(jobs, lambda text: console.print(f"[yellow]{markup(text)}[/]"),
                      mount_tracefs=getattr(args, "mount_tracefs", True))
     validate_engine_jobs(jobs)
+    if not address:     # bad input first, then the privilege; a target's login is checked when connecting
+        from rtgauge.plan import sweep_jobs
+        from rtgauge.plan.privilege import check_realtime
+        jobs = check_realtime(jobs, sweep_jobs(profile),
+                              bool(getattr(args, "allow_fallback", False) or profile.allow_fallback),
+                              lambda text: console.print(f"[yellow]{markup(text)}[/]"))
     return jobs
 
 
