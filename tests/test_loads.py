@@ -91,9 +91,9 @@ def rtgauge_popen(*args):
 # what each condition must show beside CPU time: its own counter of work done
 OWN_COUNTER = {
     "cpu": "bogo_ops", "memory": "bogo_ops", "io": "bogo_ops", "net": "bogo_ops",
-    "irq-heavy": "bogo_ops", "mixed": "bogo_ops", "sched": "hackbench_runs",
+    "irq-heavy": "bogo_ops", "mixed": "bogo_ops", "sched": "hackbench_runs", "ipi": "ipis_sent",
 }
-NEEDS = {"sched": "hackbench"}
+NEEDS = {"sched": "hackbench", "ipi": "python3"}
 
 
 @needs_root
