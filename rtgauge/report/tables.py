@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
@@ -82,13 +84,18 @@ def _longest_line(text: str) -> int:
 
 
 def _figures_width(cell: str) -> int:
-    """The narrowest a figure cell may be: its figures (the text before a ` (` note) on
-    one line; the note may wrap between its words."""
+    """The narrowest a figure cell may be: its figures (the text before a ` (note)`, a
+    bracket that opens with a letter) on one line; the note may wrap between its words.
+    `13.5 (1.7 ± 0.2)` is figures throughout and stays whole."""
     widest = 0
     for line in cell.splitlines() or [""]:
-        figures, bracket, note = line.partition(" (")
-        widest = max(widest, cell_len(figures.rstrip()), _longest_word(bracket + note))
+        m = NOTE.search(line)
+        figures, note = (line[:m.start()], line[m.start():]) if m else (line, "")
+        widest = max(widest, cell_len(figures.rstrip()), _longest_word(note))
     return widest
+
+
+NOTE = re.compile(r" \((?=[^\W\d])")
 
 
 def column_limits(table: Table) -> list[tuple[int, int]]:
