@@ -193,3 +193,44 @@ def test_the_reports_flag_chips_come_once(tmp_path):
     assert len(chips) == len(set(chips)), chips
     assert chip_text("cross-check disagrees: latency-cpu (cpu) worst case 1.0 µs (engine) vs 9.0 µs") == \
         "cross-check disagrees: latency-cpu (cpu)"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_doctor_prints_each_command_whole_on_its_own_line(monkeypatch, width):
+    """doctor's advice for this VM's real facts: every backquoted command of more than a
+    word or two is a line of its own, whole (a `;` list split into lines that do the same)."""
+    import json
+    from rtgauge.cli.doctor import COMMAND_INLINE_MAX, print_table, shell_lines
+    from rtgauge.sysinfo import run_doctor
+    facts = json.loads((DATA.parent / "facts" / "this-vm.json").read_text())
+    checks = run_doctor(facts)
+    out = io.StringIO()
+    monkeypatch.setattr(safe, "table_console", lambda fmt=None, stderr=False: SafeConsole(
+        file=out, width=width, highlight=False, color_system=None))
+    print_table(facts, checks)
+    lines = [line.strip() for line in out.getvalue().splitlines()]
+    commands = [cmd for c in checks for i, cmd in enumerate(c["advice"].split("`"))
+                if i % 2 and len(cmd) > COMMAND_INLINE_MAX]
+    assert commands, "this VM's advice names no command"
+    for cmd in commands:
+        for line in shell_lines(cmd):
+            assert line in lines, (width, line)
+    for c in checks:
+        assert any(line.startswith(c["status"]) and c["name"] in line for line in lines)
+    assert shell_lines("sysctl a=-1; (sleep 600; sysctl a=1) &") == ["sysctl a=-1", "(sleep 600; sysctl a=1) &"]
+
+
+def test_doctor_into_a_pipe_is_tsv(monkeypatch):
+    import json
+    from rtgauge.cli.doctor import print_table
+    from rtgauge.sysinfo import run_doctor
+    facts = json.loads((DATA.parent / "facts" / "this-vm.json").read_text())
+    checks = run_doctor(facts)
+    out = io.StringIO()
+    monkeypatch.setattr(safe, "table_console", lambda fmt=None, stderr=False: SafeConsole(
+        file=out, width=80, highlight=False, plain=True))
+    print_table(facts, checks)
+    lines = out.getvalue().splitlines()
+    assert lines[1] == "check\tstatus\tvalue\tadvice"
+    assert [line.split("\t")[0] for line in lines[2:2 + len(checks)]] == [c["name"] for c in checks]
+    assert lines[-1].startswith("# ") and " bad, " in lines[-1]
