@@ -2,6 +2,7 @@
 exits with their status; anything else is a bug and keeps its traceback.
 Below every other module of rtgauge but rtgauge.printable, which imports nothing."""
 
+import errno
 import os
 import sys
 
@@ -64,6 +65,24 @@ def require_extra(module: str, extra: str, purpose: str):
                         f"rtgauge's {extra} extra: pip install 'rtgauge[{extra}]'.") from None
 
 
+# a write that failed for lack of room or a failing device (not the command's fault)
+WRITE_FAILURES = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+
+
+class StdoutFailed(OSError):
+    """Standard output (a full device, a file system gone) refused what was written."""
+
+
+def flush_stdout() -> None:
+    """sys.stdout.flush(); an OSError of it other than a closed pipe as StdoutFailed."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise StdoutFailed(e.errno, e.strerror) from None
+
+
 def stdout_closed() -> int:
     """The reader of stdout went away (`rtgauge show --json | head -1`): say nothing
     more (the reader asked for no more), point stdout at /dev/null so that the
@@ -85,10 +104,19 @@ def run_reporting_errors(command) -> int:
     pipe closed while the last lines wait in the buffer is caught too."""
     try:
         status = int(command() or 0)
-        sys.stdout.flush()
+        flush_stdout()
         return status
     except BrokenPipeError:
         return stdout_closed()
+    except OSError as e:
+        # `> /dev/full`, a full or failing disk under what is written: one sentence, not a
+        # traceback; any other OSError is a bug and keeps its traceback
+        if not isinstance(e, StdoutFailed) and e.errno not in WRITE_FAILURES:
+            raise
+        where = f"cannot write {printable(e.filename, 120)}" if e.filename else "cannot write to standard output"
+        print(f"rtgauge: {where} ({e.strerror or e}); free space or write elsewhere.", file=sys.stderr)
+        stdout_closed()
+        return EXIT_FAILED
     except SystemExit:            # argparse after --help or a usage error: its text is out, flush it
         try:
             sys.stdout.flush()

@@ -134,7 +134,7 @@ def test_bad_metrics_paths_are_refused_before_anything_is_stored(tmp_path):
     (tmp_path / "real.prom").write_text("")
     os.symlink(tmp_path / "real.prom", tmp_path / "link.prom")
     for path, says in ((tmp_path / "link.prom", "symbolic link"), (tmp_path, "directory"),
-                       (tmp_path / "none" / "m.prom", "not a writable directory")):
+                       (tmp_path / "none" / "m.prom", "its directory does not exist")):
         db = tmp_path / "r.db"
         p = rtgauge("run", "--profile", str(prof), "--db", str(db), "--no-report", "--metrics-file", str(path))
         assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr

@@ -111,7 +111,8 @@ def lab_gates(lab, runs, stored: list[Run], rules, junit_path: str | None) -> in
     from rtgauge.analysis.verdict import judge
     from rtgauge.cli.run import verdict_cases
     from rtgauge.errors import gate_status
-    from rtgauge.report.junit import Case, Suite, write_junit
+    from rtgauge.cli.compare import incomplete_runs
+    from rtgauge.report.junit import Case, Suite, fail_closed, write_junit
     by_id = {r.id: r for r in stored}
     suites, statuses = [], []
     budget = getattr(lab.loaded, "budget", None)
@@ -132,7 +133,7 @@ def lab_gates(lab, runs, stored: list[Run], rules, junit_path: str | None) -> in
             statuses.append(c.exit_status)
             cases.append(Case(f"{r.target.name}.{c.job}", c.rule, c.outcome, c.message))
             say(f"  {r.target.name}: --fail-on {c.rule}: {c.job}: {c.outcome} — {c.message}")
-        suites.append(Suite(name, cases, run.started_at))
+        suites.append(fail_closed(Suite(name, cases, run.started_at), incomplete_runs([run]), r.target.name))
     if junit_path:
         write_junit(junit_path, suites)
         say(f"JUnit: {junit_path}")

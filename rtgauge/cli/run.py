@@ -111,6 +111,10 @@ def add_advanced_options(p) -> None:
                    help="where real-time scheduling is refused (no CAP_SYS_NICE, no rtprio limit), measure as "
                         "SCHED_OTHER instead of refusing; every row is marked fallback, says nothing about real "
                         "time and is not rated (default: the profile's settings.allow_fallback)")
+    g.add_argument("--resume", type=int, metavar="RUN", default=None,
+                   help="measure on run RUN (interrupted, abandoned or failed) with its own profile, on the same "
+                        "machine: jobs stored whole are kept, the others measured again, a sweep's stored probes "
+                        "replayed (docs/studies.md); give the run's other options again")
     g.add_argument("--rt-throttling-off", action="store_true",
                    help="with --tuned: also switch RT throttling off, restored by a watchdog at the "
                         "run's expected end plus a margin even if rtgauge dies")
@@ -380,8 +384,11 @@ def cmd_run(args) -> int:
     if args.rounds is not None and not valid_rounds(args.rounds):
         raise UserError(f"--rounds {args.rounds} is out of range; give a whole number from 1 to {MAX_ROUNDS}.")
     from rtgauge.config import default_profile
-    args.profile = default_profile(args.profile) or "quick"
-    profiles = [load_profile(args.profile)]
+    if getattr(args, "resume", None) is not None:
+        profiles = [resumed_profile(args)]
+    else:
+        args.profile = default_profile(args.profile) or "quick"
+        profiles = [load_profile(args.profile)]
     if args.interleave:
         profiles.append(load_profile(args.interleave))
         for p in profiles:
@@ -427,6 +434,28 @@ def cmd_run(args) -> int:
     facts = collect_facts()
     checks = run_doctor(facts)
     return run_measured(console, args, profiles, plans, jobs, conditions, facts, checks, None)
+
+
+def resumed_profile(args):
+    """The profile of the run --resume names (its stored TOML text); refusals in one sentence."""
+    from rtgauge.profiles import parse_profile
+    from rtgauge.store import open_store
+    if args.profile or args.interleave:
+        raise UserError("--resume measures the run's own profile; leave out --profile and --interleave.")
+    if args.resume < 1:
+        raise UserError(f"--resume {args.resume}: give a run's id (a whole number from 1), as `rtgauge show` lists.")
+    store = open_store(args.db)
+    try:
+        run = store.get_run(args.resume, documents=False)
+    finally:
+        store.close()
+    if run is None:
+        raise UserError(f"there is no run {args.resume} to resume in this database; `rtgauge show` lists the runs.")
+    source = str(run.extra.get("profile_source") or "")
+    if not source.strip():
+        raise UserError(f"run {args.resume} has no stored profile to resume.")
+    args.profile = run.profile
+    return parse_profile(source, f"run {args.resume}'s profile ({run.profile})")
 
 
 def resolve_budget(args, profile):
@@ -585,8 +614,21 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
     try:
         from rtgauge.cli.show import tell_abandoned
         tell_abandoned(store)
-        for p in profiles:
-            run_ids.append(store.begin_run(facts, checks, p.name, p.source, sys.argv))
+        resume = None
+        if getattr(args, "resume", None) is not None:
+            from rtgauge.plan.resume import remaining, resume_point
+            resume = resume_point(store.get_run(args.resume), args.resume, facts,
+                                  any(o["id"] == args.resume for o in store.running_elsewhere(-1)))
+            left = remaining(jobs, resume)
+            plans, jobs = [left], left
+            store.reopen_run(args.resume, resume.drop)
+            run_ids.append(args.resume)
+            console.print(f"Resuming run {args.resume}: {len(resume.done)} jobs stored whole are kept, "
+                          f"{len(left)} to measure" + (f", {sum(len(v) for v in resume.probes.values())} sweep "
+                                                      "probes to replay" if resume.probes else ""), markup=False)
+        else:
+            for p in profiles:
+                run_ids.append(store.begin_run(facts, checks, p.name, p.source, sys.argv))
         run_id = run_ids[0]
         try:       # a failure here (stdout closed: `| head`) must not leave the runs running
             if getattr(args, "run_id_file", None):
@@ -622,7 +664,8 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
                 else:
                     status, per_run = execute_interleaved(store, run_ids, plans, profile.warmup_s, view, settings)
             if status == "complete":
-                execute_sweeps(store, run_id, sweep_jobs(profile), console.print)
+                execute_sweeps(store, run_id, sweep_jobs(profile), console.print,
+                               probes=resume.probes if resume else None)
         except BaseException as e:
             try:
                 for rid in run_ids:

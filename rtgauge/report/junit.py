@@ -7,12 +7,12 @@ schema's (the Ant/Jenkins one that CI servers read): testsuites > testsuite
 
 from __future__ import annotations
 
-import os
 import socket
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from rtgauge import safefile
 from rtgauge.errors import UserError
 from rtgauge.printable import printable
 
@@ -72,19 +72,30 @@ def to_xml(suites: list[Suite]) -> bytes:
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
 
 
+def fail_closed(suite: Suite, incomplete: list[str], classname: str) -> Suite:
+    """The suite as the exit status reads it when a run it judged is incomplete
+    (interrupted, abandoned, a measurement stopped early: exit 5 or 130): no case of it
+    passes, and one case says why (docs/ci.md)."""
+    if not incomplete:
+        return suite
+    why = incomplete[0] + (f" (and {len(incomplete) - 1} more)" if len(incomplete) > 1 else "")
+    cases = [Case(c.classname, c.name, INCOMPLETE, f"not judged: {why}; {c.message}", c.time_s)
+             if c.outcome == PASS else c for c in suite.cases]
+    cases.append(Case(classname, "complete measurement", INCOMPLETE, f"a gate does not read {why}; measure it "
+                      "again to a complete run"))
+    return Suite(suite.name, cases, suite.timestamp, suite.time_s)
+
+
 def check_path(path: str | None) -> None:
     """Refuse a JUnit path that cannot be written before anything is measured."""
-    if not path:
-        return
-    parent = os.path.dirname(path) or "."
-    if os.path.isdir(path) or not os.path.isdir(parent) or not os.access(parent, os.W_OK):
-        raise UserError(f"--junit {path[:80]} is not a file rtgauge can write (a directory, or its directory is "
-                        "missing or read-only); give a writable file path.")
+    safefile.check_option("--junit", path, "give a regular file path, - or /dev/stdout")
 
 
 def write_junit(path: str, suites: list[Suite]) -> None:
+    """Through the one writer (rtgauge/safefile.py): a link, a device, a FIFO or a
+    directory at path is refused; the file appears whole or not at all."""
     try:
-        with open(path, "wb") as f:
-            f.write(to_xml(suites))
+        safefile.write_bytes(path, to_xml(suites))
     except OSError as e:
-        raise UserError(f"cannot write the JUnit file {path} ({e.strerror}); choose another with --junit.") from None
+        raise UserError(f"cannot write the JUnit file {printable(path, 120)} ({safefile.reason(e)}); choose "
+                        "another with --junit.") from None

@@ -11,8 +11,10 @@ that takes it (a full disk under the database need not be full elsewhere)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,6 +23,18 @@ from rtgauge import __version__, safefile
 from rtgauge.redact import redact_argv
 from rtgauge.store.store import StoreError
 from rtgauge.store.urls import default_db_path, sqlite_file
+
+
+SPOOL_NAME = re.compile(r"rtgauge-spool-run[0-9]+-[0-9]+\.json")
+
+
+def spool_name(run_id: int) -> str:
+    return f"rtgauge-spool-run{run_id}-{os.getpid()}.json"
+
+
+def is_spool_name(name: str) -> bool:
+    """A file name this module gives a spool file (`rtgauge import` removes it once stored)."""
+    return SPOOL_NAME.fullmatch(name) is not None
 
 
 def now() -> str:
@@ -88,18 +102,25 @@ class Spool:
         return list(dict.fromkeys(out))
 
     def write(self) -> None:
+        """The whole run so far, to the spool file: where it was (rewritten whole), else the
+        first candidate directory that takes it. A spool that had to move (its disk filled)
+        leaves no older, partial copy behind: one run, one spool file."""
         text = json.dumps({"rtgauge_export": 1, "rtgauge_version": __version__, "exported_at": now(),
                            "spooled_because": str(self.failure), "run": self.run}, indent=1, default=str)
         errors = []
-        for directory in ([self.path.parent] if self.path else []) + self.candidates():
-            path = self.path or directory / f"rtgauge-spool-run{self.run_id}-{os.getpid()}.json"
+        previous = self.path
+        for directory in ([previous.parent] if previous else []) + self.candidates():
+            path = directory / spool_name(self.run_id)
             try:
                 directory.mkdir(parents=True, exist_ok=True)
-                safefile.write_text(path, text, mode=0o600)   # a new file, renamed whole; no link followed
+                safefile.write_text(path, text, mode=0o600)   # a new file, renamed whole; nothing planted followed
                 self.path, self.write_error = path, None
+                if previous is not None and previous != path:
+                    with contextlib.suppress(OSError):
+                        previous.unlink()
                 return
             except OSError as e:
-                errors.append(f"{directory}: {e.strerror}")
+                errors.append(f"{directory}: {safefile.reason(e)}")
                 self.path = None
         self.write_error = "; ".join(errors)
 

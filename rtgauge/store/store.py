@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
+import stat
 import threading
 
 import contextlib
@@ -20,6 +21,7 @@ from sqlalchemy.pool import NullPool
 
 from rtgauge import __version__, owner
 from rtgauge.errors import UserError
+from rtgauge.printable import printable
 from rtgauge.records import Measurement, Run
 from rtgauge.redact import mask_text, redact_argv
 from rtgauge.store import codec, kinds, schema
@@ -97,6 +99,11 @@ def db_timeout_s() -> float:
         return 60.0
     return min(max(value, 1.0), 3600.0) if value == value else 60.0
 
+# rtgauge's marker on its database (docs/store.md "Whose database"): SQLite's header field
+# application_id ("rtga"), PostgreSQL's comment on the table schema_version.
+APPLICATION_ID = 0x72746761
+MARKER_TEXT = "rtgauge results store"
+
 # Any constant works; it serialises schema creation between machines that
 # open one PostgreSQL database for the first time together.
 SCHEMA_LOCK_KEY = 0x72746761
@@ -143,6 +150,12 @@ class Store:
     def _connect(self) -> Engine:
         path = sqlite_file(self._url)
         if path is not None:
+            try:       # a device, FIFO or directory is no database: SQLite would put a journal beside it
+                if not stat.S_ISREG(os.stat(path).st_mode):
+                    raise UserError(f"--db {printable(str(path), 120)} is not a database file (it is a device, FIFO, "
+                                    "directory or socket); give a file path.")
+            except OSError:
+                pass                                        # absent: created below
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
@@ -182,6 +195,11 @@ class Store:
         database = self._url.database if self._engine.dialect.name == "sqlite" else None
         if not database or database == ":memory:":
             return self._prepare_schema_once()
+        try:       # no lock file beside what is not a database file (`--db /dev/null`: no /dev/null.lock)
+            if not stat.S_ISREG(os.stat(database).st_mode):
+                return self._prepare_schema_once()
+        except OSError:
+            pass                                 # absent: it is created, under the lock
         try:
             lock = os.fdopen(os.open(f"{database}.lock", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
                                      | os.O_CLOEXEC, 0o644), "a")
@@ -197,10 +215,11 @@ class Store:
                 if conn.dialect.name == "postgresql":
                     conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": SCHEMA_LOCK_KEY})
                 version = self._stored_version(conn)
+                self._refuse_foreign(conn, version)
                 if version is None:
-                    self._refuse_foreign(conn)
                     schema.metadata.create_all(conn)
                     conn.execute(insert(schema.schema_version).values(version=SCHEMA_VERSION, applied_at=utc_now()))
+                    self._mark(conn)
                 elif version > SCHEMA_VERSION:
                     raise UserError(
                         f"the database {self.url} has store schema version {version}, newer than this "
@@ -214,15 +233,58 @@ class Store:
                             f"{short_reason(e, self._url.password)}; check the --db URL, that the "
                             "server is running and that you may write there.") from None
 
-    def _refuse_foreign(self, conn: Connection) -> None:
-        """A database that holds another application's tables and no rtgauge schema is not
-        rtgauge's to write into (`show --db other-app.db` made 8 tables in it)."""
-        ours = set(schema.metadata.tables) | {"sqlite_sequence"}
-        foreign = sorted(set(inspect(conn).get_table_names()) - ours)
-        if foreign:
-            raise UserError(f"the database {self.url} is not an rtgauge database (it holds other tables: "
-                            f"{', '.join(f[:40] for f in foreign[:3])}{', …' if len(foreign) > 3 else ''}); "
-                            "give rtgauge a database of its own with --db.")
+    def _refuse_foreign(self, conn: Connection, version: int | None) -> None:
+        """rtgauge writes only into its own database: a new one (no tables), or one with
+        every table of its schema, schema_version rows and rtgauge's marker (SQLite: the
+        file header's application_id; PostgreSQL: the comment on schema_version). A
+        database of rtgauge made before the marker (every table, schema_version rows,
+        no marker at all) is rtgauge's and gets the marker now. Anything else is refused
+        before any table is created: `show --db other-app.db` made 8 tables in another
+        application's file, and one whose own table is named `runs` got the other 7."""
+        tables = set(inspect(conn).get_table_names()) - {"sqlite_sequence"}
+        marker = self._marker(conn)
+        if not tables and marker in (None, True):
+            return                                     # new: created, then marked
+        ours = set(schema.metadata.tables)
+        if marker is False:
+            why = "another application's mark"
+        elif version is None or ours - tables:
+            foreign = sorted(tables - ours)
+            missing = sorted(ours - tables)
+            why = (f"it holds other tables: {', '.join(f[:40] for f in foreign[:3])}{', …' if len(foreign) > 3 else ''}"
+                   if foreign else f"it lacks rtgauge's tables {', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}")
+        else:
+            if marker is None:
+                self._mark(conn)                       # rtgauge's, made before the marker
+            return
+        raise UserError(f"the database {self.url} is not an rtgauge database ({why}); give rtgauge a database "
+                        "of its own with --db.")
+
+    @staticmethod
+    def _marker(conn: Connection) -> bool | None:
+        """True: rtgauge's marker; None: no marker (a new database, or rtgauge's made
+        before the marker); False: another application's (an SQLite application_id of
+        its own, a comment on a PostgreSQL table named schema_version that is not ours)."""
+        if conn.dialect.name == "sqlite":
+            found = conn.execute(text("PRAGMA application_id")).scalar() or 0
+            return None if found == 0 else found == APPLICATION_ID
+        if not inspect(conn).has_table("schema_version"):
+            return None
+        found = conn.execute(text("SELECT obj_description(to_regclass('schema_version'), 'pg_class')")).scalar()
+        return None if not found else found == MARKER_TEXT
+
+    @staticmethod
+    def _mark(conn: Connection) -> None:
+        """rtgauge's marker on its database; where it cannot be written (a read-only file,
+        a role that does not own the table) the database is still recognised by its tables."""
+        try:
+            with conn.begin_nested():
+                if conn.dialect.name == "sqlite":
+                    conn.execute(text(f"PRAGMA application_id = {APPLICATION_ID}"))
+                else:
+                    conn.execute(text(f"COMMENT ON TABLE schema_version IS '{MARKER_TEXT}'"))
+        except SQLAlchemyError:
+            pass
 
     @staticmethod
     def _stored_version(conn: Connection) -> int | None:
@@ -379,6 +441,20 @@ class Store:
                 status=status, note=note or "", finished_at=utc_now()))
             if result.rowcount == 0:
                 raise ValueError(f"no run {run_id} in {self.url}")
+
+    def reopen_run(self, run_id: int, drop: list[int]) -> None:
+        """A run that stopped before its end (interrupted, abandoned, failed) measured on by
+        `run --resume`: running again, owned by this process; the measurements in drop (the
+        jobs it measures again: failed, interrupted or stopped early) are removed in the same
+        transaction, so each job is stored once."""
+        with self._transaction(f"resuming run {run_id}") as conn:
+            result = conn.execute(update(runs).where(runs.c.id == run_id, runs.c.status != "running").values(
+                status="running", finished_at=None, owner=to_json(owner.me())))
+            if result.rowcount == 0:
+                raise ValueError(f"run {run_id} cannot be resumed in {self.url}")
+            if drop:
+                conn.execute(measurements.delete().where(measurements.c.run_id == run_id,
+                                                         measurements.c.id.in_(drop)))
 
     def failed_measurements(self, run_id: int) -> int:
         """How many of the run's measurements are stored failed (a job whose load died

@@ -1,21 +1,18 @@
 """`run --metrics-file PATH`: the live figures as a Prometheus text exposition file, for
 node_exporter's textfile collector in long soaks (docs/loads.md).
 
-The file is rewritten whole at every new window of the engine's status: written to a
-temporary file in the same directory, then renamed over PATH, so a reader sees the
-previous file or the new one, never half of one. A PATH that is a symbolic link is
-refused (the file would land wherever the link points). Counters are named with
+The file is rewritten whole at every new window of the engine's status through the one
+writer (rtgauge/safefile.py): written to a temporary file in the same directory, then
+renamed over PATH, so a reader sees the previous file or the new one, never half of one.
+A PATH that is a symbolic link, a device, a FIFO or a directory is refused when the run
+starts (the file would land wherever the link points, or replace the device); `-` or
+/dev/stdout append each exposition to that stream. Counters are named with
 _total as the text format node_exporter reads expects; the file ends with `# EOF`
 (a comment to that format)."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
-from pathlib import Path
-
-from rtgauge.errors import UserError
 
 NS = 1e-9
 
@@ -71,27 +68,13 @@ class MetricsFile:
     """The file at `path`, checked when the run starts (one sentence, exit 2)."""
 
     def __init__(self, path: str):
-        self.path = Path(path)
-        if self.path.is_symlink():
-            raise UserError(f"--metrics-file {path} is a symbolic link; give the real path of the file.")
-        if self.path.is_dir():
-            raise UserError(f"--metrics-file {path} is a directory; give a file name in it, e.g. "
-                            f"{self.path / 'rtgauge.prom'}.")
-        parent = self.path.parent
-        if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-            raise UserError(f"--metrics-file {path}: {parent} is not a writable directory; give a file in one "
-                            "(node_exporter's --collector.textfile.directory).")
+        from rtgauge import safefile
+        self.path = path
+        safefile.check_option("--metrics-file", path, "give a regular file in a writable directory "
+                              "(node_exporter's --collector.textfile.directory)")
 
     def write(self, tally) -> None:
-        """Replace the file with the figures of `tally`, atomically."""
-        if self.path.is_symlink():
-            raise OSError(f"{self.path} became a symbolic link")
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(exposition(tally))
-            os.chmod(tmp, 0o644)       # the collector may run as another user
-            os.replace(tmp, self.path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        """Replace the file with the figures of `tally`, atomically (an OSError when the
+        name became something the writer refuses; the live view says so)."""
+        from rtgauge import safefile
+        safefile.write_text(self.path, exposition(tally))

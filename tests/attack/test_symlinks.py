@@ -1,10 +1,11 @@
 """Files rtgauge writes are never written through a planted symbolic link and never
 truncated in place (rtgauge/safefile.py): a report, an export, the lab's write probe and
-its logs. A link's target is left as it was; a failed write leaves the previous file."""
+its logs. A link at the name is refused and its target left as it was; a failed write
+leaves the previous file. tests/attack/test_writers.py walks every option that names a
+file with the whole hostile table."""
 
 from __future__ import annotations
 
-import errno
 import os
 import subprocess
 import sys
@@ -24,12 +25,13 @@ def victim(tmp_path) -> Path:
     return v
 
 
-def test_a_planted_link_is_replaced_not_followed(tmp_path, victim):
+def test_a_planted_link_is_refused_not_followed(tmp_path, victim):
     link = tmp_path / "rtgauge-run-7.html"
     link.symlink_to(victim)
-    safefile.write_text(link, "<html>")
-    assert victim.read_text() == "untouched"
-    assert not link.is_symlink() and link.read_text() == "<html>"
+    with pytest.raises(safefile.Refused) as e:
+        safefile.write_text(link, "<html>")
+    assert "symbolic link" in e.value.strerror
+    assert victim.read_text() == "untouched" and link.is_symlink()
 
 
 def test_a_failed_write_leaves_the_previous_file(tmp_path):
@@ -43,12 +45,14 @@ def test_a_failed_write_leaves_the_previous_file(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["export.json"]      # no temporary file left
 
 
-def test_a_device_is_written_in_place_and_its_error_reported():
-    with pytest.raises(OSError) as e:
-        safefile.write_text("/dev/full", "x" * 100_000)
-    assert e.value.errno == errno.ENOSPC
-    safefile.write_text("/dev/null", "x")                                # not replaced by a file
-    assert Path("/dev/null").is_char_device()
+def test_a_device_is_refused_and_never_opened(tmp_path):
+    """Opening a device can act (a watchdog starts, a tape rewinds): refused by lstat."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)                  # opened for writing, a FIFO without a reader would block
+    for path in ("/dev/full", "/dev/null", fifo):
+        with pytest.raises(safefile.Refused):
+            safefile.write_text(path, "x")
+    assert Path("/dev/null").is_char_device() and Path("/dev/full").is_char_device()
 
 
 def test_create_new_removes_a_link_and_never_opens_it(tmp_path, victim):
@@ -82,16 +86,18 @@ def test_report_through_a_planted_link(tmp_path, victim, engine_bin):
     out = tmp_path / "rtgauge-report-1.html"
     out.symlink_to(victim)
     p = rtgauge("report", "1", "--db", str(db))
-    assert p.returncode == 0, p.stderr
-    assert victim.read_text() == "untouched" and "<html" in out.read_text()
+    assert p.returncode == 2 and "symbolic link" in p.stderr, p.stderr
+    assert victim.read_text() == "untouched" and out.is_symlink()
     p = rtgauge("report", "1", "--db", str(db), "-o", "/dev/full")
-    assert p.returncode != 0 and "choose another file with -o" in p.stderr and "Traceback" not in p.stderr
+    assert p.returncode == 2 and "it is a device" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_run_says_what_to_do_in_its_own_words(tmp_path):
     """A report that cannot be written after a run names the run's own way out (run has no -o)."""
     from rtgauge.cli.report import write_html
     from rtgauge.errors import UserError
+    full = tmp_path / "full"
+    full.mkdir()
     with pytest.raises(UserError) as e:
-        write_html("/dev/full", [], fix="the run is stored; write its report elsewhere with `rtgauge report 3 -o FILE`")
+        write_html(str(full), [], fix="the run is stored; write its report elsewhere with `rtgauge report 3 -o FILE`")
     assert "rtgauge report 3 -o FILE" in str(e.value) and "choose another file" not in str(e.value)
