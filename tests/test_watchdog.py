@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 
 from conftest import cli
+
+# real engines at SCHED_FIFO, short and tolerant of a loaded machine (tests/conftest.py)
+pytestmark = pytest.mark.shared
 from rtgauge.catalogue import catalogue
 from rtgauge.plan import (ITERATION_CEILING_S, bounded_seconds, build_plan, engine_watchdog_s,
                           host_deadline_s, planned_seconds)

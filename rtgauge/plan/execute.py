@@ -558,7 +558,7 @@ def execute(store, run_id: int, jobs: list[Job], warmup_s: float, progress=None,
 
 
 def execute_sweeps(store, run_id: int, sweeps: list[SweepJob], say: Callable[[str], None],
-                   engine: str | None = None) -> list[dict]:
+                   engine: str | None = None, probes: dict | None = None) -> list[dict]:
     """Run the plan's sweep jobs (plan.SweepJob) into run_id, in order, each storing its
     probes and its result as it goes; the documents of the sweeps' results. The search
     is the same for both kinds (rtgauge/search.py); what differs is the probe."""
@@ -566,7 +566,7 @@ def execute_sweeps(store, run_id: int, sweeps: list[SweepJob], say: Callable[[st
     for job in sweeps:
         if job.kind == TIRE_SWEEP:
             from rtgauge.tire.sweep import sweep_and_store
-            docs.append(sweep_and_store(store, run_id, job.spec, say, engine))
+            docs.append(sweep_and_store(store, run_id, job.spec, say, engine, probes))
         elif job.kind == HIL_SUSTAINED:
             from rtgauge.hil.sustained import sustained_and_store
             docs.append(sustained_and_store(store, run_id, job.spec, say, engine))

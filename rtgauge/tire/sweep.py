@@ -23,8 +23,10 @@ attempt is stored and shown. Only the bisection of the hard limit assumes holdin
 is monotone in n (between the last grid size that held and the first late one);
 the soft map assumes nothing, and sizes that held above a late one are kept as
 such. The pretest also runs over a thread axis (up to four threads per logical
-CPU) to find the thread ceiling: the fewest threads that miss at the smallest
-model."""
+CPU), each thread count from its smallest model (one mass a thread, down to
+pretest_masses_min, 4 at the least), to find what the study's pretest found: the
+fewest threads that miss at the smallest model, and the thread ceiling (the largest
+thread count tried below the fewest at which most sizes miss)."""
 
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Callable
 
+from rtgauge.analysis.tire import pretest_threads_sentence, thread_ceiling
 from rtgauge.catalogue import catalogue, within
 from rtgauge.defaults import TIRE_PERIOD_MS
 from rtgauge.errors import UserError
@@ -117,6 +120,12 @@ class SweepSpec:
 
 def round4(n: float) -> int:
     return max(4, int(n) // 4 * 4)
+
+
+def smallest_model(threads: int, lo: int) -> int:
+    """The smallest size a row of `threads` starts at: lo, but at least one mass a
+    thread (the engine refuses more threads than masses), a multiple of 4."""
+    return max(round4(lo), -(-threads // 4) * 4)
 
 
 def largest_holding(holds: Callable[[int], bool], lo: int, hi: int, ratio: float,
@@ -207,17 +216,25 @@ class Prober:
     """Runs probes, keeps every document, and tells the caller of each."""
 
     def __init__(self, engine: str, spec: SweepSpec, progress: Callable[[str], None] | None,
-                 on_doc: Callable[[dict, str], None] | None):
+                 on_doc: Callable[[dict, str], None] | None, stored: dict | None = None):
         self.engine, self.spec, self.progress, self.on_doc = engine, spec, progress, on_doc
         self.docs: list[dict] = []
+        # run --resume: the probes the run stored before it stopped, by (label, stop_on_miss),
+        # each replayed in order instead of measured again (the search decides as it did)
+        self.stored = {k: list(v) for k, v in (stored or {}).items()}
 
     def run(self, masses: int, threads: int, policy: str, mode: str, stop_on_miss: bool = False,
             attempt: int = 0) -> dict:
-        doc = run_probe(self.engine, probe_args(self.spec, masses, threads, policy, mode, stop_on_miss))
+        base = f"tire-sweep/{mode}/{policy}/{threads}t/{masses}"
+        label = base + (f"/retry{attempt}" if attempt else "")
+        replay = self.stored.get((base, bool(stop_on_miss)))
+        if replay:
+            doc = replay.pop(0)           # stored already: not measured, not stored again
+        else:
+            doc = run_probe(self.engine, probe_args(self.spec, masses, threads, policy, mode, stop_on_miss))
+            if self.on_doc:
+                self.on_doc(doc, label)
         self.docs.append(doc)
-        label = f"tire-sweep/{mode}/{policy}/{threads}t/{masses}" + (f"/retry{attempt}" if attempt else "")
-        if self.on_doc:
-            self.on_doc(doc, label)
         if self.progress:
             what = (f"{doc['metrics']['wall_s']['value']:.3g} s" if mode == "realfast"
                     else f"{misses_of(doc)} of {steps_of(doc)} steps late")
@@ -253,7 +270,7 @@ def soft_grid(prober: Prober, threads: int, policy: str, mode: str, lo: int) -> 
     """Full probes along the grid until nearly every step is late: the soft map's row."""
     spec = prober.spec
     cells = []
-    for n in grid_sizes(max(lo, 4 * threads), spec.masses_max, spec.grid_ratio):
+    for n in grid_sizes(smallest_model(threads, lo), spec.masses_max, spec.grid_ratio):
         cell = cell_of(n, prober.realtime(n, threads, policy, mode))
         cells.append(cell)
         if cell["steps"] == 0 or cell["misses"] >= spec.soft_until * cell["steps"]:
@@ -261,23 +278,12 @@ def soft_grid(prober: Prober, threads: int, policy: str, mode: str, lo: int) -> 
     return cells
 
 
-def thread_ceiling(rows: dict[int, list[dict]]) -> dict:
-    """From the pretest rows per thread count: the fewest threads whose pretest missed a
-    deadline at its smallest model (the study's "first misses at 40 threads"), and the
-    fewest threads at which most sizes tried missed."""
-    first = next((t for t in sorted(rows) if rows[t] and not rows[t][0]["holds"]), None)
-    mostly = next((t for t in sorted(rows)
-                   if rows[t] and sum(not c["holds"] for c in rows[t]) * 2 > len(rows[t])), None)
-    return {"first_miss_threads": first, "mostly_missing_threads": mostly,
-            "threads_tried": sorted(rows)}
-
-
 def run_sweep(engine: str, spec: SweepSpec, progress: Callable[[str], None] | None = None,
-              on_doc: Callable[[dict, str], None] | None = None) -> dict:
+              on_doc: Callable[[dict, str], None] | None = None, stored: dict | None = None) -> dict:
     """The sweep's result document: per (threads, policy) the soft-map row, the
     largest n holding (hard limit) with the smallest late n above it, the real-fast
     curve and the pretest row. on_doc(doc, label) sees every probe's document."""
-    prober = Prober(engine, spec, progress, on_doc)
+    prober = Prober(engine, spec, progress, on_doc, stored)
     rows = []
     ceilings = []
     for policy in spec.policies:
@@ -319,7 +325,7 @@ def run_sweep(engine: str, spec: SweepSpec, progress: Callable[[str], None] | No
             for threads in pretest_thread_counts(spec.threads):
                 if threads not in pretest_rows:
                     pretest_rows[threads] = soft_grid(prober, threads, policy, "pretest", spec.pretest_masses_min)
-            ceilings.append({"policy": policy, **thread_ceiling(pretest_rows),
+            ceilings.append({"policy": policy, **thread_ceiling(pretest_rows, len(os.sched_getaffinity(0))),
                              "rows": {str(t): r for t, r in sorted(pretest_rows.items())}})
     return {"spec": dict(spec.__dict__, short=spec.short), "results": rows, "pretest_threads": ceilings,
             "probe_docs": prober.docs}
@@ -335,8 +341,11 @@ def sweep_document(result: dict, fit: dict | None) -> dict:
             metrics[f"lost_at_masses#{tag}"] = {"unit": "masses", "value": r["lost_at"]}
     for c in result.get("pretest_threads") or []:
         if c.get("first_miss_threads"):
+            metrics[f"pretest_first_miss_threads#policy={c['policy']}"] = {"unit": "threads",
+                                                                           "value": c["first_miss_threads"]}
+        if c.get("ceiling_threads") and not c.get("ceiling_bound"):
             metrics[f"pretest_thread_ceiling#policy={c['policy']}"] = {"unit": "threads",
-                                                                       "value": c["first_miss_threads"]}
+                                                                       "value": c["ceiling_threads"]}
     if fit:
         for name, value in fit["terms_ns"].items():
             metrics[f"fit_{name}"] = {"unit": "ns", "value": value}
@@ -418,7 +427,7 @@ def _either(choices: tuple[str, ...], word: str) -> str:
 
 
 def sweep_and_store(store, run_id: int, spec: SweepSpec, say: Callable[[str], None],
-                    engine: str | None = None) -> dict:
+                    engine: str | None = None, stored: dict | None = None) -> dict:
     """Run the sweep after a plan's jobs, each probe stored as it ends (a `tire`
     measurement named tire-sweep/MODE/POLICY/Kt/N), then fit the cost equation to the
     probes and store the limits, curves and fit as one measurement (test "tire-sweep")."""
@@ -431,7 +440,7 @@ def sweep_and_store(store, run_id: int, spec: SweepSpec, say: Callable[[str], No
         store.add_measurement(run_id, {"name": label, "tool": "engine", "test": "tire", "condition": "idle",
                                        "command": ["rtgauge-engine", *args]}, doc)
 
-    result = run_sweep(engine or engine_path(), spec, say, keep)
+    result = run_sweep(engine or engine_path(), spec, say, keep, stored)
     points = [p for p in (point_from_doc(d) for d in result["probe_docs"]) if p]
     doc = sweep_document(result, fit_cost(points))
     store.add_measurement(run_id, {"name": "tire-sweep", "tool": "rtgauge", "test": "tire-sweep",
@@ -444,8 +453,5 @@ def sweep_and_store(store, run_id: int, spec: SweepSpec, say: Callable[[str], No
         say(f"tire, {r['policy']}, {r['threads']} threads: hard real-time {held}{lost}{above} at "
             f"{spec.period_ms:g} ms ({1000 / spec.period_ms:g} Hz)")
     for c in result.get("pretest_threads") or []:
-        first = c.get("first_miss_threads")
-        say(f"tire pretest, {c['policy']}: " + (f"the first miss at the smallest model with {first} threads"
-                                                  if first else f"no miss at the smallest model up to "
-                                                  f"{max(c['threads_tried'])} threads"))
+        say(f"tire pretest, {c['policy']}: {pretest_threads_sentence(c)}")
     return doc
