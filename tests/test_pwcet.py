@@ -459,7 +459,7 @@ def test_stored_measurements_compare_and_report(tmp_path):
     html = render([run])
     section = html[html.index("<section id='pwcet'"):]
     section = section[:section.index("</section>")]
-    svgs = section.split("<svg")[1:]
+    svgs = [s.split("</svg>")[0] for s in section.split("<span class='pw'><svg")[1:]]  # each plot's wide variant
     assert len(svgs) == 2
     # every block maximum is a point on the plot (plus the legend's point)
     assert svgs[0].count("<circle") == 200 + 1

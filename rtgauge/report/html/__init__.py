@@ -24,7 +24,7 @@ from rtgauge.report.html.hil import render_hil
 from rtgauge.report.html.latency import render_latency
 from rtgauge.report.html.method import render_method
 from rtgauge.report.html.micro import render_micro
-from rtgauge.report.html.page import CSS, e, section
+from rtgauge.report.html.page import CSS, e, responsive_tables, section
 from rtgauge.report.html.published import render_published
 from rtgauge.report.html.pwcet import render_pwcet
 from rtgauge.report.html.regressions import render_regressions
@@ -93,17 +93,18 @@ def render(runs: list[Run], budget_us: float = DEFAULT_BUDGET_US, title: str | N
         "method": ("How it was measured", render_method(runs)),
     }
     shown = [(ident, label) for ident, label in NAV if not is_empty(bodies[ident][1])]
+    main, table_css = responsive_tables("".join(section(ident, bodies[ident][0], bodies[ident][1])
+                                                for ident, _ in shown))
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
              "<meta name='viewport' content='width=device-width,initial-scale=1'>",
              # no network and no scripts, enforced by the browser as well
              "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'; "
              "img-src data:\">",
-             f"<title>{e(title)}</title><style>{CSS}</style></head><body>",
+             f"<title>{e(title)}</title><style>{CSS}{table_css}</style></head><body>",
              f"<header><h1>Can this system carry a real-time job?</h1><p class='note'>rtgauge report of "
              f"{len(runs)} run{'s' if len(runs) != 1 else ''}, generated {now}. Worst case is the headline "
              f"for real time; every figure says how it was measured.</p>",
              "<nav aria-label='sections'>" + "".join(f"<a href='#{i}'>{e(label)}</a>" for i, label in shown)
              + "</nav></header><main>"]
-    parts += [section(ident, bodies[ident][0], bodies[ident][1]) for ident, _ in shown]
-    parts.append("</main></body></html>")
+    parts += [main, "</main></body></html>"]
     return "".join(parts)

@@ -100,21 +100,18 @@ def latency_table(run: Run, ms: list[Measurement]) -> str:
 
 def histogram_plot(m: Measurement, x_range: tuple[float, float] | None = None,
                    budget_us: float | None = None) -> str:
-    """Every non-empty bucket is drawn: the count axis starts a decade below the
-    smallest non-zero count (a lone wake-up, or its share spread over two buckets, rises
-    above the floor instead of lying on it)."""
+    """Every non-empty bucket is drawn: the count axis starts a decade below one wake-up,
+    so a lone wake-up, or its larger share where the rebinning spread it over two or
+    three buckets (at least a third), rises above the floor instead of lying on it.
+    Counts are whole wake-ups: the axis is labelled at 1, 10, 100, … only."""
     series = []
-    smallest = None
     for label, dist in thread_distributions(m):
         pts = step_points(rebin_log(dist.bins))
         if pts:
             series.append(Series(label, pts, steps=True, width=10 ** (1 / PLOT_BUCKETS_PER_DECADE)))
-            nonzero = [c for _, c in pts if c > 0]
-            smallest = min(nonzero + ([smallest] if smallest else []))
-    floor = min(1.0, smallest or 1.0) / 2
     lo, hi = x_range if x_range else (None, None)
     plot = Plot(f"{m.label}: wake-up latency per CPU", Axis("latency Ti (µs, log scale)", log=True, lo=lo, hi=hi),
-                Axis("wake-ups per bucket (log)", log=True, lo=floor), series)
+                Axis("wake-ups per bucket (log)", log=True, lo=0.1, integer=True), series)
     if budget_us:
         plot.vlines.append((budget_us, f"budget {budget_us:,.6g} µs", "#0d47a1"))
     if not series:
@@ -150,7 +147,8 @@ def window_plot(m: Measurement) -> str:
     if not curves or max(len(p) for _, p, _ in curves) < 2:
         return ""
     win = curves[0][2]
-    series = [Series(label, pts, markers=len(pts) <= 60) for label, pts, _ in curves]
+    # a window without a value (nothing stored for it) breaks the line
+    series = [Series(label, pts, markers=len(pts) <= 60, gap=1.5 * w) for label, pts, w in curves]
     return Plot(f"{m.label}: max latency per {win:g} s window", Axis("time since start (s)"),
                 Axis("max Ti in window (µs, log)", log=True), series, height=230).render()
 

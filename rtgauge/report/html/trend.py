@@ -9,6 +9,15 @@ from rtgauge.report.svg import Axis, Plot, Series
 from rtgauge.records import Run
 
 
+def time_unit(span_s: float) -> tuple[str, float]:
+    """The unit of a time axis chosen by its span, so its ticks read as whole numbers of
+    seconds, minutes, hours or days (not "days, 0–0.01")."""
+    for unit, per, up_to in (("seconds", 1, 120), ("minutes", 60, 120 * 60), ("hours", 3600, 72 * 3600)):
+        if span_s <= up_to:
+            return unit, per
+    return "days", 86400
+
+
 def render_trend(runs: list[Run]) -> str:
     groups = trend(runs)
     if not groups:
@@ -18,15 +27,20 @@ def render_trend(runs: list[Run]) -> str:
     for g in groups:
         pts = g["points"]
         t0 = started(by_id[pts[0]["run"]])
+        times = [started(by_id[p["run"]]) for p in pts]
+        dated = bool(t0) and all(times)
+        unit, per = time_unit(max((t - t0).total_seconds() for t in times) if dated else 0)
+
         def x(p):
             t = started(by_id[p["run"]])
-            return (t - t0).total_seconds() / 86400 if t and t0 else float(pts.index(p))
+            return (t - t0).total_seconds() / per if dated else float(pts.index(p))
         series = []
         for key, label in (("max_us", "max"), ("p99_us", "p99"), ("pwcet_us", "credible worst case")):
             line = [(x(p), p[key]) for p in pts if p[key]]
             if line:
                 series.append(Series(label, line, markers=True))
-        plot = Plot(f"{g['system']}, {g['condition']}: wake-up latency over time", Axis("days since the first run"),
+        plot = Plot(f"{g['system']}, {g['condition']}: wake-up latency over time",
+                    Axis(f"{unit} since the first run" if dated else "run, in order", integer=not dated),
                     Axis("latency (µs, log)", log=True), series, height=240)
         out.append(f"<h3>{e(g['system'])}, condition {e(g['condition'])}</h3><div class='figs'>")
         out.append(figure(plot.render(), e(f"{len(pts)} runs; each point one run's engine jobs of this condition; "
