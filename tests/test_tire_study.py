@@ -167,10 +167,73 @@ def test_the_pretest_finds_a_thread_ceiling(monkeypatch):
                            realfast=False, pretest=True, pretest_steps=10, pretest_masses_min=100, retries=0)
     result = sweep.run_sweep("engine", spec)
     [c] = result["pretest_threads"]
-    # 70 µs per thread against 500 µs: 6 threads (420 µs + compute) hold at 100 masses, 8 (560 µs) miss
+    # 70 µs per thread against 500 µs: 6 threads (420 µs + compute) hold at every size, 8 (560 µs)
+    # miss at every size: the first miss and the ceiling are the two sides of that step
     assert c["threads_tried"] == [1, 2, 3, 4, 6, 8] and c["first_miss_threads"] == 8
+    assert c["mostly_missing_threads"] == 8 and c["ceiling_threads"] == 6 and c["ceiling_bound"] == ""
     doc = sweep.sweep_document(result, None)
-    assert doc["metrics"]["pretest_thread_ceiling#policy=fifo"]["value"] == 8
+    assert doc["metrics"]["pretest_first_miss_threads#policy=fifo"]["value"] == 8
+    assert doc["metrics"]["pretest_thread_ceiling#policy=fifo"]["value"] == 6
+
+
+def test_the_ceiling_is_below_the_count_that_mostly_misses():
+    """The study's two figures differ: the first miss at the smallest model (40) is not the
+    ceiling (24, above which most sizes missed). A row that misses only at its smallest
+    model is a first miss, not the ceiling; none mostly missing gives a bound."""
+    from rtgauge.analysis.tire import thread_ceiling
+
+    def row(*holds):
+        return [{"masses": 4 * 2 ** i, "holds": h} for i, h in enumerate(holds)]
+    rows = {1: row(True, True, False), 4: row(True, True, False), 8: row(False, True, True),
+            16: row(True, False, False), 32: row(False, False, False)}
+    c = thread_ceiling(rows, 2)
+    assert c["first_miss_threads"] == 8 and c["mostly_missing_threads"] == 16 and c["ceiling_threads"] == 8
+    c = thread_ceiling({1: row(True, False, False)}, 2)       # the fewest tried mostly misses: no ceiling
+    assert c["ceiling_threads"] is None
+    c = thread_ceiling({1: row(True, True), 2: row(True, True)}, 2)
+    assert c["ceiling_threads"] == 2 and c["ceiling_bound"] == ">=" and c["first_miss_threads"] is None
+
+
+def test_the_pretest_reaches_the_smallest_models_on_the_real_engine(run_engine, engine_bin, tmp_path):
+    """pretest_masses_min 4: every thread count starts at one mass a thread (the study's first
+    miss was at 40 threads and 41 masses), the real engine runs them, refuses more threads
+    than masses in one sentence, and the ceiling is shown beside the published 40 and 24 in
+    the terminal, the report and show --json."""
+    refused = run_engine("tire", "--mode", "pretest", "--masses", "4", "--threads", "8", "--steps", "10")
+    assert refused.status == 2 and "every thread needs at least one mass" in refused.doc["error"]
+    from rtgauge.profiles import load_profile
+    for name in ("tire-study", "tire-study-quick"):
+        assert load_profile(name).tire.pretest_masses_min == 4
+    assert sweep.smallest_model(40, 4) == 40 and sweep.smallest_model(6, 4) == 8 and sweep.smallest_model(1, 4) == 4
+    spec = sweep.SweepSpec(masses_min=4, masses_max=16, grid_ratio=4.0, threads=[1], policies=["other"],
+                           steps=5, retries=0, realfast=False, pretest=True, pretest_steps=40,
+                           pretest_masses_min=4, solver="paper", lock="sem")
+    probes: list = []
+    result = sweep.run_sweep(engine_bin, spec, on_doc=lambda d, label: probes.append((d, label)))
+    [c] = result["pretest_threads"]
+    tried = c["threads_tried"]
+    assert tried[:3] == [1, 2, 3] and c["smallest_models"]["1"] == 4 and c["smallest_models"]["3"] == 4
+    assert all(c["smallest_models"][str(t)] == max(4, -(-t // 4) * 4) for t in tried)
+    pretest = [d for d, label in probes if label.startswith("tire-sweep/pretest/")]
+    assert {(d["params"]["masses"], d["params"]["threads"]) for d in pretest} >= {(4, 1), (4, 4)}
+    assert all(d["ok"] and d["metrics"]["steps"]["value"] == 40 for d in pretest)
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    with open_store(url) as s:
+        rid = s.begin_run(dict(SYSTEM), [], "tire-study-quick", "builtin:tire-study-quick", ["rtgauge", "run"])
+        for d, label in probes:
+            s.add_measurement(rid, {"name": label, "tool": "engine", "test": "tire", "condition": "idle"}, d)
+        s.finish_run(rid, "complete", "")
+    shown = json.loads(cli(["show", str(rid), "--json", "--db", url], check=True).stdout)
+    [found] = shown["analysis"]["tire"]["pretest_threads"]
+    assert found["threads_tried"] == tried and found["first_miss_threads"] == c["first_miss_threads"]
+    assert found["published"]["first_miss_threads"]["threads"] == 40
+    assert found["published"]["ceiling_threads"]["threads"] == 24
+    text = cli(["show", str(rid), "--db", url], check=True).stdout
+    assert "Tire pretest at 0.5 ms (2 kHz), other, paper:" in text and "(published: 24 threads" in text
+    html = tmp_path / "r.html"
+    cli(["report", str(rid), "--db", url, "-o", str(html)], check=True)
+    page = html.read_text()
+    assert "Pretest at 0.5 ms (2 kHz): thread counts, beside the published ones" in page and "24 (2 per logical CPU)" in page
 
 
 def test_pinning_is_a_choice_per_policy():

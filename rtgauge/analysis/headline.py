@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from rtgauge.analysis import latency_row, latency_measurements
 from rtgauge.records import Run
-from rtgauge.analysis.tire import headline_limits, thread_label
+from rtgauge.analysis.tire import headline_limits, pretest_threads, pretest_threads_sentence, thread_label
 
 DEFAULT_BUDGET_US = 100.0
 SOFT_MISS_RATIO = 0.001
@@ -194,4 +194,5 @@ def headline(run: Run, budget_us: float = DEFAULT_BUDGET_US) -> dict:
         "misses": sum(r["misses"] or 0 for r in rows) if rows else None,
         "skipped": sum(r["skipped"] or 0 for r in rows) if rows else None,
         "tire": limits, "fallback": fallback, "status": run.status,
+        "tire_pretest": [dict(c, text=pretest_threads_sentence(c)) for c in pretest_threads(run)],
     }

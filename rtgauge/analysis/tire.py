@@ -279,6 +279,92 @@ def published_limit_threads(p: Published) -> str:
     return p.test.split("threads=")[-1]
 
 
+# ---- the pretest's thread findings (the study's Fig. 8) --------------------------
+
+def thread_ceiling(rows: dict[int, list[dict]], logical_cpus: int | None = None) -> dict:
+    """From the pretest rows per thread count (cells {masses, holds}, smallest model
+    first): the fewest threads whose pretest missed a deadline at its smallest model
+    (the study's first miss, at 40 threads), the fewest threads at which most sizes
+    tried missed, and the thread ceiling: the largest thread count tried below that
+    one (the study's 24: above it most sizes missed; the largest count it then used).
+    No count mostly missing: the ceiling is at least the largest tried (ceiling_bound
+    ">="); the fewest tried already mostly missing: no ceiling (None)."""
+    tried = sorted(t for t in rows if rows[t])
+    first = next((t for t in tried if not rows[t][0]["holds"]), None)
+    mostly = next((t for t in tried if sum(not c["holds"] for c in rows[t]) * 2 > len(rows[t])), None)
+    below = [t for t in tried if mostly is None or t < mostly]
+    return {"first_miss_threads": first, "mostly_missing_threads": mostly,
+            "ceiling_threads": below[-1] if below else None,
+            "ceiling_bound": ">=" if below and mostly is None else "",
+            "smallest_models": {str(t): rows[t][0]["masses"] for t in tried},
+            "threads_tried": tried, "logical_cpus": logical_cpus}
+
+
+def published_pretest() -> dict:
+    """The study's pretest figures (Linux, the fair scheduler, 12 logical CPUs):
+    {"first_miss_threads": Published, "ceiling_threads": Published}, those present."""
+    names = {"tire_pretest_first_miss_threads": "first_miss_threads",
+             "tire_pretest_thread_ceiling": "ceiling_threads"}
+    return {names[p.test]: p for p in tire_published() if p.test in names}
+
+
+PUBLISHED_LOGICAL_CPUS = 12     # the study's i7-3930K: 6 cores, 12 logical CPUs
+
+
+def pretest_threads(run: Run) -> list[dict]:
+    """Per solver and policy of the run's pretest map (0.5 ms): thread_ceiling of its
+    rows (a cell holds when every run of it met every deadline), with the published
+    figures beside it. A row is the thread count's sizes in order, smallest first."""
+    out = []
+    period = TIRE_PERIOD_MS["pretest"]
+    cpus = run.system.get("cpus") if isinstance(run.system.get("cpus"), int) else None
+    pub = published_pretest()
+    for (solver, policy), cells in sorted(map_cells(tire_points(run), period, "pretest").items()):
+        rows: dict[int, list[dict]] = {}
+        for (t, n), misses in sorted(cells.items()):
+            rows.setdefault(t, []).append({"masses": n, "holds": misses == 0})
+        found = thread_ceiling(rows, cpus)
+        out.append({"solver": solver, "policy": policy, "period_ms": period, **found,
+                    "published": {k: {"threads": int(p.value), "system": p.system, "platform": p.platform,
+                                      "logical_cpus": PUBLISHED_LOGICAL_CPUS,
+                                      "per_logical_cpu": round(p.value / PUBLISHED_LOGICAL_CPUS, 2),
+                                      "note": p.note}
+                                  for k, p in pub.items() if p.value is not None}})
+    return out
+
+
+def pretest_threads_sentence(c: dict) -> str:
+    """One finding set of pretest_threads (or the sweep's) in a sentence, each measured
+    figure with the study's beside it, labelled as published."""
+    cpus = c.get("logical_cpus")
+    pub = c.get("published") or {k: {"threads": int(p.value), "system": p.system,
+                                      "per_logical_cpu": round(p.value / PUBLISHED_LOGICAL_CPUS, 2)}
+                                  for k, p in published_pretest().items() if p.value is not None}
+
+    def beside(key: str) -> str:
+        p = pub.get(key)
+        return (f" (published: {p['threads']} threads, {p['per_logical_cpu']:g} per logical CPU, "
+                f"{p['system']}, {PUBLISHED_LOGICAL_CPUS} logical CPUs)") if p else ""
+
+    tried = c.get("threads_tried") or []
+    first = c.get("first_miss_threads")
+    if first:
+        n = (c.get("smallest_models") or {}).get(str(first))
+        paren = ([f"{n:,} masses"] if n else []) + ([f"{first / cpus:.3g} per logical CPU"] if cpus else [])
+        text = f"first miss at the smallest model with {first} threads" + (f" ({', '.join(paren)})" if paren else "")
+    else:
+        text = f"no miss at the smallest model up to {max(tried) if tried else 0} threads"
+    text += beside("first_miss_threads")
+    ceiling = c.get("ceiling_threads")
+    if ceiling:
+        text += (f"; thread ceiling {'at least ' if c.get('ceiling_bound') else ''}{ceiling} threads"
+                 + (f" ({ceiling / cpus:.3g} per logical CPU)" if cpus else "")
+                 + (" (no thread count tried missed at most sizes)" if c.get("ceiling_bound") else ""))
+    else:
+        text += "; no thread ceiling: the fewest threads tried already missed at most sizes"
+    return text + beside("ceiling_threads")
+
+
 def steps_label(steps: set) -> str:
     """'6,000 steps' or, shorter than the study's, '300 steps (short variant; the study: 6,000)'."""
     steps = sorted(s for s in steps if s)
@@ -310,4 +396,5 @@ def tire_summary(run: Run) -> dict:
     curves = [{"solver": solver, "policy": policy, "threads": t,
                "points": [{"masses": n, "wall_s": w} for n, w in pts]}
               for (solver, policy), per in sorted(realfast_curves(points).items()) for t, pts in sorted(per.items())]
-    return {"maps": maps, "limits": headline_limits(run), "realfast": curves}
+    return {"maps": maps, "limits": headline_limits(run), "realfast": curves,
+            "pretest_threads": [dict(c, text=pretest_threads_sentence(c)) for c in pretest_threads(run)]}

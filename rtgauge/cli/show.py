@@ -130,6 +130,7 @@ def show(args: argparse.Namespace) -> int:
                 print_verdict(SafeConsole(highlight=False), verdict)
             print_run(run)
             print_pwcet(run)
+            print_tire_pretest(run)
             print_tire_cost(run)
         return verdict.exit_status if verdict is not None else 0
 
@@ -393,6 +394,14 @@ def print_pwcet(run: Run) -> None:
     for m, rs in results:
         for r in rs:
             out.print(f"  {m.label}: {r.summary()}", markup=False)
+
+
+def print_tire_pretest(run: Run) -> None:
+    """The pretest's thread findings (first miss, thread ceiling) beside the study's."""
+    from rtgauge.analysis.tire import period_text, pretest_threads, pretest_threads_sentence
+    for c in pretest_threads(run):
+        console().print(f"Tire pretest at {period_text(c['period_ms'])}, {c['policy']}, {c['solver']}: "
+                        f"{pretest_threads_sentence(c)}", markup=False)
 
 
 def print_tire_cost(run: Run) -> None:

@@ -74,6 +74,9 @@ def print_headline(console: Console, run: Run, h: dict) -> None:
         console.print(f"  tire at {escape(period_text(t['period_ms']))}, {escape(t['policy'])}, "
                       f"{escape(t['threads_label'])} thread(s), {escape(t['solver'])}: largest n with zero misses "
                       f"{best}" + (f" ({held_text(t)})" if held_text(t) else ""))
+    for c in h.get("tire_pretest") or []:
+        console.print(f"  tire pretest at {escape(period_text(c['period_ms']))}, {escape(c['policy'])}, "
+                      f"{escape(c['solver'])}: {escape(c['text'])}")
     if h["fallback"]:
         console.print(f"[red]  not real-time: {escape(', '.join(h['fallback']))} ran without real-time scheduling[/]")
 

@@ -10,6 +10,7 @@ from rtgauge.analysis.tire import (
     map_keys,
     period_text,
     headline_limits,
+    pretest_threads,
     map_attempts,
     published_cost_term,
     published_hard_limits,
@@ -59,6 +60,7 @@ def render_tire(runs: list[Run]) -> str:
             out.append("</table>")
     if out:
         out.append(limits_beside_published(runs))
+        out.append(pretest_beside_published(runs))
     return "".join(out) or "<p>No tire model runs in these runs.</p>"
 
 
@@ -90,6 +92,40 @@ def limits_beside_published(runs) -> str:
             "step below the first size that missed; “lost at”: that first size. The study gives Xenomai's limits "
             "as sizes held and Linux's as sizes where hard real time was lost (docs/tire.md); each sits in its "
             "own column.</p>")
+
+
+def pretest_beside_published(runs) -> str:
+    """The pretest's thread findings per run (first miss at the smallest model, the
+    thread ceiling), the study's figures beside them under their own label."""
+    rows, pub = [], {}
+    for run in runs:
+        cpus = run.system.get("cpus") if isinstance(run.system.get("cpus"), int) else None
+        for c in pretest_threads(run):
+            pub = pub or c["published"]
+            first, ceiling = c["first_miss_threads"], c["ceiling_threads"]
+            n = c["smallest_models"].get(str(first)) if first else None
+            per = (lambda t: f" ({t / cpus:.3g} per logical CPU)" if cpus else "")
+            rows.append(f"<tr><td class='l'>{e(system_label(run))}</td><td class='l'>{e(c['policy'])}, "
+                        f"{e(c['solver'])}</td><td class='l'>{e(', '.join(map(str, c['threads_tried'])))}</td>"
+                        f"<td>{e(f'{first}{per(first)}, at {n:,} masses' if first else 'none tried')}</td>"
+                        f"<td>{e(('≥ ' if c['ceiling_bound'] else '') + f'{ceiling}{per(ceiling)}' if ceiling else 'none')}"
+                        f"</td></tr>")
+    if not rows:
+        return ""
+    first, ceil = pub.get("first_miss_threads"), pub.get("ceiling_threads")
+    cell = (lambda p: f"{p['threads']} ({p['per_logical_cpu']:g} per logical CPU)" if p else "–")
+    label = (first or ceil or {}).get("system", "")
+    rows.append(f"<tr><td class='l'>{e(label)} <small>(published, {e((first or ceil or {}).get('platform', ''))})"
+                f"</small></td><td class='l'>other (CFS)</td><td class='l'>–</td><td>{e(cell(first))}"
+                f"</td><td>{e(cell(ceil))}</td></tr>")
+    return ("<h4>Pretest at 0.5 ms (2 kHz): thread counts, beside the published ones</h4><div class='wide'><table>"
+            "<tr><th class='l'>system</th><th class='l'>policy, solver</th><th class='l'>threads tried</th>"
+            "<th>first miss at the smallest model (threads)</th><th>thread ceiling (threads)</th></tr>"
+            + "".join(rows) + "</table></div><p class='note'>First miss: the fewest threads whose pretest "
+            "missed a deadline at its smallest model (one mass a thread at the least). Thread ceiling: the "
+            "largest thread count tried below the fewest at which most sizes tried missed (“≥”: no count tried "
+            "missed at most sizes). The published figures are the study's Linux pretest on 12 logical CPUs; "
+            "per logical CPU is the figure to set beside another machine's (docs/tire.md).</p>")
 
 
 def tire_maps(points, mode: str, period: float, facts: dict) -> list[str]:
