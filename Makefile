@@ -24,4 +24,5 @@ bench: setup
 	.venv/bin/python bench/startup.py
 	.venv/bin/python bench/pwcet_runlength.py
 	.venv/bin/python bench/attribution_cost.py
+	.venv/bin/python bench/parse_bound.py
 	.venv/bin/python bench/install_size.py
