@@ -63,7 +63,7 @@ def main() -> int:
               f"(microbenchmark Tswitch: {ev['median_error_micro']:.1%}); p99 (tail factor "
               f"{ev['tail_factor']:.2f}): median error {ev['median_error_p99']:.1%}")
         for r in ev["predictions"]:
-            print(f"   n={r['masses']:>6} threads={r['threads']} Nswitch={r['nswitch']:5.2f} measured "
+            print(f"   n={r['masses']:>6} threads={r['threads']} Nswitch={r['nswitch']:5.2f} Nwait={r['nwait']:5.2f} measured "
                   f"{r['measured_ns'] / 1e3:8.1f} us predicted {r['predicted_ns'] / 1e3:8.1f} us "
                   f"error {r['error']:6.1%}; p99 measured {r['measured_p99_ns'] / 1e3:8.1f} us predicted "
                   f"{r['predicted_p99_ns'] / 1e3:8.1f} us error {r['p99_error']:6.1%}")

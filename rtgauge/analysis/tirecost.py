@@ -6,20 +6,25 @@ directly and tested by prediction (docs/tire.md "Cost equation"):
 The engine's locked solver times its phases on sampled steps, which gives per
 run Tspring (one spring force), Tmass (one mass integration) and Tipc (one lock
 operation with the copy it guards; the lock term counts the 6e + 4 operations
-the solver really makes per thread and step, the published 4·e·Nipc); each
-solver thread's context switches per step give Nswitch; Tswitch is the
-step time not spent in the timed phases, per switch, measured within the runs
+the solver really makes per thread and step, the published 4·e·Nipc); Nswitch
+is eq. 2's: the switches not planned by the solver's code, the solver threads'
+involuntary context switches (ru_nivcsw: a time slice ended, a task preempted),
+0 under FIFO with a CPU a thread. The voluntary ones less the planned sleeps
+until the next period are Nwait: the locked solver's workers waiting for their
+release and for the others' shares (its barrier, which the study's solver did
+not have), and waits on a contended node lock. Tswitch is the step time not
+spent in the timed phases, per switch of either kind, measured within the runs
 (the switch microbenchmark's same-CPU yield is shown beside it; the solver's
 switches are wake-ups of a blocked thread on another CPU, dearer). Constants
-measured on some configurations
-predict the step time of the others:
+measured on some configurations predict the step time of the others:
 
-    Ts_pred = r·(ops·Tipc + (2e+1)·Tspring + e·Tmass) + Nswitch·Tswitch
+    Ts_pred = r·(ops·Tipc + (2e+1)·Tspring + e·Tmass) + (Nswitch + Nwait)·Tswitch
 
 with r = ceil(threads / CPUs) the shares one CPU runs in sequence (threads are
 pinned round-robin; for the paper's solver r = 1: each thread's Ts is its own
-share, timed from when it runs, and the wait for its CPU is its Ti) and Nswitch the context switches of all solver threads per
-step divided by the CPUs used (what one CPU goes through per step). The
+share, timed from when it runs, and the wait for its CPU is its Ti) and Nswitch
+and Nwait counted over all solver threads per step and divided by the CPUs used
+(what one CPU goes through per step). The
 measured Ts is the median step time (the mean of a short run is pulled by a
 single host stall; both are kept)."""
 
@@ -45,7 +50,7 @@ class CostPoint:
     cpus: int                # distinct CPUs the solver threads use
     e: int                   # masses of the largest share
     lock_ops: int            # lock operations of that share per step
-    nswitch: float           # context switches per step and CPU (all solver threads / cpus)
+    nswitch: float           # eq. 2's Nswitch: involuntary switches per step and CPU (all solver threads / cpus)
     ts_median_ns: float
     ts_mean_ns: float
     t_spring: float
@@ -54,6 +59,7 @@ class CostPoint:
     share_ns: float          # the slowest share's timed phases (medians over the sampled steps)
     ts_p99_ns: float | None = None
     solver: str = "locked"
+    nwait: float = 0.0       # voluntary switches less the planned period sleeps, per step and CPU
 
     @property
     def label(self) -> str:
@@ -79,28 +85,35 @@ def measured_point(m: Measurement) -> CostPoint | None:
         cpus = len({t.get("cpu") for t in m.env.get("solver_threads") or []}) or 1
         e = -(-n // k)                      # the largest share (tire_range)
         mode = str(p.get("mode") or "realtime")
-        # The paced driver sleeps once per step until the next period: that
-        # switch is outside Ts and is not counted.
-        slept = steps if mode != "realfast" else 0
-        switches = int(m.metrics["nvcsw"].value) + int(m.metrics["nivcsw"].value)
-        nsw = max(0, switches - slept) / steps / cpus
+        solver = str(p.get("solver") or "locked")
+        # Planned: paced, a thread sleeps once per step until its next period (the
+        # locked solver's driver; every thread of the paper's solver), outside Ts.
+        slept = 0 if mode == "realfast" else steps * (k if solver == "paper" else 1)
+        nsw = int(m.metrics["nivcsw"].value) / steps / cpus
+        nwait = max(0, int(m.metrics["nvcsw"].value) - slept) / steps / cpus
         avg = float(ts.avg)
         return CostPoint(n, k, str(p.get("policy") or "?"), mode,
                          None if p.get("period_ms") is None else float(p["period_ms"]),
                          cpus, e, 6 * e + 4, nsw, float(ts.p50 if ts.has("p50") else avg), avg, *vals,
-                         ts_p99_ns=None if ts.p99 is None else float(ts.p99), solver=str(p.get("solver") or "locked"))
+                         ts_p99_ns=None if ts.p99 is None else float(ts.p99), solver=solver, nwait=nwait)
     except (KeyError, TypeError, ValueError, ZeroDivisionError, AttributeError):
         return None
+
+
+def switches(p: CostPoint) -> float:
+    """The switches a CPU goes through per step inside Ts: unplanned (Nswitch) and
+    the waits (Nwait)."""
+    return p.nswitch + p.nwait
 
 
 def tswitch_in_run(p: CostPoint) -> float | None:
     """Tswitch measured within a run: the step time not spent in the timed
     phases of the CPU's shares, per context switch of that CPU (ns). None when
     the run made no switch."""
-    if p.nswitch <= 0:
+    if switches(p) <= 0:
         return None
     r = 1 if p.solver == "paper" else math.ceil(p.threads / p.cpus)
-    return (p.ts_median_ns - r * p.share_ns) / p.nswitch
+    return (p.ts_median_ns - r * p.share_ns) / switches(p)
 
 
 def constants(points: list[CostPoint]) -> dict:
@@ -121,7 +134,7 @@ def predict(pt: CostPoint, const: dict, tswitch_ns: float | None) -> float:
     # each thread's Ts is its own share from when it runs (waiting for the CPU is Ti)
     r = 1 if pt.solver == "paper" else math.ceil(pt.threads / pt.cpus)
     share = pt.lock_ops * c["Tipc"] + (2 * pt.e + 1) * c["Tspring"] + pt.e * c["Tmass"]
-    return r * share + pt.nswitch * (tswitch_ns or 0.0)
+    return r * share + switches(pt) * (tswitch_ns or 0.0)
 
 
 def tail_factor(points: list[CostPoint]) -> float | None:
@@ -133,7 +146,7 @@ def tail_factor(points: list[CostPoint]) -> float | None:
 def tswitch_of(points: list[CostPoint]) -> float | None:
     """Tswitch measured within the runs: the median of tswitch_in_run over the
     runs that switch (more than 0.1 per step and CPU), or None."""
-    vals = [v for v in (tswitch_in_run(p) for p in points if p.nswitch > 0.1) if v is not None]
+    vals = [v for v in (tswitch_in_run(p) for p in points if switches(p) > 0.1) if v is not None]
     return float(np.median(vals)) if vals else None
 
 
@@ -151,7 +164,7 @@ def evaluate(train: list[CostPoint], held_out: list[CostPoint], tswitch_micro_ns
     for p in held_out:
         pred = predict(p, const, tsw)
         row = {"masses": p.masses, "threads": p.threads, "policy": p.policy, "solver": p.solver, "e": p.e,
-               "nswitch": p.nswitch, "measured_ns": p.ts_median_ns, "mean_ns": p.ts_mean_ns,
+               "nswitch": p.nswitch, "nwait": p.nwait, "measured_ns": p.ts_median_ns, "mean_ns": p.ts_mean_ns,
                "predicted_ns": pred, "error": abs(pred - p.ts_median_ns) / p.ts_median_ns,
                "measured_p99_ns": p.ts_p99_ns, "predicted_p99_ns": None if tail is None else pred * tail}
         row["p99_error"] = (abs(row["predicted_p99_ns"] - p.ts_p99_ns) / p.ts_p99_ns

@@ -352,8 +352,10 @@ def print_run(run: Run) -> None:
     table.add_column("steal ms", justify="right")
     table.add_column("verdicts")
     for m in run.measurements:
-        ti = m.metric("ti")
-        tool = f"{m.tool} (x-check)" if m.cross_check else m.tool
+        from rtgauge.analysis import row_metric
+        metric = row_metric(m)     # rtla's columns are not ti: the tool cell names the one shown
+        ti = m.metric(metric)
+        tool = (f"{m.tool} (x-check)" if m.cross_check else m.tool) + (f", {metric}" if metric != "ti" else "")
         table.add_row(escape(m.label), escape(tool), escape(condition_cell(m)), outcome(m),
                       *(microseconds(getattr(ti, stat)) for stat in PERIODIC_STATS),
                       misses_cell(m), steal_text(m), verdict_summary(m.verdicts))
@@ -423,9 +425,9 @@ def print_tire_cost(run: Run) -> None:
                   + (f" ({micro / 1e3:.2f} µs switch microbenchmark)" if micro is not None else "")
                   + f"; median prediction error {m['median_error']:.0%}", markup=False)
         table = Table(title=f"Ts predicted against measured ({policy})", title_justify="left")
-        for col in ("masses", "threads", "Nswitch", "measured µs", "predicted µs", "error"):
+        for col in ("masses", "threads", "Nswitch (unplanned)", "Nwait", "measured µs", "predicted µs", "error"):
             table.add_column(col, justify="right")
         for r in m["predictions"]:
-            table.add_row(f"{r['masses']:,}", str(r["threads"]), f"{r['nswitch']:.2f}",
+            table.add_row(f"{r['masses']:,}", str(r["threads"]), f"{r['nswitch']:.2f}", f"{r.get('nwait', 0):.2f}",
                           f"{r['measured_ns'] / 1e3:.1f}", f"{r['predicted_ns'] / 1e3:.1f}", f"{r['error']:.0%}")
         out.print(table)

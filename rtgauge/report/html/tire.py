@@ -188,8 +188,9 @@ def render_tire_cost(runs: list[Run]) -> str:
             spread = "; ".join(f"{k} {v['median']:.2f} ns ({v['min']:.2f}–{v['max']:.2f} over {v['runs']} runs)"
                                for k, v in c.items())
             out.append(f"<h4>Run {e(run.id)}, {e(system_label(run))} · {e(policy)}</h4><p class='note'>Ts = r·(ops·Tipc + "
-                       "(2e+1)·Tspring + e·Tmass) + Nswitch·Tswitch, r = threads per CPU, ops = 6e + 4 lock "
-                       f"operations per share. Measured by the solver: {e(spread)}. Tswitch (step time outside "
+                       "(2e+1)·Tspring + e·Tmass) + (Nswitch + Nwait)·Tswitch, r = threads per CPU, ops = 6e + 4 lock "
+                       "operations per share; Nswitch: the unplanned (involuntary) switches, eq. 2's; Nwait: the "
+                       f"waits (voluntary switches less the sleeps until the next period), per step and CPU. Measured by the solver: {e(spread)}. Tswitch (step time outside "
                        f"the timed phases per switch): {e('–' if tsw is None else us(tsw) + ' µs')}"
                        + (e(f"; the switch microbenchmark gives {us(micro, 2)} µs") if micro is not None else "")
                        + f". Median prediction error (each configuration from the others): "
@@ -197,7 +198,7 @@ def render_tire_cost(runs: list[Run]) -> str:
                        + (f", <b>{m['median_error_p99']:.0%}</b> for its 99th percentile (the median times the "
                           f"others' p99/p50, ×{m['tail_factor']:.2f})" if m.get("median_error_p99") is not None
                           else "") + ".</p>")
-            out.append("<table><tr><th>masses</th><th>threads</th><th>Nswitch</th><th>measured Ts (median, µs)"
+            out.append("<table><tr><th>masses</th><th>threads</th><th>Nswitch</th><th>Nwait</th><th>measured Ts (median, µs)"
                        "</th><th>predicted Ts (µs)</th><th>error</th><th>measured p99 (µs)</th>"
                        "<th>predicted p99 (µs)</th><th>error</th></tr>")
             for r in m["predictions"]:
@@ -205,6 +206,7 @@ def render_tire_cost(runs: list[Run]) -> str:
                        f"<td>{r['p99_error']:.0%}</td>" if r.get("p99_error") is not None
                        else "<td>–</td><td>–</td><td>–</td>")
                 out.append(f"<tr><td>{r['masses']:,}</td><td>{r['threads']}</td><td>{r['nswitch']:.2f}</td>"
+                           f"<td>{r.get('nwait', 0):.2f}</td>"
                            f"<td>{us(r['measured_ns'])}</td><td>{us(r['predicted_ns'])}</td>"
                            f"<td>{r['error']:.0%}</td>{p99}</tr>")
             out.append("</table>")
