@@ -66,6 +66,19 @@ CONTEXT = Method("interrupt to top-priority task",
                    "different method: the semaphore is posted by a running thread, no interrupt in the path"),
                   ("switch", "switch", {"threads": 2},
                    "different method: equal-priority threads yielding, nothing posted")))
+# The Xenomai latency tool's kernel-mode and timer-IRQ rows sit beside rtla timerlat (the
+# cyclictest study's profiles request it where the kernel has the timerlat tracer): its
+# kernel thread and its timer's IRQ, each stored under its own name (rtgauge/tools/rtla.py)
+KERNEL_MODE = Method(
+    "kernel-mode wake-up latency", "timer expiry to a kernel-space task running (the Xenomai latency tool, "
+    "kernel mode)", "rtla timerlat timerlat_thread: the timer's expiry to timerlat's own kernel thread running",
+    (("latency", "timerlat_thread", {}, "rtla"),),
+    (("latency", "ti", {}, "different method: a user-space thread (latency ti); the kernel-mode row sits beside "
+      "rtla timerlat's kernel thread, which needs rtla and a kernel with the timerlat tracer"),))
+TIMER_IRQ = Method(
+    "timer interrupt latency", "timer expiry to its interrupt handler (the Xenomai latency tool, timer-IRQ mode)",
+    "rtla timerlat timerlat_irq: the timer's expiry to its interrupt handler, as the kernel's tracer reads it; "
+    "else latency --split ti_irq", (("latency", "timerlat_irq", {}, "rtla"), ("latency", "ti_irq", {})), IRQ_NEAR)
 PREEMPT = Method("preemption", "a timer makes a higher-priority task ready; it preempts the running one",
                  "preempt --event timer", (("preempt", "preempt", {"event": "timer"}),),
                  (("preempt", "preempt", {"event": "sem"},
@@ -86,18 +99,22 @@ METHODS: dict[str, Method] = {
     "task_switch": Method("task switch", "equal-priority tasks yielding to each other", "switch, 2 threads",
                           (("switch", "switch", {"threads": 2}),)),
     "preemption": PREEMPT,
-    "ipc_semaphore": Method("semaphore shuffle", "a semaphore handed back and forth", "shuffle --primitive sem",
-                            (("shuffle", "shuffle", {"primitive": "sem"}),)),
+    # the IPC primitive per system as published (the tire study's section 3.3): sem_t for
+    # Linux and RT-Preempt; the Xenomai port used a pthread mutex instead (RTAI: its LXRT API)
+    "ipc_semaphore": Method("semaphore shuffle", "a semaphore handed back and forth (sem_t; the Xenomai row: "
+                            "a pthread mutex)", "shuffle --primitive sem",
+                            (("shuffle", "shuffle", {"primitive": "sem"}),),
+                            beside=(("shuffle", "shuffle", {"primitive": "mutex"},
+                                     "the primitive of the Xenomai row: its port used a pthread mutex in place "
+                                     "of sem_t; the Linux and RT-Preempt rows used sem_t"),)),
     # the interrupt study
     "interrupt_latency": IRQ,
     "context_switch": CONTEXT,
     # the cyclictest study
     "cyclictest": CYCLICTEST,
     "xenomai_latency_user": LATENCY,
-    "xenomai_latency_kernel": Method("wake-up latency", "timer expiry to a kernel-space task running", "",
-                                     unmatched="different method: a kernel-space task; rtgauge measures "
-                                     "user-space threads"),
-    "xenomai_latency_timer_irq": IRQ,
+    "xenomai_latency_kernel": KERNEL_MODE,
+    "xenomai_latency_timer_irq": TIMER_IRQ,
     # the independent evaluation
     "CLK-P-DUR clock tick duration": TICK,
     # the suite's Table 18 heads these figures "interrupt dispatch latency": the irq-gap
@@ -191,18 +208,6 @@ STUDIES = (
 )
 
 
-def period_us(m: Measurement) -> float | None:
-    """The period a periodic measurement ran at (µs), read once: its parameters
-    (interval_us of latency, cyclictest and rtla; period_us of a timer-driven test),
-    else what the engine recorded in env; None when it says none."""
-    for where in (m.params, m.env):
-        for key in ("interval_us", "period_us"):
-            v = where.get(key)
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
-                return float(v)
-    return None
-
-
 def samples_per_cpu(m: Measurement, metric: str = "ti") -> int:
     """The samples behind one CPU's maximum: the smallest of the per-CPU counts
     (METRIC#CPU), else the pooled count over the CPUs measured. A maximum pooled over N
@@ -224,7 +229,7 @@ def settings_mismatch(m: Measurement, study: Study) -> list[str]:
     out = []
     periodic = m.test == "latency"
     if periodic and study.interval_us:
-        got = period_us(m)
+        got = m.period_us
         if got is None:
             out.append(f"period not recorded (the study's {study.interval_us:g} µs)")
         elif abs(got - study.interval_us) > 1e-6 * study.interval_us:
