@@ -76,6 +76,8 @@ def load_config(path: Path | None = None) -> dict:
                         f"fix it or point {ENV_CONFIG} elsewhere.") from None
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"the config file {path} is not valid TOML ({e}); fix it (docs/config.md).") from None
+    except RecursionError:
+        raise UserError(f"the config file {path} nests deeper than rtgauge reads; fix it (docs/config.md).") from None
     return validated(data, path)
 
 
@@ -84,6 +86,9 @@ def validated(data: dict, path: Path) -> dict:
         if key not in TOP_KEYS:
             raise UserError(f"the config file {path} has an unknown key {key!r}; the keys are "
                             f"{', '.join(TOP_KEYS)} (docs/config.md).")
+        if key in ("db", "profile") and isinstance(value, str) and any(c < " " or "\x7f" <= c <= "\x9f" for c in value):
+            raise UserError(f"{key} in the config file {path} holds a control character (a NUL, a newline); "
+                            "fix it (docs/config.md).")
         if key in ("db", "profile") and (not isinstance(value, str) or not value.strip()):
             example = '"~/rtgauge.db"' if key == "db" else '"quick"'
             raise UserError(f"{key} in the config file {path} must be a non-empty string; e.g. "
@@ -113,7 +118,11 @@ def database_text(text: str, path: Path) -> str:
     text = text.strip()
     if "://" in text:
         return text
-    p = Path(text).expanduser()
+    try:
+        p = Path(text).expanduser()
+    except RuntimeError:                 # ~nosuchuser
+        raise UserError(f"db = {ascii(text[:80])} in the config file {path} names the home of a user this system "
+                        "does not have; fix it (docs/config.md).") from None
     return str(p if p.is_absolute() else path.parent / p)
 
 

@@ -75,7 +75,13 @@ def load_profile(name_or_path: str) -> Profile:
         text = resources.files("rtgauge.profiles").joinpath(f"{name_or_path}.toml").read_text()
         return parse_profile(text, f"builtin:{name_or_path}")
     path = Path(name_or_path)
-    if not path.is_file():
+    try:
+        is_file = path.is_file()
+    except (OSError, ValueError) as e:        # a name over 255 bytes, a NUL
+        raise UserError(f"profile {ascii(name_or_path[:60])}{'…' if len(name_or_path) > 60 else ''} is neither a "
+                        f"built-in profile nor a file path the system takes ({getattr(e, 'strerror', None) or e}); "
+                        f"give one of {', '.join(BUILTIN)} or a TOML file.") from None
+    if not is_file:
         raise UserError(f"profile {name_or_path!r} is neither a built-in profile "
                         f"({', '.join(BUILTIN)}) nor a readable TOML file; give one of those.")
     try:

@@ -46,8 +46,8 @@ def normalise_url(url: str | None) -> URL:
     if is_plain_path(url):
         try:
             path = Path(url).expanduser().resolve()
-        except (OSError, RuntimeError) as e:
-            raise UserError(f"the database path {url[:80]} cannot be used ({getattr(e, 'strerror', None) or e}); "
+        except (OSError, RuntimeError, ValueError) as e:      # ~nosuchuser: RuntimeError; a NUL: ValueError
+            raise UserError(f"the database path {ascii(url[:80])} cannot be used ({getattr(e, 'strerror', None) or e}); "
                             "give another --db.") from None
         check_path_length(str(path))
         return URL.create("sqlite", database=str(path))

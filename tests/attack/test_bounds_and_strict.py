@@ -245,3 +245,23 @@ def test_a_hostile_document_at_the_cap_stays_under_the_host_bound(tmp_path, shap
     assert os.waitstatus_to_exitcode(status) == 0, err
     assert out.startswith("False") and "more than a document may hold" in out, out
     assert usage.ru_maxrss / 1024 < HOST_RSS_BOUND_MB, usage.ru_maxrss
+
+
+# -- the config file and the profile name: one sentence each ---------------------------------
+
+@pytest.mark.parametrize("body,fragment", [
+    ('db = "~nosuchuser34/x.db"\n', "names the home of a user"),
+    ('db = "a\\u0000b"\n', "holds a control character"),
+    ("a = " + "{a = " * 600 + "1" + "}" * 600 + "\n", "nests deeper"),
+])
+def test_a_hostile_config_file_is_one_sentence(tmp_path, body, fragment):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(body)
+    p = subprocess.run([sys.executable, "-m", "rtgauge", "show"], capture_output=True, text=True, cwd=ROOT,
+                       timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT), RTGAUGE_CONFIG=str(cfg)))
+    assert fragment in one_sentence(p)
+
+
+def test_a_profile_name_over_255_bytes_is_one_sentence(tmp_path):
+    p = rtgauge("run", "--profile", "p" * 300, "--db", str(tmp_path / "db.sqlite"), "--no-report")
+    assert "nor a file path the system takes" in one_sentence(p)
