@@ -8,7 +8,7 @@ in time order. Here:
 * threshold: the highest of THRESHOLD_QUANTILES of the window maxima that leaves at least
   MIN_PEAKS cluster peaks above it (the higher the threshold, the closer the excesses are
   to a GPD; the more peaks, the smaller the variance); the goodness of fit of the GPD at
-  that threshold is then tested (rtgauge/analysis/pwcet.py);
+  that threshold is then tested (rtgauge/analysis/pwcet/);
 * declustering: the extremal index θ (1 / the mean cluster size in the limit) by the
   intervals estimator of Ferro and Segers (2003), from the times between exceedances;
   the exceedances are then cut into C = floor(θ·N) + 1 clusters at the C - 1 longest
@@ -31,7 +31,7 @@ in time order. Here:
   plus the shape penalty, maximised over the shape and the exceedance rate with z held;
   θ is held at its estimate.
 
-No module of rtgauge is imported here: rtgauge/analysis/pwcet.py calls these and turns
+No module of rtgauge is imported here: rtgauge/analysis/pwcet/ calls these and turns
 their figures into checks and an answer.
 """
 
