@@ -355,7 +355,7 @@ def test_lab_run_of_the_four_gives_one_report_side_by_side(lab, postgres_server,
             continue
         for condition in ("idle", "cpu"):     # the kernel's own split, from rtla timerlat on the board
             metrics = got[(f"latency@{condition}/rtla", "rtla")]["document"]["metrics"]
-            thread, irq = metrics["ti"], metrics["ti_irq"]
+            thread, irq = metrics["timerlat_thread"], metrics["timerlat_irq"]
             # (an IRQ whose thread had not yet run when rtla stopped is counted in one only)
             assert thread["count"] > 0 and abs(thread["count"] - irq["count"]) <= 2, (thread["count"], irq["count"])
             # each cycle's thread wakes after its timer's IRQ: the thread's worst case is the larger

@@ -45,14 +45,16 @@ def test_the_documented_layout_becomes_a_run_with_known_figures(tmp_path):
         run = store.get_run(store.latest_run_id()).to_dict()
     [m] = run["measurements"]
     assert (m["tool"], m["condition"]) == ("rtla-timerlat", "stress-cpu")
-    t0, t1, ti = m["metrics"]["ti#0"], m["metrics"]["ti#1"], m["metrics"]["ti"]
+    # each column under its own name, never the engine's ti (a user-space thread's wake-up)
+    assert not any(k == "ti" or k.startswith(("ti#", "ti_")) for k in m["metrics"])
+    t0, t1, ti = m["metrics"]["timerlat_thread#0"], m["metrics"]["timerlat_thread#1"], m["metrics"]["timerlat_thread"]
     assert (t0["count"], t0["min"], t0["max"]) == (10000, 1000, 7000)
     assert (t1["count"], t1["max"], t1["histogram"]["overflow"]) == (10000, 95000, 2)
     assert (ti["count"], ti["max"]) == (20000, 95000)
     # nearest rank over whole-µs buckets (rtla truncates to its unit): p50 of thread 0 is
     # the 5000th value, in bucket 2 µs; p99 of both CPUs is the 19800th, in bucket 3 µs
     assert t0["p50"] == 2000 and ti["p99"] == 3000 and ti["p9999"] == 7000
-    assert m["metrics"]["ti_irq"]["max"] == 2000
+    assert m["metrics"]["timerlat_irq"]["max"] == 2000
     assert run["origin"]["format"] == "rtla timerlat hist"
     assert "rtla timerlat hist" in rtgauge("show", "latest", "--db", db).stdout
 
@@ -62,7 +64,7 @@ def test_bucket_size_and_nanoseconds():
         .replace("\n2 ", "\n20 ").replace("\n3 ", "\n30 ").replace("\n7 ", "\n70 ")
     text = text.replace("max:          2         7         2        95", "max:         29        79        29        95")
     doc = rtla.document(rtla.parse(text))
-    assert doc["params"]["bucket_size"] == 10 and doc["metrics"]["ti#0"]["histogram"]["bins"][0] == [10, 19, 4000]
+    assert doc["params"]["bucket_size"] == 10 and doc["metrics"]["timerlat_thread#0"]["histogram"]["bins"][0] == [10, 19, 4000]
 
 
 @pytest.mark.parametrize("change, fragment", [

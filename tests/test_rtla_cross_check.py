@@ -63,7 +63,7 @@ def test_a_stopped_cross_check_keeps_what_it_measured_and_without_the_wrapper_no
     status, err = stopped_after(tmp_path, argv)
     assert status == 0, err
     doc = json.loads(rtla.as_json(out.read_bytes()))
-    assert doc["metrics"]["ti"]["count"] == 20_000 and doc["metrics"]["ti_irq"]["max"] == 2000
+    assert doc["metrics"]["timerlat_thread"]["count"] == 20_000 and doc["metrics"]["timerlat_irq"]["max"] == 2000
     # broken: the program stopped with SIGTERM itself, as the job's stop would without the wrapper
     (tmp_path / "args").unlink()
     bare = ["sh", "-c", 'out=$1; shift; exec "$@" >"$out"', "sh", str(out), *fake]

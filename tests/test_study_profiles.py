@@ -65,7 +65,8 @@ def test_cyclictest_study_method():
     lat = job(load_profile("cyclictest-study"), "latency")
     o = lat.options
     assert o["duration-s"] * 1e6 / o["interval-us"] == 1_000_000 and o["priority"] == 99
-    assert lat.conditions == ["idle", "cpu"] and lat.cross_check == ["cyclictest"]
+    # rtla timerlat where the kernel has it: the kernel-mode and timer-IRQ rows (docs/studies.md)
+    assert lat.conditions == ["idle", "cpu"] and lat.cross_check == ["cyclictest", "rtla"]
 
 
 def test_rtos_evaluation_method():

@@ -21,14 +21,33 @@ def percentile_supported(count: int | None, q: float) -> bool:
     return bool(count) and count * (1 - q) >= TAIL_SAMPLES - 1e-9
 
 
+# The distribution a latency row reads, decided here once: the wake-up `ti` (the engine,
+# cyclictest, stress-ng's cyclic); rtla timerlat stores its columns under their own
+# names (rtgauge/tools/rtla.py), and its row is its user-space thread where rtla ran one
+# (-u), else its kernel thread: the timer's expiry to timerlat's thread running.
+ROW_METRICS = ("ti", "timerlat_user", "timerlat_thread")
+ROW_METRIC_TEXT = {"ti": "wake-up latency ti", "timerlat_user": "rtla timerlat's user-space thread",
+                   "timerlat_thread": "rtla timerlat's kernel thread"}
+
+
+def row_metric(m: Measurement) -> str:
+    """The name of the distribution m's latency row reads ("ti" when it holds none)."""
+    for name in ROW_METRICS:
+        if m.metric(name).count:
+            return name
+    return "ti"
+
+
 def latency_row(m: Measurement) -> dict | None:
-    """Summary figures (µs) of a periodic measurement, or None when it has no ti.
-    A percentile the sample count does not support (percentile_supported) is None."""
-    ti = m.metric("ti")
+    """Summary figures (µs) of a periodic measurement (its row metric: `ti`, rtla's
+    thread), or None when it has none. A percentile the sample count does not support
+    (percentile_supported) is None."""
+    metric = row_metric(m)
+    ti = m.metric(metric)
     if not ti.is_distribution or not ti.count:
         return None
     return {
-        "name": m.label, "tool": m.tool, "condition": m.condition,
+        "name": m.label, "tool": m.tool, "condition": m.condition, "metric": metric,
         "samples": ti.count, "min_us": _in_us(ti.min), "avg_us": _in_us(ti.avg), "stddev_us": _in_us(ti.stddev),
         "p99_us": _in_us(ti.p99) if percentile_supported(ti.count, 0.99) else None,
         "p9999_us": _in_us(ti.p9999) if percentile_supported(ti.count, 0.9999) else None, "max_us": _in_us(ti.max),
@@ -47,7 +66,7 @@ def late_periods(m: Measurement) -> dict:
     missed, skipped = _count(m.scalar("misses")), _count(m.scalar("skipped"))
     wakeups = _count(m.scalar("cycles"))
     if wakeups is None:
-        wakeups = _count(m.metric("ti").count)
+        wakeups = _count(m.metric(row_metric(m)).count)
     late = None if missed is None and skipped is None else (missed or 0) + (skipped or 0)
     return {"misses": late, "missed_wakeups": missed, "skipped": skipped, "wakeups": wakeups,
             "periods": None if wakeups is None else wakeups + (skipped or 0)}
@@ -73,7 +92,8 @@ REFERENCE_TOOLS = ("cyclictest", "rtla")   # the cross-checks a plan may add (JO
 def cross_checks(measurements, tools=REFERENCE_TOOLS) -> list[dict]:
     """Pair each engine latency measurement with the cross-check of each of `tools` of
     the same job, condition, round and segment (the plan names it JOB/TOOL): the ratio
-    engine/tool of avg, p99 and max (rtla: its timer-woken thread, `ti`)."""
+    engine/tool of avg, p99 and max (rtla: its row metric, row_metric: timerlat's kernel
+    thread, `timerlat_thread`, a timer-woken thread as the engine's is, but in the kernel)."""
     ms = [m for m in measurements if is_latency_measurement(m)]
     rows = {m.key: latency_row(m) for m in ms}
     out = []
@@ -82,7 +102,8 @@ def cross_checks(measurements, tools=REFERENCE_TOOLS) -> list[dict]:
             row, ref = rows[m.key], rows.get((f"{m.name}/{tool}", m.round, m.segment))
             if row is None or ref is None or row["tool"] != "engine":
                 continue
-            pair = {"name": m.label, "condition": row["condition"], "reference": tool}
+            pair = {"name": m.label, "condition": row["condition"], "reference": tool,
+                    "reference_metric": ref["metric"]}
             for k in ("avg_us", "p99_us", "max_us"):
                 a, b = row[k], ref[k]
                 pair[k] = (a, b, (a / b) if a is not None and b else None)

@@ -9,7 +9,7 @@ from rich.console import Console
 from rtgauge.report.safe import markup as escape
 from rich.table import Table
 
-from rtgauge.analysis import cross_checks, latency_measurements, latency_row, system_label
+from rtgauge.analysis import ROW_METRIC_TEXT, cross_checks, latency_measurements, latency_row, system_label
 from rtgauge.analysis.micro import micro_rows, rhealstone, verdict_rows
 from rtgauge.analysis.tire import held_text, period_text
 from rtgauge.analysis.published import (STUDIES, beside_text, projection_text, published_verdicts, shown, studies,
@@ -38,8 +38,16 @@ def print_summary(console: Console, run: Run, budget_us: float = DEFAULT_BUDGET_
         print_verdict(console, verdict)
     print_headline(console, run, h)
     print_latency(console, run)
+    if verdict is None:      # the verdict carries them when there is one
+        from rtgauge.analysis.starved import starved_hint
+        for m in latency_measurements(run):
+            hint = starved_hint(m, run.system)
+            if hint:
+                console.print(f"[yellow]{escape(hint)}[/]")
     print_micro(console, [run])
     print_stalls(console, [run])
+    from rtgauge.report.spikes import print_run_attribution
+    print_run_attribution(console, run)
     for m in run.measurements:
         if not m.ok:
             console.print(f"[red]{escape(m.label)}: failed: {escape(str(m.error))}[/]")
@@ -116,7 +124,9 @@ def print_latency(console: Console, run: Run) -> None:
         for k, label in (("avg_us", "avg"), ("p99_us", "p99"), ("max_us", "max")):
             a, b, ratio = pair[k]
             parts.append(f"{label} {_f(a)} vs {_f(b)}" + (f" (×{ratio:.2f})" if ratio else ""))
-        console.print(f"  rtgauge vs {pair['reference']}, {escape(pair['name'])}: " + "; ".join(parts))
+        theirs = pair.get("reference_metric", "ti")
+        what = f" ({ROW_METRIC_TEXT[theirs]}, {theirs})" if theirs != "ti" else ""
+        console.print(f"  rtgauge vs {pair['reference']}{escape(what)}, {escape(pair['name'])}: " + "; ".join(parts))
 
 
 def published_text(row) -> str:

@@ -15,9 +15,11 @@ harnesses parse this text). The layout, from rtla-timerlat-hist(1):
 
 A row's index is its bucket's lower edge (bucket number × --bucket-size); rows of zeros
 may be skipped. The bucket size is not printed: it is the greatest common divisor of
-the indexes (1 when a row 1 is there). Each CPU's thread column becomes `ti#CPU` (a
-timer-woken thread's latency, what rtgauge's latency test measures), its IRQ column
-`ti_irq#CPU`, and the user-thread column (-u) `ti_user#CPU`; `ti` etc. merge the CPUs.
+the indexes (1 when a row 1 is there). Each column is stored under its own name, never
+as the engine's `ti` (a user-space thread's wake-up): the IRQ column as
+`timerlat_irq#CPU` (the timer's expiry to its interrupt handler), the thread column as
+`timerlat_thread#CPU` (the timer's expiry to timerlat's kernel thread running) and the
+user-thread column (-u) as `timerlat_user#CPU`; `timerlat_irq` etc. merge the CPUs.
 Read strictly: counts ≤ 2^53, at most 100,000 rows and 4096 CPUs, one sentence for
 anything else."""
 
@@ -29,12 +31,13 @@ import re
 import shutil
 from pathlib import Path
 
+from rtgauge.defaults import interval_us
 from rtgauge.errors import UserError
 
 COUNT_MAX = 2**53
 ROWS_MAX = 100_000
 CPUS_MAX = 4096
-KINDS = {"IRQ": "ti_irq", "Thr": "ti", "Usr": "ti_user"}
+KINDS = {"IRQ": "timerlat_irq", "Thr": "timerlat_thread", "Usr": "timerlat_user"}
 PERCENTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999), ("p9999", 0.9999))
 FOOTER = ("over", "count", "min", "avg", "max")
 
@@ -55,7 +58,7 @@ def command(options: dict, cpus: list[int], out_path: str, exe: str = "rtla") ->
     """`rtla timerlat hist` with an engine latency job's settings, its output to out_path.
     A bucket of 1 µs and as many as the job's histogram (20,000: 20 ms), whole seconds
     (rtla's -d), at least one."""
-    period = int(options.get("interval-us", 1000))
+    period = interval_us(options)
     seconds = max(1, math.ceil(float(options.get("duration-s", 10)) - 1e-9))
     policy = str(options.get("policy", "fifo"))
     entries = min(max(int(options.get("histogram", 20000)), 10), 9_999_999)
@@ -236,7 +239,7 @@ def document(parsed: dict) -> dict:
     for name, m in merged.items():
         metrics[name] = distribution(m["counts"], size, unit, m["count"], m["over"], m["min"] or 0,
                                      m["sum"] / m["count"] if m["count"] else None, m["max"] or 0)
-    total = merged.get("ti", next(iter(merged.values()), {"count": 0}))["count"]
+    total = merged.get("timerlat_thread", next(iter(merged.values()), {"count": 0}))["count"]
     metrics["cycles"] = {"unit": "count", "value": total}
     cpus = sorted({cpu for _, cpu in parsed["columns"]})
     return {"schema": 1, "test": "latency", "tool": "rtla-timerlat", "ok": bool(total), "interrupted": False,

@@ -3,7 +3,7 @@ window, and the cycle equation T = Ti + Ts + Tw as a budget bar."""
 
 from __future__ import annotations
 
-from rtgauge.analysis import cross_checks, latency_measurements, latency_row, system_label
+from rtgauge.analysis import ROW_METRIC_TEXT, cross_checks, latency_measurements, latency_row, row_metric, system_label
 from rtgauge.analysis.cycle import equation_parts
 from rtgauge.records import Measurement, Run
 from rtgauge.analysis.histograms import PLOT_BUCKETS_PER_DECADE, rebin_log, step_points, thread_distributions, window_series
@@ -23,8 +23,8 @@ def shared_x_range(runs: list[Run], budget_us: float | None = None) -> tuple[flo
                 if pts:
                     lows.append(pts[0][0])
                     highs.append(pts[-1][0] * 10 ** (1 / PLOT_BUCKETS_PER_DECADE))
-            if m.metric("ti").max:
-                highs.append(m.metric("ti").max / 1000)
+            if m.metric(row_metric(m)).max:
+                highs.append(m.metric(row_metric(m)).max / 1000)
     if not lows:
         return None
     if budget_us:
@@ -94,7 +94,10 @@ def latency_table(run: Run, ms: list[Measurement]) -> str:
         for k, label in (("avg_us", "avg"), ("p99_us", "p99"), ("max_us", "max")):
             a, b, ratio = pair[k]
             bits.append(f"{label} {num(a)} vs {num(b)} µs" + (f" (×{ratio:.2f})" if ratio else ""))
-        out.append(f"<p class='note'>rtgauge vs {e(pair['reference'])}, {e(pair['name'])}: {e('; '.join(bits))}</p>")
+        theirs = pair.get("reference_metric", "ti")
+        what = f" ({ROW_METRIC_TEXT[theirs]}, {theirs})" if theirs != "ti" else ""
+        out.append(f"<p class='note'>rtgauge vs {e(pair['reference'])}{e(what)}, {e(pair['name'])}: "
+                   f"{e('; '.join(bits))}</p>")
     return "".join(out)
 
 
@@ -116,7 +119,7 @@ def histogram_plot(m: Measurement, x_range: tuple[float, float] | None = None,
         plot.vlines.append((budget_us, f"budget {budget_us:,.6g} µs", "#0d47a1"))
     if not series:
         plot.title += " (no histogram stored)"
-    mx = m.metric("ti").max
+    mx = m.metric(row_metric(m)).max
     if mx:
         plot.vlines.append((mx / 1000, f"max {mx / 1000:,.1f} µs", "#b71c1c"))
     return plot.render()
@@ -124,15 +127,16 @@ def histogram_plot(m: Measurement, x_range: tuple[float, float] | None = None,
 
 def how_measured(m: Measurement) -> str:
     env, params = m.env, m.params
-    bits = [f"{m.metric('ti').count or 0:,} wake-ups", f"every {params.get('interval_us', '?')} µs",
+    bits = [f"{m.metric(row_metric(m)).count or 0:,} wake-ups", f"every {params.get('interval_us', '?')} µs",
             f"{m.param('duration_s') or m.duration_s or '?'} s",
             f"policy {env.get('policy', params.get('policy', '?'))} priority {env.get('priority', params.get('priority', '?'))}",
             f"condition {m.condition}", f"tool {m.tool}"]
     if m.tool == "cyclictest":
         bits.append("1 µs resolution")
     if m.tool == "rtla":
-        bits.append("rtla timerlat, the kernel's own timer: its thread's latency (ti) and its IRQ's (ti_irq), "
-                    "1 µs buckets")
+        bits.append(f"rtla timerlat, the kernel's own timer: shown, {ROW_METRIC_TEXT[row_metric(m)]} "
+                    f"({row_metric(m)}); its IRQ's latency is timerlat_irq (neither is a user-space wake-up, "
+                    "ti), 1 µs buckets")
     text = e(", ".join(bits)) + f"; counts spread onto {PLOT_BUCKETS_PER_DECADE} buckets per decade so tools compare."
     if m.fallback:
         text += flag("fallback: ran without real-time scheduling")
