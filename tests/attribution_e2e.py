@@ -45,16 +45,17 @@ def attributed_run(tmp_path, cpu: int, seconds: float, threshold_us: int, starte
     return read_back(tmp_path, db), bursts
 
 
-def read_back(tmp_path, db) -> dict:
+def read_back(tmp_path, db, threshold_from: str = "user") -> dict:
     """The attribution as `show --json` gives it, after `show` and the report are checked
-    to carry a "Why it spiked" part after the latency one."""
+    to carry a "Why it spiked" part after the latency one; its threshold came from
+    threshold_from ("user": --attribute-threshold-us; "the job's budget")."""
     from test_loads import rtgauge
     shown = rtgauge("show", "latest", "--db", str(db))
     assert shown.returncode == 0, shown.stderr
     assert "Why it spiked" in shown.stdout, shown.stdout
     doc = json.loads(rtgauge("show", "latest", "--db", str(db), "--json").stdout)
     a = doc["measurements"][0]["env"]["attribution"]
-    assert a["threshold_from"] == "user" and a["spikes"] >= 9, a
+    assert a["threshold_from"] == threshold_from and a["spikes"] >= 9, a
     report = tmp_path / "r.html"
     p = rtgauge("report", "latest", "--db", str(db), "-o", str(report))
     assert p.returncode == 0, p.stderr

@@ -169,7 +169,7 @@ def without_tracefs(cmd: list[str]) -> list[str]:
 # this machine, which is its board), and so does test_target_ssh. Plain `pytest` runs
 # everything in one pass (--pass all).
 ONE_AT_A_TIME = {
-    "test_attribution.py", "test_attribution_storm.py", "test_compare_engine.py", "test_cyclictest.py", "test_emulab.py", "test_engine_disturbance.py", "test_engine_latency.py",
+    "test_attribution.py", "test_attribution_run.py", "test_attribution_storm.py", "test_compare_engine.py", "test_cyclictest.py", "test_emulab.py", "test_engine_disturbance.py", "test_engine_latency.py",
     "test_hartstone.py", "test_hil_sustained.py", "test_host_stalls.py", "test_interference.py", "test_irq_analogues.py",
     "test_latency_split.py", "test_loads.py", "test_long_run.py", "test_micro_behaviour.py",
     "test_partition.py", "test_target_tune.py",

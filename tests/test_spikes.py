@@ -111,6 +111,69 @@ def test_whole_run_summary():
     # the default threshold is the run's p99.9: here the largest wake-up alone is above it
     default = spikes.attribute(TRACE, samples(), {0: 1}, ENGINE, cpus=[1])
     assert default["threshold_from"] == "p99.9 of the run" and default["spikes"] == 1
+    # a rate above the run's own quantile is one in a thousand by construction: none is given, and why
+    assert default["rate"]["per_hour"] is None and "p99.9" in default["rate"]["why"]
+    assert result["rate"]["per_hour"] is not None                 # a threshold given: a rate
+    budget = spikes.attribute(TRACE, samples(), {0: 1}, ENGINE, 50, [1], threshold_from="the job's budget")
+    assert budget["threshold_from"] == "the job's budget" and budget["rate"]["per_hour"] is not None
+    from rtgauge.report.spikes import headline, rate_text
+    assert rate_text(default).startswith("no rate: ") and "(the job's budget)" in headline(budget)
+    assert "per hour" in rate_text(budget)
+
+
+# A wake-up 3 ms late whose time went to a "local timer" handler silent for 2.9 ms (as
+# a KVM host that stops the vCPU inside the handler leaves it), and one whose time went
+# to a function-call IPI's function silent as long (real work: perf's remote_function
+# in tests/test_attribution_storm.py holds the CPU that long).
+HANDLER_TRACE = [
+    switch(50, "rtgauge-engine", 10, 19, "<idle>", 0, 120),
+    line(100, "<idle>", 0, "local_timer_entry", "vector=236"),
+    line(3000, "<idle>", 0, "hrtimer_expire_entry", "hrtimer=00000000a function=hrtimer_wakeup now=1"),
+    line(3001, "<idle>", 0, "sched_wakeup", "comm=rtgauge-engine pid=10 prio=19 target_cpu=001"),
+    line(3002, "<idle>", 0, "hrtimer_expire_exit", "hrtimer=00000000a"),
+    line(3003, "<idle>", 0, "local_timer_exit", "vector=236"),
+    switch(3005, "<idle>", 0, 120, "rtgauge-engine", 10, 19),
+    switch(3010, "rtgauge-engine", 10, 19, "<idle>", 0, 120),
+    line(10100, "<idle>", 0, "call_function_single_entry", "vector=251"),
+    line(10101, "<idle>", 0, "csd_function_entry", "func=remote_function, csd=00000000b"),
+    line(13000, "<idle>", 0, "csd_function_exit", "func=remote_function, csd=00000000b"),
+    line(13001, "<idle>", 0, "call_function_single_exit", "vector=251"),
+    *wake(13002, "<idle>", 0),
+    switch(13010, "<idle>", 0, 120, "rtgauge-engine", 10, 19),
+]
+
+
+def handler_causes(**kw) -> list[str]:
+    per_cpu, _ = spikes.parse_trace(HANDLER_TRACE)
+    chosen = [spikes.Spike(1, 0, 0, BASE + 100_000, 2_905_000), spikes.Spike(1, 0, 1, BASE + 10_100_000, 2_910_000)]
+    spikes.attribute_cpu(per_cpu[1], chosen, ENGINE, **kw)
+    return [s.cause() for s in chosen]
+
+
+def test_a_silent_handler_on_a_virtual_machine_is_a_host_stall():
+    # on a VM the silent local timer is the host's stall; the IPI's function is its own work
+    assert handler_causes(virtual=True) == ["host stall inside vector local timer",
+                                            "vector function-call IPI: remote_function"]
+    assert spikes.kind_of("host stall inside vector local timer") == "host stall"
+    # bare metal, no stall seen: the handler is named (the naive reading the VM rule corrects)
+    assert handler_causes() == ["vector local timer", "vector function-call IPI: remote_function"]
+    # a stall the engine's observer detected over the IPI's silence: a host stall there too
+    stall = [(BASE + 10_500_000, BASE + 12_000_000)]
+    assert handler_causes(stalls=stall) == ["vector local timer",
+                                            "host stall inside vector function-call IPI: remote_function"]
+
+
+def test_threads_are_named_by_their_command_line_and_rtgauge_s_own_are_marked():
+    tasks = {77: {"cmdline": "/usr/bin/python3 /opt/plant/hog.py --busy", "own": None}}
+    per_cpu, _ = spikes.parse_trace(TRACE)
+    a = spikes.Spike(1, 0, 0, BASE + 100_000, 300_000)
+    spikes.attribute_cpu(per_cpu[1], [a], ENGINE, tasks)
+    assert a.cause() == "thread hog (pid 77, FIFO/RR 90) [/usr/bin/python3 /opt/plant/hog.py --busy]"
+    assert spikes.thread_label("stress-ng", 5, 120, {5: {"cmdline": "stress-ng --cpu 1", "own": "rtgauge's load helper"}}) \
+        == "thread stress-ng (pid 5, nice 0) [rtgauge's load helper: stress-ng --cpu 1]"
+    assert spikes.thread_label("kworker/1:2", 6, 120, {6: {"cmdline": None, "own": None}}) \
+        == "thread kworker/1:2 (pid 6, nice 0) [kernel thread]"
+    assert spikes.thread_label("hog", 7, 120, {}) == "thread hog (pid 7, nice 0)"      # gone before a look
 
 
 def test_poisson_rate_is_exact():

@@ -1,14 +1,16 @@
 """The marks a measurement carries in every output beside its figures, one text each,
 decided once: `fallback` (it ran without the real-time scheduling it asked for, so it
-says nothing about real time) and `not idle` (its condition says idle, but others kept
+says nothing about real time), `not idle` (its condition says idle, but others kept
 the measured CPUs busy while it measured; trace/counters.py decides it when measuring,
-docs/loads.md)."""
+docs/loads.md) and `traced` (it ran under a kernel trace, whose cost its figures
+include)."""
 
 from __future__ import annotations
 
 from rtgauge.records import Measurement
 
 FALLBACK = "fallback: not real-time"
+TRACED = "traced: tracing's cost included"
 
 
 def not_idle_text(m: Measurement) -> str | None:
@@ -21,11 +23,18 @@ def not_idle_text(m: Measurement) -> str | None:
     return f"not idle: others used {used} of the measured CPUs"
 
 
+def traced(m: Measurement) -> bool:
+    """The job ran under a kernel trace (`run --attribute` or --trace-threshold-us): its
+    figures include the tracing's own cost (docs/attribution.md, "The tracing's cost")."""
+    env = m.env or {}
+    return any(isinstance(env.get(k), dict) and not env[k].get("unavailable") for k in ("attribution", "trace"))
+
+
 def marks(m: Measurement) -> list[str]:
     """The measurement's marks, in the order outputs show them."""
     out = [FALLBACK] if m.fallback else []
     text = not_idle_text(m)
-    return out + ([text] if text else [])
+    return out + ([text] if text else []) + ([TRACED] if traced(m) else [])
 
 
 def marks_json(m: Measurement) -> dict:

@@ -35,11 +35,17 @@ import numpy as np
 from scipy import stats
 
 STALL_NS = 500_000          # an untraced gap this long is a host stall (docs/attribution.md)
+HANDLER_STALL = "host stall inside "   # a silent stretch of that length inside an interrupt handler
+SHORT_HANDLERS = ("vector local timer", "vector reschedule IPI", "vector irq_work")   # their own work: µs
 DEFAULT_QUANTILE = 0.999    # default threshold: the run's p99.9 of Ti
+QUANTILE_RATE = (f"the threshold is the run's own p{DEFAULT_QUANTILE * 100:g}, so about one wake-up in "
+                 f"{round(1 / (1 - DEFAULT_QUANTILE)):,} is above it whatever the machine: give a budget "
+                 "(--budget-us) or --attribute-threshold-us for a rate")
 MAX_SPIKES = 20_000         # spikes attributed one by one (the largest); all are counted
 TIMELINE_BEFORE_NS = 50_000
 WINDOW_BEFORE_NS = 10_000_000   # trace kept before a deadline: what held the CPU when it came
 TIMELINE_MAX_LINES = 200
+CMDLINE_CHARS = 60          # a thread's command line in its label, at most
 MIN_PERIOD_S = 0.01         # shortest period the periodicity scan looks for
 MAX_FREQUENCIES = 200_000
 
@@ -181,12 +187,28 @@ def parse_trace(lines) -> tuple[dict[int, list[Event]], dict[int, int]]:
     return scan_trace(lines)
 
 
-def thread_label(comm: str, pid: int, prio: int | None) -> str:
+def thread_label(comm: str, pid: int, prio: int | None, tasks: dict | None = None) -> str:
+    """'thread NAME (pid N, POLICY)', and where the run saw the task in /proc
+    (rtgauge.trace.tasks): whose it is (rtgauge's engine, trace reader or load helper)
+    and its command line (a kernel thread has none), so a `python3` or a `sh` is named."""
     if prio is None:
-        return f"thread {comm} (pid {pid})"
-    # the kernel's prio: 0..98 is SCHED_FIFO/RR priority 99..1, 120 is nice 0
-    policy = f"FIFO/RR {99 - prio}" if prio < 99 else f"nice {prio - 120}" if prio >= 100 else f"prio {prio}"
-    return f"thread {comm} (pid {pid}, {policy})"
+        text = f"thread {comm} (pid {pid})"
+    else:
+        # the kernel's prio: 0..98 is SCHED_FIFO/RR priority 99..1, 120 is nice 0
+        policy = f"FIFO/RR {99 - prio}" if prio < 99 else f"nice {prio - 120}" if prio >= 100 else f"prio {prio}"
+        text = f"thread {comm} (pid {pid}, {policy})"
+    seen = (tasks or {}).get(pid)
+    if not seen:
+        return text
+    said = []
+    if seen.get("own"):
+        said.append(seen["own"])
+    cmd = seen.get("cmdline")
+    if cmd is None:
+        said.append("kernel thread")
+    elif cmd and cmd != comm:
+        said.append(cmd if len(cmd) <= CMDLINE_CHARS else cmd[:CMDLINE_CHARS - 1] + "…")
+    return text + (f" [{': '.join(said)}]" if said else "")
 
 
 @dataclass
@@ -209,7 +231,7 @@ class Spike:
 
 
 def kind_of(label: str) -> str:
-    for prefix, kind in (("irq ", "IRQ handler"), ("softirq ", "softirq"), ("nmi", "NMI"), ("vector ", "interrupt"),
+    for prefix, kind in ((HANDLER_STALL, "host stall"), ("irq ", "IRQ handler"), ("softirq ", "softirq"), ("nmi", "NMI"), ("vector ", "interrupt"),
                          ("thread ", "thread"), ("exit from idle", "idle"), ("nothing traced", "host stall"),
                          ("wake-up path", "wake-up path")):
         if label.startswith(prefix):
@@ -221,8 +243,12 @@ class CpuSweep:
     """Walks one CPU's events in time order, keeping what held the CPU, and hands the
     time between consecutive events to the spike windows it falls in."""
 
-    def __init__(self, measuring: set[str]):
+    def __init__(self, measuring: set[str], tasks: dict | None = None, virtual: bool = False,
+                 stalls: list[tuple[int, int]] | None = None):
         self.measuring = measuring
+        self.tasks = tasks            # pid -> {"cmdline", "own"} seen in /proc during the run
+        self.virtual = virtual        # a virtual machine: its host may stop the vCPU at any time
+        self.stalls = stalls or []    # [lo, hi] ns of the host stalls the engine's observer detected
         self.stack: list[str] = []       # interrupt contexts, innermost last
         self.prio: dict[int, int] = {}
         self.task: tuple[str, int] | None = None
@@ -230,6 +256,9 @@ class CpuSweep:
 
     def owner(self, start: int, end: int, deadline: int) -> str:
         if self.stack:
+            if end - start >= STALL_NS and self.host_stalled(self.stack[-1], start, end):
+                # a handler silent for 500 µs or more: the host did not run the vCPU inside it
+                return f"{HANDLER_STALL}{self.stack[-1]}"
             return self.stack[-1]
         comm, pid = self.task if self.task else ("?", -1)
         woken = self.woken_at is not None and self.woken_at >= deadline
@@ -240,10 +269,20 @@ class CpuSweep:
                 return "exit from idle"
             if comm in self.measuring:
                 return "wake-up path"
-            return thread_label(comm, pid, self.prio.get(pid))
+            return thread_label(comm, pid, self.prio.get(pid), self.tasks)
         if pid == 0 or comm in self.measuring:
             return "wake-up path"
-        return thread_label(comm, pid, self.prio.get(pid))
+        return thread_label(comm, pid, self.prio.get(pid), self.tasks)
+
+    def host_stalled(self, context: str, start: int, end: int) -> bool:
+        """A silence of STALL_NS inside an interrupt context is the host's when it overlaps
+        a stall the engine's observer detected, or, on a virtual machine, inside a handler
+        whose own work is a few µs (a "3 ms local timer"); a function-call IPI, an IRQ
+        handler or a softirq can run that long (perf's remote_function in the IPI storm
+        holds the CPU up to about 3 ms), so there only the observer's stall counts."""
+        if any(lo < end and hi > start for lo, hi in self.stalls):
+            return True
+        return self.virtual and context.startswith(SHORT_HANDLERS)
 
     def step(self, ev: Event) -> None:
         self.task = (ev.task, ev.pid)
@@ -296,14 +335,15 @@ class CpuSweep:
         # an exit whose entry was before the trace began: nothing to pop
 
 
-def attribute_cpu(events: list[Event], spikes: list[Spike], measuring: set[str]) -> None:
+def attribute_cpu(events: list[Event], spikes: list[Spike], measuring: set[str], tasks: dict | None = None,
+                  virtual: bool = False, stalls: list[tuple[int, int]] | None = None) -> None:
     """Fill each spike's parts (owner -> ns within [deadline, wake-up]) from one CPU's events."""
     spikes = sorted(spikes, key=lambda s: s.deadline_ns)
     if not spikes or not events:
         for s in spikes:
             s.parts = {"nothing traced (host stall)": s.latency_ns} if events else {}
         return
-    sweep = CpuSweep(measuring)
+    sweep = CpuSweep(measuring, tasks, virtual, stalls)
     si = 0
     active: list[Spike] = []
     prev = events[0].ns
@@ -450,13 +490,19 @@ def windows_of(by_cpu: dict[int, list[Spike]]) -> dict[int, list[tuple[int, int]
 
 
 def attribute(trace_lines, samples: tuple, thread_cpus: dict[int, int], measuring: set[str],
-              threshold_us: float | None = None, cpus: list[int] | None = None) -> dict:
-    """The whole-run attribution stored under env.attribution (docs/attribution.md)."""
+              threshold_us: float | None = None, cpus: list[int] | None = None, *, threshold_from: str | None = None,
+              tasks: dict | None = None, virtual: bool = False, stalls: list | None = None) -> dict:
+    """The whole-run attribution stored under env.attribution (docs/attribution.md).
+    threshold_from says where a given threshold came from ("user", "budget"); tasks
+    (rtgauge.trace.tasks) name the threads; virtual and stalls (the engine's
+    env.stalls intervals, CLOCK_MONOTONIC like the trace) tell a host stall inside an
+    interrupt handler."""
     th, cy, dl, ti = samples
     if len(ti) == 0:
         return {"unavailable": "the engine wrote no samples"}
-    chosen = "user" if threshold_us is not None else f"p{DEFAULT_QUANTILE * 100:g} of the run"
-    if threshold_us is None:
+    quantile = threshold_us is None
+    chosen = (threshold_from or "user") if not quantile else f"p{DEFAULT_QUANTILE * 100:g} of the run"
+    if quantile:
         threshold_us = float(np.quantile(ti, DEFAULT_QUANTILE)) / 1000
     over = np.nonzero(ti > threshold_us * 1000)[0]
     order = over[np.argsort(-ti[over], kind="stable")][:MAX_SPIKES]
@@ -466,8 +512,10 @@ def attribute(trace_lines, samples: tuple, thread_cpus: dict[int, int], measurin
         by_cpu.setdefault(s.cpu, []).append(s)
     irqs = IrqCounter()
     per_cpu, lost = scan_trace(trace_lines, windows_of(by_cpu), irqs, set(cpus) if cpus is not None else None)
+    spans = [(x[0], x[1]) for x in (stalls or [])
+             if isinstance(x, (list, tuple)) and len(x) == 2 and all(isinstance(v, int) for v in x)]
     for cpu, group in by_cpu.items():
-        attribute_cpu(per_cpu.get(cpu, []), group, measuring)
+        attribute_cpu(per_cpu.get(cpu, []), group, measuring, tasks, virtual, spans)
     sources: dict[str, dict] = {}
     for s in spikes:
         cause = s.cause()
@@ -491,7 +539,9 @@ def attribute(trace_lines, samples: tuple, thread_cpus: dict[int, int], measurin
         "threshold_us": round(threshold_us, 3), "threshold_from": chosen, "samples": int(len(ti)),
         "spikes": int(len(over)), "attributed": len(spikes), "duration_s": round(duration_s, 3),
         "stall_bound_us": STALL_NS / 1000,
-        "rate": {**poisson_rate(len(over), duration_s / 3600),
+        # a rate above the run's own quantile is n/1000 of the cycles by construction: no figure of the machine
+        "rate": {"per_hour": None, "why": QUANTILE_RATE} if quantile else
+                {**poisson_rate(len(over), duration_s / 3600),
                  "mean_time_between_s": duration_s / len(over) if len(over) else None},
         "periodicity": periodicity(times, duration_s),
         "sources": sorted(sources.values(), key=lambda r: (-r["caused"], -r["total_us"], r["source"])),

@@ -655,6 +655,9 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
             with ProgressView(console, jobs, profile.warmup_s) as view, \
                     conditions.applied(console, args, store, jobs, profile.warmup_s, view) as settings:
                 settings.target = session
+                if getattr(args, "budget", None) is not None:     # the attribution's threshold (docs/attribution.md)
+                    settings.attribute_budget_us = args.budget.latency_us
+                settings.virtual = bool((facts.get("virtualization") or {}).get("vm"))
                 if len(run_ids) == 1:
                     status, outcomes = execute(store, run_id, jobs, profile.warmup_s, view, settings)
                     per_run = [outcomes]

@@ -13,6 +13,9 @@ from rtgauge.report.safe import markup as escape
 
 COST_NOTE = ("Tracing has a cost of its own: docs/performance.md (\"Attribution tracing\") gives the wake-up "
              "latency's p99.99 and maximum with and without it on this machine.")
+TRACED_COST = "its latency figures include the tracing's own cost (docs/attribution.md, \"The tracing's cost\")"
+TRACED_NOTE = f"traced: {TRACED_COST}; measure without --attribute for the machine's figures"
+TAIL_SHOWN = 40      # lines of a --trace-threshold-us tail on the terminal (the report has them all)
 
 
 def attributions(runs: list) -> list[tuple[object, str, dict]]:
@@ -26,10 +29,23 @@ def attributions(runs: list) -> list[tuple[object, str, dict]]:
     return out
 
 
+def traced(a: dict) -> bool:
+    """The job ran traced (an attribution that is not 'unavailable')."""
+    return isinstance(a, dict) and not a.get("unavailable")
+
+
+def threshold_text(a: dict) -> str:
+    src = str(a.get("threshold_from") or "?")
+    return "given" if src == "user" else src
+
+
 def rate_text(a: dict) -> str:
     r = a.get("rate") or {}
+    if str(a.get("threshold_from", "")).startswith("p"):     # stored before the rate was left out: still none
+        from rtgauge.analysis.spikes import QUANTILE_RATE
+        return f"no rate: {QUANTILE_RATE}"
     if r.get("per_hour") is None:
-        return ""
+        return f"no rate: {r['why']}" if r.get("why") else ""
     mtbs = r.get("mean_time_between_s")
     return (f"{r['per_hour']:,.1f} per hour (95% exact Poisson interval {r['low']:,.1f} to {r['high']:,.1f})"
             + (f", one every {mtbs:,.3g} s on average" if mtbs else ""))
@@ -45,8 +61,77 @@ def periodic_text(a: dict) -> str:
 
 
 def headline(a: dict) -> str:
-    return (f"{a['spikes']:,} wake-up(s) above {a['threshold_us']:,.1f} µs ({a['threshold_from']}) "
+    return (f"{a['spikes']:,} wake-up(s) above {a['threshold_us']:,.1f} µs ({threshold_text(a)}) "
             f"in {a['samples']:,} samples; {a['attributed']:,} attributed")
+
+
+def top_causes(a: dict, n: int = 3) -> list[str]:
+    """'SOURCE ×caused' of the n sources that caused the most spikes."""
+    return [f"{r['source']} ×{r['caused']:,}" for r in (a.get("sources") or []) if r.get("caused")][:n]
+
+
+def print_run_attribution(console: Console, run) -> None:
+    """The end of `run --attribute`: per traced job, its spikes, top causes and the
+    worst wake-up's cause, one short line each (the whole table: `rtgauge show`)."""
+    for _, name, a in attributions([run]):
+        if a.get("unavailable"):
+            console.print(f"Why it spiked ({escape(name)}): not traced: {escape(str(a['unavailable']))}")
+            continue
+        console.print(f"[bold]Why it spiked[/] ({escape(name)}): {escape(headline(a))}")
+        causes = top_causes(a)
+        if causes:
+            console.print(f"  top causes: {escape('; '.join(causes))}")
+        w = a.get("worst")
+        if w:
+            console.print(f"  worst wake-up: {w['latency_us']:,.1f} µs on CPU {w['cpu']} (cycle {w['cycle']}), "
+                          f"cause {escape(w['cause'])}")
+        if a.get("spikes"):
+            console.print(f"  rate: {escape(rate_text(a))}")
+        if a.get("lost_events"):
+            console.print(f"  [yellow]the trace lost {a['lost_events']:,} events: some windows are incomplete[/]")
+        console.print(f"  [yellow]{escape(TRACED_NOTE)}[/]")
+    for _, name, t in threshold_traces([run]):
+        console.print(f"Trace (--trace-threshold-us, {escape(name)}): {escape(trace_headline(t))}; "
+                      "`rtgauge show` prints its tail")
+
+
+def threshold_traces(runs: list) -> list[tuple[object, str, dict]]:
+    """(run id, measurement name, env.trace) for every measurement --trace-threshold-us traced."""
+    out = []
+    for run in runs:
+        for m in run.measurements:
+            t = (m.env or {}).get("trace")
+            if isinstance(t, dict):
+                out.append((run.id, m.label or m.test or "?", t))
+    return out
+
+
+def trace_headline(t: dict) -> str:
+    if t.get("unavailable"):
+        return f"not traced: {t['unavailable']}"
+    if t.get("breached"):
+        b = t.get("breach") or {}
+        where = f" on CPU {b['cpu']}" if b.get("cpu") is not None else ""
+        head = (f"{b.get('max_us', 0):,.1f} µs{where} above the threshold {t.get('threshold_us')} µs: the job "
+                "stopped there and the trace's tail was kept")
+    else:
+        head = f"no wake-up above the threshold {t.get('threshold_us')} µs; the trace's tail was kept"
+    return head + f" ({len(t.get('tail') or []):,} lines; {TRACED_COST})"
+
+
+def print_threshold_traces(console: Console, runs: list) -> None:
+    for _, name, t in threshold_traces(runs):
+        console.print(f"[bold]Trace kept by --trace-threshold-us[/] ({escape(name)}): {escape(trace_headline(t))}")
+        tail = t.get("tail") or []
+        if not tail:
+            continue
+        if t.get("marker"):
+            console.print(f"  marker: {escape(str(t['marker']))}")
+        shown = tail[-TAIL_SHOWN:]
+        console.print(f"  its last {len(shown):,} of {len(tail):,} lines (all of them: the report, or "
+                      "`rtgauge show --json`, measurements[].env.trace.tail):")
+        for line in shown:
+            console.print(str(line), markup=False, highlight=False, soft_wrap=True)
 
 
 def print_attribution(console: Console, runs: list) -> None:
@@ -55,6 +140,7 @@ def print_attribution(console: Console, runs: list) -> None:
             console.print(f"Why it spiked ({escape(name)}): not traced: {escape(str(a['unavailable']))}")
             continue
         console.print(f"[bold]Why it spiked[/] ({escape(name)}): {escape(headline(a))}")
+        console.print(f"  [yellow]{escape(TRACED_NOTE)}[/]")
         if a.get("spikes"):
             console.print(f"  rate: {escape(rate_text(a))}; {escape(periodic_text(a))}")
         if a.get("lost_events"):
@@ -76,15 +162,17 @@ def print_attribution(console: Console, runs: list) -> None:
             console.print("  interrupts on the measured CPUs: " + escape(", ".join(
                 f"{r['source']} ×{r['count']:,} ({r['total_us']:,.1f} µs in all, worst {r['worst_us']:,.1f} µs)"
                 for r in a["irq_sources"][:5])))
+    print_threshold_traces(console, runs)
 
 
 def render_spikes_html(runs: list) -> str:
     found = attributions(runs)
+    tails = render_traces_html(runs)
     if not found:
-        return ""
+        return tails
     out = [f"<p class='note'>Every wake-up later than the threshold is attributed to what held its CPU between "
            f"the deadline and the wake-up, from a kernel trace of the whole run (docs/attribution.md). "
-           f"{h(COST_NOTE)}</p>"]
+           f"{h(COST_NOTE)} The latency figures of a traced job include that cost.</p>"]
     for run_id, name, a in found:
         out.append(f"<h3>Run {h(str(run_id))}: {h(name)}</h3>")
         if a.get("unavailable"):
@@ -122,4 +210,18 @@ def render_spikes_html(runs: list) -> str:
                 out.append(f"<tr><td>{h(r['source'])}</td><td>{r['count']:,}</td><td>{r['total_us']:,.1f}</td>"
                            f"<td>{r['worst_us']:,.1f}</td></tr>")
             out.append("</table></div>")
+    return "".join(out) + tails
+
+
+def render_traces_html(runs: list) -> str:
+    """The tails kept by --trace-threshold-us, each folded under its headline."""
+    out = []
+    for run_id, name, t in threshold_traces(runs):
+        out.append(f"<h3>Run {h(str(run_id))}: {h(name)}, the trace kept by --trace-threshold-us</h3>"
+                   f"<p>{h(trace_headline(t))}.</p>")
+        tail = t.get("tail") or []
+        if tail:
+            marker = f"; the marker: {h(str(t['marker']))}" if t.get("marker") else ""
+            out.append(f"<details><summary>Its last {len(tail):,} lines{marker}</summary>"
+                       f"<pre class='wide' tabindex='0'>{h(chr(10).join(map(str, tail)))}</pre></details>")
     return "".join(out)
