@@ -94,6 +94,23 @@ duration-s = 5
     # the engine stopped at the breach instead of running 5 s
     assert m["metrics"]["cycles"]["value"] < 1000
     assert m["verdicts"]["max_latency"]["pass"] is False if isinstance(m["verdicts"], dict) else True
+    # the tail is shown where the run is read, not only in --json (issue 32): the run's end says
+    # where, `show` prints its last lines with the marker, the report has all of them
+    said = " ".join(p.stdout.split())
+    assert "Trace (--trace-threshold-us, latency@idle)" in said and "traced" in said
+    shown = rtgauge("show", "latest", "--db", str(db))
+    assert shown.returncode == 0, shown.stderr
+    text = " ".join(shown.stdout.split())
+    assert "Trace kept by --trace-threshold-us (latency@idle)" in text and "the job stopped there" in text
+    assert f"marker: {trace['marker']}" in text and "tracing's own cost" in text
+    assert trace["tail"][-1].split()[-1] in shown.stdout          # its last line, as kept
+    report = tmp_path / "r.html"
+    r = rtgauge("report", "latest", "--db", str(db), "-o", str(report))
+    assert r.returncode == 0, r.stderr
+    import html
+    page = html.unescape(report.read_text())
+    assert "the trace kept by --trace-threshold-us" in page
+    assert all(line in page for line in trace["tail"])      # every line kept is in the report
 
 
 @needs_mount_namespace
