@@ -39,8 +39,9 @@ table.stack,table.stack>tbody,table.stack tr,table.stack td,table.stack th,table
 table.stack{{margin:.5em 0}}table.stack tr:first-child{{display:none}}
 table.stack tr{{border:1px solid #bbb;margin:0 0 .6em}}
 table.stack td,table.stack th{{border:none;border-top:1px solid #e4e4e4;text-align:left;display:flow-root;
-padding:3px 6px 3px 10.5em}}table.stack tr>:first-child{{border-top:none}}table.stack th{{padding-left:6px}}
-table.stack td::before{{float:left;width:9.6em;margin-left:-10em;font-weight:bold;color:#444;text-align:left}}}}
+padding:3px 6px 3px 147px}}table.stack tr>:first-child{{border-top:none}}table.stack th{{padding-left:6px}}
+table.stack td::before{{float:left;width:134px;margin-left:-140px;font-weight:bold;color:#444;text-align:left;
+white-space:normal}}}}
 """
 
 
@@ -90,10 +91,25 @@ def css_string(text: str) -> str:
     return '"' + "".join(c if c.isalnum() or c == " " else f"\\{ord(c):x} " for c in text) + '"'
 
 
+def cell_labels(cells: list[tuple[str, str]], heads: list[str]) -> list[str] | None:
+    """The column names of a row's cells, a cell across several columns named by all of
+    them ("a / b"); None where the row does not line up with the header (a rowspan, or
+    more or fewer columns)."""
+    labels, col = [], 0
+    for _, attrs in cells:
+        if "rowspan" in attrs:
+            return None
+        span = re.search(r"colspan=['\"]?(\d+)", attrs)
+        n = int(span.group(1)) if span else 1
+        labels.append(" / ".join(h for h in heads[col:col + n] if h))
+        col += n
+    return labels if col == len(heads) else None
+
+
 def responsive_tables(html: str) -> tuple[str, str]:
     """Every table of the page in a region that scrolls sideways on its own (focusable,
     named, so a keyboard reaches what a narrow screen hides), and every table whose rows
-    line up with its header row (no colspan or rowspan) also stackable: below
+    line up with its header row (cell_labels) also stackable: below
     STACK_BELOW px each row becomes a block of "column: value" lines. The labels are
     CSS generated content, one rule per column, returned as the second value for the
     page's style sheet; the cells' markup stays as the sections wrote it."""
@@ -107,13 +123,17 @@ def responsive_tables(html: str) -> tuple[str, str]:
         rows = ROW.findall(body)
         head = CELL.findall(rows[0]) if rows else []
         heads = [text_of(c) for c in re.split(r"<t[dh]\b[^>]*>", rows[0])[1:]] if rows else []
-        stack = (bool(rows) and all(tag == "th" for tag, _ in head) and "span=" not in body
-                 and all(len(CELL.findall(r)) == len(head) for r in rows[1:]))
+        labels = [cell_labels(CELL.findall(r), heads) for r in rows[1:]]
+        stack = (bool(rows) and all(tag == "th" and "span=" not in attrs for tag, attrs in head)
+                 and all(x is not None for x in labels))
         cls = ""
         if stack:
             cls = f" class='stack st{count}'"
             rules.extend(f".st{count} td:nth-child({k})::before{{content:{css_string(label)}}}"
                          for k, label in enumerate(heads, 1) if label)
+            for r, row in enumerate(labels, 2):         # a row with cells across columns: its own names
+                rules.extend(f".st{count} tr:nth-child({r}) td:nth-child({k})::before{{content:{css_string(label)}}}"
+                             for k, label in enumerate(row, 1) if label != (heads[k - 1] if k <= len(heads) else None))
         caption = re.search(r"<caption>(.*?)</caption>", body, re.S)
         before = HEADING.findall(html, 0, m.start())
         name = text_of(caption.group(1)) if caption else (text_of(before[-1]) if before else "table")
