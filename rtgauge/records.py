@@ -11,8 +11,11 @@ back what `from_dict` was given (tests/test_records.py checks it on real engine 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from rtgauge.defaults import TIRE_PERIOD_MS
 
 STATS = ("min", "avg", "stddev", "p50", "p90", "p99", "p999", "p9999", "max")
 DISTRIBUTION, SCALAR, SERIES = "distribution", "scalar", "series"
@@ -162,6 +165,31 @@ class Verdict:
         return {"pass": self.passed, "detail": self.detail}
 
 
+def _positive(value) -> float | None:
+    """A period as stored: a finite number above 0, else None."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    return float(value) if ok else None
+
+
+def stored_period_ns(test: str, params: dict, physics: dict | None = None) -> int | None:
+    """The period of a document that does not carry env.period_ns, from the test's own
+    parameter, ns: one written before the engine said it, or another tool's (cyclictest,
+    rtla, stress-ng's cyclic). The one place the period is rebuilt (docs/engine.md):
+    interval_us (latency and the tools that cross-check it), period_us (spin, hil,
+    preempt --event timer), period_ms (tire: else the engine's record in PHYSICS, else
+    its mode's default; real-fast has none). None where the test ran no period."""
+    if test == "hartstone" or (test == "preempt" and params.get("event") != "timer"):
+        return None
+    if test == "tire":
+        mode = str(params.get("mode") or "realtime")
+        ms = None if mode == "realfast" else (
+            _positive(params.get("period_ms")) or _positive(_mapping(physics).get("period_ms"))
+            or TIRE_PERIOD_MS.get(mode))
+        return None if ms is None else round(ms * 1e6)
+    us = _positive(params.get("interval_us")) or _positive(params.get("period_us"))
+    return None if us is None else round(us * 1000)
+
+
 def _index(value) -> int | None:
     """A round's or segment's index (1..N), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
@@ -227,6 +255,24 @@ class Measurement:
     def param(self, name: str, default=None):
         v = self.params.get(name)
         return default if v is None else v
+
+    @property
+    def period_ns(self) -> int | None:
+        """The period the job's cycles were paced at, ns, or None where it had none
+        (a behaviour test, a microbenchmark, hartstone's own task periods, tire's
+        real-fast). The cycle driver says it (env.period_ns); a document stored before
+        it did, or another tool's, gives it by its parameters (`stored_period_ns`).
+        Every reader of a period reads it here."""
+        given = _positive(self.env.get("period_ns"))
+        if given is not None:
+            return round(given)
+        return stored_period_ns(self.test, self.params, _mapping(self.extra.get("document")).get("physics"))
+
+    @property
+    def period_us(self) -> float | None:
+        """period_ns in µs, for the text that states it in µs (whole when it is)."""
+        ns = self.period_ns
+        return None if ns is None else ns // 1000 if ns % 1000 == 0 else ns / 1000
 
     @property
     def policy(self) -> str | None:

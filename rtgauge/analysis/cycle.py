@@ -10,7 +10,7 @@ def equation_parts(m: Measurement) -> tuple[float, list] | None:
     """(period µs, [("average", [(part, µs)...]), ("worst Ti, Ts", [...])]), or None
     when the measurement lacks Ti, Ts, Tw or a period."""
     ti, ts, tw = (m.metrics.get(k) for k in ("ti", "ts", "tw"))
-    period_us = m.param("interval_us") or m.param("period_us") or (m.param("period_ms") or 0) * 1000
+    period_us = m.period_us
     if not (ti and ts and tw and period_us) or ti.avg is None or ts.avg is None:
         return None
     avg = [("Ti", ti.avg / 1000), ("Ts", ts.avg / 1000), ("Tw", (tw.avg or 0) / 1000)]

@@ -34,7 +34,7 @@ def loop_row(m: Measurement) -> dict:
     rt, ti, ts, tw = (m.metric(k) for k in ("round_trip", "ti", "ts", "tw"))
     return {
         "name": m.label, "condition": m.condition, "step": hil_payload(m.params),
-        "period_us": m.param("period_us"), "sent": m.scalar("sent"),
+        "period_us": m.period_us, "sent": m.scalar("sent"),
         "lost": m.scalar("lost_frames"), "misses": late_periods(m)["misses"],
         "round_trip_ns": (rt.p50, rt.p99, rt.max), "ti_ns": (ti.p99, ti.max), "ts_ns": (ts.avg, ts.max),
         "tw_min_ns": tw.min,

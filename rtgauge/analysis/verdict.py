@@ -223,16 +223,6 @@ class Verdict:
                 "exit_status": self.exit_status, "jobs": [j.to_json() for j in self.jobs]}
 
 
-def _interval_us(m: Measurement) -> float | None:
-    v = m.param("interval_us")
-    if v is None:
-        v = m.param("interval-us")
-    try:
-        return float(v) if v is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
 def _cycles_text(n: int, interval_us: float | None) -> str:
     from rtgauge.analysis.pwcet import duration_text
     text = f"{n:,} cycles"
@@ -271,7 +261,7 @@ def judge_job(ms: list[Measurement], budget: Budget, name: str | None = None) ->
         skipped = None if skipped is None or ss is None else skipped + ss
     n = max(n, 1)
     low, high = rate_bounds(k, n)
-    interval = _interval_us(m)
+    interval = m.period_us
     maxima = [one.metric("ti").max for one in ms if one.metric("ti").max is not None]
     max_us = max(maxima) / 1000 if maxima else None
     jv = JobVerdict(name or m.name, m.tool, m.condition, n, k, exact, max_us, low, high, UNDECIDED, "",

@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass, field
 
 from rtgauge.bounds import check_cpu_list, parse_cpu_list
+from rtgauge.defaults import interval_us
 from rtgauge.profiles import Profile
 
 
@@ -85,7 +86,7 @@ def planned_seconds(test: str, options: dict) -> float | None:
     refuse (validate_engine_jobs asks it before anything runs)."""
     try:
         if "cycles" in options and "interval-us" in options:
-            seconds = float(options["cycles"]) * float(options["interval-us"]) / 1e6
+            seconds = float(options["cycles"]) * interval_us(options) / 1e6
         elif "duration-s" in options:
             seconds = float(options["duration-s"])
         elif test == "preempt" and _option(test, options, "event") == "timer":

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from rtgauge.catalogue import LATENCY, catalogue
+from rtgauge.defaults import interval_us
 from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
 from rtgauge.loads import Load, LoadContext, judge_delivery, make_load
@@ -213,7 +214,7 @@ def checked_document(job: Job, data, where: str, status: int, interrupted: bool)
         raw = parse_document(data, where) if isinstance(data, bytes) else data   # a board's: parsed as strictly
         if job.tool == "rtla" and isinstance(raw, dict):
             raw["interrupted"] = bool(interrupted)
-            raw.setdefault("params", {}).update({"interval_us": int(job.options.get("interval-us", 1000)),
+            raw.setdefault("params", {}).update({"interval_us": interval_us(job.options),
                                                  "policy": str(job.options.get("policy", "fifo")),
                                                  "priority": int(job.options.get("priority", 80))})
         if job.tool == "cyclictest":

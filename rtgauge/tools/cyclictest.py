@@ -14,7 +14,11 @@ import re
 import shutil
 import subprocess
 
+from rtgauge.defaults import interval_us
 from rtgauge.errors import UserError
+
+# cyclictest's own default interval (its -i), for a command line that does not give one
+CYCLICTEST_INTERVAL_US = 1000
 
 PERCENTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999), ("p9999", 0.9999))
 US = 1000
@@ -30,7 +34,7 @@ def command(options: dict, cpus: list[int], json_path: str, exe: str | None = No
     exe = exe or cyclictest_path()
     if not exe:
         raise UserError("cyclictest is not installed; install it with `apt-get install rt-tests`.")
-    interval = int(options.get("interval-us", 1000))
+    interval = interval_us(options)
     duration = float(options.get("duration-s", 10))
     policy = str(options.get("policy", "fifo"))
     prio = int(options.get("priority", 80)) if policy != "other" else 0
@@ -104,7 +108,7 @@ def to_document(raw: dict, options: dict, cpus: list[int], status: int, interrup
     doc = {
         "schema": 1, "test": "latency", "tool": "cyclictest", "ok": ok and bool(merged["cycles"]),
         "interrupted": interrupted,
-        "params": {"interval_us": int(options.get("interval-us", 1000)),
+        "params": {"interval_us": interval_us(options),
                    "duration_s": float(options.get("duration-s", 10)),
                    "policy": str(options.get("policy", "fifo")),
                    "priority": int(options.get("priority", 80)), "cpus": cpus,
@@ -246,7 +250,7 @@ def options_from_cmdline(cmdline: str | None) -> dict:
                 i += 1
             found[names[word]] = value
         i += 1
-    options: dict = {"interval-us": 1000, "priority": 0, "policy": "other"}
+    options: dict = {"interval-us": CYCLICTEST_INTERVAL_US, "priority": 0, "policy": "other"}
     for key in ("interval-us", "priority", "histogram"):
         try:
             options[key] = int(found[key])

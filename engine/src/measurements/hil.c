@@ -442,8 +442,7 @@ static int hil_main(const rtg_opts *o, rtg_result *res)
         rtg_j_set(rtg_periodic_put_thread(th, &run.t[sim_i], sim_i), "role", rtg_j_str("sim"));
         report_sim(&sim, &run.t[sim_i], res);
     }
-    rtg_j_set(res->env, "run_start_ns", rtg_j_int(run.start_ns));
-    rtg_j_set(res->env, "run_end_ns", rtg_j_int(run.end_ns));
+    rtg_periodic_put_env(&run, res->env);
 out:
     if (status != RTG_EXIT_OK && err[0] && !res->error[0])
         status = rtg_fail(res, status, "%s", err);

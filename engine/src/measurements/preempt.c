@@ -236,6 +236,8 @@ static int preempt_run(const rtg_opts *o, rtg_result *res)
     status = rtg_scn_join(&s, res, "the run");
     if (status == RTG_EXIT_OK) {
         report(&p, res);
+        if (p.timer)   /* the period H's cycle driver ran at (periodic.h: env.period_ns) */
+            rtg_j_set(res->env, "period_ns", rtg_j_int(p.period_ns));
         size_t done = atomic_load(&p.high_done);
         rtg_scn_mark_incomplete(&s, res, (int64_t)(p.n - WARMUP), done > WARMUP ? (int64_t)(done - WARMUP) : 0);
         rtg_micro_method(res, p.timer

@@ -307,6 +307,7 @@ int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, 
     pthread_mutex_destroy(&sh.lock);
     run->end_ns = rtg_mono_ns();
     run->start_ns = sh.start_ns;
+    run->period_ns = c.periods_ns ? 0 : c.period_ns;
     for (int i = 0; i < n; i++) {
         run->t[i].dropped = rtg_ring_dropped(&sh.w[i].ring);
         run->t[i].skipped = sh.w[i].skipped;

@@ -163,6 +163,8 @@ typedef struct {
     rtg_periodic_thread *t;    /* per thread */
     rtg_periodic_thread all;   /* merged over threads (cpu=-1) */
     int64_t start_ns, end_ns;
+    int64_t period_ns;         /* the one period every thread ran at (cfg->period_ns); 0 when
+                                  the threads had periods of their own (cfg->periods_ns) */
     bool interrupted;          /* stopped by rtg_stop */
     bool stopped_above;        /* stopped by stop_above_ns */
     bool ended_by_payload;     /* a payload ended the run (end_run) */
@@ -205,9 +207,13 @@ void rtg_periodic_free(rtg_periodic_run *run);
 /* Put the run into a result: metrics ti, ts, tw (dist), misses, cycles, dropped
  * skipped (scalar), ti_window_max (series), and per thread the same with suffix "#i"
  * (ti#0, misses#0, ...); env.threads = [{"index","cpu","tid","policy","priority",
- * "fallback","nvcsw","nivcsw"}]. With the host-stall observer running, also
+ * "fallback","nvcsw","nivcsw"}], env.period_ns, run_start_ns, run_end_ns. With the host-stall observer running, also
  * env.stalls.metrics ti, ts, tw (and "#i"): touched cycles and the figures without. */
 void rtg_periodic_report(const rtg_periodic_run *run, rtg_result *res);
+/* env.period_ns (when the threads shared one period), env.run_start_ns and
+ * env.run_end_ns: the run's own facts, written once here for every test that reports
+ * a periodic run (rtg_periodic_report calls it; a test writing its own threads does). */
+void rtg_periodic_put_env(const rtg_periodic_run *run, rtg_json *env);
 /* One thread's (or the merged) Ti/Ts/Tw, cycles, misses... as metrics named
  * prefix + name + suffix (rtg_periodic_report uses "" and "#i"). */
 void rtg_periodic_put_metrics(rtg_json *metrics, const rtg_periodic_thread *t, const char *prefix,

@@ -53,6 +53,13 @@ void rtg_periodic_report(const rtg_periodic_run *run, rtg_result *res)
     rtg_json *threads = rtg_j_set(res->env, "threads", rtg_j_arr());
     for (int i = 0; i < run->nthreads; i++)
         rtg_periodic_put_thread(threads, &run->t[i], i);
-    rtg_j_set(res->env, "run_start_ns", rtg_j_int(run->start_ns));
-    rtg_j_set(res->env, "run_end_ns", rtg_j_int(run->end_ns));
+    rtg_periodic_put_env(run, res->env);
+}
+
+void rtg_periodic_put_env(const rtg_periodic_run *run, rtg_json *env)
+{
+    if (run->period_ns > 0)
+        rtg_j_set(env, "period_ns", rtg_j_int(run->period_ns));
+    rtg_j_set(env, "run_start_ns", rtg_j_int(run->start_ns));
+    rtg_j_set(env, "run_end_ns", rtg_j_int(run->end_ns));
 }

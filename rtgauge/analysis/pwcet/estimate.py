@@ -234,10 +234,9 @@ def measurement_series(m: Measurement, key: str = "ti_window_max") -> tuple[list
     did not end on a window edge) are dropped: a shorter block has a smaller maximum."""
     metrics = m.metrics
     series = metrics.get(key)
-    interval_us = m.params.get("interval_us")
-    if not series or not series.window_ns or not interval_us:
+    interval_ns = m.period_ns
+    if not series or not series.window_ns or not interval_ns or m.test != "latency":
         return None
-    interval_ns = int(round(float(interval_us) * 1000))
     block = int(series.window_ns // interval_ns)
     if block < 1:
         return None
