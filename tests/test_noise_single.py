@@ -9,7 +9,13 @@ docs/compare.md "Single runs"):
 - the deliberately broken method, the within-run tests alone (what compare did before),
   calls something in most A/A repetitions of the same data;
 - a real shift well beyond the drift is called worse; one inside it is not, and a gate
-  on it says undecided with the rounds that would decide."""
+  on it says undecided with the rounds that would decide.
+
+These runs drift between runs and hardly at all inside one (5 % between batches), a
+world where a run's own batches cannot see the drift: this file tests the drift model,
+which compares the figures whose runs hold no batches (every figure but a latency p99
+and maximum with enough windows), so the batches are switched off here (the fixture
+below). tests/test_compare_batches.py tests the batches on real runs."""
 
 from __future__ import annotations
 
@@ -22,7 +28,15 @@ from rtgauge.analysis import regress
 from rtgauge.analysis.regress import SAME, Change, Figure, parse_rule, within_run
 from test_report_builders import log_linear_bins
 
+import pytest
+
 FAMILIES = ("avg_latency", "p99_latency", "max_latency", "micro_avg")
+
+
+@pytest.fixture(autouse=True)
+def drift_model_only(monkeypatch):
+    """Every figure through the drift model (regress.single_round_batches off)."""
+    monkeypatch.setattr(regress, "BATCHED", {})
 BATCHES, PER_BATCH = 20, 200
 
 
@@ -101,7 +115,7 @@ def test_a_shift_far_beyond_the_drift_is_called_and_one_inside_it_is_undecided()
     # of +20 % on it cannot be decided; the rounds that would decide are said
     a = synthetic_run(np.random.default_rng(7), 3000.0, "p99_latency")
     rule = parse_rule("p99_latency>+20%")
-    for factor, advice in ((2.0, "--rounds"), (1.3, "more than 30 interleaved rounds")):
+    for factor, advice in ((2.0, "--rounds"), (1.3, "more than 30 rounds a side")):
         b = Figure(a.key, a.family, a.label, a.value * factor, "ns", rounds=[a.value * factor], within=a.within)
         r = regress.test_figure(b, a)
         assert r.p_value > 0.05

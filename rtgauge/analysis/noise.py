@@ -423,6 +423,79 @@ def compare_single(va: float, vb: float, drift: float, se_a: float = 0.0, se_b: 
                          "rounds_to_decide": need, "to_decide": what})
 
 
+# ---- single rounds: each run's own between-batch spread --------------------------
+
+BATCHES = 10            # contiguous batches a run's window series is split into
+MIN_BATCHES = 5         # fewer (a short run, long windows): the drift model instead
+MIN_WINDOWS_PER_BATCH = 2
+
+
+@dataclass
+class Batches:
+    """What one run's per-window maxima say about how far its figure would move in
+    another run: the figure's stand-in computed over each of B contiguous batches of the
+    windows, and the standard deviation of its log over the batches (a run is known no
+    better than one of its batches: docs/compare.md "Single runs")."""
+    values: list[float]      # the stand-in of each batch, in the figure's unit
+    spread: float            # sd of log(values), ddof 1, floored at the histogram's resolution
+    windows: int
+
+    @property
+    def count(self) -> int:
+        return len(self.values)
+
+
+def batch_spread(windows: list[float], statistic: str) -> Batches | None:
+    """A run's own between-batch spread from its per-window maxima (ti_window_max):
+    the series (in time order) split into BATCHES contiguous batches of at least
+    MIN_WINDOWS_PER_BATCH windows; statistic "p99": the median of the batch's window
+    maxima (a window holds 100 to 2,000 wake-ups, so its maximum is a high quantile of
+    that window: the closest to a p99 the stored windows hold, and a higher quantile
+    spreads more, so this errs wide); "max": the batch's largest window maximum. None
+    when the run has too few windows (fewer than MIN_BATCHES batches)."""
+    np, stats = _libs()
+    x = np.asarray([v for v in windows if is_valid(v) and v > 0], float)
+    b = min(BATCHES, len(x) // MIN_WINDOWS_PER_BATCH)
+    if b < MIN_BATCHES:
+        return None
+    parts = np.array_split(x, b)
+    pick = np.median if statistic == "p99" else np.max
+    values = [float(pick(part)) for part in parts]
+    sd = float(np.std(np.log(values), ddof=1))
+    return Batches(values, max(sd, RESOLUTION / math.sqrt(12)), len(x))
+
+
+def compare_single_batches(va: float, vb: float, ba: Batches, bb: Batches, se_a: float = 0.0, se_b: float = 0.0,
+                           within: Result | None = None, floor: float = 1.0) -> Result:
+    """Single rounds whose runs hold batches (batch_spread): log(vb / va) against the
+    within-run standard errors plus each run's own between-batch spread, referred to a
+    Student t with the Welch-Satterthwaite degrees of freedom of the two spreads (B - 1
+    each). The within-run test must agree (its p-value is a lower bound), as in
+    compare_single. No machine's constant enters."""
+    a, b = max(va, floor), max(vb, floor)
+    d = math.log(b / a)
+    sa, sb = ba.spread, bb.spread
+    se = math.sqrt(se_a ** 2 + se_b ** 2 + sa ** 2 + sb ** 2)
+    df = (sa ** 2 + sb ** 2) ** 2 / (sa ** 4 / (ba.count - 1) + sb ** 4 / (bb.count - 1))
+    p = 2 * _t_sf(abs(d) / se, df)
+    if within is not None and within.p_value is not None and math.isfinite(within.p_value):
+        p = max(p, within.p_value)
+    half = _t_ppf(0.5 + LEVEL / 2, df) * se
+    iv = (va * (math.exp(max(d - half, -700)) - 1), va * (math.exp(min(d + half, 700)) - 1))
+    spread = math.sqrt((sa ** 2 + sb ** 2) / 2)
+    need = rounds_to_decide(d, spread)
+    method = (f"single rounds: log ratio against each run's own between-batch spread ({sa:.0%} and {sb:.0%} "
+              f"over {ba.count} and {bb.count} batches of its window maxima; t, {df:.1f} df; docs/compare.md)" +
+              (f"; within-run: {within.method}" if within is not None else ""))
+    return Result(method, p, vb - va, iv, va * (math.exp(min(half, 700)) - 1),
+                  within.base_interval if within else None, within.cand_interval if within else None,
+                  note="single round: within-run error plus each run's own between-batch spread",
+                  extra={"log_ratio": d, "batch_spread": [sa, sb], "batches": [ba.count, bb.count],
+                         "batch_values": [ba.values, bb.values], "df": round(df, 2),
+                         "within_p_value": None if within is None else within.p_value,
+                         "rounds_to_decide": need, "to_decide": decide_text(need)})
+
+
 def compare_windows(wa: list[float], wb: list[float], ma: float, mb: float) -> Result:
     """Single rounds with per-window maxima (the latency job's ti_window_max): the
     exceedance test over windows instead of samples. Under no change the windows of

@@ -205,8 +205,9 @@ def figures(run: Run) -> dict[str, Figure]:
             f = out[f"lat:{name}:{suffix}"]
             f.label = f"{name} {suffix} latency"
             f.steal_ms = [steal_ms(m) for m in good]
-        if len(good) == 1:
+        if len(good) == 1:       # a single round's windows: its own batches (noise.batch_spread)
             out[f"lat:{name}:max"].windows = window_maxima(good[0])
+            out[f"lat:{name}:p99"].windows = out[f"lat:{name}:max"].windows
         _stall_free_figure(add, f"lat:{name}:avg_stall_free", "avg_latency_stall_free", f"{name} latency", good,
                            "ti", "ns", failed)
         # a deadline skipped after a late wake-up is a missed deadline (analysis.late_periods)
@@ -301,6 +302,9 @@ def test_figure(fb: Figure, fa: Figure) -> noise.Result:
         return noise.compare_rounds(a, b, max(fa.clock_step, fb.clock_step),
                                     extreme=fb.family in ("micro_max", "max_latency"))
     within = within_run(fb, fa)
+    batched = single_round_batches(fb, fa, within)
+    if batched is not None:
+        return batched
     drift = noise.DRIFT.get(fb.family)
     if within is None or drift is None:
         return noise.Result("no interval: one value per run without its own uncertainty; run rounds "
@@ -313,6 +317,27 @@ def test_figure(fb: Figure, fa: Figure) -> noise.Result:
         se_b = noise._log_se(b[0], within.cand_interval, None)
     return noise.compare_single(a[0], b[0], drift, se_a, se_b, within, floor=max(fa.clock_step, fb.clock_step, 1.0),
                                 df=noise.drift_df(fb.family))
+
+
+def single_round_batches(fb: Figure, fa: Figure, within: noise.Result | None) -> noise.Result | None:
+    """A latency p99 or maximum of single rounds whose runs both hold enough per-window
+    maxima: the noise between runs from each run's own batches (noise.batch_spread),
+    not the drift model. None otherwise (the drift model then)."""
+    if fb.family not in BATCHED or within is None:
+        return None
+    statistic = BATCHED[fb.family]
+    ba, bb = noise.batch_spread(fa.windows, statistic), noise.batch_spread(fb.windows, statistic)
+    if ba is None or bb is None:
+        return None
+    se_a = se_b = 0.0
+    if within.base_interval and within.cand_interval:
+        se_a = noise._log_se(fa.rounds[0], within.base_interval, None)
+        se_b = noise._log_se(fb.rounds[0], within.cand_interval, None)
+    return noise.compare_single_batches(fa.rounds[0], fb.rounds[0], ba, bb, se_a, se_b, within,
+                                        floor=max(fa.clock_step, fb.clock_step, 1.0))
+
+
+BATCHED = {"p99_latency": "p99", "max_latency": "max"}   # families whose runs hold batches (window maxima)
 
 
 def within_run(fb: Figure, fa: Figure) -> noise.Result | None:
