@@ -45,6 +45,7 @@ MAX_SPIKES = 20_000         # spikes attributed one by one (the largest); all ar
 TIMELINE_BEFORE_NS = 50_000
 WINDOW_BEFORE_NS = 10_000_000   # trace kept before a deadline: what held the CPU when it came
 TIMELINE_MAX_LINES = 200
+ENGINE_ROLE = "rtgauge's engine"   # rtgauge.trace.tasks: a thread of the measuring engine process
 CMDLINE_CHARS = 60          # a thread's command line in its label, at most
 MIN_PERIOD_S = 0.01         # shortest period the periodicity scan looks for
 MAX_FREQUENCIES = 200_000
@@ -253,6 +254,13 @@ class CpuSweep:
         self.prio: dict[int, int] = {}
         self.task: tuple[str, int] | None = None
         self.woken_at: int | None = None   # last wake-up of a measuring thread on this CPU
+        # the measuring threads by thread id where the run saw them in /proc (the engine's own):
+        # another process of the same name (a second rtgauge's engine) is then a thread, not ours
+        ids = {tid for tid, t in (tasks or {}).items() if t.get("own") == ENGINE_ROLE}
+        self.measuring_ids = ids or None
+
+    def is_measuring(self, comm: str, pid: int) -> bool:
+        return comm in self.measuring and (self.measuring_ids is None or pid in self.measuring_ids)
 
     def owner(self, start: int, end: int, deadline: int) -> str:
         if self.stack:
@@ -267,10 +275,10 @@ class CpuSweep:
                 return "nothing traced (host stall)"
             if pid == 0:
                 return "exit from idle"
-            if comm in self.measuring:
+            if self.is_measuring(comm, pid):
                 return "wake-up path"
             return thread_label(comm, pid, self.prio.get(pid), self.tasks)
-        if pid == 0 or comm in self.measuring:
+        if pid == 0 or self.is_measuring(comm, pid):
             return "wake-up path"
         return thread_label(comm, pid, self.prio.get(pid), self.tasks)
 
@@ -295,7 +303,7 @@ class CpuSweep:
                 self.task = (m.group("nc"), int(m.group("np")))
         elif n == "sched_wakeup":
             m = WAKEUP.match(ev.rest)
-            if m and m.group("c") in self.measuring and int(m.group("t")) == ev.cpu:
+            if m and self.is_measuring(m.group("c"), int(m.group("p"))) and int(m.group("t")) == ev.cpu:
                 self.woken_at = ev.ns
             if m:
                 self.prio[int(m.group("p"))] = int(m.group("pr"))

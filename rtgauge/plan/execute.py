@@ -37,6 +37,7 @@ from rtgauge.loads import Load, LoadContext, judge_delivery, make_load
 from rtgauge.loads.partition import Partition, apply_cpusets, join_placement
 from rtgauge.loads.supervise import die_with_parent, workdir_prefix
 from rtgauge.plan import HIL_SUSTAINED, TIRE_SWEEP, Job, SweepJob, host_deadline_s
+from rtgauge.records import engine_document
 from rtgauge.store.validate import DOCUMENT_MAX, check_engine_document, parse_document
 from rtgauge.sysinfo.readers import read_bounded
 from rtgauge.tools import cyclictest, rtla
@@ -93,7 +94,9 @@ class RunSettings:
     segment_s: float | None = DEFAULT_SEGMENT_S
     trace_threshold_us: int | None = None
     attribute: bool = False                     # trace the whole job and attribute every spike
-    attribute_threshold_us: float | None = None   # None: the run's p99.9 (docs/attribution.md)
+    attribute_threshold_us: float | None = None   # None: the budget's, else the run's p99.9 (docs/attribution.md)
+    attribute_budget_us: float | None = None      # the job's budget: the attribution's threshold when none is given
+    virtual: bool = False                       # a virtual machine (facts' virtualization.vm)
     tracefs: Tracefs | None = None
     live: LiveView | None = None
     say: Callable[[str], None] = print
@@ -178,8 +181,7 @@ def split_segments(job: Job, segment_s: float | None) -> list[dict]:
 # -- one measurement ------------------------------------------------------------------------
 
 def failure_document(job: Job, error: str) -> dict:
-    return {"schema": 1, "test": job.test, "ok": False, "interrupted": False, "error": error,
-            "params": {}, "env": {}, "metrics": {}, "verdicts": {}}
+    return engine_document(job.test, ok=False, error=error)
 
 
 def job_command(job: Job, out_path: str, extra: list[str] = ()) -> list[str]:
@@ -278,9 +280,15 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
             with open(err_path, "w") as err:
                 proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                         preexec_fn=die_with_parent(measurement_placement(s.partition)))
+                if whole:      # who the traced threads are: looked at as the job starts and as it ends
+                    from rtgauge.trace import tasks as tasklook
+                    own = {proc.pid: tasklook.ENGINE, **({whole.reader.pid: tasklook.READER} if whole.reader else {})}
+                    first_look, mid_look = tasklook.look(own), None
                 deadline = time.monotonic() + host_deadline_s(job)
                 started = time.monotonic()
                 while proc.poll() is None:
+                    if whole and mid_look is None and samples.exists():   # measuring: its threads are up
+                        mid_look = tasklook.look(own)
                     if stop:
                         interrupted = True
                         stop_child(proc)
@@ -293,6 +301,8 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
                         break
                     time.sleep(0.1)
             after = take_snapshot(job.cpus)
+            if whole:
+                seen = tasklook.merged(tasklook.merged(first_look, mid_look or {}), tasklook.look(own))
             traced = whole.finish() if whole else None
             interrupted = interrupted or bool(stop)
             doc = read_document(job, out_path, proc.returncode, interrupted, err_path.read_text())
@@ -307,8 +317,8 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
             elif is_engine_latency(job) and s.trace_threshold_us:
                 env["trace"] = {"unavailable": s.tracefs.note if s.tracefs else "tracefs not opened"}
             if whole:
-                env["attribution"] = attribute_job(Path(tmp) / "trace.txt", samples, doc, s.attribute_threshold_us,
-                                                   job.cpus, traced, Path(cmd[0]).name[:15])
+                env["attribution"] = attribute_job(Path(tmp) / "trace.txt", samples, doc, s, job.cpus, traced,
+                                                   Path(cmd[0]).name[:15], seen)
             elif is_engine_latency(job) and s.attribute:
                 env["attribution"] = {"unavailable": untraced}
         finally:
@@ -327,16 +337,24 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
     return doc, proc.returncode, interrupted, command
 
 
-def attribute_job(trace_path: Path, samples_path: Path, doc: dict, threshold_us: float | None, cpus: list[int],
-                  traced: dict, comm: str) -> dict:
+def attribute_job(trace_path: Path, samples_path: Path, doc: dict, s: RunSettings, cpus: list[int],
+                  traced: dict, comm: str, tasks: dict | None = None) -> dict:
     """env.attribution of a latency job from its whole-run trace and raw samples; the
-    measuring threads are known by their name (comm: the engine's, at most 15 characters)."""
+    measuring threads are known by their name (comm: the engine's, at most 15 characters).
+    The threshold: --attribute-threshold-us, else the job's budget, else the run's p99.9."""
     from rtgauge.analysis.spikes import attribute, read_samples
     if not samples_path.exists():
         return {"unavailable": "the engine wrote no samples (it did not start measuring)"}
-    threads = {t.get("index"): t.get("cpu") for t in (doc.get("env") or {}).get("threads") or []}
+    env = doc.get("env") or {}
+    threads = {t.get("index"): t.get("cpu") for t in env.get("threads") or []}
+    threshold, source = s.attribute_threshold_us, "user"
+    if threshold is None and s.attribute_budget_us is not None:
+        threshold, source = s.attribute_budget_us, "the job's budget"
+    stalls = (env.get("stalls") or {}).get("intervals") if isinstance(env.get("stalls"), dict) else None
     with open(trace_path, errors="replace") as lines:
-        out = attribute(lines, read_samples(str(samples_path)), threads, {comm}, threshold_us, cpus)
+        out = attribute(lines, read_samples(str(samples_path)), threads, {comm}, threshold, cpus,
+                        threshold_from=source, tasks=tasks, virtual=s.virtual,
+                        stalls=stalls if isinstance(stalls, list) else None)
     out["trace"] = traced
     return out
 
