@@ -164,7 +164,8 @@ DATA = Path(__file__).parent / "data"
 def real_report(tmp_path_factory) -> Path:
     """The report of real engine documents (tests/data/golden: latency idle and under a
     second condition name, the priority-inheritance test, two runs; the RTOS suite's
-    tests of tests/data/suite) on this VM's recorded facts, with a budget and the trend."""
+    tests of tests/data/suite; a latency job with a 2 s host stall and a window without a
+    wake-up, tests/data/report) on this VM's recorded facts, with a budget and the trend."""
     tmp = tmp_path_factory.mktemp("real")
     url = f"sqlite:///{tmp / 'r.db'}"
     facts = json.loads((DATA / "facts" / "this-vm.json").read_text())
@@ -176,7 +177,7 @@ def real_report(tmp_path_factory) -> Path:
                 doc = json.loads(path.read_text())
                 out.append((job(path.stem, doc["test"], path.stem.split("@", 1)[1]), doc))
         return out
-    ids = [store_run(url, documents("golden/run-a", "suite/idle"), system=facts),
+    ids = [store_run(url, documents("golden/run-a", "suite/idle", "report"), system=facts),
            store_run(url, documents("golden/run-b", "suite/loaded"), system=facts)]
     with open_store(url) as s:
         html = render([s.get_run(i) for i in ids], budget=make_budget(100, 1000), trend=True)
