@@ -20,6 +20,12 @@ alpha 0.05, no option):
 - A/B: each spinner run against the quick run just before it, with the gate
   `--fail-on 'p99_latency>+20%'`.
 It prints the counts and, with --write, replaces the section in docs/performance.md.
+
+A reduced scale (a check of the bench, not its result): `collect --cycles 2 --ab-every 1
+--quick-profile bench/compare_aa_short.toml --micro-profile ""` (10 s latency idle runs,
+no micro runs). Stored runs made elsewhere are analysed the same way after `import DIR...`
+(one directory of engine documents per run, in the order they were measured; a directory
+whose name starts with "spinner" is a spinner run, e.g. tests/data/compare/*).
 """
 
 from __future__ import annotations
@@ -107,13 +113,31 @@ def collect(args) -> int:
     cycle = 0
     while (args.cycles is None or cycle < args.cycles) and (deadline is None or time.time() < deadline):
         cycle += 1
-        plan = [("quick", "plain"), ("micro", "plain")]
+        plan = [(args.quick_profile, "plain")] + ([(args.micro_profile, "plain")] if args.micro_profile else [])
         if args.ab_every and cycle % args.ab_every == 0:
-            plan.append(("quick", "spinner"))
+            plan.append((args.quick_profile, "spinner"))
         for profile, arm in plan:
             if deadline is not None and time.time() > deadline:
                 break
             measure(db, journal, profile, arm)
+    return 0
+
+
+def import_runs(args) -> int:
+    """Stored runs made elsewhere (one directory of engine documents each, in the order
+    they were measured) into the experiment's database and journal, as quick runs:
+    a directory named spinner* is a spinner run, any other a plain one."""
+    db, journal = where(args)
+    for d in args.runs:
+        before = last_run_id(db)
+        p = rtgauge("import", str(Path(d).resolve()), "--db", f"sqlite:///{db}")
+        after = last_run_id(db)
+        row = {"run": after if after != before else None, "profile": "quick",
+               "arm": "spinner" if Path(d).name.startswith("spinner") else "plain", "status": p.returncode,
+               "started": datetime.now(timezone.utc).isoformat(), "seconds": 0.0, "imported": str(d)}
+        with journal.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        print(json.dumps(row), flush=True)
     return 0
 
 
@@ -231,6 +255,8 @@ def analyse(args) -> int:
     db, journal = out / "compare.db", out / "journal.jsonl"
     rows = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
     rows = [r for r in rows if r.get("run") and r.get("status") == 0]
+    for r in rows:      # a profile given by path (a reduced scale) counts as its kind
+        r["profile"] = "micro" if "micro" in Path(r["profile"]).stem else "quick"
     lines = []
     counts = {"ab": sum(1 for r in rows if r["arm"] == "spinner"),
               "ab_rounds": sum(1 for r in rows if r["arm"] == "spinner-rounds")}
@@ -242,7 +268,7 @@ def analyse(args) -> int:
         for a, b, n, c in results:
             print(f"A/A {profile} {a} vs {b}: {len(c)} called of {n}" + (f": {'; '.join(c)}" if c else ""), flush=True)
         figures = results[0][2] if results else 0
-        lines.append(f"| A/A {profile}, shipped drift model | {len(pairs)} | {len(pairs) - with_call} of {len(pairs)} "
+        lines.append(f"| A/A {profile}, default compare | {len(pairs)} | {len(pairs) - with_call} of {len(pairs)} "
                      f"without a call (about {figures} figures each) |")
         if args.fit_before:
             later = [r for r in results if r[1] >= args.fit_before]
@@ -285,7 +311,8 @@ def analyse(args) -> int:
         worse = [f["label"] for f in figs.values() if f["call"] == "worse"]
         tail.append(f"called worse: {len(worse)} of {len(figs)} figures" + (f" ({', '.join(worse)})" if worse else ""))
         gate = doc.get("gate")
-        advice = figs.get("lat:latency@idle:p99", {}).get("detail", {}).get("to_decide")
+        p99 = figs.get("lat:latency@idle:p99", {})
+        advice = p99.get("detail", {}).get("to_decide") if p99.get("call") != "worse" else None
         what = "A/B spinner, one round a side" if r["arm"] == "spinner" else \
             f"A/B spinner, `--rounds {r.get('rounds', 3)}` a side"
         print(f"{what} {base} vs {r['run']}: exit {status}, gate {gate}; {'; '.join(tail)}"
@@ -334,7 +361,12 @@ def main() -> int:
     c.add_argument("--cycles", type=int, default=None, help="number of quick+micro cycles")
     c.add_argument("--src", help="directory holding the rtgauge package to measure with (default: this one)")
     c.add_argument("--ab-every", type=int, default=4, help="a spinner run every N cycles (0: none)")
+    c.add_argument("--quick-profile", default="quick", help="the latency profile measured (default: quick)")
+    c.add_argument("--micro-profile", default="micro", help="the microbenchmark profile ('' for none)")
     c.set_defaults(func=collect)
+    i = sub.add_parser("import", help="stored runs made elsewhere, in the order they were measured")
+    i.add_argument("runs", nargs="+", help="a directory of engine documents per run (spinner*: a spinner run)")
+    i.set_defaults(func=import_runs)
     r = sub.add_parser("ab-rounds", help="A/B with rounds: the quick profile with --rounds N, without then with "
                        "the spinner")
     r.add_argument("--rounds", type=int, default=3)
