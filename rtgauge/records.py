@@ -33,6 +33,28 @@ def _in_order(out: dict, order: tuple) -> dict:
     return {**{k: out[k] for k in order if k in out}, **{k: v for k, v in out.items() if k not in order}}
 
 
+# The formats rtgauge writes, declared once beside the records they carry: an engine
+# document's "schema" (docs/engine.md: the engine writes the same number) and an export's
+# "rtgauge_export" (docs/store.md, store/validate.EXPORT_SCHEMA). A change of shape takes
+# a new number.
+DOCUMENT_SCHEMA = 1
+EXPORT_FORMAT = 1
+
+
+def engine_document(test: str, *, ok, tool: str | None = None, interrupted: bool = False, error: str | None = None,
+                    params: dict | None = None, env: dict | None = None, metrics: dict | None = None,
+                    verdicts: dict | None = None, **more) -> dict:
+    """A document of the engine's contract written in Python: another tool's result
+    (cyclictest, rtla, stress-ng), a job that failed before the engine said anything, a
+    sweep's summary. The one constructor: the engine's keys in the engine's order, an
+    error only when there is one, then MORE (a sweep's own keys)."""
+    doc: dict = {"schema": DOCUMENT_SCHEMA, "test": test, **({"tool": tool} if tool is not None else {}),
+                 "ok": ok, "interrupted": interrupted, **({"error": error} if error is not None else {})}
+    doc.update(params=params or {}, env=env or {}, metrics=metrics or {}, verdicts=verdicts or {})
+    doc.update(more)
+    return doc
+
+
 # The largest count of events a measurement can hold: 31 years of a 1 kHz loop. A stored
 # figure beyond it (a crafted bin count of 2**62, misses of 1e300) is not a measurement;
 # the reader drops it, so no statistic ever runs on it (binom.ppf searched for hours).

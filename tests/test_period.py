@@ -87,3 +87,17 @@ def test_the_interval_is_parsed_once_with_the_engines_default(engine_bin):
                                                   exe="cyclictest")
     words = rtla.command({}, [0], "/x")
     assert words[words.index("-p") + 1] == str(LATENCY_INTERVAL_US)
+
+
+def test_documents_written_in_python_have_the_engines_format(run_engine):
+    """One constructor (records.engine_document) writes the engine's shape and its format
+    number, the one the engine writes; the import's own check takes what it writes."""
+    from rtgauge.records import DOCUMENT_SCHEMA, engine_document
+    from rtgauge.store.validate import check_engine_document
+    r = run_engine("latency", "--cycles", "10", "--allow-fallback", timeout=60)
+    assert r.doc["schema"] == DOCUMENT_SCHEMA
+    doc = engine_document("latency", tool="cyclictest", ok=False, error="none measured")
+    assert list(doc) == ["schema", "test", "tool", "ok", "interrupted", "error", "params", "env", "metrics",
+                         "verdicts"]
+    check_engine_document(doc, "a Python-written document")
+    assert "error" not in engine_document("pi", ok=True) and "tool" not in engine_document("pi", ok=True)

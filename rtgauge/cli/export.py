@@ -40,7 +40,7 @@ def export_json(run: Run) -> str:
     from datetime import datetime, timezone
     import json
     from rtgauge.owner import hash_machine_id
-    from rtgauge.store.validate import EXPORT_FORMAT
+    from rtgauge.records import EXPORT_FORMAT
     run = run.to_dict()
     if isinstance(run.get("system"), dict):   # runs stored before facts hashed it hold the raw id
         run["system"] = dict(run["system"], machine_id=hash_machine_id(run["system"].get("machine_id")))

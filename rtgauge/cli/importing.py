@@ -31,7 +31,7 @@ from pathlib import Path
 
 from rtgauge.bounds import RUN_RANGE_MAX
 from rtgauge.errors import UserError
-from rtgauge.records import Run
+from rtgauge.records import EXPORT_FORMAT, Run
 
 
 class _Later:
@@ -424,7 +424,7 @@ def import_source(args, source: Path) -> int:
 def prepared_json(source: Path, condition: str) -> list[Prepared]:
     data = read_json(source)
     if isinstance(data, dict) and "rtgauge_export" in data:
-        if data["rtgauge_export"] != 1:
+        if data["rtgauge_export"] != EXPORT_FORMAT:
             raise UserError(f"{source} is export format {str(data['rtgauge_export'])[:40]}, which this rtgauge "
                             "does not read; upgrade rtgauge.")
         run = check_export_run(data, str(source))
@@ -638,7 +638,7 @@ def import_database(args, path: Path) -> int:
                 except (ValueError, TypeError, RecursionError) as e:
                     raise UserError(f"{path} holds a run rtgauge cannot read ({type(e).__name__}); the database "
                                     "is damaged or not written by rtgauge.") from None
-                return check_export_run({"rtgauge_export": 1, "run": exportable(run)}, f"{path} run {i}")
+                return check_export_run({"rtgauge_export": EXPORT_FORMAT, "run": exportable(run)}, f"{path} run {i}")
 
             for i in ids:                   # every run checked before any is stored
                 run_of(i)

@@ -21,6 +21,7 @@ from typing import Callable
 
 from rtgauge.catalogue import catalogue, within
 from rtgauge.errors import UserError
+from rtgauge.records import engine_document
 from rtgauge.search import hardest_holding
 
 
@@ -146,9 +147,8 @@ def sustained_document(result: dict) -> dict:
             "pass": bool(shortest),
             "detail": (f"no lost frame and no miss over {spec['frames']} frames down to {shortest} us"
                        if shortest else f"lost frames or misses even at {spec['max_us']} us")}
-    return {"schema": 1, "test": "hil-sustained", "ok": True, "interrupted": False,
-            "params": spec, "env": {}, "metrics": metrics, "verdicts": verdicts,
-            "sustained": result["results"]}
+    return engine_document("hil-sustained", ok=True, params=spec, metrics=metrics, verdicts=verdicts,
+                           sustained=result["results"])
 
 
 def check_spec(spec: SustainedSpec, where: str) -> SustainedSpec:

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rtgauge import __version__, safefile
+from rtgauge.records import EXPORT_FORMAT
 from rtgauge.redact import redact_argv
 from rtgauge.store.store import StoreError
 from rtgauge.store.urls import default_db_path, sqlite_file
@@ -105,7 +106,7 @@ class Spool:
         """The whole run so far, to the spool file: where it was (rewritten whole), else the
         first candidate directory that takes it. A spool that had to move (its disk filled)
         leaves no older, partial copy behind: one run, one spool file."""
-        text = json.dumps({"rtgauge_export": 1, "rtgauge_version": __version__, "exported_at": now(),
+        text = json.dumps({"rtgauge_export": EXPORT_FORMAT, "rtgauge_version": __version__, "exported_at": now(),
                            "spooled_because": str(self.failure), "run": self.run}, indent=1, default=str)
         errors = []
         previous = self.path

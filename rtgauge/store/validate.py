@@ -27,7 +27,7 @@ import numpy as np
 
 from rtgauge.bounds import CPU_NUMBER_MAX
 from rtgauge.errors import UserError
-from rtgauge.records import Run
+from rtgauge.records import EXPORT_FORMAT, Run
 
 MAX_DEPTH = 64
 INT_LIMIT = 2**63 - 1
@@ -101,6 +101,7 @@ ENV = {
         "threads": {"type": "array", "maxItems": CPU_NUMBER_MAX, "items": {"type": "object"}},
         "run_start_ns": {"type": ["integer", "null"]},
         "run_end_ns": {"type": ["integer", "null"]},
+        "period_ns": {"type": ["integer", "null"], "minimum": 1, "maximum": INT_LIMIT},
     },
 }
 ENGINE_DOCUMENT_SCHEMA = {
@@ -178,7 +179,6 @@ RUN = {
         "measurements": {"type": "array", "items": MEASUREMENT},
     },
 }
-EXPORT_FORMAT = 1   # the export's "rtgauge_export" field; a change of shape takes a new number
 EXPORT_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": f"urn:rtgauge:export:{EXPORT_FORMAT}",

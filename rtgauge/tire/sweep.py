@@ -40,6 +40,7 @@ from rtgauge.analysis.tire import pretest_threads_sentence, thread_ceiling
 from rtgauge.catalogue import catalogue, within
 from rtgauge.defaults import TIRE_PERIOD_MS
 from rtgauge.errors import UserError
+from rtgauge.records import engine_document
 from rtgauge.search import hardest_holding, narrow
 
 STUDY_STEPS = 6000          # the study's probes: 60 s of simulated time at 10 ms
@@ -351,11 +352,9 @@ def sweep_document(result: dict, fit: dict | None) -> dict:
             metrics[f"fit_{name}"] = {"unit": "ns", "value": value}
         metrics["fit_residual_rms"] = {"unit": "ns", "value": fit["residual_rms_ns"]}
     spec = dict(result["spec"])
-    return {"schema": 1, "test": "tire-sweep", "ok": True, "interrupted": False, "params": spec,
-            "env": {}, "metrics": metrics, "verdicts": {},
-            "sweep": [{k: v for k, v in r.items()} for r in result["results"]],
-            "pretest_threads": result.get("pretest_threads") or [],
-            "fit": fit}
+    return engine_document("tire-sweep", ok=True, params=spec, metrics=metrics,
+                           sweep=[{k: v for k, v in r.items()} for r in result["results"]],
+                           pretest_threads=result.get("pretest_threads") or [], fit=fit)
 
 
 _SPEC_KEYS = {"masses_min": int, "masses_max": int, "grid_ratio": (int, float), "precision": (int, float),

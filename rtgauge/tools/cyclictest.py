@@ -16,6 +16,7 @@ import subprocess
 
 from rtgauge.defaults import interval_us
 from rtgauge.errors import UserError
+from rtgauge.records import engine_document
 
 # cyclictest's own default interval (its -i), for a command line that does not give one
 CYCLICTEST_INTERVAL_US = 1000
@@ -105,21 +106,19 @@ def to_document(raw: dict, options: dict, cpus: list[int], status: int, interrup
                                      merged["min"], avg, merged["max"], hist_limit_us, unit)
     metrics["cycles"] = {"unit": "count", "value": merged["cycles"]}
     ok = status == 0 or interrupted
-    doc = {
-        "schema": 1, "test": "latency", "tool": "cyclictest", "ok": ok and bool(merged["cycles"]),
-        "interrupted": interrupted,
-        "params": {"interval_us": interval_us(options),
-                   "duration_s": float(options.get("duration-s", 10)),
-                   "policy": str(options.get("policy", "fifo")),
-                   "priority": int(options.get("priority", 80)), "cpus": cpus,
-                   "histogram": hist_limit_us},
-        "env": {"tool_version": raw.get("rt_test_version:") or raw.get("rt_test_version"),
-                "cmdline": raw.get("cmdline:") or raw.get("cmdline"),
-                "resolution_ns": unit, "threads": env_threads,
+    doc = engine_document(
+        "latency", tool="cyclictest", ok=ok and bool(merged["cycles"]), interrupted=interrupted,
+        params={"interval_us": interval_us(options),
+                "duration_s": float(options.get("duration-s", 10)),
                 "policy": str(options.get("policy", "fifo")),
-                "priority": int(options.get("priority", 80)), "cpus": cpus},
-        "metrics": metrics, "verdicts": {},
-    }
+                "priority": int(options.get("priority", 80)), "cpus": cpus,
+                "histogram": hist_limit_us},
+        env={"tool_version": raw.get("rt_test_version:") or raw.get("rt_test_version"),
+             "cmdline": raw.get("cmdline:") or raw.get("cmdline"),
+             "resolution_ns": unit, "threads": env_threads,
+             "policy": str(options.get("policy", "fifo")),
+             "priority": int(options.get("priority", 80)), "cpus": cpus},
+        metrics=metrics)
     if not doc["ok"] and ok and not merged["cycles"]:
         doc["error"] = ("cyclictest measured no wake-up: its thread was stopped before its first one (a system "
                         "too slow or loaded for the job's length); give the job a longer duration-s")
@@ -457,11 +456,11 @@ def document_of_histfile(block: dict) -> dict:
                        if k.startswith("p") or k == "upper_bounds"})
         metrics["ti"] = ti
     metrics["cycles"] = {"unit": "count", "value": total}
-    return {"schema": 1, "test": "latency", "tool": "cyclictest", "ok": bool(total), "interrupted": False,
-            "params": {"histogram": limit, "threads": len(block["counts"])},
-            "env": {"resolution_ns": unit, "threads": [{"index": t} for t in range(len(block["counts"]))]},
-            "metrics": metrics, "verdicts": {},
-            **({} if total else {"error": "the histogram holds no samples"})}
+    return engine_document("latency", tool="cyclictest", ok=bool(total),
+                           error=None if total else "the histogram holds no samples",
+                           params={"histogram": limit, "threads": len(block["counts"])},
+                           env={"resolution_ns": unit, "threads": [{"index": t} for t in range(len(block["counts"]))]},
+                           metrics=metrics)
 
 
 EXPORT_CELLS_MAX = 1 << 24      # rows × threads of one exported histogram (~120 MB of text)

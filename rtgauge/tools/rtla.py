@@ -33,6 +33,7 @@ from pathlib import Path
 
 from rtgauge.defaults import interval_us
 from rtgauge.errors import UserError
+from rtgauge.records import engine_document
 
 COUNT_MAX = 2**53
 ROWS_MAX = 100_000
@@ -242,9 +243,9 @@ def document(parsed: dict) -> dict:
     total = merged.get("timerlat_thread", next(iter(merged.values()), {"count": 0}))["count"]
     metrics["cycles"] = {"unit": "count", "value": total}
     cpus = sorted({cpu for _, cpu in parsed["columns"]})
-    return {"schema": 1, "test": "latency", "tool": "rtla-timerlat", "ok": bool(total), "interrupted": False,
-            "params": {"cpus": cpus, "bucket_size": size, "unit_ns": unit},
-            "env": {"resolution_ns": size * unit, "duration": parsed["duration"],
-                    "threads": [{"index": i, "cpu": c} for i, c in enumerate(cpus)]},
-            "metrics": metrics, "verdicts": {},
-            **({} if total else {"error": "the histogram holds no samples"})}
+    return engine_document("latency", tool="rtla-timerlat", ok=bool(total),
+                           error=None if total else "the histogram holds no samples",
+                           params={"cpus": cpus, "bucket_size": size, "unit_ns": unit},
+                           env={"resolution_ns": size * unit, "duration": parsed["duration"],
+                                "threads": [{"index": i, "cpu": c} for i, c in enumerate(cpus)]},
+                           metrics=metrics)

@@ -30,6 +30,8 @@ from __future__ import annotations
 import math
 import re
 
+from rtgauge.records import engine_document
+
 COUNT_MAX = 2**53
 BUCKETS_MAX = 100_000
 PERCENTILES = {"50.00": "p50", "90.00": "p90", "99.00": "p99", "99.90": "p999", "99.99": "p9999"}
@@ -153,11 +155,11 @@ def document(report: dict) -> dict:
     metrics = {"ti": dist, "ti#0": dict(dist), "cycles": {"unit": "count", "value": n},
                "cycles#0": {"unit": "count", "value": n}}
     policy = report["policy"].removeprefix("SCHED_").lower()
-    return {"schema": 1, "test": "latency", "tool": "stress-ng", "ok": True, "interrupted": False,
-            "params": {"interval_us": report["delay_ns"] / 1000, "policy": policy, "samples_kept": n,
-                       "cycles_run": ran, "threads": 1},
-            "env": {"resolution_ns": 1, "policy": policy, "threads": [{"index": 0}]},
-            "metrics": metrics, "verdicts": {}}
+    return engine_document("latency", tool="stress-ng", ok=True,
+                           params={"interval_us": report["delay_ns"] / 1000, "policy": policy, "samples_kept": n,
+                                   "cycles_run": ran, "threads": 1},
+                           env={"resolution_ns": 1, "policy": policy, "threads": [{"index": 0}]},
+                           metrics=metrics)
 
 
 def kept_note(report: dict) -> str:
