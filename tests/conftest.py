@@ -141,14 +141,17 @@ def without_tracefs(cmd: list[str]) -> list[str]:
     return ["unshare", "-m", "--propagation", "private", "sh", "-c", UNMOUNT_TRACEFS, "sh", *cmd]
 
 
-# scripts/test.sh runs the suite in four passes (PASSES), chosen with --pass:
-# - alone: the files of ONE_AT_A_TIME and the tests marked `alone`, one after another.
+# scripts/test.sh runs the suite in four passes (PASSES), chosen with --pass.
+# Each test file declares its pass itself (`pytestmark = pytest.mark.alone` or
+# `pytest.mark.shared` at the top of the file; a single test's mark does the same for it);
+# a file that declares none is in the background pass. The passes:
+# - alone: the tests marked `alone`, one after another.
 #   Their claims are about a measured CPU free of the suite's own real-time work
 #   (ground truth against a FIFO spinner, host stalls, A/B statistics, cyclictest
 #   cross-checks), or they start such work themselves, or they change machine-wide state
 #   (tuning, cpusets, RT throttling, the tune state file). The loads' tests are here too:
 #   they ask each load for a floor of CPU time, which another test's load takes from them.
-# - shared: the files of SHARED and the tests marked `shared`, on three pytest-xdist
+# - shared: the tests marked `shared`, on three pytest-xdist
 #   workers, after the alone pass. They start real-time work (an engine at SCHED_FIFO, a
 #   run, a board's run) but assert only what holds on a loaded machine: counts,
 #   structure, ground truth with margins. Or they read machine state the alone tests
@@ -168,19 +171,6 @@ def without_tracefs(cmd: list[str]) -> list[str]:
 # the /tmp they share with the other workers. test_target_tune stays alone (it tunes
 # this machine, which is its board), and so does test_target_ssh. Plain `pytest` runs
 # everything in one pass (--pass all).
-ONE_AT_A_TIME = {
-    "test_attribution.py", "test_attribution_run.py", "test_attribution_storm.py", "test_compare_engine.py", "test_cyclictest.py", "test_emulab.py", "test_engine_disturbance.py", "test_engine_latency.py",
-    "test_hartstone.py", "test_hil_sustained.py", "test_host_stalls.py", "test_interference.py", "test_irq_analogues.py",
-    "test_latency_split.py", "test_loads.py", "test_long_run.py", "test_micro_behaviour.py",
-    "test_partition.py", "test_target_tune.py",
-    "test_tick_gaps.py", "test_tire_cost.py", "test_tire_engine.py", "test_trace.py", "test_tune.py",
-    "test_target_ssh.py",
-}
-SHARED = {
-    "test_engine_builds.py", "test_engine_contract.py", "test_formats_jitterdebugger.py",
-    "test_formats_stressng.py", "test_lab.py", "test_micro_perf.py", "test_rtos_evaluation_profile.py",
-    "test_run_gates.py", "test_run_target.py", "test_store_faults.py", "test_target_loads.py",
-}
 PASSES = ("alone", "shared", "background", "lab")
 
 
@@ -192,7 +182,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "alone: this test needs the machine to itself (runs in the alone "
-                                       "pass, as the files in tests/conftest.py ONE_AT_A_TIME do)")
+                                       "pass; a file's pytestmark puts all its tests there)")
     config.addinivalue_line("markers", "shared: this test starts real-time work, or reads machine state the "
                                        "alone tests change: never beside the alone pass (tests/conftest.py)")
     wanted = config.getoption("test_pass")
@@ -205,9 +195,9 @@ def pass_of(item) -> str:
     """The pass of scripts/test.sh that runs ITEM (see PASSES above)."""
     if item.get_closest_marker("emulab") is not None:
         return "lab"
-    if item.path.name in ONE_AT_A_TIME or item.get_closest_marker("alone") is not None:
+    if item.get_closest_marker("alone") is not None:
         return "alone"
-    if item.path.name in SHARED or item.get_closest_marker("shared") is not None:
+    if item.get_closest_marker("shared") is not None:
         return "shared"
     return "background"
 

@@ -6,7 +6,7 @@ it as the cause of the largest wake-up of at least 9 of its 10 bursts, and never
 name it for a spike outside its bursts. Two broken methods run on the same trace and
 must fail: blaming the last interrupt before the wake-up (a naive reading of a trace
 tail), and reading the trace of the wrong CPU. Needs root, tracefs and two CPUs; runs
-alone (tests/conftest.py ONE_AT_A_TIME)."""
+alone (its pytestmark, tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def tracing_ready() -> str | None:
     return None
 
 
-pytestmark = pytest.mark.skipif(tracing_ready() is not None, reason=str(tracing_ready()))
+pytestmark = [pytest.mark.alone, pytest.mark.skipif(tracing_ready() is not None, reason=str(tracing_ready()))]
 
 
 def overlaps(spike: spikes.Spike, burst: list[int]) -> bool:

@@ -6,7 +6,7 @@ command line; a starved job (maxima of 100 ms and more, periods skipped) gets a 
 of what to look at, not only "no". Real engine, real trace, a real disturber
 (tests/disturber.py, FIFO 90 on the measured CPU) whose long bursts starve the
 measuring thread (FIFO 80). Needs root, tracefs and two CPUs; runs alone
-(tests/conftest.py ONE_AT_A_TIME)."""
+(its pytestmark, tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ import pytest
 
 from rtgauge.trace import tasks
 from test_attribution import NAME, near_a_burst, tracing_ready
+
+pytestmark = pytest.mark.alone
 
 HERE = Path(__file__).resolve().parent
 BUDGET_US = 1500

@@ -10,7 +10,7 @@ the bursts; /proc/interrupts and the trace must show the storm landing on the
 measured CPU. Two broken methods run on the same trace and must fail: a scheduler-only
 reading (the interrupt events dropped, as a tool that only sees sched_switch would
 read it) and the trace of the wrong CPU. Needs root, tracefs, perf events and two
-CPUs; runs alone (tests/conftest.py ONE_AT_A_TIME)."""
+CPUs; runs alone (its pytestmark, tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def storm_ready() -> str | None:
     return None
 
 
-pytestmark = pytest.mark.skipif(storm_ready() is not None, reason=str(storm_ready()))
+pytestmark = [pytest.mark.alone, pytest.mark.skipif(storm_ready() is not None, reason=str(storm_ready()))]
 
 
 def function_call_interrupts() -> list[int]:

@@ -21,7 +21,7 @@ import pytest
 from conftest import needs_root, rtgauge
 from rtgauge.enginebin import engine_path
 
-pytestmark = needs_root
+pytestmark = [pytest.mark.alone, needs_root]
 
 AA_PROFILE = """
 name = "aa"

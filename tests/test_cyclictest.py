@@ -9,6 +9,8 @@ import pytest
 from rtgauge.tools import cyclictest
 from conftest import needs_root
 
+pytestmark = pytest.mark.alone
+
 
 def test_percentiles_from_buckets_and_overflow_bound():
     counts = {1: 50, 2: 40, 10: 9}          # µs buckets; 1 more value overflows

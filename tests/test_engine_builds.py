@@ -13,6 +13,8 @@ import pytest
 
 from conftest import needs_root
 
+pytestmark = pytest.mark.shared
+
 ROOT = Path(__file__).resolve().parent.parent
 
 needs_meson = pytest.mark.skipif(not (shutil.which("meson") and shutil.which("ninja")),

@@ -8,6 +8,8 @@ import pytest
 from conftest import needs_root
 from rtgauge.catalogue import catalogue
 
+pytestmark = pytest.mark.shared
+
 # Short, default-ish runs of the tests we know; a test added later gets
 # --duration-s 0.2 when it has that option, else its defaults.
 QUICK = {

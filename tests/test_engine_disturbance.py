@@ -32,6 +32,8 @@ import pytest
 from conftest import needs_root
 import steal
 
+pytestmark = pytest.mark.alone
+
 I_US = 4000
 X_US = 12_000
 Y_US = 98_000

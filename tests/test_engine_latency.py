@@ -18,7 +18,7 @@ import pytest
 
 from conftest import needs_root
 
-pytestmark = needs_root
+pytestmark = [pytest.mark.alone, needs_root]
 
 
 def test_cycles_per_thread_and_one_thread_per_cpu(run_engine):

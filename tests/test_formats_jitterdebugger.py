@@ -18,8 +18,9 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.skipif(shutil.which("jitterdebugger") is None,
-                                reason="jitterdebugger not installed (scripts/setup.sh --all installs it)")
+pytestmark = [pytest.mark.shared,
+              pytest.mark.skipif(shutil.which("jitterdebugger") is None,
+                                 reason="jitterdebugger not installed (scripts/setup.sh --all installs it)")]
 
 
 def rtgauge(*args, db: str) -> subprocess.CompletedProcess:

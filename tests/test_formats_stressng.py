@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-pytestmark = [pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng not installed"),
+pytestmark = [pytest.mark.shared, pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng not installed"),
               pytest.mark.skipif(os.geteuid() != 0, reason="stress-ng's cyclic stressor needs root")]
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import needs_root
 
-pytestmark = needs_root
+pytestmark = [pytest.mark.alone, needs_root]
 
 # Tasks of 10 % each (the engine's default is 4 %): a series reaches the throttling limit
 # in about five steps, not twenty; what is checked is the same.

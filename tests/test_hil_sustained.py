@@ -17,6 +17,8 @@ from rtgauge.hil.sustained import (SustainedSpec, run_sustained, shortest_holdin
                                    sustained_and_store, sustained_document)
 from rtgauge.store import open_store
 
+pytestmark = pytest.mark.alone
+
 
 @pytest.mark.parametrize("threshold, start", [(137, 1000), (137, 50), (5000, 1000), (20, 1000)])
 def test_search_finds_threshold_within_precision(threshold, start):

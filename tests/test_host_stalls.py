@@ -32,6 +32,8 @@ from rtgauge.store import open_store
 import steal
 from test_store import DOCTOR, SYSTEM
 
+pytestmark = pytest.mark.alone
+
 STALL_S = 0.072          # the stall: 72 ms
 TRIES = 4                # a stop that lands outside the measured phase is tried again
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from rtgauge.trace.counters import counters, steal_between, take_snapshot
+
+pytestmark = pytest.mark.alone
 
 STAT_BEFORE = """cpu  100 0 100 1000 0 0 0 30 0 0
 cpu0 50 0 50 500 0 0 0 10 0 0

@@ -25,6 +25,8 @@ from conftest import needs_mount_namespace, needs_root, without_tracefs
 from rtgauge.errors import UserError
 from rtgauge.loads import LoadContext, make_load
 
+pytestmark = pytest.mark.alone
+
 BURST_US, PERIOD_US = 12_000, 98_000
 SECONDS = 3.0
 # oslat and irq-gap agree when their largest gaps are within an order of magnitude

@@ -27,7 +27,7 @@ from test_target_ssh import engine_processes
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-pytestmark = [pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or ""),
+pytestmark = [pytest.mark.shared, pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or ""),
               pytest.mark.postgres]
 
 # a profile of one short latency job: the lab's machinery is under test here, not the engine

@@ -18,6 +18,8 @@ import pytest
 
 from conftest import needs_mount_namespace, needs_root, without_tracefs
 
+pytestmark = pytest.mark.alone
+
 I_US = 4000
 X_US = 12_000
 Y_US = 98_000

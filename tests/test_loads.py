@@ -18,6 +18,8 @@ from rtgauge.errors import UserError
 from rtgauge.loads import LoadContext, make_load, session_pids
 from rtgauge.store import open_store
 
+pytestmark = pytest.mark.alone
+
 ROOT = Path(__file__).resolve().parent.parent
 NAMES = ("stress-ng", "hackbench", "udpflood.py", "supervise.py")
 

@@ -14,6 +14,8 @@ from rtgauge.plan.execute import apply_overrides, parse_duration, split_segments
 from rtgauge.store import open_store
 from test_loads import load_processes, rtgauge, rtgauge_popen, wait_until
 
+pytestmark = pytest.mark.alone
+
 PROFILE = """
 name = "long"
 [settings]

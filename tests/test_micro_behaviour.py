@@ -11,6 +11,9 @@ import pytest
 
 from conftest import needs_root
 
+pytestmark = pytest.mark.alone
+
+
 def verdicts(run_engine, *args, timeout=60):
     r = run_engine(*args, timeout=timeout)
     assert r.status == 0, r.stderr

@@ -23,7 +23,7 @@ import pytest
 
 from conftest import needs_root
 
-pytestmark = needs_root
+pytestmark = [pytest.mark.shared, needs_root]
 
 DIST_KEYS = {"unit", "count", "min", "avg", "stddev", "p50", "p90", "p99", "p999", "p9999", "max", "histogram"}
 

@@ -13,6 +13,8 @@ from rtgauge.loads.partition import apply_cpusets, find_cpuset_root, plan_partit
 from rtgauge.store import open_store
 from test_loads import rtgauge
 
+pytestmark = pytest.mark.alone
+
 CPUS = sorted(os.sched_getaffinity(0))
 two_cpus = pytest.mark.skipif(len(CPUS) < 2, reason="partitioning needs at least two CPUs")
 

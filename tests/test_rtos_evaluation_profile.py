@@ -3,7 +3,11 @@ waiters at as many distinct priorities as SCHED_FIFO leaves (docs/micro.md)."""
 
 from __future__ import annotations
 
+import pytest
+
 from rtgauge.profiles import load_profile
+
+pytestmark = pytest.mark.shared
 
 
 def test_sem_p_arc_waiters_take_every_level_fifo_leaves(run_engine):

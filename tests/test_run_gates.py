@@ -15,6 +15,8 @@ from conftest import needs_root, rtgauge
 from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_OK, EXIT_UNDECIDED, EXIT_USAGE
 from rtgauge.store import open_store
 
+pytestmark = pytest.mark.shared
+
 ROOT = Path(__file__).resolve().parent.parent
 
 PROFILE = """

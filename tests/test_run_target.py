@@ -22,7 +22,7 @@ from rtgauge.sysinfo import collect_facts
 from test_target_ssh import engine_processes, wait_until_measuring
 
 REPO = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or "")
+pytestmark = [pytest.mark.shared, pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or "")]
 
 PROFILE = """\
 name = "board-small"

@@ -31,7 +31,7 @@ from rtgauge.sysinfo import collect_facts
 from rtgauge.sysinfo.facts import TRACEFS_PATHS
 from test_run_target import REPO, assert_cyclictest_loops, only_run, rtgauge_run
 
-pytestmark = pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or "")
+pytestmark = [pytest.mark.shared, pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or "")]
 
 BARE_ID = "0123456789abcdef0123456789abcdef"
 

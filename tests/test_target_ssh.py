@@ -23,7 +23,7 @@ from rtgauge.errors import RunFailed, UserError
 from rtgauge.remote import ssh as remote
 
 REPO = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or "")
+pytestmark = [pytest.mark.alone, pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or "")]
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ import sshlab
 from test_run_target import REPO, only_run, rtgauge_run
 from test_target_loads import board_dirs, board_processes, client_env, profile
 
-pytestmark = pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or "")
+pytestmark = [pytest.mark.alone, pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or "")]
 
 THP = "/sys/kernel/mm/transparent_hugepage/enabled"
 STATE = Path("/run/rtgauge/target-tune")

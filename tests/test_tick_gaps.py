@@ -11,6 +11,8 @@ import pytest
 
 from test_micro_perf import tick_with_spin
 
+pytestmark = pytest.mark.alone
+
 
 def long_counts(dist: dict, at_least_ns: float) -> int:
     return sum(c for lo, hi, c in (dist.get("histogram") or {}).get("bins") or [] if lo >= at_least_ns)

@@ -11,6 +11,8 @@ import pytest
 from rtgauge.analysis import tirecost
 from tests.conftest import cli, needs_root
 
+pytestmark = pytest.mark.alone
+
 SIZES = (800, 3200, 12800)
 THREADS = (1, 2, 4)
 TRAIN_SIZE = 3200

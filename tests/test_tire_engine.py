@@ -7,6 +7,8 @@ import pytest
 
 from conftest import needs_root
 
+pytestmark = pytest.mark.alone
+
 QUIET = ("--policy", "other", "--no-mlock")
 
 

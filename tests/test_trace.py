@@ -12,6 +12,8 @@ from rtgauge.trace import breach_of, cpu_mask, find_tracefs
 from rtgauge.trace.counters import counters, parse_table, per_cpu_deltas, read_smi_counts, take_snapshot
 from test_loads import rtgauge
 
+pytestmark = pytest.mark.alone
+
 BEFORE = """           CPU0       CPU1
  24:          1          0  IO-APIC   5-edge      ACPI:Ged
  36:          0        100  PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0

@@ -17,6 +17,8 @@ from rtgauge import tune
 from rtgauge.errors import UserError
 from test_loads import rtgauge_popen, wait_until
 
+pytestmark = pytest.mark.alone
+
 
 def touched_files() -> list[str]:
     return sorted(glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor")

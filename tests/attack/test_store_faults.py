@@ -17,6 +17,8 @@ import pytest
 from conftest import needs_root, rtgauge_popen
 from attack.test_faults import PROFILE, children_of, env, popen, rtgauge, wait_until
 
+pytestmark = pytest.mark.shared
+
 
 @needs_root
 def test_a_full_disk_mid_run_spools_what_was_measured(tmp_path):
