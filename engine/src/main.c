@@ -39,7 +39,7 @@ static const rtg_test *find_test(const char *name)
     return NULL;
 }
 
-/* SIGINT/SIGTERM and the parent's death stop the run (stop.h). */
+/* SIGINT/SIGTERM/SIGHUP and the parent's death stop the run (stop.h). */
 static void install_stop_handlers(void)
 {
     rtg_stop_install();

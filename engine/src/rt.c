@@ -386,7 +386,7 @@ void rtg_env_system(rtg_json *env)
 }
 
 /* Threads are created with their policy, priority and CPU already set (explicit
- * attributes, nothing inherited) and with SIGINT/SIGTERM blocked, so only the main
+ * attributes, nothing inherited) and with SIGINT/SIGTERM/SIGHUP blocked, so only the main
  * thread handles a stop. */
 int rtg_spawn_thread(pthread_t *th, rtg_policy policy, int priority, int cpu, size_t stack_kib,
                     void *(*fn)(void *), void *arg, char *err, size_t errlen)
@@ -416,6 +416,7 @@ int rtg_spawn_thread(pthread_t *th, rtg_policy policy, int priority, int cpu, si
     sigemptyset(&s);
     sigaddset(&s, SIGINT);
     sigaddset(&s, SIGTERM);
+    sigaddset(&s, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &s, &old);
     int rc = pthread_create(th, &a, fn, arg);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

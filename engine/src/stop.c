@@ -14,7 +14,7 @@
 #include "clock.h"
 #include "test.h"
 
-/* test.h: set by SIGINT/SIGTERM, polled by every loop */
+/* test.h: set by SIGINT/SIGTERM/SIGHUP, polled by every loop */
 volatile sig_atomic_t rtg_stop = 0;
 
 static sem_t stop_sem;
@@ -100,5 +100,10 @@ void rtg_stop_install(void)
     sigemptyset(&sa.sa_mask);   /* no SA_RESTART: a blocking call in the main thread returns */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    /* SIGHUP (the terminal or ssh session closed) stops as SIGTERM does: what was
+       measured is written. Left ignored when it was (nohup). */
+    struct sigaction hup;
+    if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN)
+        sigaction(SIGHUP, &sa, NULL);
     stop_with_parent();
 }

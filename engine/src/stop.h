@@ -1,5 +1,5 @@
 /* stop: how every engine loop learns that its run must end.
- *  - SIGINT/SIGTERM set rtg_stop (test.h) and wake whoever waits in
+ *  - SIGINT/SIGTERM/SIGHUP set rtg_stop (test.h) and wake whoever waits in
  *    rtg_stop_wait (a semaphore post: async-signal-safe).
  *  - The engine ends itself when its parent dies (Linux: PR_SET_PDEATHSIG
  *    delivers SIGTERM, and a parent already gone before that was set is seen by
@@ -17,7 +17,7 @@
 
 #define RTG_WAKE_SIGNAL (SIGRTMIN + 1)
 
-/* main: the SIGINT/SIGTERM handlers and the parent-death stop. */
+/* main: the SIGINT/SIGTERM/SIGHUP handlers and the parent-death stop. */
 void rtg_stop_install(void);
 /* Ask for a stop (what the handlers do); async-signal-safe. */
 void rtg_stop_request(void);

@@ -72,7 +72,7 @@ int rtg_fail(rtg_result *res, int status, const char *fmt, ...) __attribute__((f
 void rtg_verdict(rtg_result *res, const char *name, bool pass, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Set by SIGINT/SIGTERM (main installs the handler). Tests poll it and stop
+/* Set by SIGINT/SIGTERM/SIGHUP (main installs the handler). Tests poll it and stop
  * early, keeping what was measured; main then marks the run interrupted. */
 extern volatile sig_atomic_t rtg_stop;
 
