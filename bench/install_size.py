@@ -110,7 +110,7 @@ statsmodels and pandas left the core (31bdb2e, the same way by hand) the core in
 {rows}
 
 The core install holds {'neither statsmodels nor pandas' if not core['heavy'] else ', '.join(core['heavy'])};
-`rtgauge --help` and the pWCET analysis (its independence check is rtgauge/analysis/autocorr.py) ran in
+`rtgauge --help` and the pWCET analysis (its independence check is rtgauge/analysis/pwcet/autocorr.py) ran in
 it. Target {'met' if ok else 'NOT met'}.
 """)
     return 0 if ok else 1

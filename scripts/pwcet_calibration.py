@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from rtgauge.analysis import is_latency_measurement  # noqa: E402
 from rtgauge.analysis import pwcet as pw  # noqa: E402
-from rtgauge.analysis import pwcet_calibration as pc  # noqa: E402
-from rtgauge.analysis import pwcet_pot as pot  # noqa: E402
+import calibration as pc  # noqa: E402  (scripts/calibration.py, beside this script)
+from rtgauge.analysis.pwcet import pot  # noqa: E402
 
 SECTION = "Probable worst case: validation that can fail"
 BLOCKS, M = 300, 100
@@ -137,7 +137,7 @@ def main() -> int:
     body = [f"Measured {stamp} with `scripts/pwcet_calibration.py --cases {args.cases} --answers {args.answers}"
             + "".join(f" --db {d}" for d in args.db) + " --write`. A GEV is fitted to 300 block maxima of 100 cycles "
             "and judged on a held-out part as long (×1) or 100 times as long (×100), whose maximum and block counts "
-            "are drawn exactly from the known tail (rtgauge/analysis/pwcet_calibration.py). ✗ marks a failed test "
+            "are drawn exactly from the known tail (scripts/calibration.py). ✗ marks a failed test "
             "(p ≤ 0.01).", ""]
     body += synthetic_table(args.cases)
     body += ["", f"The answers `analyse` gives ({args.answers} series of each tail, 300 block maxima of 100 cycles):",

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Validation that can fail, for peaks over a threshold (docs/pwcet.md, "Peaks over a
 threshold"): dependent series of window maxima with a known marginal tail and extremal
-index (rtgauge/analysis/pwcet_calibration.py: draw_dependent), the POT fit judged at the
+index (scripts/calibration.py: draw_dependent), the POT fit judged at the
 true level by the PIT of its likelihood (judge_truth), declustered and not, calibrated,
 inflated (x1.5) and deflated (/1.5), and the fit before its small-sample correction
 (plain maximum likelihood, no shape penalty); then the answers `analyse` gives on such
@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rtgauge.analysis import pwcet as pw  # noqa: E402
-from rtgauge.analysis import pwcet_calibration as pc  # noqa: E402
-from rtgauge.analysis import pwcet_pot as pot  # noqa: E402
+import calibration as pc  # noqa: E402  (scripts/calibration.py, beside this script)
+from rtgauge.analysis.pwcet import pot  # noqa: E402
 
 Q = 1e-4        # a window's cluster rate of the level judged
 M = 100         # cycles a window

@@ -1,4 +1,4 @@
-"""rtgauge/analysis/autocorr.py (the sample autocorrelation and the Ljung-Box test the
+"""rtgauge/analysis/pwcet/autocorr.py (the sample autocorrelation and the Ljung-Box test the
 pWCET's independence check uses) against statsmodels' acf and acorr_ljungbox, the
 implementation it replaced in the core install. statsmodels comes with the test extra
 only; where it is missing this file is skipped. A deliberately wrong variant (the
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rtgauge.analysis import autocorr
+from rtgauge.analysis.pwcet import autocorr
 from rtgauge.analysis import pwcet as pw
 
 sm_diag = pytest.importorskip("statsmodels.stats.diagnostic")

@@ -1,4 +1,4 @@
-"""Validation that can fail (rtgauge/analysis/pwcet_calibration.py): on synthetic tails
+"""Validation that can fail (scripts/calibration.py): on synthetic tails
 with a known answer, the method behind an estimate passes the held-out check (PIT of
 the held-out maximum uniform, two-sided) and its point estimate's held-out exceedances
 stay near their probability, while a deliberately inflated and a deliberately deflated
@@ -7,9 +7,14 @@ how much."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
-from rtgauge.analysis import pwcet_calibration as pc
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import calibration as pc  # noqa: E402  (scripts/calibration.py: the calibration's draws and judges)
+
 
 BLOCKS, M, CASES = 300, 100, 80
 

@@ -1,19 +1,24 @@
-"""Peaks over a threshold (rtgauge/analysis/pwcet_pot.py, docs/pwcet.md): where the block
+"""Peaks over a threshold (rtgauge/analysis/pwcet/pot.py, docs/pwcet.md): where the block
 maxima are dependent (late windows in bursts), a GPD fitted to declustered exceedances
 answers. Ground truth: max-autoregressive series of window maxima whose marginal tail and
-extremal index are known exactly (rtgauge/analysis/pwcet_calibration.py), so the level a
+extremal index are known exactly (scripts/calibration.py), so the level a
 run's maximum reaches at a given rate is known; the deliberately inflated and deflated
 levels, and the level without declustering, are judged by the same test."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from rtgauge.analysis import pwcet as pw
-from rtgauge.analysis import pwcet_calibration as pc
-from rtgauge.analysis import pwcet_pot as pot
+from rtgauge.analysis.pwcet import pot
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import calibration as pc  # noqa: E402  (scripts/calibration.py: the calibration's draws and judges)
 
 M = 100                 # cycles a window (the quick profile: 0.1 s windows at 1 kHz)
 WINDOWS = 300           # the quick profile's 30 s latency job
@@ -96,7 +101,7 @@ Q = 1e-4      # a window's rate: 33 times beyond 300 windows
 def judged(request):
     """{(declustered, method): TruthCalibration} over CASES series of 300 windows (the quick
     profile's 30 s job), fitted with the default settings: each fit's likelihood judged
-    at the true level (pwcet_calibration.judge_truth)."""
+    at the true level (scripts/calibration.py judge_truth)."""
     tail, theta = request.param
     truth = pc.true_level(tail, theta, Q)
     out = {}
@@ -191,7 +196,7 @@ def test_without_the_shape_penalty_a_short_run_is_optimistic():
 
 
 def test_the_plug_in_predictive_is_judged_and_broken_levels_fail_it():
-    """The held-out judge of rtgauge/analysis/pwcet_calibration.py (the GEV path's) on POT
+    """The held-out judge of scripts/calibration.py (the GEV path's) on POT
     fits of dependent series: the levels multiplied or divided by 1.5 fail its PIT and
     reliability tests, and their sharpness shows by how much."""
     cases = pc.dependent_cases("exponential", CASES, WINDOWS, 1, theta=0.4, seed=9)

@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-from rtgauge.analysis import pwcet_pot as pot
-from rtgauge.analysis.autocorr import acf, ljung_box
-from rtgauge.analysis.pwcet_pot import PotFit
+from rtgauge.analysis.pwcet import pot
+from rtgauge.analysis.pwcet.autocorr import acf, ljung_box
+from rtgauge.analysis.pwcet.pot import PotFit
 from rtgauge.analysis.pwcet.fit import (
     ALPHA, GOF_DRAWS, GevFit, MIN_BLOCKS, MIX_ALPHA, MIX_GAP, _quiet, fit_gev, refit, return_level,
 )
@@ -36,7 +36,7 @@ class Check:
 
 
 def check_independence(x: np.ndarray) -> Check:
-    """Ljung-Box portmanteau test (analysis/autocorr.py) on the ranks of the series
+    """Ljung-Box portmanteau test (analysis/pwcet/autocorr.py) on the ranks of the series
     (ranks: one huge maximum must not dominate the autocorrelations), min(10, n/5) lags."""
     n = len(x)
     lags = max(1, min(10, n // 5))

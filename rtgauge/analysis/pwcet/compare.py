@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from rtgauge.analysis import pwcet_pot as pot
-from rtgauge.analysis.pwcet_pot import PotFit
+from rtgauge.analysis.pwcet import pot
+from rtgauge.analysis.pwcet.pot import PotFit
 from rtgauge.defaults import DEFAULT_EXCEEDANCE
 from rtgauge.errors import UserError
 from rtgauge.records import Measurement

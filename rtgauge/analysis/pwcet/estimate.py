@@ -11,7 +11,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from rtgauge.analysis import pwcet_pot as pot
+from rtgauge.analysis.pwcet import pot
 from rtgauge.defaults import DEFAULT_EXCEEDANCE
 from rtgauge.errors import UserError
 from rtgauge.records import Measurement
@@ -157,7 +157,7 @@ def _conclude(res: Pwcet, x: np.ndarray, prefix: str) -> Pwcet:
 def _analyse_pot(res: Pwcet, x: np.ndarray, m: int, exceedance: float, gof_draws: int,
                  failed: list[Check]) -> Pwcet:
     """The block maxima failed the i.i.d. checks: peaks over a threshold with
-    declustering (rtgauge/analysis/pwcet_pot.py), which answer only when the declustered
+    declustering (rtgauge/analysis/pwcet/pot.py), which answer only when the declustered
     cluster peaks pass their own checks; the refusal codes are the GEV path's, plus
     too-few-exceedances."""
     res.method = POT_METHOD

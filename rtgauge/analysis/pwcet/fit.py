@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special, stats
 
-from rtgauge.analysis import pwcet_pot as pot
-from rtgauge.analysis.pwcet_pot import PotFit, nelder_mead_restarted, profile_bound
+from rtgauge.analysis.pwcet import pot
+from rtgauge.analysis.pwcet.pot import PotFit, nelder_mead_restarted, profile_bound
 
 
 CONFIDENCE = 0.95

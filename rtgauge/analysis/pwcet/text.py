@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from rtgauge.analysis.pwcet_pot import PotFit
+from rtgauge.analysis.pwcet.pot import PotFit
 from rtgauge.analysis.pwcet.fit import (
     CI_METHOD, CONFIDENCE, GevFit, METHOD, POT_METHOD, block_probability, cycles_needed, cycles_to_reach,
     evidence_limit, return_level,

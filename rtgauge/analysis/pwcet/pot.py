@@ -369,21 +369,6 @@ def _return_level(fit: PotFit, q: float, confidence: float) -> tuple[float, floa
     return zhat, (u if low is None else u + b * low), (None if high is None else u + b * high)
 
 
-def signed_root(fit: PotFit, q: float, level: float) -> float:
-    """The signed root of the likelihood-ratio statistic of a level at cluster rate q:
-    sign(level - estimate)·sqrt(2·(max log-likelihood - profile log-likelihood at the
-    level)). About standard normal at the true level when the interval is calibrated, so
-    Φ of it is a PIT of the truth (rtgauge/analysis/pwcet_calibration.py judges its
-    uniformity); -inf at or below the threshold."""
-    with quiet():
-        if level <= fit.threshold:
-            return -math.inf
-        zhat = float(fit.isf(q))
-        b, lmax, profile = _profile(fit, q)
-        d = max(0.0, lmax - profile((level - fit.threshold) / b))
-        return math.copysign(math.sqrt(2 * d), level - zhat)
-
-
 def _profile(fit: PotFit, q: float):
     """(unit b, maximum log-likelihood, profile(level in units of b above the threshold))
     for the level at cluster rate q: the likelihood of the excesses and of the count of

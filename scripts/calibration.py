@@ -20,11 +20,15 @@ The method judged is the one behind an estimate (a GEV fitted by maximum likelih
 block maxima); METHODS also holds a deliberately inflated and a deliberately deflated
 version of it, which the tests require to fail.
 
-Peaks over a threshold (rtgauge/analysis/pwcet_pot.py) are judged the same way on series
+Peaks over a threshold (rtgauge/analysis/pwcet/pot.py) are judged the same way on series
 of window maxima that are dependent with a known extremal index (dependent_cases): a
 max-autoregressive process whose marginal is the maximum of m cycles of a known tail.
 Their broken variant is the same fit without declustering (every exceedance its own
 cluster: the extremal index taken as 1), which over-predicts the run's maximum.
+
+Calibration only, so not part of the package: the shared part of scripts/pwcet_calibration.py
+and scripts/pwcet_pot_calibration.py, which import it from beside them, as
+tests/test_pwcet_calibration.py and tests/test_pwcet_pot.py do.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from rtgauge.analysis import pwcet_pot as pot
+from rtgauge.analysis.pwcet import pot
 from rtgauge.analysis.pwcet import block_probability, fit_gev
 
 # Multiplying every predicted level by these factors gives the broken methods.
@@ -173,7 +177,7 @@ def real_cases(series: list[np.ndarray]) -> list[tuple]:
 
 def real_pot_cases(series: list[np.ndarray], penalty: float = pot.SHAPE_PENALTY) -> list[tuple]:
     """Each stored series of window maxima: peaks over a threshold fitted to the first half
-    (as the held-out check of the analysis does, at least pwcet_pot.MIN_PEAKS_HALF cluster
+    (as the held-out check of the analysis does, at least pot.MIN_PEAKS_HALF cluster
     peaks), the second held out: its maximum and its count of clusters (upcrossings) above
     a level. Series whose first half has too few clusters are skipped. penalty: the fit's
     shape penalty (0: plain maximum likelihood)."""
@@ -240,7 +244,7 @@ def dependent_cases(tail: str, cases: int, windows: int, ahead: int, theta: floa
     count of upcrossings of a level). declustered=False is the broken variant: the same
     threshold with every exceedance its own cluster (θ taken as 1). Cases where no
     threshold leaves enough cluster peaks are skipped (the analysis refuses them).
-    penalty: the fit's shape penalty (pwcet_pot.shape_penalty; 0: plain maximum
+    penalty: the fit's shape penalty (pot.shape_penalty; 0: plain maximum
     likelihood, the method before its small-sample correction)."""
     rng = np.random.default_rng(seed)
     out = []
@@ -295,12 +299,27 @@ class TruthCalibration:
                 "mean_r2_p": self.dispersion_p, "passed": self.passed}
 
 
+def signed_root(fit: pot.PotFit, q: float, level: float) -> float:
+    """The signed root of the likelihood-ratio statistic of a level at cluster rate q:
+    sign(level - estimate)·sqrt(2·(max log-likelihood - profile log-likelihood at the
+    level)). About standard normal at the true level when the interval is calibrated, so
+    Φ of it is a PIT of the truth (judge_truth judges its uniformity); -inf at or below
+    the threshold. Calibration only, so it lives here beside its one user."""
+    with pot.quiet():
+        if level <= fit.threshold:
+            return -math.inf
+        zhat = float(fit.isf(q))
+        b, lmax, profile = pot._profile(fit, q)
+        d = max(0.0, lmax - profile((level - fit.threshold) / b))
+        return math.copysign(math.sqrt(2 * d), level - zhat)
+
+
 def judge_truth(fits: list, q: float, truth: float, method: str) -> TruthCalibration:
     """fits: PotFit per case; q: the cluster rate a window of the level; truth: the true
     level there. METHODS[method] multiplies every level (the estimate and the whole
     likelihood), i.e. the truth is judged at truth / factor."""
     factor = METHODS[method]
-    r = np.clip([pot.signed_root(f, q, truth / factor) for f in fits], -8.0, 8.0)
+    r = np.clip([signed_root(f, q, truth / factor) for f in fits], -8.0, 8.0)
     pit = [float(v) for v in stats.norm.cdf(r)]
     sharp = [factor * float(f.isf(q)) / truth for f in fits]
     pit_a = np.asarray(pit)
