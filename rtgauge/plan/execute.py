@@ -22,7 +22,6 @@ import re
 import signal
 import subprocess
 import tempfile
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from rtgauge.catalogue import LATENCY, catalogue
+from rtgauge.clock import SYSTEM, Clock
 from rtgauge.defaults import interval_us
 from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
@@ -57,10 +57,12 @@ class Interrupted(Exception):
 
 class StopFlag:
     """Set by SIGINT/SIGTERM. Checked between steps rather than raised from the
-    handler, so a signal never lands in the middle of a database transaction."""
+    handler, so a signal never lands in the middle of a database transaction. Its sleep
+    waits by CLOCK (rtgauge/clock.py)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock = SYSTEM) -> None:
         self.signal: str | None = None
+        self.clock = clock
 
     def __bool__(self) -> bool:
         return self.signal is not None
@@ -70,10 +72,10 @@ class StopFlag:
             raise Interrupted(self.signal)
 
     def sleep(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
+        end = self.clock.monotonic() + seconds
+        while self.clock.monotonic() < end:
             self.check()
-            time.sleep(min(0.1, max(0.0, end - time.monotonic())))
+            self.clock.sleep(min(0.1, max(0.0, end - self.clock.monotonic())))
 
 
 @dataclass
@@ -105,12 +107,13 @@ class RunSettings:
     # what ended an interrupted run: "SIGINT"/"SIGTERM" (a stop asked for), or "lost" (the
     # target's connection went: a failure, not a stop; the caller exits 1, not 130)
     ended_by: str | None = None
+    clock: Clock = SYSTEM     # what a measurement's poll, its host deadline and its length go by
 
 
 @contextmanager
-def interrupts_flagged():
+def interrupts_flagged(clock: Clock = SYSTEM):
     """Within the block SIGINT and SIGTERM set the returned StopFlag."""
-    flag = StopFlag()
+    flag = StopFlag(clock)
 
     def handler(signum, frame):
         flag.signal = signal.Signals(signum).name
@@ -284,8 +287,8 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
                     from rtgauge.trace import tasks as tasklook
                     own = {proc.pid: tasklook.ENGINE, **({whole.reader.pid: tasklook.READER} if whole.reader else {})}
                     first_look, mid_look = tasklook.look(own), None
-                deadline = time.monotonic() + host_deadline_s(job)
-                started = time.monotonic()
+                deadline = s.clock.monotonic() + host_deadline_s(job)
+                started = s.clock.monotonic()
                 while proc.poll() is None:
                     if whole and mid_look is None and samples.exists():   # measuring: its threads are up
                         mid_look = tasklook.look(own)
@@ -294,12 +297,12 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
                         stop_child(proc)
                         break
                     if on_tick:
-                        on_tick(time.monotonic() - started)
-                    if time.monotonic() > deadline:
+                        on_tick(s.clock.monotonic() - started)
+                    if s.clock.monotonic() > deadline:
                         proc.kill()
                         proc.wait()
                         break
-                    time.sleep(0.1)
+                    s.clock.sleep(0.1)
             after = take_snapshot(job.cpus)
             if whole:
                 seen = tasklook.merged(tasklook.merged(first_look, mid_look or {}), tasklook.look(own))
@@ -467,7 +470,7 @@ def run_job_segments(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> 
             stop.check()
             sjob = replace(job, options=options, expected_s=float(options.get("duration-s", job.expected_s))
                            if len(segments) > 1 else job.expected_s)
-            started_at, t0 = now_iso(), time.monotonic()
+            started_at, t0 = now_iso(), s.clock.monotonic()
             tick = (lambda e, base=done_s: on_tick(base + e)) if on_tick else None
             doc, status, interrupted, command = measure(sjob, s, stop, tick)
             done_s += sjob.expected_s
@@ -497,7 +500,7 @@ def run_job_segments(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> 
             delivered.update(s.record)
             judge_delivery(job.condition, delivered)
             yield Segment(sjob, segment, doc, status, interrupted, delivered, started_at,
-                          time.monotonic() - t0, command)
+                          s.clock.monotonic() - t0, command)
             if last:
                 return
     finally:
@@ -548,7 +551,7 @@ def execute(store, run_id: int, jobs: list[Job], warmup_s: float, progress=None,
     s = settings or RunSettings(warmup_s=warmup_s)
     outcomes: list[JobOutcome] = []
     status = "complete"
-    with interrupts_flagged() as stop, partition_applied(s):
+    with interrupts_flagged(s.clock) as stop, partition_applied(s):
         for job in jobs:
             if progress:
                 progress.start_job(job)
