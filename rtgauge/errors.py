@@ -16,7 +16,7 @@ EXIT_USAGE = 2         # bad input or a missing prerequisite (UserError): one se
 EXIT_GATE_TRIPPED = 3  # a rule is broken or the verdict against the budget is "no"
 EXIT_UNDECIDED = 4     # the evidence cannot decide a rule or the verdict (run longer, more rounds)
 EXIT_INCOMPLETE = 5    # a gate read an interrupted, partial or abandoned measurement: it fails closed
-EXIT_INTERRUPTED = 130 # Ctrl-C or SIGTERM; what was measured is kept
+EXIT_INTERRUPTED = 130 # Ctrl-C, SIGTERM or SIGHUP; what was measured is kept
 EXIT_PIPE_CLOSED = 141 # the reader of stdout went away (`| head`): 128 + SIGPIPE, as the shell reports it
 
 
@@ -27,7 +27,7 @@ EXIT_HELP = """exit status:
   3    a gate tripped: a --fail-on rule is broken or the verdict is no
   4    undecided: not enough evidence for a rule or the verdict (run longer)
   5    a gate read an interrupted, partial or failed measurement (fails closed)
-  130  interrupted (Ctrl-C, SIGTERM); what was measured is kept
+  130  interrupted (Ctrl-C, SIGTERM, SIGHUP); what was measured is kept
   141  the reader of the output went away (| head)
   several gates: the first of 3, 5, 4 any of them gives (docs/exit-status.md)"""
 

@@ -5,7 +5,8 @@ Applied by affinity always, and by a cpuset per role where the kernel lets rtgau
 create one: cgroup v2 with the cpuset controller enabled (or enabled by rtgauge), else
 a cgroup v1 cpuset hierarchy (hybrid systems). The groups live under one
 rtgauge-owned group `rtgauge-<pid>` and are removed after the run; groups left by a
-rtgauge that died are removed by the next one."""
+rtgauge that died (SIGKILL) are removed by the next rtgauge command of any kind
+(remove_abandoned_cpusets), and again before a partitioned run creates its own."""
 
 from __future__ import annotations
 
@@ -187,14 +188,35 @@ def remove_group(group: Path, wait_s: float = 3.0) -> None:
             time.sleep(0.05)
 
 
-def remove_stale_groups(base: CpusetRoot) -> None:
-    for p in base.path.glob(GROUP_PREFIX + "*"):
+def remove_stale_groups(base: CpusetRoot, wait_s: float = 0.5) -> list[Path]:
+    """Remove the rtgauge-<pid> groups whose owner process is gone (a rtgauge killed by
+    SIGKILL cannot remove its own); returns those removed. A group of a live process is
+    left alone, and so is one that still holds a process (the kernel refuses its rmdir)."""
+    removed = []
+    try:
+        found = sorted(base.path.glob(GROUP_PREFIX + "*"))
+    except OSError:
+        return removed
+    for p in found:
         pid = p.name[len(GROUP_PREFIX):]
-        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}") and p.is_dir() and not p.is_symlink():
             try:
-                remove_group(p, 0.5)
+                remove_group(p, wait_s)
+                removed.append(p)
             except OSError:
                 pass
+    return removed
+
+
+def remove_abandoned_cpusets(root: str = "/") -> list[Path]:
+    """Every command's first step (rtgauge/cli/__init__.py), as abandoned runs are marked
+    by the next command: the cpuset groups left by a rtgauge that died are removed, not
+    kept until the next partitioned run. Cheap where there is none (one look at the
+    mounts and one directory listing); quiet where rtgauge may not look or remove."""
+    base, _ = find_cpuset_root(root)
+    if base is None:
+        return []
+    return remove_stale_groups(base, wait_s=0.2)
 
 
 def create_cpusets(roles: dict[str, list[int]], root: str = "/") -> tuple[Cpusets | None, str]:

@@ -97,6 +97,9 @@ class RunConditions:
         state_path, tuned_here, target_tuning = tune.default_state_path(), False, None
         # until execute() takes SIGTERM over, it must unwind through the finally below
         old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+        old_hup = signal.getsignal(signal.SIGHUP)
+        if old_hup != signal.SIG_IGN:          # SIGHUP as SIGTERM; ignored under nohup
+            signal.signal(signal.SIGHUP, _raise_interrupt)
         try:
             if self.trace_threshold_us or self.attribute:
                 settings.tracefs = Tracefs.open(self.mount_tracefs)
@@ -140,6 +143,7 @@ class RunConditions:
                     say(f"tuning of {self.target.address} reverted")
             finally:
                 signal.signal(signal.SIGTERM, old_term)
+                signal.signal(signal.SIGHUP, signal.SIG_DFL if old_hup is None else old_hup)
 
 
 def recover_stale_tuning(state_path, say) -> None:
