@@ -5,7 +5,7 @@ storing into the lab's shared database.
 Each child writes to a log file of its own (LOGDIR/NN-NAME.log), which the lab
 process follows and prints with the target's name in front: a child never writes
 into a pipe that could break, so it ends its run the same way whatever becomes of
-the lab process. The lab process forwards SIGINT and SIGTERM to every child (they are in sessions of
+the lab process. The lab process forwards SIGINT, SIGTERM and SIGHUP to every child (they are in sessions of
 their own, so a signal reaches them once, through the lab) and waits for them: each
 stops its engine on the board, marks its run interrupted and keeps what it measured.
 Should the lab process die without a word, each child gets SIGTERM from the kernel
@@ -69,7 +69,7 @@ def _die_with_parent() -> None:
 
 
 class LabRunner:
-    """with LabRunner(say) as runner:   # SIGINT/SIGTERM now set runner.stopped, never raise
+    """with LabRunner(say) as runner:   # SIGINT/SIGTERM/SIGHUP now set runner.stopped, never raise
            if not runner.stopped: runs = runner.run(lab, {target: address}, logs_dir)"""
 
     def __init__(self, say):
@@ -80,7 +80,10 @@ class LabRunner:
         self._lock = threading.Lock()
 
     def __enter__(self) -> LabRunner:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        stops = [signal.SIGINT, signal.SIGTERM]
+        if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:     # a closed terminal; nohup keeps it ignored
+            stops.append(signal.SIGHUP)
+        for sig in stops:
             self._previous[sig] = signal.signal(sig, self._on_signal)
         return self
 
