@@ -17,6 +17,7 @@ import time
 import pytest
 
 from conftest import needs_root
+from readiness import start_udp_server
 
 QUIET = ("--policy", "other", "--no-mlock")
 # A watchdog, not a speed: from the stop to the process's exit on a machine however
@@ -190,22 +191,17 @@ def test_engine_ends_when_its_parent_is_killed(engine_bin, args):
     assert gone, f"the engine outlived its parent by more than {STOP_S} s"
 
 
-def free_port() -> int:
-    import socket
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("local", [(), ("--device-local",)], ids=["anchored", "device-local"])
 def test_hil_sim_alone_does_not_work_off_a_backlog_past_its_frames(engine_bin, local):
     """A device process sends 50 frames at 1 kHz to a simulation whose step is
     400 ms: the simulation ends at its first frame + 50 periods + --idle-ms (and
     one step), not after 50 steps (20 s): it answers a few frames, not 50."""
-    addr = f"127.0.0.1:{free_port()}"
-    sim = start(engine_bin, "hil", "--role", "sim", "--address", addr, "--frames", "50", "--payload", "work",
-                "--work-us", "400000", "--idle-ms", "200", *local, *QUIET)
-    time.sleep(0.3)
+    # the device starts once the simulation holds its port (not after a fixed wait)
+    sim, port = start_udp_server(lambda port: [engine_bin, "hil", "--role", "sim", "--address", f"127.0.0.1:{port}",
+                                               "--frames", "50", "--payload", "work", "--work-us", "400000",
+                                               "--idle-ms", "200", *local, *QUIET],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    addr = f"127.0.0.1:{port}"
     t0 = time.monotonic()
     dev = subprocess.run([engine_bin, "hil", "--role", "device", "--address", addr, "--frames", "50",
                           "--linger-ms", "0", *QUIET], capture_output=True, text=True, timeout=30)

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
-import time
 
 import pytest
 
 from conftest import needs_root
+from readiness import cpu_ticks, start_udp_server, threads_of, wait_for
 
 QUIET = ("--policy", "other", "--no-mlock")
 DISTS = ("round_trip", "ti", "ts", "tw")
@@ -130,17 +129,12 @@ def test_sim_without_device_gives_up(run_engine):
     assert "no frame arrived" in r.doc["error"]
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_two_processes_over_an_address(engine_bin):
-    addr = f"127.0.0.1:{free_port()}"
-    sim = subprocess.Popen([engine_bin, "hil", "--role", "sim", "--address", addr, "--frames", "300",
-                            "--device-local", *QUIET], stdout=subprocess.PIPE, text=True)
-    time.sleep(0.3)
+    # the device starts once the simulation holds its port (not after a fixed wait)
+    sim, port = start_udp_server(lambda port: [engine_bin, "hil", "--role", "sim", "--address", f"127.0.0.1:{port}",
+                                               "--frames", "300", "--device-local", *QUIET],
+                                 stdout=subprocess.PIPE, text=True)
+    addr = f"127.0.0.1:{port}"
     dev = subprocess.run([engine_bin, "hil", "--role", "device", "--address", addr, "--frames", "300",
                           *QUIET], capture_output=True, text=True, timeout=30)
     sdoc = json.loads(sim.communicate(timeout=30)[0])
@@ -156,7 +150,8 @@ def test_two_processes_over_an_address(engine_bin):
 
 def test_interrupt_keeps_the_accounting(engine_bin):
     p = subprocess.Popen([engine_bin, "hil", "--duration-s", "60", *QUIET], stdout=subprocess.PIPE, text=True)
-    time.sleep(1.0)
+    # interrupted once it measures: its threads are up and have had CPU time
+    wait_for(lambda: threads_of(p.pid) >= 2 and cpu_ticks(p.pid) > 0, "hil measuring", proc=p)
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=10)
     d = json.loads(out)

@@ -24,6 +24,7 @@ import pytest
 from rich.console import Console
 
 from conftest import needs_root
+from readiness import threads_at, wait_for
 from rtgauge.cli import main
 from rtgauge.records import Run
 from rtgauge.report.html import render
@@ -297,7 +298,8 @@ def test_a_spinner_on_the_observers_cpu_is_a_local_delay_not_a_host_stall(engine
     cpu = measured_cpu()
     sw = subprocess.Popen([engine_bin, "switch", "--cpus", str(cpu), "--iterations", "1600000"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(0.1)
+    # the observer measures before the spinner is started (its threads at SCHED_FIFO)
+    wait_for(lambda: threads_at(sw.pid) >= 2, "switch's threads at SCHED_FIFO", proc=sw)
     other = next(c for c in sorted(os.sched_getaffinity(0)) if c != cpu)
     # the spinner's start, taken now: starting a process beside a CPU hog took over 0.2 s
     # (the switch test runs ~3 s idle, longer loaded: the bursts fall inside it)

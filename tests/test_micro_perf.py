@@ -22,6 +22,7 @@ import time
 import pytest
 
 from conftest import needs_root
+from readiness import cpu_ticks, threads_at, wait_for
 
 pytestmark = [pytest.mark.shared, needs_root]
 
@@ -181,8 +182,9 @@ def tick_with_spin(engine_bin, cpu: int, busy_us: int, period_us: int):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # spin's thread starts as SCHED_OTHER and raises itself to FIFO 90: it must have
     # done so before the FIFO tick loop occupies the CPU, or it starts late and
-    # runs its overdue bursts back to back
-    time.sleep(0.2)
+    # runs its overdue bursts back to back (waited for, bounded by its start time)
+    wait_for(lambda: threads_at(spin.pid) >= 1, "spin's thread at SCHED_FIFO", proc=spin,
+             timeout=max(0.0, (start - time.monotonic_ns()) / 1e9))
     tick = subprocess.run([engine_bin, "tick", "--cpus", str(cpu), "--priority", "80", "--duration-s", "0.9",
                            "--events-above-ns", str(busy_us * 500)], capture_output=True, text=True, timeout=60)
     sout, serr = spin.communicate(timeout=60)
@@ -250,7 +252,8 @@ def test_bad_options_rejected(run_engine, args):
 def test_ctrl_c_keeps_what_was_measured(engine_bin):
     p = subprocess.Popen([engine_bin, "switch", "--iterations", "10000000"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)
+    # interrupted once it measures: its threads at SCHED_FIFO and CPU time used
+    wait_for(lambda: threads_at(p.pid) >= 2 and cpu_ticks(p.pid) > 0, "switch measuring", proc=p)
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=10)
     assert p.returncode == 130

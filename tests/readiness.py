@@ -1,0 +1,138 @@
+"""Waiting for a thing to be ready instead of sleeping a fixed time: the engine's own
+status lines, a process's threads at a real-time policy, a UDP port bound. Every wait
+is bounded (a watchdog, not a speed: it only decides how long a broken run takes to
+fail) and fails saying what it waited for; one given a process fails at once when that
+process ends first."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+WATCHDOG_S = 60.0
+POLL_S = 0.01
+
+
+def wait_for(condition, what: str, timeout: float = WATCHDOG_S, proc: subprocess.Popen | None = None):
+    """condition() until it returns something true (returned); AssertionError saying WHAT
+    after TIMEOUT seconds, or as soon as PROC has exited."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the process ended (status {proc.returncode}) before {what}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} within {timeout:.0f} s")
+        time.sleep(POLL_S)
+
+
+def status_cycles(path: Path | str, thread: int = 0) -> int:
+    """The cycles thread THREAD measured in the complete lines of an engine's --status
+    file so far (0 before the first window has ended)."""
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        return 0
+    total = 0
+    for line in text.split("\n")[:-1]:          # a line without its newline is still being written
+        for t in json.loads(line)["threads"]:
+            if t["thread"] == thread:
+                total += t["cycles"]
+    return total
+
+
+def threads_at(pid: int, policies=(os.SCHED_FIFO, os.SCHED_RR)) -> int:
+    """How many of PID's threads run at one of POLICIES (the engine's measuring threads
+    raise themselves to SCHED_FIFO once they are set up)."""
+    n = 0
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return 0
+    for tid in tids:
+        try:
+            if os.sched_getscheduler(int(tid)) in policies:
+                n += 1
+        except (ProcessLookupError, PermissionError):
+            pass
+    return n
+
+
+def threads_of(pid: int) -> int:
+    """How many threads PID has (the engine's measuring threads, once started, beside its main one)."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except FileNotFoundError:
+        return 0
+
+
+def udp_bound(port: int, pid: int | None = None) -> bool:
+    """Whether a socket of this network namespace (of process PID, if given) is bound to
+    UDP PORT (/proc/net/udp and udp6): read, never bound here, so the look cannot take
+    the port from the process that is about to bind it."""
+    mine = socket_inodes(pid) if pid is not None else None
+    for table in ("/proc/net/udp", "/proc/net/udp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if int(fields[1].rsplit(":", 1)[1], 16) == port and (mine is None or int(fields[9]) in mine):
+                        return True
+        except FileNotFoundError:
+            continue
+    return False
+
+
+def cpu_ticks(pid: int) -> int:
+    """The CPU time PID has used so far, in clock ticks (user + system, /proc/PID/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
+def socket_inodes(pid: int) -> set[int]:
+    out = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except FileNotFoundError:
+        return out
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            out.add(int(link[8:-1]))
+    return out
+
+
+def start_udp_server(argv_for, tries: int = 3, **popen) -> tuple[subprocess.Popen, int]:
+    """Start argv_for(port) on a free UDP port and return (process, port) once that process
+    itself holds the port. The port is found free by binding it and letting it go, so
+    another program may take it before the process binds it: then the process ends (the
+    address in use) and a new port is tried, TRIES times in all."""
+    import socket
+    for _ in range(tries):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        proc = subprocess.Popen(argv_for(port), **popen)
+        try:
+            wait_for(lambda: udp_bound(port, proc.pid), f"UDP port {port} bound by the process", proc=proc)
+            return proc, port
+        except AssertionError:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+                raise
+            proc.communicate()
+    raise AssertionError(f"the process ended before binding its port, {tries} times")
