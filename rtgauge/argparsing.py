@@ -42,3 +42,12 @@ class Parser(argparse.ArgumentParser):
 
     def option_strings(self) -> list[str]:
         return [o for a in self._actions for o in a.option_strings]
+
+
+def add_db_option(p, help: str | None = None) -> None:
+    """--db, declared once for every command that stores or reads runs (the command line's
+    kit, rtgauge/cli/common.py, and `rtgauge hil sustained --store`): one name, one
+    metavar, one help (config.DB_HELP) unless a command's database means another thing
+    (a lab's shared one) or is no longer read (argparse.SUPPRESS)."""
+    from rtgauge.config import DB_HELP
+    p.add_argument("--db", metavar="URL", default=None, help=DB_HELP if help is None else help)

@@ -144,6 +144,12 @@ def default_profile(given: str | None = None) -> str | None:
     return os.environ.get(ENV_PROFILE) or load_config().get("profile")
 
 
+def budget_table() -> dict:
+    """The config file's [budget] table ({} without one): the user's default job, as
+    written (show and run judge against it; analysis.verdict.make_budget checks it)."""
+    return load_config().get("budget", {}) or {}
+
+
 def budget(**given: float | None) -> Budget:
     """The job's budget: each of latency_us, period_us, miss_rate from the command
     line (given, when not None), else the config file's [budget], else unset."""

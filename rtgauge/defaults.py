@@ -2,6 +2,10 @@
 the command line can show them in its help without loading numpy or scipy."""
 
 DEFAULT_EXCEEDANCE = 1e-9   # pWCET: per-cycle probability of exceeding the level (docs/pwcet.md)
+# pWCET: below this a probability is no longer one a double tells apart from 0 in the
+# fitted tail (1e-320 is subnormal and gave an infinite latency); nothing measured speaks
+# for less (pwcet --exceedance, compare --pwcet --exceedance)
+EXCEEDANCE_MIN = 1e-18
 REGRESSION_ALPHA = 0.05     # compare: significance level of a regression call (docs/compare.md)
 # tire: the step period a run without --period-ms steps at, per mode (the engine's
 # tire.c; its option table cannot declare it: --mode pretest has its own period, and

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from rtgauge.cli.emulate import running
+from rtgauge.lab.emulate.command import running
 from rtgauge.lab.emulate import machines
 from rtgauge.lab.emulate.machines import EmulatedLab, Machine
 from rtgauge.lab.emulate.systems import SYSTEMS

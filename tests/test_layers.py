@@ -163,6 +163,39 @@ def test_layers_only_look_down():
     assert not gone, f"known upward imports that are gone (remove them from KNOWN_UPWARD): {gone}"
 
 
+# A command module (rtgauge/cli/NAME.py) imports the registry (rtgauge/cli/__init__.py)
+# and the command line's kit (rtgauge/cli/common.py), never another command module: what
+# commands share lives in the layers below (docs/design.md, "A fact decided once ...").
+CLI_SHARED = {"rtgauge.cli", "rtgauge.cli.common"}
+
+
+def command_to_command(g: dict[str, set[str]]) -> set[tuple[str, str]]:
+    return {(a, b) for a, bs in g.items() if a.startswith("rtgauge.cli.")
+            for b in bs if b.startswith("rtgauge.cli.") and b not in CLI_SHARED}
+
+
+def test_command_modules_import_no_other_command_module():
+    found = sorted(command_to_command(import_graph()))
+    assert not found, "a command module imports another (move what they share below, or to cli/common.py): " + \
+        "; ".join(f"{a} -> {b}" for a, b in found)
+
+
+def test_a_command_importing_another_is_found(tmp_path, monkeypatch):
+    """The check itself: cli/a.py importing cli/b.py (even inside a function) is found;
+    importing the registry or the kit is not, nor the registry importing a command."""
+    pkg = tmp_path / "rtgauge"
+    (pkg / "cli").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "cli" / "__init__.py").write_text("from rtgauge.cli import a\n")
+    (pkg / "cli" / "common.py").write_text("")
+    (pkg / "cli" / "a.py").write_text("from rtgauge.cli.common import x\nfrom rtgauge import cli\n")
+    (pkg / "cli" / "b.py").write_text("")
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", pkg)
+    assert command_to_command(import_graph()) == set()
+    (pkg / "cli" / "a.py").write_text("def f():\n    from .b import y\n")
+    assert command_to_command(import_graph()) == {("rtgauge.cli.a", "rtgauge.cli.b")}
+
+
 def test_the_run_session_is_in_the_plan_layer():
     """What moved down stays down: the run session (tuning, tracefs, SIGTERM) is plan,
     the hil command is importable without the command line."""

@@ -21,9 +21,9 @@ DATA = Path(__file__).resolve().parent / "data"
 def run_summary(db, run_id: int) -> str:
     """The terminal summary `rtgauge run` ends with, of a stored run."""
     from rich.console import Console
-    from rtgauge.cli.report import load_runs
+    from rtgauge.cli.common import read_runs
     from rtgauge.report.terminal import print_summary
-    [run] = load_runs(f"sqlite:///{db}", [str(run_id)], documents=True)
+    [run] = read_runs(f"sqlite:///{db}", [str(run_id)], documents=True)
     console = Console(record=True, width=400)
     print_summary(console, run)
     return console.export_text()

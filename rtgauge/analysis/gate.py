@@ -102,3 +102,16 @@ def check_run(run: Run, rules: list[Rule]) -> list[Check]:
 
 
 __all__ = ["Check", "check_run", "parse_run_rule", "INVALID"]
+
+
+def incomplete_runs(runs) -> list[str]:
+    """What a gate must not read: a run interrupted, abandoned or still running, and each
+    measurement that was interrupted, as phrases naming them."""
+    out = []
+    for run in runs:
+        if run.status in ("interrupted", "abandoned", "running"):
+            out.append(f"run {run.id}, which is {run.status}")
+        else:
+            out += [f"run {run.id}'s measurement {m.label}, which was {m.stopped_early.split(':')[0]}"
+                    for m in run.measurements if m.stopped_early]
+    return out

@@ -14,6 +14,7 @@ import warnings
 
 from rtgauge import __version__
 from rtgauge.argparsing import Parser
+from rtgauge.cli.common import subcommand_parsers
 from rtgauge.errors import EXIT_USAGE, UserError, run_reporting_errors
 
 COMMAND_MODULES = ("run", "show", "doctor", "engine", "tune", "report", "compare", "pwcet", "export",
@@ -39,15 +40,6 @@ def build_parser() -> Parser:
     from rtgauge.cli.examples import add_examples
     add_examples(parser)
     return parser
-
-
-def subcommand_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
-    """(path, parser) for every command and subcommand below parser, depth first."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, child in action.choices.items():
-                yield path + (name,), child
-                yield from subcommand_parsers(child, path + (name,))
 
 
 def parser_used(parser: Parser, args: argparse.Namespace) -> Parser:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import sys
 
 
+from rtgauge.cli.common import add_db_option, add_format_option, budget_options, check_writable, read_runs
 from rtgauge.defaults import REGRESSION_ALPHA as ALPHA
-from rtgauge.cli.report import add_db_argument
 from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_INCOMPLETE, EXIT_UNDECIDED, UserError
 from rtgauge.report.numbers import us_fixed
 
@@ -29,7 +29,7 @@ def register(sub) -> None:
                        description="Show runs side by side and what got worse in each later run compared "
                        "with the first (the baseline). With --fail-on, exit with status 3 when a rule trips.")
     p.add_argument("runs", nargs="+", metavar="RUN", help="two or more run ids (the first is the baseline), or ranges")
-    add_db_argument(p)
+    add_db_option(p)
     p.add_argument("--fail-on", action="append", default=[], metavar="RULE",
                    help="e.g. 'max_latency>+20%%', 'micro_avg>+10%%', 'avg_latency>+5us', 'misses>0', "
                    "'tire_max_masses<-10%%' (repeatable); a change trips only when significant; exit status 3 "
@@ -52,8 +52,7 @@ def register(sub) -> None:
                    help="with --pwcet: per-cycle probability of the probable worst case (default 1e-9)")
     p.add_argument("--budget-us", type=float, default=None, metavar="US",
                    help="worst-case latency allowed for a hard real-time rating (default 100)")
-    from rtgauge.cli.show import add_format_argument
-    add_format_argument(p)
+    add_format_option(p)
     p.set_defaults(func=cmd_compare)
 
 
@@ -66,7 +65,8 @@ def cmd_compare(args) -> int:
     import json
     from rtgauge.analysis.regress import BETTER, WORSE, change_json, compare_runs, parse_rule
     from rtgauge.analysis.headline import DEFAULT_BUDGET_US
-    from rtgauge.cli.report import budget_options, check_writable, load_runs, write_html
+    from rtgauge.analysis.gate import incomplete_runs
+    from rtgauge.report.output import write_html
     from rich.markup import escape
     from rtgauge.report.stalls import stalls_json
     # every option is checked before anything is read or printed
@@ -82,7 +82,7 @@ def cmd_compare(args) -> int:
     options = budget_options(args)
     exceedance = pwcet_exceedance(args)
     check_writable("-o", args.output)
-    runs = list(load_runs(args.db, args.runs, default_latest=False))
+    runs = list(read_runs(args.db, args.runs, default_latest=False))
     if len(runs) < 2:
         raise UserError("compare needs two or more different runs (the first is the baseline); "
                         "`rtgauge show` lists the runs.")
@@ -224,26 +224,13 @@ def gate_line(gate: str, rules, tripped, closed, undecided, incomplete) -> str:
     return f"[bold]Gate (--fail-on):[/] [{colour} bold]{gate}[/] — {escape(what)}; the detail is at the end"
 
 
-def incomplete_runs(runs) -> list[str]:
-    """What a gate must not read: a run interrupted, abandoned or still running, and each
-    measurement that was interrupted, as phrases naming them."""
-    out = []
-    for run in runs:
-        if run.status in ("interrupted", "abandoned", "running"):
-            out.append(f"run {run.id}, which is {run.status}")
-        else:
-            out += [f"run {run.id}'s measurement {m.label}, which was {m.stopped_early.split(':')[0]}"
-                    for m in run.measurements if m.stopped_early]
-    return out
-
-
 def pwcet_exceedance(args) -> float:
     from rtgauge.analysis.pwcet import DEFAULT_EXCEEDANCE
     if args.exceedance is None:
         return DEFAULT_EXCEEDANCE
     if not args.pwcet:
         raise UserError("--exceedance goes with --pwcet; add --pwcet or leave --exceedance out.")
-    from rtgauge.cli.pwcet import EXCEEDANCE_MIN
+    from rtgauge.defaults import EXCEEDANCE_MIN
     if not EXCEEDANCE_MIN <= args.exceedance < 1:
         raise UserError(f"--exceedance {args.exceedance:g} is not a probability rtgauge can judge; give one from "
                         f"{EXCEEDANCE_MIN:g} to below 1, e.g. 1e-9.")

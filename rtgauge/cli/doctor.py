@@ -28,8 +28,8 @@ def register(subparsers) -> None:
         "--target", default=None, metavar="ssh://[user@]host[:port]",
         help="check that machine over SSH: its /proc, /sys and /etc are read over the connection",
     )
-    from rtgauge.cli.show import add_format_argument
-    add_format_argument(p)
+    from rtgauge.cli.common import add_format_option
+    add_format_option(p)
     p.set_defaults(func=doctor)
 
 

@@ -76,7 +76,7 @@ class HelpFormatter(argparse.HelpFormatter):
 def add_examples(parser: argparse.ArgumentParser) -> None:
     """Every command's parser (and its subcommands') wraps prose and keeps examples; a
     command with examples ends its help with them."""
-    from rtgauge.cli import subcommand_parsers
+    from rtgauge.cli.common import subcommand_parsers
     for path, child in subcommand_parsers(parser):
         child.formatter_class = HelpFormatter
         text = examples_text(path[0]) if len(path) == 1 else ""

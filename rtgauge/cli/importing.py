@@ -30,6 +30,7 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 from rtgauge.bounds import RUN_RANGE_MAX
+from rtgauge.cli.common import add_db_option
 from rtgauge.errors import UserError
 from rtgauge.records import EXPORT_FORMAT, Run
 
@@ -86,7 +87,7 @@ def register(sub) -> None:
     p.add_argument("source", metavar="FILE|DIR|-", help="export file, database file, engine document or directory "
                    "of them, cyclictest --json file or histfile, rtla timerlat hist output, jitterdebugger results.json or "
                    "its -o directory, stress-ng --cyclic log; - reads standard input")
-    p.add_argument("--db", metavar="URL", default=None, help="results database to import into (default: the user's)")
+    add_db_option(p)
     p.add_argument("--condition", default="idle",
                    help="load condition of engine documents whose name does not say it (NAME@CONDITION.json) "
                    "and of cyclictest, rtla, jitterdebugger and stress-ng files; 1 to 64 letters, digits, '.', '_', '+' or '-' (default idle)")
@@ -651,8 +652,8 @@ def dry_read(run: dict, where: str) -> None:
     on it means the data is not what rtgauge writes."""
     import io
 
-    from rtgauge.cli.export import export_csv, export_md
-    from rtgauge.cli.show import print_run
+    from rtgauge.report.exports import export_csv, export_md
+    from rtgauge.report.runtext import print_run
     from rtgauge.report.html import render
     from rtgauge.report.safe import SafeConsole
     from rtgauge.report.terminal import print_summary

@@ -9,6 +9,7 @@ import os
 import sys
 from types import SimpleNamespace
 
+from rtgauge.cli.common import add_db_option
 from rtgauge.errors import UserError
 from rtgauge.records import Run
 
@@ -22,8 +23,7 @@ def register(sub) -> None:
                            "`rtgauge run --target` each), store every run in the lab's database, hold labgrid "
                            "places for the run, and write one report of all the runs.")
     r.add_argument("lab", metavar="LAB.toml", help="the lab file (docs/lab.md)")
-    r.add_argument("--db", metavar="URL", default=None,
-                   help="the shared PostgreSQL database (postgresql://USER@HOST/DB); default: the lab file's db")
+    add_db_option(r, "the shared PostgreSQL database (postgresql://USER@HOST/DB); default: the lab file's db")
     r.add_argument("--report", metavar="FILE", default=None,
                    help="the HTML report to write (default: the lab file's report, else rtgauge-lab-NAME.html here)")
     r.add_argument("--no-report", action="store_true", help="do not write an HTML report")
@@ -36,7 +36,7 @@ def register(sub) -> None:
                    help="write JUnit XML: a test suite per target, a test case per job and rule (and the verdict "
                    "when the lab's profile has a [budget])")
     r.set_defaults(func=cmd_lab_run)
-    from rtgauge.cli import emulate
+    from rtgauge.lab.emulate import command as emulate
     emulate.register(actions)
     p.set_defaults(func=no_action)
 
@@ -46,7 +46,7 @@ def say(text: str) -> None:
 
 
 def cmd_lab_run(args) -> int:
-    from rtgauge.cli.run import check_report_path
+    from rtgauge.cli.common import check_report_path
     from rtgauge.lab.config import load_lab
     from rtgauge.lab.runner import LabRunner
     from rtgauge.store import open_store
@@ -109,9 +109,9 @@ def lab_gates(lab, runs, stored: list[Run], rules, junit_path: str | None) -> in
     JUnit (a suite per target), and their exit status (rtgauge/errors.py gate_status)."""
     from rtgauge.analysis.gate import check_run
     from rtgauge.analysis.verdict import judge
-    from rtgauge.cli.run import verdict_cases
+    from rtgauge.report.junit import verdict_cases
     from rtgauge.errors import gate_status
-    from rtgauge.cli.compare import incomplete_runs
+    from rtgauge.analysis.gate import incomplete_runs
     from rtgauge.report.junit import Case, Suite, fail_closed, write_junit
     by_id = {r.id: r for r in stored}
     suites, statuses = [], []
@@ -160,7 +160,7 @@ def finish(lab, runs, report: str | None, stopped, rules=(), junit_path: str | N
                 text += f"; failed: {r.reason or f'exit status {r.exit_status}'}"
             say(f"  {where}: {text}")
     if report and stored:
-        from rtgauge.cli.report import write_html
+        from rtgauge.report.output import write_html
         ids = ",".join(str(r.id) for r in stored)
         write_html(report, stored, fix=f"the runs are stored; write their page elsewhere with `rtgauge report {ids} "
                                        "-o FILE`")

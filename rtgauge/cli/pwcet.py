@@ -9,10 +9,9 @@ import math
 import sys
 
 
-from rtgauge.defaults import DEFAULT_EXCEEDANCE
-from rtgauge.cli.show import add_format_argument
+from rtgauge.cli.common import add_db_option, add_format_option
+from rtgauge.defaults import DEFAULT_EXCEEDANCE, EXCEEDANCE_MIN
 from rtgauge.errors import UserError
-from rtgauge.config import DB_HELP
 from rtgauge.records import Run
 
 
@@ -32,15 +31,12 @@ def register(subparsers) -> None:
     p.add_argument("--block-cycles", metavar="N", type=str, default=None,
                    help="with --samples: cycles per block (default 1000, fewer for short files so there are "
                    "about 100 blocks)")
-    p.add_argument("--db", metavar="URL", default=None, help=DB_HELP)
+    add_db_option(p)
     p.add_argument("--json", action="store_true", help="print the results as JSON")
-    add_format_argument(p)
+    add_format_option(p)
     p.set_defaults(func=pwcet)
 
 
-# below this a probability is no longer one a double tells apart from 0 in the fitted tail
-# (1e-320 is subnormal and gave an infinite latency); nothing measured speaks for less
-EXCEEDANCE_MIN = 1e-18
 BLOCK_CYCLES_MAX = 10**9
 
 
@@ -69,9 +65,11 @@ def parse_block(text: str | None) -> int | None:
 
 
 def pwcet(args: argparse.Namespace) -> int:
-    from rtgauge.cli.show import TABLE_FORMAT, console
     from rich.markup import escape
-    TABLE_FORMAT["format"] = args.format
+    from rtgauge.report.runtext import console as table_console
+
+    def console():
+        return table_console(args.format)
     from rtgauge.analysis import is_latency_measurement
     from rtgauge.analysis.pwcet import measurement_pwcet, samples_pwcet
     p = parse_probability(args.exceedance)
@@ -114,14 +112,11 @@ def pwcet(args: argparse.Namespace) -> int:
 
 
 def load_run(text: str, db: str | None) -> Run:
-    from rtgauge.store.urls import database_to_read, display_url, normalise_url
-    from rtgauge.store import open_store
-    from rtgauge.cli.show import parse_run_argument
+    from rtgauge.store.reading import open_for_reading, parse_run_argument
     wanted = parse_run_argument(text)
-    url = database_to_read(db)
-    if url is None:
-        raise UserError(f"no runs in {display_url(normalise_url(None))} yet; `rtgauge run` makes one.")
-    with open_store(db) as store:
+    with open_for_reading(db) as store:
+        if not store.made:
+            raise UserError(f"no runs in {store.url} yet; `rtgauge run` makes one.")
         run_id = store.latest_run_id() if wanted == "latest" else wanted
         run = None if run_id is None else store.get_run(run_id)
         if run is None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import argparse
 
-import os
 import sys
 
 
 from dataclasses import replace
 
+from rtgauge.cli.common import (add_budget_options, add_db_option, add_format_option, check_report_path,
+                                check_writable, tell_abandoned)
 from rtgauge.enginebin import engine_path
-from rtgauge.config import DB_HELP
 from rtgauge.units import time_option
 from rtgauge.errors import EXIT_FAILED, UserError
 
@@ -57,8 +57,7 @@ def register(sub) -> None:
     g.add_argument("--json", action="store_true",
                    help="print the stored run as `rtgauge show RUN --json` gives it on standard output; "
                    "progress, warnings and the summary go to standard error")
-    from rtgauge.cli.show import add_format_argument
-    add_format_argument(g)
+    add_format_option(g)
     g.add_argument("--live", action="store_true",
                    help="show per CPU the max so far and the last window's max and p99, and the misses, while a "
                         "latency job runs (from the engine's status: a line a window, docs/samples.md)")
@@ -66,7 +65,7 @@ def register(sub) -> None:
                    help="keep the same figures in PATH as a Prometheus text exposition, rewritten atomically at "
                         "each window (for node_exporter's textfile collector in long soaks; not a symbolic link)")
     g = p.add_argument_group("database")
-    g.add_argument("--db", metavar="URL", default=None, help=DB_HELP)
+    add_db_option(g)
     g.add_argument("--segment", metavar="TIME", default="10m",
                    help="store a long latency job in segments of this length (default 10m), so a run "
                         "that dies keeps what it measured")
@@ -80,12 +79,10 @@ def register(sub) -> None:
 def add_verdict_options(p) -> None:
     """The job's budget, the verdict against it, and CI gates (docs/verdict.md, docs/ci.md)."""
     g = p.add_argument_group("the job's budget: a verdict against it; CI gates")
-    g.add_argument("--budget-us", type=float, metavar="US",
-                   help="the worst wake-up latency the job tolerates, µs; gives a verdict (yes / no / not enough "
-                   "evidence) and its exit status (default: the profile's [budget], else the config file's)")
-    g.add_argument("--period-us", type=float, metavar="US", help="the job's period, µs (with a budget)")
-    g.add_argument("--miss-rate", type=float, metavar="RATE",
-                   help="the share of cycles allowed later than the budget, e.g. 1e-6 (default: none, hard)")
+    add_budget_options(g, "the worst wake-up latency the job tolerates, µs; gives a verdict (yes / no / not enough "
+                       "evidence) and its exit status (default: the profile's [budget], else the config file's)",
+                       "the job's period, µs (with a budget)",
+                       "the share of cycles allowed later than the budget, e.g. 1e-6 (default: none, hard)")
     g.add_argument("--until-verdict", action="store_true",
                    help="with a budget: repeat the latency jobs, round after round, until the verdict is yes "
                    "or no, or --max-time has passed")
@@ -207,18 +204,6 @@ def check_loads(jobs: list[Job]) -> None:
 
     for job in jobs:
         make_load(job.condition).check()   # raises the missing-package sentence
-
-
-def check_report_path(args) -> None:
-    """The report is written after measuring: a path it cannot go to is refused before,
-    by the one writer's rule (rtgauge/safefile.py)."""
-    if args.no_report or not args.report:
-        return
-    from rtgauge import safefile
-    if len(os.path.basename(args.report).encode(errors="replace")) > 255:
-        raise UserError(f"--report {args.report[:80]} is not a file rtgauge can write (its name is longer than "
-                        "255 bytes); give a shorter file name or --no-report.")
-    safefile.check_option("--report", args.report, "give a regular file path, - or /dev/stdout, or --no-report")
 
 
 def _sigterm_as_interrupt(signum, frame):
@@ -464,8 +449,8 @@ def resolve_budget(args, profile):
     from rtgauge.analysis.verdict import make_budget
     given = {"latency_us": args.budget_us, "period_us": args.period_us, "miss_rate": args.miss_rate}
     prof = profile.budget.to_json() if profile.budget is not None else {}
-    from rtgauge.cli.show import config_budget
-    conf = config_budget()
+    from rtgauge.config import budget_table
+    conf = budget_table()
     values, sources = {}, []
     for key, value in given.items():
         for where, table in (("command line", given), (f"profile {profile.name}", prof), ("config file", conf)):
@@ -484,7 +469,6 @@ def prepare_gates(args, profile) -> None:
     from rtgauge.analysis.gate import parse_run_rule
     from rtgauge.plan.execute import parse_duration
     from rtgauge.report.junit import check_path
-    from rtgauge.cli.report import check_writable
     args.rules = [parse_run_rule(r) for r in args.fail_on]
     args.budget = resolve_budget(args, profile)
     check_path(args.junit)
@@ -539,7 +523,8 @@ def gate_outcome(console, args, runs) -> int:
     from rtgauge.analysis.gate import check_run
     from rtgauge.analysis.verdict import judge
     from rtgauge.errors import gate_status
-    from rtgauge.report.junit import Case, Suite, fail_closed, write_junit
+    from rtgauge.analysis.gate import incomplete_runs
+    from rtgauge.report.junit import Case, Suite, fail_closed, verdict_cases, write_junit
     from rtgauge.report.safe import markup as esc
     run = runs[0]
     statuses, cases = [], []
@@ -556,27 +541,11 @@ def gate_outcome(console, args, runs) -> int:
     if args.junit:
         # the JUnit file says what the exit status says: an interrupted run (130) or one with
         # a measurement stopped early passes nothing
-        from rtgauge.cli.compare import incomplete_runs
         suite = fail_closed(Suite(f"rtgauge run {run.id}", cases, run.started_at), incomplete_runs([run]),
                             f"run {run.id}")
         write_junit(args.junit, [suite])
         console.print(f"JUnit: {args.junit}", markup=False)
     return gate_status(statuses)
-
-
-def verdict_cases(v, run_id) -> list:
-    """The verdict as JUnit test cases: one per latency job, named after the budget."""
-    from rtgauge.analysis.verdict import NO, YES
-    from rtgauge.report.junit import Case
-    name = f"verdict: {v.budget.text()}"
-    out = []
-    for j in v.jobs:
-        outcome = {YES: "pass", NO: "fail"}.get(j.answer, "undecided")
-        out.append(Case(f"run {run_id}.{j.name}", name, "incomplete" if v.incomplete else outcome, j.why))
-    if not v.jobs:
-        out.append(Case(f"run {run_id}.(run)", name, "incomplete" if v.incomplete else "undecided",
-                        "; ".join(v.reasons)))
-    return out
 
 
 def write_run_ids(path: str, run_ids: list[int]) -> None:
@@ -613,7 +582,6 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
     store = open_store(args.db)
     run_ids: list[int] = []
     try:
-        from rtgauge.cli.show import tell_abandoned
         tell_abandoned(store)
         resume = None
         if getattr(args, "resume", None) is not None:
@@ -698,12 +666,12 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
             else:
                 print_summary(console, run)
         if args.json:
-            from rtgauge.cli.show import print_json, run_document
+            from rtgauge.report.document import print_json, run_document
             docs = [run_document(run) for run in runs]
             print_json(docs[0] if len(docs) == 1 else docs)
         if not args.no_report:
             path = args.report or f"rtgauge-run-{run_id}.html"
-            from rtgauge.cli.report import write_html
+            from rtgauge.report.output import write_html
             budget = getattr(args, "budget", None)
             ids = ",".join(str(r.id) for r in runs)
             write_html(path, runs, fix=f"the run is stored; write its report elsewhere with `rtgauge report "

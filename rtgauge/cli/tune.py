@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rtgauge.cli.common import add_db_option
 from rtgauge.errors import UserError
 from rtgauge.units import time_option
 
@@ -19,7 +20,7 @@ def register(sub) -> None:
                    help="the CPUs that will measure; interrupts move off them (default: all but the first)")
     p.add_argument("--state", default=None, metavar="FILE",
                    help="state file, in a directory only you can write (default: /run/rtgauge/tune-state.json)")
-    p.add_argument("--db", default=None, help=argparse.SUPPRESS)   # no longer decides where the state is
+    add_db_option(p, argparse.SUPPRESS)   # no longer decides where the state is
     p.add_argument("--rt-throttling-off", type=time_option("s", whole=False), default=None, metavar="SECONDS",
                    help="also switch RT throttling off, for at most SECONDS: a detached watchdog "
                         "switches it back on then, even if rtgauge dies (off by default: throttling "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 
-from rtgauge.argparsing import Parser, suggestion
+from rtgauge.argparsing import Parser, add_db_option, suggestion
 from rtgauge.errors import UserError, run_reporting_errors
 from rtgauge.units import time_option
 
@@ -47,7 +47,7 @@ def sustained_main(argv: list[str], prog: str = "rtgauge hil") -> int:
     p.add_argument("--retries", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--store", action="store_true", help="keep the result in the results store")
-    p.add_argument("--db", default=None, help="results database URL (default: the user's SQLite file)")
+    add_db_option(p)
     a = p.parse_args(argv)
     try:
         sizes = [int(s) for s in a.sizes.split(",")]

@@ -99,3 +99,17 @@ def write_junit(path: str, suites: list[Suite]) -> None:
     except OSError as e:
         raise UserError(f"cannot write the JUnit file {printable(path, 120)} ({safefile.reason(e)}); choose "
                         "another with --junit.") from None
+
+
+def verdict_cases(v, run_id) -> list:
+    """The verdict as JUnit test cases: one per latency job, named after the budget."""
+    from rtgauge.analysis.verdict import NO, YES
+    name = f"verdict: {v.budget.text()}"
+    out = []
+    for j in v.jobs:
+        outcome = {YES: "pass", NO: "fail"}.get(j.answer, "undecided")
+        out.append(Case(f"run {run_id}.{j.name}", name, "incomplete" if v.incomplete else outcome, j.why))
+    if not v.jobs:
+        out.append(Case(f"run {run_id}.(run)", name, "incomplete" if v.incomplete else "undecided",
+                        "; ".join(v.reasons)))
+    return out

@@ -134,6 +134,8 @@ def open_store(url: str | None = None) -> "Store":
 
 
 class Store:
+    made = True     # the database is there (store/reading.NoDatabaseYet is the default one not made yet)
+
     def __init__(self, url: URL):
         self._url = url
         self.url = display_url(url)

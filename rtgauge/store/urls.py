@@ -37,8 +37,12 @@ def normalise_url(url: str | None) -> URL:
     postgresql://... (driven by psycopg 3). The environment keeps a password out of argv
     (ps, stored runs); docs/store.md."""
     url = config.database(url)
-    if url is None:
-        url = default_db_url()
+    return parse_url(default_db_url() if url is None else url)
+
+
+def parse_url(url: str) -> URL:
+    """The URL of a database already chosen (normalise_url's second half: no lookup of
+    $RTGAUGE_DB or the config file)."""
     url = url.strip()
     if not url:
         raise UserError("the database URL is empty; give a file path, sqlite:///PATH or postgresql://HOST/DB.")
@@ -79,18 +83,19 @@ def normalise_url(url: str | None) -> URL:
                     "give a file path, sqlite:///PATH or postgresql://USER@HOST/DB.")
 
 
-def database_to_read(given: str | None) -> URL | None:
-    """The database a reading command (show, compare, report, export, pwcet) reads. None
-    when nobody named one and the default file does not exist yet: there are no runs
-    yet. A database that was named (--db, $RTGAUGE_DB, the config file) and is not
-    there is an error, not an empty list, and nothing is created by looking."""
+def database_to_read(given: str | None) -> tuple[URL, bool]:
+    """The database a reading command (show, compare, report, export, pwcet) reads, the
+    choice resolved (--db, $RTGAUGE_DB, the config file) and parsed once, and whether it
+    is there: False when nobody named one and the default file does not exist yet (there
+    are no runs yet). A database that was named and is not there is an error, not an
+    empty list, and nothing is created by looking."""
     chosen = config.database(given)
-    url = normalise_url(chosen)
+    url = parse_url(default_db_url() if chosen is None else chosen)
     path = sqlite_file(url)
     if path is None or path.exists():
-        return url
+        return url, True
     if chosen is None:
-        return None
+        return url, False
     source = "--db" if given is not None else (config.ENV_DB if config.ENV_DB in os.environ and
                                                  os.environ[config.ENV_DB] else "the config file's db")
     relative = (f" ({chosen} is relative to this directory: three slashes)"

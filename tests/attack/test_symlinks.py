@@ -94,7 +94,7 @@ def test_report_through_a_planted_link(tmp_path, victim, engine_bin):
 
 def test_run_says_what_to_do_in_its_own_words(tmp_path):
     """A report that cannot be written after a run names the run's own way out (run has no -o)."""
-    from rtgauge.cli.report import write_html
+    from rtgauge.report.output import write_html
     from rtgauge.errors import UserError
     full = tmp_path / "full"
     full.mkdir()

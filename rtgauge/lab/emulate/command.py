@@ -1,6 +1,8 @@
 """`rtgauge lab emulate build|start|stop|status`: an emulated lab of four systems
 (Debian's stock and PREEMPT_RT kernels, amd64 and armhf, under qemu-system) reached
-as boards over SSH on loopback (docs/lab.md, "An emulated lab")."""
+as boards over SSH on loopback (docs/lab.md, "An emulated lab"). The subcommand lives
+beside the lab it starts, not among the command modules (as hil/command.py does), so
+cli/lab.py adds it without importing another command module."""
 
 from __future__ import annotations
 

@@ -1,0 +1,232 @@
+"""A stored run as `rtgauge show` prints it, and the list of runs: tables drawn for a
+terminal or TSV into a pipe or a file (fmt: --format, else chosen by the output; no
+module-wide setting), the run's system, measurements, probable worst case, tire pretest
+and tire cost. Below the command line, so the import reads a run through the same
+printing before it stores it (cli/importing.py dry_read)."""
+
+from __future__ import annotations
+
+from rtgauge.records import Measurement, Run
+from rtgauge.report.document import pwcet_results
+
+PERIODIC_STATS = ("min", "avg", "p99", "max")
+
+
+def console(fmt: str | None = None):
+    """Tables drawn on a terminal, TSV into a pipe or file, unless FMT (--format) says."""
+    from rtgauge.report.safe import table_console
+    return table_console(fmt)
+
+
+def when(iso: str | None) -> str:
+    """A stored UTC timestamp as local time, to the second."""
+    from datetime import datetime
+    if not iso:
+        return "-"
+    try:
+        return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return iso
+
+
+def elapsed(start: str | None, end: str | None) -> str:
+    from datetime import datetime
+    try:
+        seconds = (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    except (TypeError, ValueError):
+        return ""
+    minutes, seconds = divmod(int(round(seconds)), 60)
+    return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
+
+
+STATUS_STYLE = {"complete": "green", "running": "yellow", "interrupted": "yellow", "failed": "red",
+                "abandoned": "red"}
+
+
+def styled_status(status: str) -> str:
+    from rtgauge.report.safe import markup as escape
+    return f"[{STATUS_STYLE.get(status, 'white')}]{escape(status)}[/]"
+
+
+def print_run_list(runs: list[dict], where: str, fmt: str | None = None) -> None:
+    from rich.table import Table
+    from rtgauge.report.safe import markup as escape
+    table = Table(title=f"Runs in {where}", title_justify="left")
+    for column in ("run", "started", "status", "profile", "host", "kernel"):
+        table.add_column(column)
+    table.add_column("measurements", justify="right")
+    for run in runs:
+        table.add_row(str(run["id"]), when(run["started_at"]), styled_status(run["status"]),
+                      escape(run["profile"]), escape(run["hostname"]), escape(run["kernel_release"]),
+                      str(run["measurements"]))
+    console(fmt).print(table)
+
+
+def system_line(system: dict) -> str:
+    parts = [system.get("hostname") or "?"]
+    kernel = " ".join(str(system[k]) for k in ("kernel_release", "arch") if system.get(k))
+    if kernel:
+        parts.append(kernel)
+    if system.get("preempt_model"):
+        parts.append(f"preempt {system['preempt_model']}")
+    cpu = system.get("cpu_model") or ""
+    if system.get("cpus"):
+        cpu = f"{system['cpus']} × {cpu}" if cpu else f"{system['cpus']} CPUs"
+    if cpu:
+        parts.append(cpu)
+    return " · ".join(parts)
+
+
+def microseconds(ns) -> str:
+    return "-" if not isinstance(ns, (int, float)) else f"{ns / 1000:.1f}"
+
+
+def scalar(m: Measurement, name: str) -> str:
+    value = m.scalar(name)
+    return "-" if value is None else str(value)
+
+
+def misses_cell(m: Measurement) -> str:
+    """Periods not served on time: late cycles and skipped deadlines (analysis.late_periods)."""
+    from rtgauge.analysis import late_periods
+    from rtgauge.report.numbers import misses_text
+    late = late_periods(m)
+    return misses_text(late["misses"], late["skipped"], "-")
+
+
+def condition_cell(m: Measurement) -> str:
+    """The condition with the measurement's marks (fallback, not idle: analysis/marks.py)."""
+    from rtgauge.analysis.marks import marks
+    return " ".join([str(m.condition), *(f"({text})" for text in marks(m))])
+
+
+def outcome(m: Measurement) -> str:
+    if not m.ok:
+        return "[red]failed[/]"
+    why = m.stopped_early
+    return f"[yellow]{why}[/]" if why else "[green]ok[/]"
+
+
+def verdict_summary(verdicts: dict) -> str:
+    from rtgauge.report.safe import markup as escape
+    return ", ".join(f"{escape(name)} {'[green]pass[/]' if v.passed else '[red]FAIL[/]'}"
+                     for name, v in verdicts.items())
+
+
+def steal_text(m: Measurement) -> str:
+    """The hypervisor's steal time on the measured CPUs during the measurement."""
+    steal = (m.env.get("counters") or {}).get("steal")
+    if not isinstance(steal, dict) or not isinstance(steal.get("total_ms"), (int, float)):
+        return "-"
+    share = steal.get("max_share")
+    text = f"{steal['total_ms']:g}"
+    if isinstance(share, (int, float)) and share > 0:
+        text += f" ({share:.1%})"
+    return f"[yellow]{text}[/]" if steal["total_ms"] > 0 else text
+
+
+def origin_text(origin: dict) -> str:
+    """Where an imported run came from: the format, the file and its identity."""
+    text = f"imported from {origin.get('format') or '?'} {origin.get('file') or '?'}"
+    if origin.get("run") is not None:
+        text += f" (run {origin['run']} of {origin.get('host') or '?'})"
+    first = origin.get("first") if isinstance(origin.get("first"), dict) else None
+    if first:
+        text += f", first imported from {first.get('format') or '?'} {first.get('file') or '?'}"
+    return text + f"; identity {origin.get('identity')}"
+
+
+def print_run(run: Run, fmt: str | None = None) -> None:
+    from rich.table import Table
+    from rtgauge.report.safe import markup as escape, printable
+    from rtgauge.report.stalls import print_stalls
+    out = console(fmt)
+    duration = elapsed(run.started_at, run.finished_at)
+    out.print(f"[bold]Run {run.id}[/] · {styled_status(run.status)} · profile {escape(run.profile)} · "
+              f"started {when(run.started_at)}" + (f" · took {duration}" if duration else ""))
+    if run.note:
+        out.print(f"  note: {printable(run.note)}", markup=False)
+    if isinstance(run.origin, dict):
+        out.print(f"  origin: {printable(origin_text(run.origin))}", markup=False)
+    out.print(f"System: {system_line(run.system or {'hostname': run.extra.get('hostname')})}", markup=False)
+    warnings = [d for d in run.doctor if d.get("status") != "ok"]
+    if warnings:
+        out.print("Doctor:")
+        for d in warnings:
+            advice = f" — {d['advice']}" if d.get("advice") else ""
+            out.print(f"  {d.get('status', '?')}: {d.get('name', '?')} = {d.get('value', '')}{advice}",
+                      markup=False)
+    if not run.measurements:
+        out.print("No measurements were stored in this run.")
+        return
+    table = Table(title="Measurements (wake-up latency ti in µs)", title_justify="left")
+    for column in ("name", "tool", "condition", "result"):
+        table.add_column(column)
+    for stat in PERIODIC_STATS:
+        table.add_column(f"ti {stat}", justify="right")
+    table.add_column("misses", justify="right")
+    table.add_column("steal ms", justify="right")
+    table.add_column("verdicts")
+    for m in run.measurements:
+        from rtgauge.analysis import row_metric
+        metric = row_metric(m)     # rtla's columns are not ti: the tool cell names the one shown
+        ti = m.metric(metric)
+        tool = (f"{m.tool} (x-check)" if m.cross_check else m.tool) + (f", {metric}" if metric != "ti" else "")
+        table.add_row(escape(m.label), escape(tool), escape(condition_cell(m)), outcome(m),
+                      *(microseconds(getattr(ti, stat)) for stat in PERIODIC_STATS),
+                      misses_cell(m), steal_text(m), verdict_summary(m.verdicts))
+    out.print(table)
+    print_stalls(out, [run])
+    from rtgauge.report.spikes import print_attribution
+    print_attribution(out, [run])
+    for m in run.measurements:
+        if m.error:
+            out.print(f"{printable(m.label, 200)}: {printable(m.error)}", markup=False)
+    from rtgauge.report.terminal import print_conclusions
+    print_conclusions(out, [run])
+
+
+def print_pwcet(run: Run, fmt: str | None = None) -> None:
+    results = pwcet_results(run)
+    if not results:
+        return
+    out = console(fmt)
+    out.print("Probable worst case (extreme value theory, docs/pwcet.md; `rtgauge pwcet` gives each thread):")
+    for m, rs in results:
+        for r in rs:
+            out.print(f"  {m.label}: {r.summary()}", markup=False)
+
+
+def print_tire_pretest(run: Run, fmt: str | None = None) -> None:
+    """The pretest's thread findings (first miss, thread ceiling) beside the study's."""
+    from rtgauge.analysis.tire import period_text, pretest_threads, pretest_threads_sentence
+    for c in pretest_threads(run):
+        console(fmt).print(f"Tire pretest at {period_text(c['period_ms'])}, {c['policy']}, {c['solver']}: "
+                        f"{pretest_threads_sentence(c)}", markup=False)
+
+
+def print_tire_cost(run: Run, fmt: str | None = None) -> None:
+    """The tire cost equation of the run: constants measured by the solver, and
+    each configuration's step time predicted from the others' (docs/tire.md)."""
+    from rich.table import Table
+    from rtgauge.analysis.tirecost import run_cost_model
+    model = run_cost_model(run)
+    if not model:
+        return
+    out = console(fmt)
+    for policy, m in model.items():
+        c = m["constants"]
+        tsw = m["tswitch_ns"]
+        micro = m["tswitch_micro_ns"]
+        out.print(f"Tire cost equation ({policy}): Tspring {c['Tspring']['median']:.2f} ns, "
+                  f"Tmass {c['Tmass']['median']:.2f} ns, Tipc {c['Tipc']['median']:.2f} ns, "
+                  f"Tswitch {'–' if tsw is None else f'{tsw / 1e3:.1f} µs'} in the runs"
+                  + (f" ({micro / 1e3:.2f} µs switch microbenchmark)" if micro is not None else "")
+                  + f"; median prediction error {m['median_error']:.0%}", markup=False)
+        table = Table(title=f"Ts predicted against measured ({policy})", title_justify="left")
+        for col in ("masses", "threads", "Nswitch (unplanned)", "Nwait", "measured µs", "predicted µs", "error"):
+            table.add_column(col, justify="right")
+        for r in m["predictions"]:
+            table.add_row(f"{r['masses']:,}", str(r["threads"]), f"{r['nswitch']:.2f}", f"{r.get('nwait', 0):.2f}",
+                          f"{r['measured_ns'] / 1e3:.1f}", f"{r['predicted_ns'] / 1e3:.1f}", f"{r['error']:.0%}")
+        out.print(table)
