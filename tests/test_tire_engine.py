@@ -60,13 +60,16 @@ def test_output_names(run_engine):
 def test_the_default_period_is_the_one_rtgauge_places_runs_at(run_engine, mode):
     """A run without --period-ms steps at its mode's period; the analysis places such a
     run (stored without a period) at TIRE_PERIOD_MS, which must be the engine's."""
-    from rtgauge.analysis.tire import effective_period_ms
     from rtgauge.defaults import TIRE_PERIOD_MS
+    from rtgauge.records import Measurement
     r = tire(run_engine, "--mode", mode, "--masses", "100", "--steps", "3", *QUIET)
     assert r.status == 0, r.stderr
     assert r.doc["params"]["period_ms"] is None
     assert r.doc["physics"]["period_ms"] == TIRE_PERIOD_MS[mode]
-    assert effective_period_ms({}, mode) == TIRE_PERIOD_MS[mode]
+    assert r.doc["env"]["period_ns"] == round(TIRE_PERIOD_MS[mode] * 1e6)      # the cycle driver's own
+    # a run stored before the engine wrote env.period_ns is placed at the same period
+    older = {**r.doc, "env": {k: v for k, v in r.doc["env"].items() if k != "period_ns"}}
+    assert Measurement.from_dict({**older, "name": "tire"}).period_ns == round(TIRE_PERIOD_MS[mode] * 1e6)
 
 
 def test_first_contact_matches_free_fall(run_engine):

@@ -48,17 +48,6 @@ class TirePoint:
         return not self.stopped_on_miss and (self.steps_asked is None or self.steps == self.steps_asked)
 
 
-def effective_period_ms(params: dict, mode: str, physics: dict | None = None) -> float | None:
-    """The period a tire run stepped at: --period-ms, else the engine's own record,
-    else the mode's default; None for real-fast (no period)."""
-    if mode == "realfast":
-        return None
-    for v in (params.get("period_ms"), (physics or {}).get("period_ms")):
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
-            return float(v)
-    return TIRE_PERIOD_MS.get(mode)
-
-
 def tire_points(run: Run) -> list[TirePoint]:
     out = []
     for m in run.measurements:
@@ -69,10 +58,9 @@ def tire_points(run: Run) -> list[TirePoint]:
             continue
         ts = m.metric("ts")
         mode = str(m.param("mode") or "realtime")
-        physics = (m.extra.get("document") or {}).get("physics")
         out.append(TirePoint(
             int(p["masses"]), int(p["threads"]), str(m.param("policy") or m.policy or "?"),
-            str(m.param("solver") or "locked"), mode, effective_period_ms(p, mode, physics),
+            str(m.param("solver") or "locked"), mode, None if m.period_ns is None else m.period_ns / 1e6,
             late_periods(m)["misses"], m.scalar("steps"), m.scalar("wall_s"),
             ts.avg, ts.max, m.fallback, m,
             None if m.param("steps") is None else int(p["steps"]), bool(m.param("stop_on_miss"))))

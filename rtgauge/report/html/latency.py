@@ -127,7 +127,7 @@ def histogram_plot(m: Measurement, x_range: tuple[float, float] | None = None,
 
 def how_measured(m: Measurement) -> str:
     env, params = m.env, m.params
-    bits = [f"{m.metric(row_metric(m)).count or 0:,} wake-ups", f"every {params.get('interval_us', '?')} µs",
+    bits = [f"{m.metric(row_metric(m)).count or 0:,} wake-ups", f"every {m.period_us if m.period_us is not None else '?'} µs",
             f"{m.param('duration_s') or m.duration_s or '?'} s",
             f"policy {env.get('policy', params.get('policy', '?'))} priority {env.get('priority', params.get('priority', '?'))}",
             f"condition {m.condition}", f"tool {m.tool}"]
