@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from perfdoc import paired_shift, write_section  # noqa: E402
 from rtgauge.analysis import spikes  # noqa: E402
+from rtgauge.analysis.samples import read_samples  # noqa: E402
 from rtgauge.enginebin import engine_path  # noqa: E402
 from rtgauge.trace import Tracefs  # noqa: E402
 from rtgauge.trace.wholerun import WholeRunTrace  # noqa: E402
@@ -48,7 +49,7 @@ def one(engine: str, cpu: int, seconds: float, traced: bool, tracefs: str) -> di
             note = trace.finish() if trace else None
             if trace:
                 trace.remove()
-        th, cy, dl, ti = spikes.read_samples(str(tmp / "s.csv"))
+        th, cy, dl, ti = read_samples(str(tmp / "s.csv"))
         out = {"p9999_us": float(np.quantile(ti, 0.9999)) / 1000, "max_us": float(ti.max()) / 1000,
                "samples": len(ti)}
         if note:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from rtgauge.analysis import spikes
+from rtgauge.analysis.samples import read_samples
 from rtgauge.trace import find_tracefs
 from rtgauge.trace.wholerun import WholeRunTrace
 
@@ -75,7 +76,7 @@ def disturbed_run(engine_bin, tmp_path_factory):
     assert engine.returncode == 0, err
     doc = json.loads((tmp / "doc.json").read_text())
     threads = {t["index"]: t["cpu"] for t in doc["env"]["threads"]}
-    samples = spikes.read_samples(str(tmp / "samples.csv"))
+    samples = read_samples(str(tmp / "samples.csv"))
     per_cpu, lost = spikes.parse_trace(open(tmp / "trace.txt"))
     return {"tmp": tmp, "measured": measured, "other": other, "bursts": json.loads(dist.stdout)["bursts"],
             "threads": threads, "samples": samples, "per_cpu": per_cpu, "lost": lost, "note": note}

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from rtgauge.analysis import spikes
+from rtgauge.analysis.samples import read_samples
 from rtgauge.trace import find_tracefs
 from rtgauge.trace.wholerun import WholeRunTrace
 from test_attribution import burst_spikes, near_a_burst, tracing_ready
@@ -112,7 +113,7 @@ def storm_run(engine_bin, tmp_path_factory):
     assert engine.returncode == 0, err
     doc = json.loads((tmp / "doc.json").read_text())
     threads = {t["index"]: t["cpu"] for t in doc["env"]["threads"]}
-    samples = spikes.read_samples(str(tmp / "samples.csv"))
+    samples = read_samples(str(tmp / "samples.csv"))
     # the events of both CPUs around the bursts (the whole trace is large; the bursts are what is checked)
     near = [(b[0] - 20_000_000, b[1] + 20_000_000) for b in sent["bursts"]]
     per_cpu, lost = spikes.scan_trace(open(tmp / "trace.txt"), {measured: near, other: near})

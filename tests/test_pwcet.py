@@ -16,6 +16,7 @@ from scipy import stats
 
 from conftest import needs_root, rtgauge
 from rtgauge.analysis import pwcet as pw
+from rtgauge.analysis.samples import BINARY_DTYPE
 from rtgauge.records import Measurement
 from rtgauge.store import open_store
 
@@ -289,7 +290,7 @@ def write_samples(path: Path, fmt: str, threads: int = 2, cycles: int = 30_000, 
         path.write_text("thread,cycle,deadline_ns,ti_ns,ts_ns,tw_ns\n" + "".join(",".join(map(str, r)) + "\n"
                                                                            for r in rows))
     else:
-        arr = np.array([(t, 0, k, d, ti, ts, tw) for t, k, d, ti, ts, tw in rows], dtype=pw.BINARY_DTYPE)
+        arr = np.array([(t, 0, k, d, ti, ts, tw) for t, k, d, ti, ts, tw in rows], dtype=BINARY_DTYPE)
         path.write_bytes(b"RTGSAMP1" + np.array([48, 0], "<u4").tobytes() + arr.tobytes())
 
 

@@ -26,7 +26,6 @@ periods, Bonferroni-corrected).
 
 from __future__ import annotations
 
-import csv
 import math
 import re
 from dataclasses import dataclass, field
@@ -465,20 +464,6 @@ def periodicity(times_s: list[float], duration_s: float) -> dict:
             "periods_scanned": int(independent), "shortest_period_s": 1 / fmax,
             "gap_cv": float(gaps.std() / gaps.mean()) if len(gaps) and gaps.mean() > 0 else None}
 
-
-def read_samples(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """samples.csv -> thread, cycle, deadline_ns, ti_ns arrays (docs/samples.md)."""
-    th, cy, dl, ti = [], [], [], []
-    with open(path, newline="") as f:
-        for row in csv.reader(f):
-            if not row or not row[0].isdigit():
-                continue
-            th.append(int(row[0]))
-            cy.append(int(row[1]))
-            dl.append(int(row[2]))
-            ti.append(int(row[3]))
-    return (np.array(th, dtype=np.int64), np.array(cy, dtype=np.int64), np.array(dl, dtype=np.int64),
-            np.array(ti, dtype=np.int64))
 
 
 def windows_of(by_cpu: dict[int, list[Spike]]) -> dict[int, list[tuple[int, int]]]:

@@ -345,7 +345,8 @@ def attribute_job(trace_path: Path, samples_path: Path, doc: dict, s: RunSetting
     """env.attribution of a latency job from its whole-run trace and raw samples; the
     measuring threads are known by their name (comm: the engine's, at most 15 characters).
     The threshold: --attribute-threshold-us, else the job's budget, else the run's p99.9."""
-    from rtgauge.analysis.spikes import attribute, read_samples
+    from rtgauge.analysis.samples import read_samples
+    from rtgauge.analysis.spikes import attribute
     if not samples_path.exists():
         return {"unavailable": "the engine wrote no samples (it did not start measuring)"}
     env = doc.get("env") or {}
@@ -355,7 +356,7 @@ def attribute_job(trace_path: Path, samples_path: Path, doc: dict, s: RunSetting
         threshold, source = s.attribute_budget_us, "the job's budget"
     stalls = (env.get("stalls") or {}).get("intervals") if isinstance(env.get("stalls"), dict) else None
     with open(trace_path, errors="replace") as lines:
-        out = attribute(lines, read_samples(str(samples_path)), threads, {comm}, threshold, cpus,
+        out = attribute(lines, read_samples(str(samples_path), bounded=False), threads, {comm}, threshold, cpus,
                         threshold_from=source, tasks=tasks, virtual=s.virtual,
                         stalls=stalls if isinstance(stalls, list) else None)
     out["trace"] = traced

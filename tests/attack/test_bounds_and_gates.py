@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rtgauge.analysis.pwcet import BINARY_DTYPE, BINARY_MAGIC, read_samples
+from rtgauge.analysis.samples import BINARY_DTYPE, BINARY_MAGIC, read_samples
 from rtgauge.records import COUNT_MAX, Metric, bounded_count
 from rtgauge.errors import EXIT_INCOMPLETE, UserError
 from rtgauge.remote import ssh as remote

@@ -10,8 +10,9 @@ instead of a number. docs/pwcet.md explains the method and how to read the resul
 
 The package, a module a concern: fit.py (the GEV fit, its intervals and the method's
 parameters), checks.py (the applicability checks), text.py (the answer, Pwcet, and its
-words), estimate.py (analyse, and the answers of stored measurements), samples.py (raw
-samples files) and compare.py (two systems' worst cases). Every name is importable from
+words), estimate.py (analyse, and the answers of stored measurements), samples.py (a raw
+samples file cut into blocks; rtgauge/analysis/samples.py reads it), pot.py (peaks over
+a threshold), autocorr.py (the Ljung-Box test) and compare.py (two systems' worst cases). Every name is importable from
 here, as it was from the single module.
 """
 
@@ -89,12 +90,7 @@ from rtgauge.analysis.pwcet.estimate import (  # noqa: F401
     worst_case,
 )
 from rtgauge.analysis.pwcet.samples import (  # noqa: F401
-    BINARY_MAGIC,
-    SAMPLES_BINARY_MAX,
-    SAMPLES_CSV_MAX,
     BLOCKS_MAX,
-    BINARY_DTYPE,
-    read_samples,
     default_block,
     samples_pwcet,
 )
