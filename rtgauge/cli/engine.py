@@ -76,11 +76,14 @@ def latency_summary(doc: dict) -> list[str]:
     from rtgauge.printable import printable
     if not doc.get("ok", True) and doc.get("error"):
         return [f"rtgauge-engine latency failed: {printable(doc.get('error'))}"]
-    metrics, env, params = doc.get("metrics") or {}, doc.get("env") or {}, doc.get("params") or {}
+    from rtgauge.records import Measurement
+    metrics, env = doc.get("metrics") or {}, doc.get("env") or {}
+    period = Measurement.from_dict({**doc, "name": "latency"}).period_us    # the cycle driver's env.period_ns
+    interval = "?" if period is None else period
     threads = env.get("threads") or []
     keys = [f"#{t.get('index', i)}" for i, t in enumerate(threads)] or [""]
     head = (f"# rtgauge-engine latency: {len(keys)} thread{'s' if len(keys) != 1 else ''}, "
-            f"{env.get('policy', '?')} {env.get('priority', '?')}, interval {params.get('interval_us', '?')} µs"
+            f"{env.get('policy', '?')} {env.get('priority', '?')}, interval {interval} µs"
             + (", FALLBACK: not real-time" if env.get("fallback") else "")
             + (", interrupted" if doc.get("interrupted") else "") + "; figures in µs (--json: the document)")
     out = [head]
@@ -96,7 +99,7 @@ def latency_summary(doc: dict) -> list[str]:
         misses = (metrics.get(f"misses{key}") or {}).get("value")
         rows.append((ti, misses))
         out.append(f"T:{i:2d} ({t.get('tid', '?'):>6}) P:{t.get('priority', env.get('priority', '?'))} "
-                   f"I:{params.get('interval_us', '?')} C:{cycles if cycles is not None else '-':>8} "
+                   f"I:{interval} C:{cycles if cycles is not None else '-':>8} "
                    f"Min:{us(ti.get('min')):>7} Avg:{us(ti.get('avg')):>7} Max:{us(ti.get('max')):>7}"
                    + (f" CPU:{t['cpu']}" if t.get("cpu") is not None else "")
                    + (f" Misses:{misses}" if misses else ""))
