@@ -25,7 +25,13 @@ def wait_for(condition, what: str, timeout: float = WATCHDOG_S, proc: subprocess
         if value:
             return value
         if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"the process ended (status {proc.returncode}) before {what}")
+            said = ""
+            try:
+                out, err = proc.communicate(timeout=10)
+                said = ": " + " | ".join(str(err or out or "").strip().splitlines()[-3:])
+            except (ValueError, OSError):        # its pipes were read already, or none
+                pass
+            raise AssertionError(f"the process ended (status {proc.returncode}) before {what}{said}")
         if time.monotonic() > deadline:
             raise AssertionError(f"no {what} within {timeout:.0f} s")
         time.sleep(POLL_S)
@@ -136,3 +142,26 @@ def start_udp_server(argv_for, tries: int = 3, **popen) -> tuple[subprocess.Pope
                 raise
             proc.communicate()
     raise AssertionError(f"the process ended before binding its port, {tries} times")
+
+
+def child_named(ppid: int, comm: str) -> int | None:
+    """The pid of a child of PPID whose command name is COMM (/proc/PID/stat), or None."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        if name == comm[:15] and int(stat.rsplit(")", 1)[1].split()[1]) == ppid:
+            return int(entry)
+    return None
+
+
+def engine_measuring(ppid: int) -> int | None:
+    """The pid of PPID's rtgauge-engine child once it measures (a thread at SCHED_FIFO and
+    CPU time used), else None: a run's job is under way."""
+    pid = child_named(ppid, "rtgauge-engine")
+    return pid if pid and threads_at(pid) >= 1 and cpu_ticks(pid) > 0 else None

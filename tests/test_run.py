@@ -7,12 +7,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from conftest import needs_root, rtgauge
+from readiness import engine_measuring, wait_for
 from rtgauge.lab.runner import read_run_id
 from rtgauge.store import open_store
 
@@ -102,7 +102,7 @@ def test_sigterm_keeps_what_was_measured(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-m", "rtgauge", "run", "--profile", str(prof), "--db", str(db),
                              "--no-report"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    time.sleep(6)
+    wait_for(lambda: engine_measuring(proc.pid), "the run's engine measuring", proc=proc)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, out + err

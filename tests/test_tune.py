@@ -7,12 +7,12 @@ import glob
 import json
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
 
 from conftest import needs_root
+from readiness import engine_measuring, wait_for
 from rtgauge import tune
 from rtgauge.errors import UserError
 from test_loads import rtgauge_popen, wait_until
@@ -139,7 +139,7 @@ def test_run_tuned_reverts_after_the_run(ending, tmp_path, monkeypatch):
     if ending == "SIGTERM":
         assert wait_until(lambda: state_path.exists(), 60)
         assert snapshot() != before
-        time.sleep(2)
+        wait_for(lambda: engine_measuring(p.pid), "the tuned run's engine measuring", proc=p)
         p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=120)
     assert {"complete": (0, 1), "failed": (1, 2), "SIGTERM": (130,)}[ending].count(p.returncode), out + err

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from conftest import ROOT, rtgauge_popen
+from readiness import status_cycles, wait_for
 
 
 def env_read_at_import(path: Path) -> list[int]:
@@ -55,14 +56,15 @@ def test_a_popen_child_is_the_command_and_a_signal_reaches_it(tmp_path, engine_b
     env = dict(os.environ, PYTHONPATH=str(ROOT), RTGAUGE_ENGINE=engine_bin)
     # `rtgauge engine latency` execs the engine in its own process: for 30 s, unless a
     # SIGINT to the handle's pid stops it as Ctrl-C does
+    status = tmp_path / "status.jsonl"
     p = rtgauge_popen("engine", "latency", "--duration-s", "30", "--policy", "other", "--no-mlock",
-                      env_full=env, cwd=tmp_path)
+                      "--window-s", "0.1", "--status", str(status), env_full=env, cwd=tmp_path)
     started = time.monotonic()
     try:
         while b"rtgauge-engine" not in Path(f"/proc/{p.pid}/cmdline").read_bytes():
             assert p.poll() is None and time.monotonic() < started + 60, p.communicate()
             time.sleep(0.05)
-        time.sleep(0.5)
+        wait_for(lambda: status_cycles(status) > 0, "a window measured in the engine's status", proc=p)
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=60)
     finally:
