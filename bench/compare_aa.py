@@ -166,7 +166,7 @@ def called(doc: dict) -> list[str]:
 
 def drift_pairs(db: Path, pairs: list[tuple[int, int]]) -> dict[str, list[float]]:
     """Per family, the log ratio of every figure between the two runs of each A/A pair."""
-    from rtgauge.analysis.regress import figures
+    from rtgauge.analysis.compare.regress import figures
     from rtgauge.store import open_store
 
     out: dict[str, list[float]] = {}
@@ -236,7 +236,7 @@ def drift(args) -> int:
 def aa_calls(db: Path, pairs: list[tuple[int, int]]) -> list[tuple[int, int, int, list[str]]]:
     """Each A/A pair compared with the default settings (compare_runs in this process,
     the same statistics as `rtgauge compare`): (a, b, figures, called figures)."""
-    from rtgauge.analysis.regress import BETTER, WORSE, compare_runs
+    from rtgauge.analysis.compare.regress import BETTER, WORSE, compare_runs
     from rtgauge.store import open_store
 
     out = []
@@ -249,7 +249,7 @@ def aa_calls(db: Path, pairs: list[tuple[int, int]]) -> list[tuple[int, int, int
 
 
 def analyse(args) -> int:
-    from rtgauge.analysis import noise
+    from rtgauge.analysis.compare import noise
 
     out = Path(args.dir)
     db, journal = out / "compare.db", out / "journal.jsonl"
@@ -344,7 +344,7 @@ def analyse(args) -> int:
                 f"with one round a side and {counts['ab_rounds']} with rounds. {args.shipped}\n\n"
                 "| experiment | comparisons | result |\n|---|---|---|\n" + "\n".join(lines) + "\n\n"
                 "The run-to-run drift, log(figure of run B / figure of run A) of every figure of a family over "
-                "the A/A pairs: τ (t degrees of freedom) shipped in rtgauge/analysis/noise.py, fitted to the "
+                "the A/A pairs: τ (t degrees of freedom) shipped in rtgauge/analysis/compare/noise.py, fitted to the "
                 "pairs used for it, and refitted to every pair; |d| is the absolute log ratio.\n\n"
                 "| family | shipped τ (df) | fitted (df) | all pairs (df) | ratios | median abs(d) | max abs(d) |\n"
                 "|---|---|---|---|---|---|---|\n" + "\n".join(drift_rows) + "\n")
@@ -378,7 +378,7 @@ def main() -> int:
     a.add_argument("--machine", default="shared with other engineers' jobs",
                    help="what else ran on the machine meanwhile, for the written section")
     a.add_argument("--shipped", default="",
-                   help="a sentence on where the shipped drift model (rtgauge/analysis/noise.py) came from")
+                   help="a sentence on where the shipped drift model (rtgauge/analysis/compare/noise.py) came from")
     a.add_argument("--fit-before", type=int, default=None, metavar="RUN",
                    help="the shipped drift was fitted to pairs of runs before RUN: count the other pairs apart")
     a.set_defaults(func=analyse)

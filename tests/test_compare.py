@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from rtgauge.analysis.regress import BETTER, GONE, INVALID, SAME, WORSE, compare_runs, parse_rule
+from rtgauge.analysis.compare.regress import BETTER, GONE, INVALID, SAME, WORSE, compare_runs, parse_rule
 from rtgauge.errors import UserError
 from rtgauge.store import open_store
 from test_report_builders import SYSTEM, DOCTOR, full_run_documents, latency_document

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from conftest import rtgauge
-from rtgauge.analysis import noise, regress
-from rtgauge.analysis.regress import BETTER, WORSE, compare_runs
+from rtgauge.analysis.compare import noise, regress
+from rtgauge.analysis.compare.regress import BETTER, WORSE, compare_runs
 from rtgauge.store import open_store
 
 DATA = Path(__file__).parent / "data"

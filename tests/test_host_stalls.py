@@ -417,7 +417,7 @@ def test_summary_report_and_compare_show_the_stall_free_average(stored, switch_p
 def test_a_malformed_stalls_record_is_shown_without_breaking(stalls):
     """An imported document may carry anything under env.stalls: show, report and compare
     read it without an exception (the import gate renders it before storing)."""
-    from rtgauge.analysis.regress import figures
+    from rtgauge.analysis.compare.regress import figures
     from rtgauge.report.stalls import print_stalls, render_stalls_html, stalls_json
     m = {"name": "switch <x>", "test": "switch", "tool": "engine", "ok": True, "params": {},
          "env": {"stalls": stalls}, "metrics": {"switch": {"kind": "distribution", "count": 3, "avg": 1.0, "max": 2}},

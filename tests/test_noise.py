@@ -1,4 +1,4 @@
-"""The statistics of compare (rtgauge/analysis/noise.py) on synthetic data whose answer
+"""The statistics of compare (rtgauge/analysis/compare/noise.py) on synthetic data whose answer
 is known: interval coverage, the false-positive rate across many figures after the
 Benjamini-Hochberg adjustment, detection of a known shift, the single-round fallbacks."""
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from rtgauge.analysis import noise
+from rtgauge.analysis.compare import noise
 from test_report_builders import log_linear_bins
 
 

@@ -1,5 +1,5 @@
 """Single-round comparisons (one engine invocation on each side) on synthetic runs whose
-answer is known (rtgauge/analysis/regress.py test_figure, noise.compare_single,
+answer is known (rtgauge/analysis/compare/regress.py test_figure, noise.compare_single,
 docs/compare.md "Single runs"):
 
 - A/A: two runs drawn from one machine whose figures drift between runs by the
@@ -23,9 +23,9 @@ import math
 
 import numpy as np
 
-from rtgauge.analysis import noise
-from rtgauge.analysis import regress
-from rtgauge.analysis.regress import SAME, Change, Figure, parse_rule, within_run
+from rtgauge.analysis.compare import noise
+from rtgauge.analysis.compare import regress
+from rtgauge.analysis.compare.regress import SAME, Change, Figure, parse_rule, within_run
 from test_report_builders import log_linear_bins
 
 import pytest

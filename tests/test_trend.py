@@ -3,7 +3,7 @@ the runs, significant changes marked: a run made worse is marked, an unchanged o
 
 from __future__ import annotations
 
-from rtgauge.analysis.trend import trend
+from rtgauge.analysis.compare.trend import trend
 from rtgauge.report.html import render
 from rtgauge.store import open_store
 from test_report_builders import SYSTEM, full_run_documents, store_run

@@ -1,7 +1,7 @@
 """`rtgauge compare RUN_A RUN_B ...`: systems side by side in the terminal, and a
 regression view of each later run against the first (the baseline): every figure
 better, worse or with no significant difference, with the size of the change and its
-interval (statistics in rtgauge/analysis/noise.py, docs/compare.md). --json prints
+interval (statistics in rtgauge/analysis/compare/noise.py, docs/compare.md). --json prints
 every compared figure for CI. --fail-on rules make the exit status 3 when they trip
 on a significant change, and when they have nothing valid to check (fail closed);
 status 4 (undecided) when a change beyond a rule is within the noise."""
@@ -63,9 +63,9 @@ def console(fmt: str | None = None) -> Console:
 
 def cmd_compare(args) -> int:
     import json
-    from rtgauge.analysis.regress import BETTER, WORSE, change_json, compare_runs, parse_rule
+    from rtgauge.analysis.compare.regress import BETTER, WORSE, change_json, compare_runs, parse_rule
     from rtgauge.analysis.headline import DEFAULT_BUDGET_US
-    from rtgauge.analysis.gate import incomplete_runs
+    from rtgauge.analysis.compare.gate import incomplete_runs
     from rtgauge.report.output import write_html
     from rich.markup import escape
     from rtgauge.report.stalls import stalls_json
@@ -190,7 +190,7 @@ def answer(changes) -> str:
     """better / worse / no change / undecided for one later run against the baseline:
     worse when any figure is significantly worse (better ones are said beside it),
     undecided when a figure could not be compared (invalid, new, gone)."""
-    from rtgauge.analysis.regress import BETTER, SAME, WORSE
+    from rtgauge.analysis.compare.regress import BETTER, SAME, WORSE
     calls = [c.call for c in changes]
     if WORSE in calls:
         return "worse"
@@ -203,7 +203,7 @@ def answer(changes) -> str:
 
 def answer_line(base: Run, cand: Run, changes, alpha: float) -> str:
     from rich.markup import escape
-    from rtgauge.analysis.regress import BETTER, SAME, WORSE
+    from rtgauge.analysis.compare.regress import BETTER, SAME, WORSE
     word = answer(changes)
     colour = {"worse": "red", "better": "green", "no change": "green"}.get(word, "yellow")
     n = {k: sum(c.call == k for c in changes) for k in (WORSE, BETTER, SAME)}
@@ -364,7 +364,7 @@ def interval_text(iv, unit) -> str:
 
 
 def print_regressions(out: Console, base: Run, cand: Run, changes, show_all: bool, alpha: float = ALPHA) -> None:
-    from rtgauge.analysis.regress import BETTER, SAME, WORSE
+    from rtgauge.analysis.compare.regress import BETTER, SAME, WORSE
     from rich.table import Table
     from rich.markup import escape
     worse = [c for c in changes if c.call == WORSE]

@@ -51,7 +51,7 @@ def cmd_lab_run(args) -> int:
     from rtgauge.lab.runner import LabRunner
     from rtgauge.store import open_store
 
-    from rtgauge.analysis.gate import parse_run_rule
+    from rtgauge.analysis.compare.gate import parse_run_rule
     from rtgauge.report.junit import check_path
     rules = [parse_run_rule(r) for r in getattr(args, "fail_on", [])]
     check_path(getattr(args, "junit", None))
@@ -107,11 +107,11 @@ def check_distinct(addresses: dict) -> None:
 def lab_gates(lab, runs, stored: list[Run], rules, junit_path: str | None) -> int:
     """Each target's run against the rules and the profile's budget: printed, written as
     JUnit (a suite per target), and their exit status (rtgauge/errors.py gate_status)."""
-    from rtgauge.analysis.gate import check_run
+    from rtgauge.analysis.compare.gate import check_run
     from rtgauge.analysis.verdict import judge
     from rtgauge.report.junit import verdict_cases
     from rtgauge.errors import gate_status
-    from rtgauge.analysis.gate import incomplete_runs
+    from rtgauge.analysis.compare.gate import incomplete_runs
     from rtgauge.report.junit import Case, Suite, fail_closed, write_junit
     by_id = {r.id: r for r in stored}
     suites, statuses = [], []

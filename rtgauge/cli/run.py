@@ -466,7 +466,7 @@ def resolve_budget(args, profile):
 def prepare_gates(args, profile) -> None:
     """Rules, budget and JUnit path checked before anything is measured (args.rules,
     args.budget, args.max_time_s)."""
-    from rtgauge.analysis.gate import parse_run_rule
+    from rtgauge.analysis.compare.gate import parse_run_rule
     from rtgauge.plan.execute import parse_duration
     from rtgauge.report.junit import check_path
     args.rules = [parse_run_rule(r) for r in args.fail_on]
@@ -520,10 +520,10 @@ def until_verdict(console, store, run_id: int, jobs: list[Job], warmup_s: float,
 def gate_outcome(console, args, runs) -> int:
     """The verdict and the --fail-on rules on the run: printed, written as JUnit, and
     their exit status (0 when there is no gate)."""
-    from rtgauge.analysis.gate import check_run
+    from rtgauge.analysis.compare.gate import check_run
     from rtgauge.analysis.verdict import judge
     from rtgauge.errors import gate_status
-    from rtgauge.analysis.gate import incomplete_runs
+    from rtgauge.analysis.compare.gate import incomplete_runs
     from rtgauge.report.junit import Case, Suite, fail_closed, verdict_cases, write_junit
     from rtgauge.report.safe import markup as esc
     run = runs[0]

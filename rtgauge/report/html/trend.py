@@ -1,9 +1,9 @@
 """The trend section: per system and condition, max, p99 and the credible worst case
-of each run against its start time, significant changes marked (analysis/trend.py)."""
+of each run against its start time, significant changes marked (analysis/compare/trend.py)."""
 
 from __future__ import annotations
 
-from rtgauge.analysis.trend import started, trend
+from rtgauge.analysis.compare.trend import started, trend
 from rtgauge.report.html.page import e, figure, num
 from rtgauge.report.svg import Axis, Plot, Series
 from rtgauge.records import Run

@@ -1,5 +1,5 @@
 """CI gates on one run: `run --fail-on RULE` with absolute rules (compare's rule
-language, rtgauge/analysis/regress.py: 'max_latency>100us', 'misses>0',
+language, rtgauge/analysis/compare/regress.py: 'max_latency>100us', 'misses>0',
 'p99_latency>50us', 'micro_max>20us', 'pwcet>200us'), each checked per job. A change
 rule ('+20%') needs a baseline and belongs to `rtgauge compare`.
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rtgauge.analysis.regress import INVALID, SAME, Change, Rule, figures, parse_rule
+from rtgauge.analysis.compare.regress import INVALID, SAME, Change, Rule, figures, parse_rule
 from rtgauge.records import Run
 from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_INCOMPLETE, EXIT_OK, EXIT_UNDECIDED, UserError
 
@@ -76,7 +76,7 @@ def check_pwcet(run: Run, rule: Rule) -> list[Check]:
     """'pwcet>X': the credible worst case of each engine latency job against X; a job
     without a credible one is undecided (the reason is said)."""
     from rtgauge.analysis import latency_measurements
-    from rtgauge.analysis.regress import UNITS
+    from rtgauge.analysis.compare.regress import UNITS
     from rtgauge.analysis.verdict import worst_case
     limit_us = rule.amount * UNITS.get(rule.unit or "us", 1e3) / 1000
     out = []

@@ -2,7 +2,7 @@
 or the target it measured) and condition, per run in order of its start time, the
 worst wake-up latency (max), the p99 and the credible worst case (docs/pwcet.md, where
 its checks pass), and the changes from one run to the next that are statistically
-significant (the statistics of `rtgauge compare`, rtgauge/analysis/regress.py)."""
+significant (the statistics of `rtgauge compare`, rtgauge/analysis/compare/regress.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from datetime import datetime
 
 from rtgauge.analysis import latency_measurements
 from rtgauge.records import Run
-from rtgauge.analysis.regress import BETTER, WORSE, compare_runs
+from rtgauge.analysis.compare.regress import BETTER, WORSE, compare_runs
 
 FAMILIES = {"max_latency": "max", "p99_latency": "p99"}
 

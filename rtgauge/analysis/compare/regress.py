@@ -3,7 +3,7 @@ candidate, each with its uncertainty, and whether it is significantly better or 
 
 A figure is gathered over the rounds of its job (`rounds = N`: independent engine
 invocations, stored as separate measurements tagged load.round); the statistics are in
-rtgauge/analysis/noise.py and docs/compare.md. Verdicts:
+rtgauge/analysis/compare/noise.py and docs/compare.md. Verdicts:
 
 - worse / better: the difference is significant after the Benjamini-Hochberg adjustment
   over all tested figures of the comparison (false discovery rate alpha, default 5 %);
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from rtgauge.analysis import is_latency_measurement
 from rtgauge.catalogue import MICRO_KINDS, catalogue
-from rtgauge.analysis import noise
+from rtgauge.analysis.compare import noise
 from rtgauge.defaults import REGRESSION_ALPHA
 from rtgauge.analysis.micro import is_micro, variant_of
 from rtgauge.analysis.stalls import stall_free
