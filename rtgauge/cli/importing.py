@@ -18,21 +18,19 @@ original run's, or the foreign file's content hash) stores nothing the second ti
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import re
 import shutil
 import sqlite3
 import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 from rtgauge.bounds import RUN_RANGE_MAX
 from rtgauge.cli.common import add_db_option
 from rtgauge.errors import UserError
 from rtgauge.records import EXPORT_FORMAT, Run
+from rtgauge.tools.adapter import CONDITION, Found
 
 
 class _Later:
@@ -61,9 +59,6 @@ def say(text="", **kwargs) -> None:
 
 FINAL = ("complete", "interrupted", "failed", "abandoned")
 SQLITE_MAGIC = b"SQLite format 3\x00"
-CONDITION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}", re.ASCII)
-JOB_NAME = re.compile(r"[^\x00-\x1f\x7f-\x9f/]{1,200}")
-DOCUMENTS_MAX = 10_000          # engine documents of one directory (a run's jobs)
 
 
 @dataclass
@@ -194,70 +189,6 @@ def read_json(path: Path):
     return validate.read_json_file(path)
 
 
-def is_engine_document(doc) -> bool:
-    return isinstance(doc, dict) and "test" in doc and "schema" in doc and isinstance(doc.get("metrics", {}), dict)
-
-
-def is_cyclictest_json(doc) -> bool:
-    return isinstance(doc, dict) and "thread" in doc and ("rt_test_version:" in doc or "file_version" in doc
-                                                         or "num_threads" in doc)
-
-
-def facts_from_env(env: dict) -> dict:
-    """System facts for a run measured where rtgauge's Python was not: what the
-    engine recorded about its system."""
-    return {
-        "hostname": env.get("hostname"), "machine_id": None, "kernel_release": env.get("kernel"),
-        "kernel_version": env.get("kernel_version"), "arch": env.get("machine"), "cpu_model": None,
-        "cpus": env.get("online_cpus"), "preempt_model": env.get("preempt_model"),
-        "realtime": env.get("realtime_kernel"), "rt_runtime_us": env.get("sched_rt_runtime_us"),
-        "rt_period_us": env.get("sched_rt_period_us"),
-        "clocksource": {"current": env.get("clocksource")} if env.get("clocksource") else None,
-        "facts_source": "engine documents (imported; rtgauge doctor did not run there)",
-    }
-
-
-def engine_documents(paths: list[Path], condition: str) -> tuple[dict, list[tuple[dict, dict]]]:
-    if len(paths) > DOCUMENTS_MAX:
-        raise UserError(f"{paths[0].parent} holds {len(paths):,} documents, more than one import takes "
-                        f"({DOCUMENTS_MAX:,}); import them from smaller directories.")
-    docs = []
-    budget, total = validate.import_budget(), [validate.FILE_MAX]   # the directory's together: one file's bounds
-    for path in paths:
-        doc = validate.read_json_file(path, budget, total)
-        if not is_engine_document(doc):
-            raise UserError(f"{path} is not an engine JSON document (it has no 'schema' and 'test'); "
-                            "remove it from the directory or give the file alone.")
-        validate.check_engine_document(doc, str(path))
-        name = path.stem
-        cond = name.split("@", 1)[1] if "@" in name else condition
-        if not JOB_NAME.fullmatch(name) or validate._lone_surrogate(name) or not CONDITION.fullmatch(cond):
-            raise UserError(f"{validate.shown_place(str(path))} is not named as rtgauge names a document (NAME.json or "
-                            "NAME@CONDITION.json: no control characters, a condition of 1 to 64 letters, digits, "
-                            "'.', '_', '+' or '-'); rename it.")
-        tool = str(doc.get("tool") or "engine")
-        env = doc.get("env") if isinstance(doc.get("env"), dict) else {}
-        start, end = env.get("run_start_ns"), env.get("run_end_ns")
-        job = {"name": name if "@" in name else f"{name}@{cond}", "tool": tool, "test": str(doc["test"]),
-               "condition": cond, "reference": tool != "engine", "load": {"condition": cond, "imported": True},
-               "started_at": None, "exit_status": None, "command": [],
-               "duration_s": (end - start) / 1e9 if isinstance(start, int) and isinstance(end, int) else None}
-        docs.append((job, doc))
-    identities = {}
-    for job, doc in docs:
-        env = doc.get("env") or {}
-        identities.setdefault((env.get("hostname"), env.get("kernel"), env.get("kernel_version")), []).append(job["name"])
-    if len(identities) > 1:
-        systems = "; ".join(f"{h or '?'} {k or '?'}: {', '.join(n)}" for (h, k, _), n in identities.items())
-        raise UserError(f"the documents come from {len(identities)} systems ({systems}); import each system's "
-                        "documents from its own directory.")
-    env = next((d.get("env") for _, d in docs if d.get("env")), {}) or {}
-    facts = facts_from_env(env)
-    dry_read({"system": facts, "measurements": [dict(job, document=doc) for job, doc in docs]},
-             str(paths[0].parent if len(paths) > 1 else paths[0]))
-    return facts, docs
-
-
 def content_identity(paths: list[Path]) -> str:
     digest = hashlib.sha256()
     for path in sorted(paths):
@@ -265,22 +196,6 @@ def content_identity(paths: list[Path]) -> str:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 digest.update(hashlib.sha256(chunk).digest())
     return "sha256:" + digest.hexdigest()
-
-
-def prepared_documents(paths: list[Path], where: str, condition: str) -> Prepared:
-    facts, docs = engine_documents(paths, condition)
-    starts = [d["env"]["run_start_wall"] for _, d in docs
-              if isinstance(d.get("env"), dict) and isinstance(d["env"].get("run_start_wall"), str)]
-    failed = sum(1 for _, d in docs if d.get("ok") is not True)
-    run = {"system": facts, "doctor": [], "profile": "imported", "profile_source": f"engine documents from {where}",
-           "argv": ["rtgauge", "import", where], "status": "complete", "started_at": None, "finished_at": None,
-           "note": f"imported {len(docs)} engine documents from {where}" + (f", {failed} not ok" if failed else "")}
-    if starts:
-        run["started_at"] = iso_time(min(starts), where, "run_start_wall")
-    origin = {"format": "engine documents", "file": Path(where).name, "identity": content_identity(paths)}
-    return Prepared(run, docs, origin,
-                    f"{len(docs)} engine document{'s' if len(docs) != 1 else ''} of {facts.get('hostname') or '?'}",
-                    where)
 
 
 # What one run of another database may hold as text (its documents, JSON columns and
@@ -393,16 +308,7 @@ def import_source(args, source: Path) -> int:
     if not source.exists():
         raise UserError(f"{source} does not exist; give an export file, a database or a directory of engine documents.")
     if source.is_dir():
-        results = source / "results.json"
-        if results.is_file() and not results.is_symlink():
-            data = read_json(results)
-            from rtgauge.tools import jitterdebugger
-            if jitterdebugger.is_results(data):      # the directory `jitterdebugger -o DIR` wrote
-                return store_prepared(args, [prepared_jitterdebugger(results, data, condition, source)])
-        paths = sorted(p for p in source.iterdir() if p.suffix == ".json" and p.is_file())
-        if not paths:
-            raise UserError(f"{source} holds no .json engine documents; copy the engine's --out files there.")
-        return store_prepared(args, [prepared_documents(paths, str(source), condition)])
+        return store_prepared(args, [prepared_tool(Found(source, is_dir=True), condition)])
     if not source.is_file():
         raise UserError(f"{source} is not a regular file (a device, pipe or socket); give an export file, a "
                         "database or a directory of engine documents.")
@@ -410,180 +316,52 @@ def import_source(args, source: Path) -> int:
         head = f.read(4096)
     if head.startswith(SQLITE_MAGIC):
         return import_database(args, source)
-    if head.lstrip()[:1] in (b"{", b"["):
-        return store_prepared(args, prepared_json(source, condition))
-    if head.lstrip().startswith(b"# RTLA timerlat histogram"):
-        return store_prepared(args, [prepared_rtla(source, condition)])
-    if b"# Histogram" in head or b"# rtgauge measurement " in head:
-        return store_prepared(args, [prepared_histfile(source, condition)])
-    if b"cyclic: " in head or head.startswith(b"stress-ng: "):
-        return store_prepared(args, [prepared_stressng(source, condition)])
-    raise UserError(f"{source} is neither an rtgauge export, an engine document nor a cyclictest --json file or "
-                    "histfile; make one with `rtgauge export RUN --format json` or the engine's --out.")
+    found = Found(source, head)
+    if found.is_json:
+        found.data = read_json(source)
+        if isinstance(found.data, dict) and "rtgauge_export" in found.data:
+            return store_prepared(args, [prepared_export(source, found.data)])
+    return store_prepared(args, [prepared_tool(found, condition)])
 
 
-def prepared_json(source: Path, condition: str) -> list[Prepared]:
-    data = read_json(source)
-    if isinstance(data, dict) and "rtgauge_export" in data:
-        if data["rtgauge_export"] != EXPORT_FORMAT:
-            raise UserError(f"{source} is export format {str(data['rtgauge_export'])[:40]}, which this rtgauge "
-                            "does not read; upgrade rtgauge.")
-        run = check_export_run(data, str(source))
-        if "spooled_because" in data:
-            # a spool file (rtgauge/store/spool.py): the whole of a run whose database failed
-            # mid-run; that database's copy of it is the partial one, so it is not "already here"
-            return [prepared_export_run(run, str(source), "rtgauge spool")]
-        return [prepared_export_run(run, str(source), "rtgauge export")]
-    if is_engine_document(data):
-        return [prepared_documents([source], str(source), condition)]
-    if is_cyclictest_json(data):
-        return [prepared_cyclictest_json(source, data, condition)]
-    from rtgauge.tools import jitterdebugger
-    if jitterdebugger.is_results(data):
-        return [prepared_jitterdebugger(source, data, condition, None)]
-    raise UserError(f"{source} is neither an rtgauge export, an engine document, a cyclictest --json file nor "
-                    "jitterdebugger's results.json; make one with `rtgauge export RUN --format json` or the "
-                    "engine's --out.")
+def prepared_export(source: Path, data: dict) -> Prepared:
+    if data["rtgauge_export"] != EXPORT_FORMAT:
+        raise UserError(f"{source} is export format {str(data['rtgauge_export'])[:40]}, which this rtgauge "
+                        "does not read; upgrade rtgauge.")
+    run = check_export_run(data, str(source))
+    if "spooled_because" in data:
+        # a spool file (rtgauge/store/spool.py): the whole of a run whose database failed
+        # mid-run; that database's copy of it is the partial one, so it is not "already here"
+        return prepared_export_run(run, str(source), "rtgauge spool")
+    return prepared_export_run(run, str(source), "rtgauge export")
 
 
-def foreign_job(name: str, condition: str, tool: str, command: list[str]) -> dict:
-    return {"name": f"{name}@{condition}", "tool": tool, "test": "latency", "condition": condition,
-            "reference": True, "load": {"condition": condition, "imported": True}, "started_at": None,
-            "duration_s": None, "exit_status": None, "command": command, "error": None}
-
-
-def foreign_run(facts: dict, fmt: str, source: Path, started: str | None, finished: str | None,
-                docs: list[tuple[dict, dict]], detail: str) -> Prepared:
+def prepared_tool(found: Found, condition: str) -> Prepared:
+    """A file (or directory) of a tool in the table (rtgauge/tools), by the first adapter
+    that recognises it, read, dry-read and ready to store."""
+    from rtgauge.tools import adapters
+    tool = next((a for a in adapters() if a.sniff(found)), None)
+    if tool is None:
+        if found.is_json:
+            raise UserError(f"{found.path} is neither an rtgauge export, an engine document, a cyclictest --json "
+                            "file nor jitterdebugger's results.json; make one with `rtgauge export RUN --format "
+                            "json` or the engine's --out.")
+        raise UserError(f"{found.path} is neither an rtgauge export, an engine document nor a cyclictest --json "
+                        "file or histfile; make one with `rtgauge export RUN --format json` or the engine's --out.")
+    got = tool.read(found, condition)
+    source = got.source or found.path
+    paths = got.paths or [source]
     where = str(source)
-    run = {"system": facts, "doctor": [], "profile": "imported", "profile_source": f"{fmt} file {source.name}",
-           "argv": ["rtgauge", "import", where], "status": "complete", "started_at": started,
-           "finished_at": finished, "note": f"imported from {fmt} {source.name}" + (f" ({detail})" if detail else "")}
-    dry_read({"system": facts, "measurements": [dict(job, document=doc) for job, doc in docs]}, where)
-    return Prepared(run, docs, {"format": fmt, "file": source.name, "identity": content_identity([source])},
-                    f"{fmt} of {facts.get('hostname') or 'an unnamed system'}", where)
-
-
-def prepared_cyclictest_json(source: Path, data: dict, condition: str) -> Prepared:
-    from rtgauge.tools import cyclictest
-    where = str(source)
-    validate.check_schema(data, cyclictest.JSON_SCHEMA, where, "cyclictest --json file",
-                          "give cyclictest's --json output unchanged.")
-    validate.check_no_nul(data, where)
-    try:
-        doc = cyclictest.document_of_json(data)
-    except ValueError as e:
-        raise UserError(f"{where} is not a valid cyclictest --json file: {e}; give cyclictest's --json output "
-                        "unchanged.") from None
-    validate.check_engine_document(doc, where)
-    cmdline = str(data.get("cmdline:") or "")
-    job = foreign_job("cyclictest", condition, "cyclictest", cmdline.split()[:200])
-    version = data.get("rt_test_version:")
-
-    def when(key):
-        try:
-            return parsedate_to_datetime(data[key]).astimezone(timezone.utc).isoformat(timespec="seconds")
-        except (KeyError, TypeError, ValueError, IndexError):
-            return None
-    start, end = when("start_time"), when("end_time")
-    if start and end:
-        job["duration_s"] = max(0.0, (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds())
-    job["started_at"] = start
-    job["exit_status"] = data.get("return_code")
-    return foreign_run(cyclictest.facts_of_json(data), "cyclictest --json", source, start, end, [(job, doc)],
-                       ", ".join(x for x in (f"rt-tests {version}" if version else "",
-                                             f"command: {cmdline[:300]}" if cmdline else "") if x))
-
-
-def prepared_jitterdebugger(source: Path, data: dict, condition: str, directory: Path | None) -> Prepared:
-    """jitterdebugger's results.json; directory: the one `jitterdebugger -o DIR` wrote (its
-    copies of the system's files give the facts)."""
-    from rtgauge.tools import jitterdebugger
-    where = str(source)
-    if isinstance(data.get("version"), int) and data["version"] not in jitterdebugger.VERSIONS:
-        raise UserError(f"{where} is jitterdebugger results version {data['version']}, which this rtgauge does not "
-                        f"read (it reads {', '.join(map(str, jitterdebugger.VERSIONS))}); upgrade rtgauge.")
-    validate.check_schema(data, jitterdebugger.RESULTS_SCHEMA, where, "jitterdebugger results.json",
-                          "give the results.json jitterdebugger wrote, unchanged.")
-    try:
-        doc = jitterdebugger.document(data)
-    except ValueError as e:
-        raise UserError(f"{where} is not a valid jitterdebugger results.json: {e}; give the file jitterdebugger "
-                        "wrote, unchanged.") from None
-    validate.check_engine_document(doc, where)
-    job = foreign_job("jitterdebugger", condition, "jitterdebugger", [])
-    unit = "ns" if jitterdebugger.unit_ns(data) == 1 else "µs"
-    threads = len(data["cpu"])
-    return foreign_run(jitterdebugger.facts(data, directory), "jitterdebugger results", source, None, None,
-                       [(job, doc)], f"{threads} measuring thread{'s' if threads != 1 else ''}, counted in {unit}"
-                       + (f", system files from {directory}" if directory is not None else "")
-                       + "; the file has no interval, priority or start time")
-
-
-def prepared_stressng(source: Path, condition: str) -> Prepared:
-    """stress-ng's log of a --cyclic run (its --log-file, or its stderr kept)."""
-    from rtgauge.tools import stressng
-    where = str(source)
-    try:
-        report = stressng.parse(validate.read_text_file(source))
-        doc = stressng.document(report)
-    except ValueError as e:
-        raise UserError(f"{where} is not a stress-ng --cyclic log rtgauge reads: {e}; give the --log-file (or "
-                        "stderr) of one `stress-ng --cyclic 1` run, unchanged.") from None
-    validate.check_engine_document(doc, where)
-    facts = {"hostname": None, "machine_id": None, "kernel_release": None, "kernel_version": None, "arch": None,
-             "cpu_model": None, "cpus": None, "preempt_model": None,
-             "facts_source": "none: a stress-ng log records no system facts"}
-    job = foreign_job("stress-ng-cyclic", condition, "stress-ng", [])
-    return foreign_run(facts, "stress-ng cyclic log", source, None, None, [(job, doc)],
-                       f"{report['policy']}, {report['delay_ns']:,} ns delay; {stressng.kept_note(report)}; the log "
-                       "has no system facts or start time")
-
-
-def prepared_histfile(source: Path, condition: str) -> Prepared:
-    from rtgauge.tools import cyclictest
-    where = str(source)
-    text = validate.read_text_file(source)
-    try:
-        blocks = cyclictest.parse_histfile(text, where)
-        docs = []
-        for i, block in enumerate(blocks):
-            label = block["label"] or ("cyclictest" if len(blocks) == 1 else f"cyclictest-{i + 1}")
-            name, _, cond = label.partition("@")
-            name = re.sub(r"[^A-Za-z0-9._+-]", "-", name)[:64] or "cyclictest"
-            cond = cond if CONDITION.fullmatch(cond or "") else condition
-            docs.append((foreign_job(name, cond, "cyclictest", []), cyclictest.document_of_histfile(block)))
-    except ValueError as e:
-        raise UserError(f"{where} is not a cyclictest histfile rtgauge reads: {e}; give the file cyclictest's "
-                        "-h/--histfile wrote, unchanged.") from None
-    for _, doc in docs:
-        validate.check_engine_document(doc, where)
-    names = [job["name"] for job, _ in docs]
-    if len(set(names)) != len(names):
-        raise UserError(f"{where} holds two histograms named the same ({names}); give each a distinct "
-                        "'# rtgauge measurement NAME@CONDITION' line.")
-    facts = {"hostname": None, "machine_id": None, "kernel_release": None, "kernel_version": None, "arch": None,
-             "cpu_model": None, "cpus": None, "preempt_model": None,
-             "facts_source": "none: a cyclictest histfile records no system facts"}
-    return foreign_run(facts, "cyclictest histfile", source, None, None, docs,
-                       f"{len(docs)} histogram{'s' if len(docs) != 1 else ''}; the layout has no system facts, "
-                       "interval or start time")
-
-
-def prepared_rtla(source: Path, condition: str) -> Prepared:
-    from rtgauge.tools import rtla
-    where = str(source)
-    try:
-        doc = rtla.document(rtla.parse(validate.read_text_file(source)))
-    except ValueError as e:
-        raise UserError(f"{where} is not `rtla timerlat hist` output rtgauge reads: {e}; give rtla's output "
-                        "unchanged.") from None
-    validate.check_engine_document(doc, where)
-    facts = {"hostname": None, "machine_id": None, "kernel_release": None, "kernel_version": None, "arch": None,
-             "cpu_model": None, "cpus": None, "preempt_model": None,
-             "facts_source": "none: rtla timerlat hist output records no system facts"}
-    job = foreign_job("timerlat", condition, "rtla-timerlat", [])
-    return foreign_run(facts, "rtla timerlat hist", source, None, None, [(job, doc)],
-                       f"duration {doc['env']['duration'] or '?'}; the output has no system facts or start time")
+    facts = got.facts
+    dry_read({"system": facts, "measurements": [dict(job, document=doc) for job, doc in got.docs]},
+             str(paths[0].parent if len(paths) > 1 else paths[0]))
+    run = {"system": facts, "doctor": [], "profile": "imported",
+           "profile_source": got.profile_source or f"{got.fmt} file {source.name}",
+           "argv": ["rtgauge", "import", where], "status": "complete",
+           "started_at": iso_time(got.started, where, "run_start_wall"), "finished_at": got.finished,
+           "note": got.note or (f"imported from {got.fmt} {source.name}" + (f" ({got.detail})" if got.detail else ""))}
+    return Prepared(run, got.docs, {"format": got.fmt, "file": source.name, "identity": content_identity(paths)},
+                    got.what or f"{got.fmt} of {facts.get('hostname') or 'an unnamed system'}", where)
 
 
 def store_prepared(args, prepared) -> int:

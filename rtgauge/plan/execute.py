@@ -8,7 +8,7 @@ delivered during it, the CPU partition, and the counters of what else happened o
 the measured CPUs (interrupts, softirqs, context switches, SMIs); with a trace
 threshold, the tail of the kernel trace around the breach.
 
-Interruption (Ctrl-C or SIGTERM): the running measurement is asked to stop (SIGTERM;
+Interruption (Ctrl-C, SIGTERM or SIGHUP): the running measurement is asked to stop (SIGTERM;
 the engine and cyclictest both print what they measured so far), it is stored
 marked interrupted, the load is stopped, the run is marked interrupted, and the
 caller exits 130."""
@@ -28,10 +28,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
+from rtgauge import tools
 from rtgauge.catalogue import LATENCY, catalogue
 from rtgauge.clock import SYSTEM, Clock
-from rtgauge.defaults import interval_us
-from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
 from rtgauge.loads import Load, LoadContext, judge_delivery, make_load
 from rtgauge.loads.partition import Partition, apply_cpusets, join_placement
@@ -52,11 +51,11 @@ MAX_DURATION_S = 365 * 86400
 
 
 class Interrupted(Exception):
-    """SIGINT or SIGTERM arrived before a measurement started."""
+    """SIGINT, SIGTERM or SIGHUP arrived before a measurement started."""
 
 
 class StopFlag:
-    """Set by SIGINT/SIGTERM. Checked between steps rather than raised from the
+    """Set by SIGINT/SIGTERM/SIGHUP. Checked between steps rather than raised from the
     handler, so a signal never lands in the middle of a database transaction. Its sleep
     waits by CLOCK (rtgauge/clock.py)."""
 
@@ -104,7 +103,7 @@ class RunSettings:
     say: Callable[[str], None] = print
     record: dict = field(default_factory=dict)    # stored with every measurement's load
     target: object = None   # rtgauge.remote.session.TargetSession: engine jobs run there
-    # what ended an interrupted run: "SIGINT"/"SIGTERM" (a stop asked for), or "lost" (the
+    # what ended an interrupted run: "SIGINT"/"SIGTERM"/"SIGHUP" (a stop asked for), or "lost" (the
     # target's connection went: a failure, not a stop; the caller exits 1, not 130)
     ended_by: str | None = None
     clock: Clock = SYSTEM     # what a measurement's poll, its host deadline and its length go by
@@ -112,13 +111,18 @@ class RunSettings:
 
 @contextmanager
 def interrupts_flagged(clock: Clock = SYSTEM):
-    """Within the block SIGINT and SIGTERM set the returned StopFlag."""
+    """Within the block SIGINT, SIGTERM and SIGHUP (the terminal or ssh session closed) set
+    the returned StopFlag: the segment being measured is kept, the run marked interrupted.
+    A SIGHUP the caller ignores (`nohup`) stays ignored."""
     flag = StopFlag(clock)
 
     def handler(signum, frame):
         flag.signal = signal.Signals(signum).name
 
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    stops = [signal.SIGINT, signal.SIGTERM]
+    if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:
+        stops.append(signal.SIGHUP)
+    old = {s: signal.signal(s, handler) for s in stops}
     try:
         yield flag
     finally:
@@ -188,13 +192,11 @@ def failure_document(job: Job, error: str) -> dict:
 
 
 def job_command(job: Job, out_path: str, extra: list[str] = ()) -> list[str]:
-    if job.tool == "engine":
-        return [engine_path(), job.test, "--out", out_path, *job.engine_args(), *extra]
-    if job.tool == "cyclictest":
-        return cyclictest.command(job.options, job.cpus, out_path)
-    if job.tool == "rtla":
-        return rtla.command(job.options, job.cpus, out_path)
-    raise ValueError(f"unknown tool {job.tool}")
+    """The command of a job: its tool's adapter's (rtgauge/tools)."""
+    tool = tools.adapter_of(job.tool)
+    if tool is None or tool.command is None:
+        raise ValueError(f"unknown tool {job.tool}")
+    return tool.command(job, out_path, extra)
 
 
 def read_document(job: Job, out_path: Path, status: int, interrupted: bool, stderr: str) -> dict:
@@ -210,26 +212,16 @@ def read_document(job: Job, out_path: Path, status: int, interrupted: bool, stde
 def checked_document(job: Job, data, where: str, status: int, interrupted: bool) -> dict:
     """A tool's document (here or from a board) through the import's strict parser and
     schema; one of the wrong size, depth or shape, or with NaN, becomes a failed
-    measurement saying so, never a traceback nor a number stored as measured."""
+    measurement saying so, never a traceback nor a number stored as measured. The tool's
+    adapter makes its result readable JSON (a board's came as JSON) and the job's document."""
+    tool = tools.adapter_of(job.tool)
     try:
-        if isinstance(data, bytes) and job.tool == "cyclictest":
-            data = cyclictest.readable_json(data)        # a thread without a cycle: avg nan
-        if isinstance(data, bytes) and job.tool == "rtla":
-            data = rtla.as_json(data)                    # its text histogram (here; a board's came as JSON)
+        if tool is None or tool.to_document is None:
+            raise UserError(f"{job.tool} is not a tool rtgauge runs")
+        if isinstance(data, bytes):
+            data = tool.readable(data)
         raw = parse_document(data, where) if isinstance(data, bytes) else data   # a board's: parsed as strictly
-        if job.tool == "rtla" and isinstance(raw, dict):
-            raw["interrupted"] = bool(interrupted)
-            raw.setdefault("params", {}).update({"interval_us": interval_us(job.options),
-                                                 "policy": str(job.options.get("policy", "fifo")),
-                                                 "priority": int(job.options.get("priority", 80))})
-        if job.tool == "cyclictest":
-            if not isinstance(raw, dict):
-                raise UserError(f"{where} is not a cyclictest --json object")
-            try:
-                raw = cyclictest.to_document(raw, job.options, job.cpus, status, interrupted)
-            except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
-                raise UserError(f"{where} is not shaped as cyclictest --json writes it") from None
-        return check_engine_document(raw, where)
+        return check_engine_document(tool.to_document(raw, job, where, status, interrupted), where)
     except UserError as e:
         return failure_document(job, str(e))
 

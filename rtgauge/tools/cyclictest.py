@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 import re
 import shutil
 import subprocess
@@ -17,11 +19,12 @@ import subprocess
 from rtgauge.defaults import interval_us
 from rtgauge.errors import UserError
 from rtgauge.records import engine_document
+from rtgauge.tools import histogram
+from rtgauge.tools.adapter import Adapter, Found, Imported, foreign_job
 
 # cyclictest's own default interval (its -i), for a command line that does not give one
 CYCLICTEST_INTERVAL_US = 1000
 
-PERCENTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999), ("p9999", 0.9999))
 US = 1000
 
 
@@ -131,47 +134,12 @@ def distribution(counts: dict[int, int], cycles: int, overflow: int, vmin, vavg,
                  limit_us: int, unit_ns: int = US) -> dict:
     """Contract distribution (ns) from buckets of one unit (1 µs for cyclictest; a tool
     that counts in ns gives unit_ns=1) plus overflows from limit_us units on; min, avg and
-    max are in the same unit."""
-    total = sum(counts.values())
-    stats = {"unit": "ns", "count": cycles,
-             "min": int(vmin) * unit_ns if vmin is not None else None,
-             "avg": float(vavg) * unit_ns if vavg is not None else None,
-             "max": int(vmax) * unit_ns if vmax is not None else None,
-             "resolution_ns": unit_ns}
-    if limit_us <= 0 and not total:
-        # no histogram (cyclictest without -h): min, avg and max as given and nothing
-        # else; a percentile or a spread would be invented
-        return stats
-    if total and not overflow:      # a spread only from every sample (none beyond the histogram)
-        mean_in = sum((b + 0.5) * c for b, c in counts.items()) / total
-        stats["stddev"] = math.sqrt(sum(c * ((b + 0.5) - mean_in) ** 2 for b, c in counts.items()) / total) * unit_ns
-    bounded = []
-    for name, q in PERCENTILES:
-        v, is_bound = _percentile_us(counts, overflow, cycles, q, vmax)
-        stats[name] = v * unit_ns if v is not None else None
-        if is_bound:
-            bounded.append(name)
-    if bounded:
-        stats["upper_bounds"] = bounded
-    stats["histogram"] = {"scheme": "linear", "bucket_ns": unit_ns,
-                          "bins": [[b * unit_ns, (b + 1) * unit_ns - 1, c] for b, c in sorted(counts.items()) if c]}
-    if overflow:
-        stats["histogram"]["overflow"] = overflow
-        stats["histogram"]["overflow_from_ns"] = limit_us * unit_ns
-    return stats
-
-
-def _percentile_us(counts: dict[int, int], overflow: int, cycles: int, q: float, vmax):
-    """Nearest-rank percentile: the bucket holding the ceil(q*n)-th value."""
-    if cycles <= 0:
-        return None, False
-    rank = max(1, math.ceil(q * cycles))
-    seen = 0
-    for b in sorted(counts):
-        seen += counts[b]
-        if seen >= rank:
-            return b, False
-    return (int(vmax) if vmax is not None else None), True
+    max are in the same unit (cyclictest's whole units: a percentile is its bucket's
+    lower edge; the spread only when no sample is an overflow). A limit of 0 and no
+    bucket: the file has no histogram, so min, avg and max only."""
+    return histogram.distribution(counts, cycles, overflow, int(vmin) if vmin is not None else None, vavg,
+                                  int(vmax) if vmax is not None else None, width=1, unit_ns=unit_ns,
+                                  overflow_from=limit_us, edge="low", spread="complete", histogram=limit_us > 0)
 
 
 def run(options: dict, cpus: list[int], json_path: str, popen_kwargs: dict) -> subprocess.Popen:
@@ -549,3 +517,65 @@ def _us_buckets(metric: dict) -> tuple[dict[int, int], int]:
         b = max(int(lo), int(top)) // US
         out[b] = out.get(b, 0) + int(count)
     return out, int(hist.get("overflow") or 0)
+
+
+# -- the adapter: cyclictest --json, run as a cross-check and imported ---------------------
+
+def is_json_output(doc) -> bool:
+    return isinstance(doc, dict) and "thread" in doc and ("rt_test_version:" in doc or "file_version" in doc
+                                                         or "num_threads" in doc)
+
+
+def sniff(found: Found) -> bool:
+    return found.is_json and is_json_output(found.data)
+
+
+def read(found: Found, condition: str) -> Imported:
+    """A --json file measured elsewhere: its document, its sysinfo as the facts, its start
+    and end times."""
+    from rtgauge.store import validate
+    data, where = found.data, str(found.path)
+    validate.check_schema(data, JSON_SCHEMA, where, "cyclictest --json file",
+                          "give cyclictest's --json output unchanged.")
+    validate.check_no_nul(data, where)
+    try:
+        doc = document_of_json(data)
+    except ValueError as e:
+        raise UserError(f"{where} is not a valid cyclictest --json file: {e}; give cyclictest's --json output "
+                        "unchanged.") from None
+    validate.check_engine_document(doc, where)
+    cmdline = str(data.get("cmdline:") or "")
+    job = foreign_job("cyclictest", condition, "cyclictest", cmdline.split()[:200])
+    version = data.get("rt_test_version:")
+
+    def when(key):
+        try:
+            return parsedate_to_datetime(data[key]).astimezone(timezone.utc).isoformat(timespec="seconds")
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None
+    start, end = when("start_time"), when("end_time")
+    if start and end:
+        job["duration_s"] = max(0.0, (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds())
+    job["started_at"] = start
+    job["exit_status"] = data.get("return_code")
+    return Imported("cyclictest --json", facts_of_json(data), [(job, doc)],
+                    ", ".join(x for x in (f"rt-tests {version}" if version else "",
+                                          f"command: {cmdline[:300]}" if cmdline else "") if x),
+                    started=start, finished=end)
+
+
+def job_command(job, out_path: str, extra: list[str] = ()) -> list[str]:
+    return command(job.options, job.cpus, out_path)
+
+
+def job_document(raw, job, where: str, status: int, interrupted: bool) -> dict:
+    """A cross-check's --json result (parsed) as the job's document."""
+    if not isinstance(raw, dict):
+        raise UserError(f"{where} is not a cyclictest --json object")
+    try:
+        return to_document(raw, job.options, job.cpus, status, interrupted)
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
+        raise UserError(f"{where} is not shaped as cyclictest --json writes it") from None
+
+
+ADAPTER = Adapter("cyclictest", sniff, read, command=job_command, to_document=job_document, readable=readable_json)

@@ -27,7 +27,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rtgauge.errors import UserError
 from rtgauge.tools import cyclictest
+from rtgauge.tools.adapter import Adapter, Found, Imported, foreign_job
 
 COUNT_MAX = cyclictest.COUNT_MAX
 THREADS_MAX = cyclictest.THREADS_MAX
@@ -67,8 +69,8 @@ def is_results(data) -> bool:
     """The shape of jitterdebugger's results.json (before the strict check)."""
     if not isinstance(data, dict) or not isinstance(data.get("cpu"), dict) or not data["cpu"]:
         return False
-    if "thread" in data or "rtgauge_export" in data or "metrics" in data:
-        return False
+    if "thread" in data or "rtgauge_export" in data or "metrics" in data or ("test" in data and "schema" in data):
+        return False                # cyclictest's --json, an export, an engine document
     first = next(iter(data["cpu"].values()))
     return isinstance(first, dict) and "histogram" in first
 
@@ -158,3 +160,45 @@ def facts(raw: dict, directory: Path | None) -> dict:
     out["facts_source"] = (f"jitterdebugger results.json sysinfo and its copies of {', '.join(found)} (imported; "
                            "rtgauge doctor did not run there)") if found else out["facts_source"]
     return out
+
+
+# -- the adapter: results.json or its -o directory, imported ---------------------------------
+
+RESULTS = "results.json"
+
+
+def sniff(found: Found) -> bool:
+    if found.is_dir:
+        return is_results(found.json_in(RESULTS))      # the directory `jitterdebugger -o DIR` wrote
+    return found.is_json and is_results(found.data)
+
+
+def read(found: Found, condition: str) -> Imported:
+    """results.json; from the directory `jitterdebugger -o DIR` wrote, its copies of the
+    system's files give the facts."""
+    from rtgauge.store import validate
+    directory = found.path if found.is_dir else None
+    source = found.path / RESULTS if found.is_dir else found.path
+    data = found.json_in(RESULTS) if found.is_dir else found.data
+    where = str(source)
+    if isinstance(data.get("version"), int) and data["version"] not in VERSIONS:
+        raise UserError(f"{where} is jitterdebugger results version {data['version']}, which this rtgauge does not "
+                        f"read (it reads {', '.join(map(str, VERSIONS))}); upgrade rtgauge.")
+    validate.check_schema(data, RESULTS_SCHEMA, where, "jitterdebugger results.json",
+                          "give the results.json jitterdebugger wrote, unchanged.")
+    try:
+        doc = document(data)
+    except ValueError as e:
+        raise UserError(f"{where} is not a valid jitterdebugger results.json: {e}; give the file jitterdebugger "
+                        "wrote, unchanged.") from None
+    validate.check_engine_document(doc, where)
+    unit = "ns" if unit_ns(data) == 1 else "µs"
+    threads = len(data["cpu"])
+    return Imported("jitterdebugger results", facts(data, directory),
+                    [(foreign_job("jitterdebugger", condition, "jitterdebugger", []), doc)],
+                    f"{threads} measuring thread{'s' if threads != 1 else ''}, counted in {unit}"
+                    + (f", system files from {directory}" if directory is not None else "")
+                    + "; the file has no interval, priority or start time", source=source)
+
+
+ADAPTER = Adapter("jitterdebugger", sniff, read)

@@ -34,12 +34,13 @@ from pathlib import Path
 from rtgauge.defaults import interval_us
 from rtgauge.errors import UserError
 from rtgauge.records import engine_document
+from rtgauge.tools import histogram
+from rtgauge.tools.adapter import Adapter, Found, Imported, foreign_job, no_facts
 
 COUNT_MAX = 2**53
 ROWS_MAX = 100_000
 CPUS_MAX = 4096
 KINDS = {"IRQ": "timerlat_irq", "Thr": "timerlat_thread", "Usr": "timerlat_user"}
-PERCENTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999), ("p9999", 0.9999))
 FOOTER = ("over", "count", "min", "avg", "max")
 
 
@@ -98,10 +99,6 @@ def as_json(data: bytes) -> bytes:
     except (ValueError, KeyError, IndexError, ZeroDivisionError) as e:
         raise UserError(f"rtla timerlat's output is not a histogram rtgauge reads ({e})") from None
     return json.dumps(doc).encode()
-
-
-def is_timerlat_hist(text: str) -> bool:
-    return text.lstrip().startswith("# RTLA timerlat histogram")
 
 
 def _count(text: str, line: int, decimal: bool = False):
@@ -174,37 +171,12 @@ def bucket_size(indexes) -> int:
 
 
 def distribution(counts: dict[int, int], size: int, unit_ns: int, count: int, over: int, vmin, vavg, vmax) -> dict:
-    """A contract distribution (ns): buckets [lo, lo + size) in rtla's unit, plus overflows."""
-    scale = unit_ns
-    inside = sum(counts.values())
-    mids = {lo: (lo + size / 2) * scale for lo in counts}
-    mean = sum(mids[lo] * c for lo, c in counts.items()) / inside if inside else 0.0
-    var = sum(c * (mids[lo] - mean) ** 2 for lo, c in counts.items()) / inside if inside else 0.0
-    out = {"unit": "ns", "count": count, "min": vmin * scale if count else None,
-           "avg": float(vavg) * scale if count and vavg is not None else None, "stddev": math.sqrt(var),
-           "max": vmax * scale if count else None, "resolution_ns": size * scale}
-    bounded = []
-    for name, q in PERCENTILES:
-        out[name] = None
-        if not count:
-            continue
-        rank, seen = max(1, math.ceil(q * count)), 0
-        for lo in sorted(counts):
-            seen += counts[lo]
-            if seen >= rank:
-                out[name] = min((lo + size - 1) * scale, out["max"])   # the bucket's top: not lower than measured
-                break
-        else:
-            out[name] = out["max"]
-            bounded.append(name)
-    if bounded:
-        out["upper_bounds"] = bounded
-    out["histogram"] = {"scheme": "linear", "bucket_ns": size * scale,
-                        "bins": [[lo * scale, (lo + size) * scale - 1, c] for lo, c in sorted(counts.items()) if c]}
-    if over:
-        out["histogram"]["overflow"] = over
-        out["histogram"]["overflow_from_ns"] = (max(counts, default=0) + size) * scale
-    return out
+    """A contract distribution (ns): buckets [lo, lo + size) in rtla's unit, plus overflows
+    (from the bucket above the highest one); a percentile is its bucket's top, never above
+    the measured max."""
+    return histogram.distribution(counts, count, over, vmin if count else None,
+                                  vavg if count and vavg is not None else None, vmax if count else None,
+                                  width=size, unit_ns=unit_ns, edge="high", spread="inside")
 
 
 def document(parsed: dict) -> dict:
@@ -249,3 +221,44 @@ def document(parsed: dict) -> dict:
                            env={"resolution_ns": size * unit, "duration": parsed["duration"],
                                 "threads": [{"index": i, "cpu": c} for i, c in enumerate(cpus)]},
                            metrics=metrics)
+
+
+# -- the adapter: `rtla timerlat hist`, run as a cross-check and imported -------------------
+
+HEADER = b"# RTLA timerlat histogram"
+
+
+def sniff(found: Found) -> bool:
+    return found.is_text and found.head.lstrip().startswith(HEADER)
+
+
+def read(found: Found, condition: str) -> Imported:
+    from rtgauge.store import validate
+    where = str(found.path)
+    try:
+        doc = document(parse(validate.read_text_file(found.path)))
+    except ValueError as e:
+        raise UserError(f"{where} is not `rtla timerlat hist` output rtgauge reads: {e}; give rtla's output "
+                        "unchanged.") from None
+    validate.check_engine_document(doc, where)
+    return Imported("rtla timerlat hist", no_facts("none: rtla timerlat hist output records no system facts"),
+                    [(foreign_job("timerlat", condition, "rtla-timerlat", []), doc)],
+                    f"duration {doc['env']['duration'] or '?'}; the output has no system facts or start time")
+
+
+def job_command(job, out_path: str, extra: list[str] = ()) -> list[str]:
+    return command(job.options, job.cpus, out_path)
+
+
+def job_document(raw, job, where: str, status: int, interrupted: bool):
+    """A cross-check's histogram (as_json's document, parsed) with what the output does
+    not print: the job's period, policy and priority, and whether it was stopped."""
+    if isinstance(raw, dict):
+        raw["interrupted"] = bool(interrupted)
+        raw.setdefault("params", {}).update({"interval_us": interval_us(job.options),
+                                             "policy": str(job.options.get("policy", "fifo")),
+                                             "priority": int(job.options.get("priority", 80))})
+    return raw
+
+
+ADAPTER = Adapter("rtla", sniff, read, command=job_command, to_document=job_document, readable=as_json)

@@ -31,6 +31,8 @@ import math
 import re
 
 from rtgauge.records import engine_document
+from rtgauge.tools.adapter import Adapter, Found, Imported, foreign_job, no_facts
+from rtgauge.tools.histogram import linear_histogram
 
 COUNT_MAX = 2**53
 BUCKETS_MAX = 100_000
@@ -45,11 +47,6 @@ _DIST = re.compile(r"^latency distribution \((\d+) ns intervals\):$", re.ASCII)
 _ROW = re.compile(r"^(\d+)\s+(\d+)$", re.ASCII)
 _NOTE = re.compile(r"^Note: --cyclic-samples needed to be (\d+) to capture all the data for this run$", re.ASCII)
 _METRIC = re.compile(r"^stress-ng: metrc: \[\d+\] cyclic\s+(\d+)\s", re.ASCII)
-
-
-def is_cyclic_log(text: str) -> bool:
-    return any(_PREFIX.match(line.strip()) and _HEAD.match(_PREFIX.match(line.strip()).group(1).strip())
-               for line in text.splitlines()[:200])
 
 
 def _number(text: str, what: str, line: int) -> int:
@@ -145,12 +142,7 @@ def document(report: dict) -> dict:
     width = report["bucket_ns"]
     if width and report["buckets"]:
         inside = sum(report["buckets"].values())
-        last = max(report["buckets"])
-        dist["histogram"] = {"scheme": "linear", "bucket_ns": width,
-                             "bins": [[e, e + width - 1, c] for e, c in sorted(report["buckets"].items()) if c]}
-        if n > inside:
-            dist["histogram"]["overflow"] = n - inside
-            dist["histogram"]["overflow_from_ns"] = last + width
+        dist["histogram"] = linear_histogram(report["buckets"], width, 1, n - inside if n > inside else 0)
     ran = max(x for x in (report["needed"], report["bogo_ops"], n) if x is not None)
     metrics = {"ti": dist, "ti#0": dict(dist), "cycles": {"unit": "count", "value": n},
                "cycles#0": {"unit": "count", "value": n}}
@@ -168,3 +160,30 @@ def kept_note(report: dict) -> str:
         return (f"the figures are those of the first {report['samples']:,} of {ran:,} cycles "
                 f"({math.floor(100 * report['samples'] / ran)} %): stress-ng keeps --cyclic-samples")
     return f"all {ran:,} cycles"
+
+
+# -- the adapter: a --cyclic log, imported ---------------------------------------------------
+
+def sniff(found: Found) -> bool:
+    return found.is_text and (b"cyclic: " in found.head or found.head.startswith(b"stress-ng: "))
+
+
+def read(found: Found, condition: str) -> Imported:
+    """stress-ng's log of a --cyclic run (its --log-file, or its stderr kept)."""
+    from rtgauge.errors import UserError
+    from rtgauge.store import validate
+    where = str(found.path)
+    try:
+        report = parse(validate.read_text_file(found.path))
+        doc = document(report)
+    except ValueError as e:
+        raise UserError(f"{where} is not a stress-ng --cyclic log rtgauge reads: {e}; give the --log-file (or "
+                        "stderr) of one `stress-ng --cyclic 1` run, unchanged.") from None
+    validate.check_engine_document(doc, where)
+    return Imported("stress-ng cyclic log", no_facts("none: a stress-ng log records no system facts"),
+                    [(foreign_job("stress-ng-cyclic", condition, "stress-ng", []), doc)],
+                    f"{report['policy']}, {report['delay_ns']:,} ns delay; {kept_note(report)}; the log "
+                    "has no system facts or start time")
+
+
+ADAPTER = Adapter("stress-ng", sniff, read)

@@ -1,0 +1,113 @@
+"""What a tool adapter is: the one shape through which `run` (a cross-check) and
+`import` (a file measured elsewhere) use a tool. The table of adapters is
+rtgauge/tools/__init__.py; adding a tool is one file here with an `ADAPTER` and one line
+there (docs/design.md, "Tool adapters").
+
+An adapter has:
+
+- `name`: the tool as a job names it (`cross_check = ["NAME"]`, `job.tool`);
+- `sniff(found)`: whether an import's file (or directory) is this tool's output; the
+  table is asked in order and the first that recognises the file reads it;
+- `read(found, condition)`: the file as engine-contract documents, with the system facts
+  and origin the file carries (an `Imported`); ValueError or UserError for a file the
+  tool's reader refuses;
+- `command(job, out_path, extra)`: the command line of a cross-check run of the job's
+  settings, its result to out_path (None: rtgauge does not run the tool);
+- `readable(data)`: the result file's bytes as JSON the strict reader takes (a board
+  applies it there, so its result comes back as JSON);
+- `to_document(raw, job, where, status, interrupted)`: the result, parsed, as an
+  engine-contract document of that job.
+
+Every adapter's histograms go through one builder (rtgauge/tools/histogram.py)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+JSON_START = (b"{", b"[")
+# a load condition's name, as a job and an imported file's measurement name it
+CONDITION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}", re.ASCII)
+
+
+def as_is(data: bytes) -> bytes:
+    return data
+
+
+@dataclass
+class Found:
+    """A file (or directory) given to `rtgauge import`, as far as it was read to be
+    recognised: its first bytes and, when it is JSON, its content (strictly parsed)."""
+    path: Path
+    head: bytes = b""
+    data: Any = None
+    is_dir: bool = False
+    _read: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def is_json(self) -> bool:
+        return not self.is_dir and self.head.lstrip()[:1] in JSON_START
+
+    @property
+    def is_text(self) -> bool:
+        return not self.is_dir and not self.is_json
+
+    def json_in(self, name: str):
+        """A JSON file of a directory (a regular file, not a symbolic link), read once;
+        None when it is not there."""
+        if name not in self._read:
+            from rtgauge.store import validate
+            path = self.path / name
+            self._read[name] = (validate.read_json_file(path) if path.is_file() and not path.is_symlink()
+                                else None)
+        return self._read[name]
+
+
+@dataclass
+class Imported:
+    """An import's file as documents: a run measured elsewhere, before it is dry-read
+    and stored (cli/importing.py). `fmt` is the origin's format; `paths` the files whose
+    content is the run's identity (the source itself unless given); `source` the file the
+    run is said to come from (the one given unless set); `what`, `profile_source` and
+    `note` replace a foreign file's wording where given. `started` is an ISO 8601 time as
+    the file gave it (the import checks it)."""
+    fmt: str
+    facts: dict
+    docs: list[tuple[dict, dict]]
+    detail: str = ""
+    started: str | None = None
+    finished: str | None = None
+    paths: list[Path] | None = None
+    source: Path | None = None
+    what: str | None = None
+    profile_source: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Adapter:
+    name: str
+    sniff: Callable[[Found], bool]
+    read: Callable[[Found, str], Imported]
+    command: Callable[..., list[str]] | None = None
+    to_document: Callable[..., dict] | None = None
+    readable: Callable[[bytes], bytes] = as_is
+
+
+NO_FACTS = {"hostname": None, "machine_id": None, "kernel_release": None, "kernel_version": None, "arch": None,
+            "cpu_model": None, "cpus": None, "preempt_model": None}
+
+
+def no_facts(why: str) -> dict:
+    """The system facts of a file that records none (why: the facts_source sentence)."""
+    return {**NO_FACTS, "facts_source": why}
+
+
+def foreign_job(name: str, condition: str, tool: str, command: list[str]) -> dict:
+    """How an imported tool's measurement ran: a reference (cross-check) measurement of
+    the latency kind under the given load condition."""
+    return {"name": f"{name}@{condition}", "tool": tool, "test": "latency", "condition": condition,
+            "reference": True, "load": {"condition": condition, "imported": True}, "started_at": None,
+            "duration_s": None, "exit_status": None, "command": command, "error": None}
