@@ -59,6 +59,7 @@ def parse(parser: Parser, argv: list[str]) -> argparse.Namespace:
 
 
 def dispatch(argv: list[str]) -> int:
+    remove_abandoned_cpusets()
     # `rtgauge engine ...` passes everything after it to the engine untouched.
     if argv[:1] == ["engine"]:
         from rtgauge.cli.engine import passthrough
@@ -83,13 +84,26 @@ def dispatch(argv: list[str]) -> int:
 
 
 def terminate_like_interrupt() -> None:
-    """SIGTERM stops any command as Ctrl-C does (KeyboardInterrupt), so its `finally`
-    blocks run: temporary trees are removed, runs marked. A run installs its own
-    handler for the time it measures (rtgauge/plan/execute.py)."""
+    """SIGTERM and SIGHUP (the terminal or ssh session closed) stop any command as Ctrl-C
+    does (KeyboardInterrupt), so its `finally` blocks run: temporary trees and cpuset
+    groups are removed, runs marked. A run installs its own handler for the time it
+    measures (rtgauge/plan/execute.py). A signal the caller ignores (`nohup`) stays
+    ignored."""
     def stop(signum, frame):
         raise KeyboardInterrupt
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, stop)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) == signal.SIG_DFL:
+            signal.signal(sig, stop)
+
+
+def remove_abandoned_cpusets() -> None:
+    """The cpuset groups of a partitioned run whose rtgauge died (SIGKILL) are removed by
+    the next command of any kind, one line each on stderr, as abandoned runs are marked
+    (docs/loads.md)."""
+    from rtgauge.loads.partition import remove_abandoned_cpusets as remove
+    for group in remove():
+        print(f"rtgauge: removed the cpuset group {group} left by an rtgauge (pid "
+              f"{group.name.rpartition('-')[2]}) that ended without removing it.", file=sys.stderr)
 
 
 def masked_errors(func, args):
