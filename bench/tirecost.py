@@ -21,7 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from rtgauge.analysis import tirecost  # noqa: E402
+from rtgauge.analysis.studies import tirecost  # noqa: E402
 
 SIZES, THREADS, TRAIN = (800, 3200, 12800), (1, 2, 4), 3200
 TARGET = 0.20

@@ -1,6 +1,6 @@
 """The published studies' conclusions checked on runs of real documents
-(rtgauge/analysis/conclusions.py), and the matcher's settings check
-(rtgauge/analysis/published.py). Every run here is made of real engine documents
+(rtgauge/analysis/studies/conclusions.py), and the matcher's settings check
+(rtgauge/analysis/studies/published.py). Every run here is made of real engine documents
 (tests/data/golden, tests/data/suite, tests/data/rates) stored with this machine's real
 facts (tests/data/facts/this-vm.json), edited only where a test says: the kernel and
 preemption fields for a PREEMPT_RT twin, the emulation fields for an emulated one."""
@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from conftest import cli
-from rtgauge.analysis import conclusions
-from rtgauge.analysis.conclusions import FAILS, HOLDS, UNDECIDED, check_conclusions
-from rtgauge.analysis.published import studies
+from rtgauge.analysis.studies import conclusions
+from rtgauge.analysis.studies.conclusions import FAILS, HOLDS, UNDECIDED, check_conclusions
+from rtgauge.analysis.studies.published import studies
 from rtgauge.store import open_store
 from test_report_builders import job, store_run
 

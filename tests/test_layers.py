@@ -110,7 +110,7 @@ def test_graph_sees_the_imports():
     g = import_graph()
     assert "rtgauge.errors" in g["rtgauge.enginebin"]
     assert "rtgauge.cli.engine" in g["rtgauge.cli"]          # `from rtgauge.cli import ... engine`
-    assert "rtgauge.catalogue" in g["rtgauge.analysis.micro"]
+    assert "rtgauge.catalogue" in g["rtgauge.analysis.studies.micro"]
     assert g["rtgauge.errors"] == {"rtgauge.printable"}       # the bottom of every layer
     assert g["rtgauge.printable"] == set()
 

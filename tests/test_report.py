@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from rtgauge.analysis.histograms import rebin_log
-from rtgauge.analysis.micro import micro_rows
+from rtgauge.analysis.studies.micro import micro_rows
 from rtgauge.analysis.tire import hard_rt_limits, tire_points
 from rtgauge.analysis.headline import headline
 from rtgauge.report.html import render

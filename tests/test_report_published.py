@@ -1,4 +1,4 @@
-"""The published evaluations beside the measurements (rtgauge/analysis/published.py):
+"""The published evaluations beside the measurements (rtgauge/analysis/studies/published.py):
 every published row lands beside the measurement of the matching method and
 condition, or is marked "different method" and not compared; the interrupt rows sit
 beside ti_irq when a --split run exists; the report, compare and show --json show
@@ -17,8 +17,8 @@ from dataclasses import replace
 
 import pytest
 
-from rtgauge.analysis.micro import micro_rows
-from rtgauge.analysis.published import METHODS, place, published_verdicts, studies
+from rtgauge.analysis.studies.micro import micro_rows
+from rtgauge.analysis.studies.published import METHODS, place, published_verdicts, studies
 from rtgauge.published import load_published
 from rtgauge.records import Run
 from rtgauge.report.html import render
@@ -332,7 +332,7 @@ def test_conclusions_are_checked_per_run_and_across_systems(tmp_path):
     """The cyclictest study's findings: one run decides 'the stressor raises the
     average'; 'PREEMPT_RT below mainline' needs both kinds, and is not drawn from an
     emulated system (tests/test_conclusions.py: a virtual machine's real facts are). Both outcomes of each check are reachable."""
-    from rtgauge.analysis.conclusions import check_conclusions
+    from rtgauge.analysis.studies.conclusions import check_conclusions
     url = f"sqlite:///{tmp_path / 'r.db'}"
     rt = _latency_run(url, 8000, 40000, True)
     gp = _latency_run(url, 9000, 900000, False)
@@ -359,7 +359,7 @@ def test_conclusions_are_checked_per_run_and_across_systems(tmp_path):
 
 
 def test_the_interrupt_studys_conclusions_on_split_runs(tmp_path):
-    from rtgauge.analysis.conclusions import check_conclusions
+    from rtgauge.analysis.studies.conclusions import check_conclusions
     idle = (job("interrupt-latency@idle", "latency"), split_latency())
     loaded_doc = split_latency(2)
     loaded_doc["metrics"]["ti_irq"] = distribution([1500 + (k * 37) % 900 for k in range(2999)] + [90000])

@@ -10,7 +10,7 @@ from fractions import Fraction
 import pytest
 
 from conftest import is_root
-from rtgauge.analysis.rhealstone import COMPONENTS, format_figures, rhealstone, rhealstone_figures
+from rtgauge.analysis.studies.rhealstone import COMPONENTS, format_figures, rhealstone, rhealstone_figures
 from rtgauge.records import Measurement, Run
 from rtgauge.store import open_store
 

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from rtgauge.analysis import tirecost
+from rtgauge.analysis.studies import tirecost
 from tests.conftest import cli, needs_root
 
 pytestmark = pytest.mark.alone

@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from rtgauge.analysis import tirecost
+from rtgauge.analysis.studies import tirecost
 
 QUIET = ("--policy", "other", "--no-mlock")
 

@@ -44,8 +44,8 @@ def cmd_report(args) -> int:
     stream = sys.stderr if safefile.stream_fd(path) == 1 else sys.stdout
     print(f"Report of {len(runs)} run{'s' if len(runs) != 1 else ''} written to {printable(path, 120)} "
           f"({time.monotonic() - t0:.2f} s).", file=stream)
-    from rtgauge.analysis.conclusions import check_conclusions, summary_line
-    from rtgauge.analysis.published import studies
+    from rtgauge.analysis.studies.conclusions import check_conclusions, summary_line
+    from rtgauge.analysis.studies.published import studies
     found = studies(runs)
     if found:
         print(f"The studies' {summary_line(check_conclusions(runs, {st.source for st, _ in found}))} "

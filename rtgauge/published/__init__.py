@@ -61,7 +61,7 @@ def load_published(path: str | None = None) -> tuple[Published, ...]:
 
 
 # Published test name -> how rtgauge measures the same thing: the method table of
-# rtgauge/analysis/published.py (METHODS, and published_for there). docs/report.md
+# rtgauge/analysis/studies/published.py (METHODS, and published_for there). docs/report.md
 # lists the mapping for readers.
 
 

@@ -14,7 +14,7 @@ def run_document(run: Run) -> dict:
     analyses (tire model, pWCET, host stalls, published studies, tire cost). The
     analyses read the records; the run is written as a document once, here."""
     from rtgauge.analysis.tire import tire_summary
-    from rtgauge.analysis.tirecost import run_cost_model
+    from rtgauge.analysis.studies.tirecost import run_cost_model
     from rtgauge.report.stalls import stalls_json
     tire = tire_summary(run)      # what the report draws of the tire model: maps, limits, curves
     cost = run_cost_model(run)
@@ -38,9 +38,9 @@ def run_document(run: Run) -> dict:
 def published_json(run: Run) -> dict:
     """What the report shows of the published evaluations for this run: each study's
     rows with the measurement placed beside them (or why not), and the behaviour
-    verdicts beside the published ones (rtgauge/analysis/published.py)."""
-    from rtgauge.analysis.conclusions import check_conclusions
-    from rtgauge.analysis.published import published_verdicts, studies_json
+    verdicts beside the published ones (rtgauge/analysis/studies/published.py)."""
+    from rtgauge.analysis.studies.conclusions import check_conclusions
+    from rtgauge.analysis.studies.published import published_verdicts, studies_json
     verdicts = [dict(v, cells={str(k): c for k, c in v["cells"].items()}) for v in published_verdicts([run])]
     studied = studies_json([run])
     checks = check_conclusions([run], {st["source"] for st in studied})

@@ -103,7 +103,7 @@ def export_md(run: Run) -> str:
     from rtgauge.analysis.headline import headline
     from rtgauge.analysis.tire import held_text, period_text
     from rtgauge.analysis import latency_measurements, latency_row, system_label
-    from rtgauge.analysis.micro import micro_rows, verdict_rows
+    from rtgauge.analysis.studies.micro import micro_rows, verdict_rows
     from rtgauge.report.numbers import misses_text
     h = headline(run)
     s = run.system

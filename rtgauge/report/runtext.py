@@ -209,7 +209,7 @@ def print_tire_cost(run: Run, fmt: str | None = None) -> None:
     """The tire cost equation of the run: constants measured by the solver, and
     each configuration's step time predicted from the others' (docs/tire.md)."""
     from rich.table import Table
-    from rtgauge.analysis.tirecost import run_cost_model
+    from rtgauge.analysis.studies.tirecost import run_cost_model
     model = run_cost_model(run)
     if not model:
         return

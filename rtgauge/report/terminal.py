@@ -10,9 +10,9 @@ from rtgauge.report.safe import markup as escape
 from rich.table import Table
 
 from rtgauge.analysis import ROW_METRIC_TEXT, cross_checks, latency_measurements, latency_row, system_label
-from rtgauge.analysis.micro import micro_rows, rhealstone, verdict_rows
+from rtgauge.analysis.studies.micro import micro_rows, rhealstone, verdict_rows
 from rtgauge.analysis.tire import held_text, period_text
-from rtgauge.analysis.published import (STUDIES, beside_text, projection_text, published_verdicts, shown, studies,
+from rtgauge.analysis.studies.published import (STUDIES, beside_text, projection_text, published_verdicts, shown, studies,
                                        systems_of)
 from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
 from rtgauge.records import Run
@@ -131,7 +131,7 @@ def print_latency(console: Console, run: Run) -> None:
 
 def published_text(row) -> str:
     """The studies whose figures of the same method are shown in the published tables."""
-    from rtgauge.analysis.published import STUDIES
+    from rtgauge.analysis.studies.published import STUDIES
     titles = {st.source: st.title.split(" (")[0] for st in STUDIES}
     seen: list[str] = []
     for p in row.published:
@@ -183,7 +183,7 @@ def _placed_cell(study, placed: dict) -> str:
 def print_conclusions(console: Console, runs: list[Run]) -> None:
     """The reproduced studies' conclusions checked on runs, one line each: holds, does
     not hold, or not decidable with the reason and what would decide it."""
-    from rtgauge.analysis.conclusions import FAILS, HOLDS, check_conclusions
+    from rtgauge.analysis.studies.conclusions import FAILS, HOLDS, check_conclusions
     found = studies(runs)
     if not found:
         return
@@ -200,7 +200,7 @@ def print_conclusions(console: Console, runs: list[Run]) -> None:
 
 def print_published(console: Console, runs: list[Run]) -> None:
     """Each published study's rows beside the runs' measurements of the same method
-    (rtgauge/analysis/published.py), then the published behaviour verdicts."""
+    (rtgauge/analysis/studies/published.py), then the published behaviour verdicts."""
     for study, rows in studies(runs):
         systems = systems_of(rows)
         measured = [row for row in rows if any(shown(row.placed.get(r.id, {}))

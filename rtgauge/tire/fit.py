@@ -3,7 +3,7 @@
     Ts = Nswitch·Tswitch + 4·e·Nipc·Tipc + (2e+1)·Tspring + e·Tmass
 
 for the sweep's probes. Its constants are measured, not fitted, wherever the
-probes carry the locked solver's timed phases (rtgauge.analysis.tirecost,
+probes carry the locked solver's timed phases (rtgauge.analysis.studies.tirecost,
 docs/tire.md "Cost equation"): Tspring, Tmass, Tipc from the phases, Tswitch
 from the step time outside them per context switch.
 
@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from rtgauge.analysis import tirecost
+from rtgauge.analysis.studies import tirecost
 
 TERMS = ("Tswitch", "Tipc", "Tspring", "Tmass")
 

@@ -28,7 +28,7 @@ from rtgauge.analysis import is_latency_measurement
 from rtgauge.catalogue import MICRO_KINDS, catalogue
 from rtgauge.analysis.compare import noise
 from rtgauge.defaults import REGRESSION_ALPHA
-from rtgauge.analysis.micro import is_micro, variant_of
+from rtgauge.analysis.studies.micro import is_micro, variant_of
 from rtgauge.analysis.stalls import stall_free
 from rtgauge.records import Measurement, Metric, Run, bounded_count
 from rtgauge.analysis.tire import headline_limits, tire_points

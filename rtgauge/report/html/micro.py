@@ -4,7 +4,7 @@ other scalar figures and the timestamp cost."""
 from __future__ import annotations
 
 from rtgauge.analysis import system_label
-from rtgauge.analysis.micro import micro_rows, micro_scalars, rhealstone, verdict_rows
+from rtgauge.analysis.studies.micro import micro_rows, micro_scalars, rhealstone, verdict_rows
 from rtgauge.report.html.page import e, num
 from rtgauge.report.numbers import us_group
 from rtgauge.records import Run
@@ -40,7 +40,7 @@ def render_micro(runs: list[Run]) -> str:
         lines = rhealstone(run)
         if lines:
             out.append(f"<p><b>Rhealstone</b> ({e(system_label(run))}; 1 / mean of the component times, "
-                       "rtgauge/analysis/rhealstone.py):<br>" + "<br>".join(e(x) for x in lines) + "</p>")
+                       "rtgauge/analysis/studies/rhealstone.py):<br>" + "<br>".join(e(x) for x in lines) + "</p>")
     vrows = verdict_rows(runs)
     if vrows:
         shown = [r for r in runs if any(r.id in v["cells"] for v in vrows)]
@@ -78,7 +78,7 @@ def render_micro(runs: list[Run]) -> str:
 
 def published_pointer(rows) -> str:
     """The studies whose figures of the same method sit beside this row, as links."""
-    from rtgauge.analysis.published import STUDIES
+    from rtgauge.analysis.studies.published import STUDIES
     titles = {st.source: st for st in STUDIES}
     seen = []
     for p in rows:

@@ -5,10 +5,10 @@ published ones, and the systems' latency histograms in one figure."""
 from __future__ import annotations
 
 from rtgauge.analysis import system_label
-from rtgauge.analysis.conclusions import HOLDS, check_conclusions
-from rtgauge.analysis.published import (beside_text, overlay_curves, published_verdicts, studies,
+from rtgauge.analysis.studies.conclusions import HOLDS, check_conclusions
+from rtgauge.analysis.studies.published import (beside_text, overlay_curves, published_verdicts, studies,
                                        systems_of)
-from rtgauge.analysis.published import shown as cell_shown
+from rtgauge.analysis.studies.published import shown as cell_shown
 from rtgauge.report.html.page import e, figure, flag
 from rtgauge.report.numbers import fmt_group
 from rtgauge.report.svg import overlaid_histograms

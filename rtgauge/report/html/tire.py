@@ -22,7 +22,7 @@ from rtgauge.analysis.tire import (
     thread_label,
     tire_points,
 )
-from rtgauge.analysis.tirecost import run_cost_model
+from rtgauge.analysis.studies.tirecost import run_cost_model
 from rtgauge.report.html.page import e, figure, flag, us
 from rtgauge.report.svg import Axis, Plot, Series, heatmap
 from rtgauge.records import Run

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from rtgauge.records import Measurement, Run
 from rtgauge.catalogue import MICRO_KINDS, catalogue
-from rtgauge.analysis.published import published_for
+from rtgauge.analysis.studies.published import published_for
 from rtgauge.published import Published
 
 # Options that make two runs of one test measure different things: they name the row.
@@ -106,10 +106,10 @@ def verdict_rows(runs: list[Run]) -> list[dict]:
 
 def rhealstone(run: Run) -> list[str]:
     """One line per load condition with the Rhealstone figures, from
-    rtgauge.analysis.rhealstone (empty when that module or its figures are missing).
+    rtgauge.analysis.studies.rhealstone (empty when that module or its figures are missing).
     Another module's failure must not take the whole report down: it becomes a line."""
     try:
-        from rtgauge.analysis.rhealstone import rhealstone_figures
+        from rtgauge.analysis.studies.rhealstone import rhealstone_figures
     except ImportError:
         return []
     try:
