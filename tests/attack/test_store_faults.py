@@ -40,6 +40,8 @@ def test_a_full_disk_mid_run_spools_what_was_measured(tmp_path):
         assert "rtgauge import" in text, text
         spool = Path(text.split("saved in ")[1].split(":")[0])
         assert spool.exists() and not str(spool).startswith(str(small))   # the full disk refused it
+        # nothing of the spool left on the full disk: no partial copy, no temporary file
+        assert not [p for p in small.iterdir() if "spool" in p.name], sorted(small.iterdir())
         (small / "fill").unlink()
         r = rtgauge(tmp_path, "import", str(spool), "--db", str(tmp_path / "back.db"))
         assert r.returncode == 0, r.stderr
