@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from perfdoc import paired_shift, write_section  # noqa: E402
-from rtgauge.analysis import spikes  # noqa: E402
+from rtgauge.analysis.run import spikes  # noqa: E402
 from rtgauge.analysis.samples import read_samples  # noqa: E402
 from rtgauge.enginebin import engine_path  # noqa: E402
 from rtgauge.trace import Tracefs  # noqa: E402

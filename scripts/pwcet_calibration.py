@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from rtgauge.analysis import is_latency_measurement  # noqa: E402
+from rtgauge.analysis.run.rows import is_latency_measurement  # noqa: E402
 from rtgauge.analysis import pwcet as pw  # noqa: E402
 import calibration as pc  # noqa: E402  (scripts/calibration.py, beside this script)
 from rtgauge.analysis.pwcet import pot  # noqa: E402

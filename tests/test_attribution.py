@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from rtgauge.analysis import spikes
+from rtgauge.analysis.run import spikes
 from rtgauge.analysis.samples import read_samples
 from rtgauge.trace import find_tracefs
 from rtgauge.trace.wholerun import WholeRunTrace

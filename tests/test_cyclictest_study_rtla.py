@@ -17,7 +17,7 @@ from dataclasses import replace
 import pytest
 
 from conftest import cli, needs_root
-from rtgauge.analysis import cross_checks, latency_row, row_metric
+from rtgauge.analysis.run.rows import cross_checks, latency_row, row_metric
 from rtgauge.plan import build_plan
 from rtgauge.plan.execute import checked_document, job_record
 from rtgauge.profiles import load_profile

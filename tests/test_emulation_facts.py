@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fake_system import FakeSystem
-from rtgauge.analysis.systems import emulation_note, fact_rows
+from rtgauge.analysis.run.systems import emulation_note, fact_rows
 from rtgauge.records import Run
 from rtgauge.sysinfo import collect_facts
 from rtgauge.sysinfo.checks import check_virtualization

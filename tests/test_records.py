@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from rtgauge.analysis import latency_row, system_label
+from rtgauge.analysis.run.rows import latency_row, system_label
 from rtgauge.records import NO_METRIC, Measurement, Metric, Run
 from rtgauge.store import open_store
 from test_report_builders import full_run_documents, store_run

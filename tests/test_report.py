@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
-from rtgauge.analysis.histograms import rebin_log
+from rtgauge.analysis.run.histograms import rebin_log
 from rtgauge.analysis.studies.micro import micro_rows
-from rtgauge.analysis.tire import hard_rt_limits, tire_points
-from rtgauge.analysis.headline import headline
+from rtgauge.analysis.run.tire import hard_rt_limits, tire_points
+from rtgauge.analysis.run.headline import headline
 from rtgauge.report.html import render
 from rtgauge.store import open_store
 from test_report_builders import (

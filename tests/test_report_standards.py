@@ -59,7 +59,7 @@ def report(tmp_path_factory) -> Path:
 
 
 def synthetic_attribution() -> dict:
-    from rtgauge.analysis.spikes import attribute
+    from rtgauge.analysis.run.spikes import attribute
     from test_spikes import ENGINE, TRACE, samples
     return attribute(TRACE, samples(), {0: 1}, ENGINE, threshold_us=50, cpus=[1])
 

@@ -1,12 +1,12 @@
 """The attribution's analysis on synthetic traces with a known answer
-(rtgauge/analysis/spikes.py, docs/attribution.md); the real engine and kernel trace
+(rtgauge/analysis/run/spikes.py, docs/attribution.md); the real engine and kernel trace
 are in tests/test_attribution.py."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from rtgauge.analysis import spikes
+from rtgauge.analysis.run import spikes
 
 ENGINE = {"rtgauge-engine"}
 BASE = 1000_000_000_000          # ns: 1000 s on CLOCK_MONOTONIC

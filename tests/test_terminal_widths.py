@@ -178,7 +178,7 @@ def test_the_reports_flag_chips_come_once(tmp_path):
     cross-check's chip names its job."""
     import json
     from test_store import realistic_job
-    from rtgauge.analysis.headline import headline
+    from rtgauge.analysis.run.headline import headline
     from rtgauge.report.html.summary import chip_text, render_summary
     facts = json.loads((DATA.parent / "facts" / "this-vm.json").read_text())
     doc = json.loads((DATA / "run-a" / "latency@idle.json").read_text())

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from conftest import cli, needs_root
-from rtgauge.analysis.tire import headline_limits, map_cells, tire_points, tire_summary
+from rtgauge.analysis.run.tire import headline_limits, map_cells, tire_points, tire_summary
 from rtgauge.report.html import render
 from rtgauge.store import open_store
 from rtgauge.tire import sweep
@@ -180,7 +180,7 @@ def test_the_ceiling_is_below_the_count_that_mostly_misses():
     """The study's two figures differ: the first miss at the smallest model (40) is not the
     ceiling (24, above which most sizes missed). A row that misses only at its smallest
     model is a first miss, not the ceiling; none mostly missing gives a bound."""
-    from rtgauge.analysis.tire import thread_ceiling
+    from rtgauge.analysis.run.tire import thread_ceiling
 
     def row(*holds):
         return [{"masses": 4 * 2 ** i, "holds": h} for i, h in enumerate(holds)]

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from rtgauge.analysis.headline import MIN_RATED_CYCLES, headline
+from rtgauge.analysis.run.headline import MIN_RATED_CYCLES, headline
 from rtgauge.records import Measurement
 from rtgauge.analysis.verdict import (
     NO, UNDECIDED, YES, Budget, cycles_needed, exceedances, judge, make_budget, rate_bounds,

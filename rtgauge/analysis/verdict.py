@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from rtgauge.analysis import late_periods, latency_measurements
+from rtgauge.analysis.run.rows import late_periods, latency_measurements
 from rtgauge.records import Measurement, Run
 from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_INCOMPLETE, EXIT_OK, EXIT_UNDECIDED, UserError
 

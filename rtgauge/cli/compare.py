@@ -64,7 +64,7 @@ def console(fmt: str | None = None) -> Console:
 def cmd_compare(args) -> int:
     import json
     from rtgauge.analysis.compare.regress import BETTER, WORSE, change_json, compare_runs, parse_rule
-    from rtgauge.analysis.headline import DEFAULT_BUDGET_US
+    from rtgauge.analysis.run.headline import DEFAULT_BUDGET_US
     from rtgauge.analysis.compare.gate import incomplete_runs
     from rtgauge.report.output import write_html
     from rich.markup import escape
@@ -240,7 +240,7 @@ def pwcet_exceedance(args) -> float:
 def compare_worst_cases(base: Run, cand: Run, exceedance: float) -> list[dict]:
     """The probable worst case of each latency measurement (ours, not the cyclictest
     cross-check) present in both runs under the same name, round and segment, A against B."""
-    from rtgauge.analysis import latency_measurements
+    from rtgauge.analysis.run.rows import latency_measurements
     from rtgauge.analysis.pwcet import compare_pwcet
     ours = {m.key: m for m in latency_measurements(base) if m.tool == "engine"}
     out = []
@@ -290,8 +290,8 @@ def print_side_by_side(out: Console, runs: list[Run], budget_us: float) -> None:
     from rich.table import Table
     from rich.markup import escape
     from rtgauge.report.numbers import fmt_group
-    from rtgauge.analysis.headline import headline
-    from rtgauge.analysis import latency_measurements, latency_row, system_label
+    from rtgauge.analysis.run.headline import headline
+    from rtgauge.analysis.run.rows import latency_measurements, latency_row, system_label
     from rtgauge.report.terminal import print_micro, print_published
     from rtgauge.report.stalls import print_stalls
     table = Table(title="Systems side by side", title_justify="left")

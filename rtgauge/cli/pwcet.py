@@ -70,7 +70,7 @@ def pwcet(args: argparse.Namespace) -> int:
 
     def console():
         return table_console(args.format)
-    from rtgauge.analysis import is_latency_measurement
+    from rtgauge.analysis.run.rows import is_latency_measurement
     from rtgauge.analysis.pwcet import measurement_pwcet, samples_pwcet
     p = parse_probability(args.exceedance)
     block = parse_block(args.block_cycles)

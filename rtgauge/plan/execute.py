@@ -338,7 +338,7 @@ def attribute_job(trace_path: Path, samples_path: Path, doc: dict, s: RunSetting
     measuring threads are known by their name (comm: the engine's, at most 15 characters).
     The threshold: --attribute-threshold-us, else the job's budget, else the run's p99.9."""
     from rtgauge.analysis.samples import read_samples
-    from rtgauge.analysis.spikes import attribute
+    from rtgauge.analysis.run.spikes import attribute
     if not samples_path.exists():
         return {"unavailable": "the engine wrote no samples (it did not start measuring)"}
     env = doc.get("env") or {}

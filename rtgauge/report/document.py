@@ -13,7 +13,7 @@ def run_document(run: Run) -> dict:
     """A stored run as `show RUN --json` (and `run --json`) print it: the run with its
     analyses (tire model, pWCET, host stalls, published studies, tire cost). The
     analyses read the records; the run is written as a document once, here."""
-    from rtgauge.analysis.tire import tire_summary
+    from rtgauge.analysis.run.tire import tire_summary
     from rtgauge.analysis.studies.tirecost import run_cost_model
     from rtgauge.report.stalls import stalls_json
     tire = tire_summary(run)      # what the report draws of the tire model: maps, limits, curves
@@ -23,7 +23,7 @@ def run_document(run: Run) -> dict:
     doc = run.to_dict()
     if any(tire.values()):
         doc.setdefault("analysis", {})["tire"] = tire
-    from rtgauge.analysis.marks import marks_json
+    from rtgauge.analysis.run.marks import marks_json
     for m, shown in zip(run.measurements, doc.get("measurements", [])):
         shown.update(marks_json(m))
         if id(m) in pwcet:
@@ -48,7 +48,7 @@ def published_json(run: Run) -> dict:
 
 
 def rating_json(run: Run) -> dict:
-    from rtgauge.analysis.headline import headline
+    from rtgauge.analysis.run.headline import headline
     r = headline(run)["rating"]
     return {"stars": r.stars, "class": r.klass, "rated": not r.flags, "flags": r.flags, "reasons": r.reasons,
             "unrated_class": r.unrated_class}
@@ -58,7 +58,7 @@ def rating_json(run: Run) -> dict:
 def pwcet_results(run: Run) -> list[tuple[Measurement, list]]:
     """(measurement, [Pwcet of the whole run]) per latency measurement that stored
     per-window maxima."""
-    from rtgauge.analysis import is_latency_measurement
+    from rtgauge.analysis.run.rows import is_latency_measurement
     from rtgauge.analysis.pwcet import measurement_pwcet
 
     out = []

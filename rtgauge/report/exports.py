@@ -50,7 +50,7 @@ def csv_figures(run: Run):
     base = [run.id, s.get("hostname"), s.get("kernel_release")]
     for m in run.measurements:
         head = base + [m.label, m.tool, m.test, m.condition]
-        # the marks (analysis/marks.py), as rows of kind "mark", where a measurement has them
+        # the marks (analysis/run/marks.py), as rows of kind "mark", where a measurement has them
         if m.fallback:
             yield head + ["fallback", "mark", "", "value", 1, None, None]
         if m.not_idle:
@@ -100,9 +100,9 @@ def _f(v, d=1):
 
 
 def export_md(run: Run) -> str:
-    from rtgauge.analysis.headline import headline
-    from rtgauge.analysis.tire import held_text, period_text
-    from rtgauge.analysis import latency_measurements, latency_row, system_label
+    from rtgauge.analysis.run.headline import headline
+    from rtgauge.analysis.run.tire import held_text, period_text
+    from rtgauge.analysis.run.rows import latency_measurements, latency_row, system_label
     from rtgauge.analysis.studies.micro import micro_rows, verdict_rows
     from rtgauge.report.numbers import misses_text
     h = headline(run)
@@ -122,7 +122,7 @@ def export_md(run: Run) -> str:
     rows = []
     for m in latency_measurements(run):
         r = latency_row(m)
-        from rtgauge.analysis.marks import marks
+        from rtgauge.analysis.run.marks import marks
         rows.append([r["name"] + "".join(f" ({text})" for text in marks(m)), r["tool"], r["condition"], r["samples"],
                      _f(r["min_us"]), _f(r["avg_us"]), _f(r["p99_us"]), _f(r["p9999_us"]), _f(r["max_us"]),
                      misses_text(r["misses"], r["skipped"], "-")])

@@ -54,7 +54,7 @@ def us_group(values_ns, dash: str = DASH) -> list[str]:
 
 
 def latency_figures(row: dict, dash: str = DASH) -> list[str]:
-    """min, avg, p99, p99.99, max (µs) of a latency row (rtgauge.analysis.latency_row)
+    """min, avg, p99, p99.99, max (µs) of a latency row (rtgauge.analysis.run.rows.latency_row)
     with one number of decimals."""
     return fmt_group([row.get(k) for k in ("min_us", "avg_us", "p99_us", "p9999_us", "max_us", "stddev_us")],
                      dash=dash)[:5]
@@ -68,7 +68,7 @@ def avg_sigma(row: dict, dash: str = DASH) -> str:
 
 
 def misses_text(misses, skipped, dash: str = DASH) -> str:
-    """Periods not served on time (analysis.late_periods: late cycles and skipped
+    """Periods not served on time (analysis.run.rows.late_periods: late cycles and skipped
     deadlines), with how many of them were skipped when any were."""
     if misses is None:
         return dash

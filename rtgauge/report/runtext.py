@@ -87,16 +87,16 @@ def scalar(m: Measurement, name: str) -> str:
 
 
 def misses_cell(m: Measurement) -> str:
-    """Periods not served on time: late cycles and skipped deadlines (analysis.late_periods)."""
-    from rtgauge.analysis import late_periods
+    """Periods not served on time: late cycles and skipped deadlines (analysis.run.rows.late_periods)."""
+    from rtgauge.analysis.run.rows import late_periods
     from rtgauge.report.numbers import misses_text
     late = late_periods(m)
     return misses_text(late["misses"], late["skipped"], "-")
 
 
 def condition_cell(m: Measurement) -> str:
-    """The condition with the measurement's marks (fallback, not idle: analysis/marks.py)."""
-    from rtgauge.analysis.marks import marks
+    """The condition with the measurement's marks (fallback, not idle: analysis/run/marks.py)."""
+    from rtgauge.analysis.run.marks import marks
     return " ".join([str(m.condition), *(f"({text})" for text in marks(m))])
 
 
@@ -168,7 +168,7 @@ def print_run(run: Run, fmt: str | None = None) -> None:
     table.add_column("steal ms", justify="right")
     table.add_column("verdicts")
     for m in run.measurements:
-        from rtgauge.analysis import row_metric
+        from rtgauge.analysis.run.rows import row_metric
         metric = row_metric(m)     # rtla's columns are not ti: the tool cell names the one shown
         ti = m.metric(metric)
         tool = (f"{m.tool} (x-check)" if m.cross_check else m.tool) + (f", {metric}" if metric != "ti" else "")
@@ -199,7 +199,7 @@ def print_pwcet(run: Run, fmt: str | None = None) -> None:
 
 def print_tire_pretest(run: Run, fmt: str | None = None) -> None:
     """The pretest's thread findings (first miss, thread ceiling) beside the study's."""
-    from rtgauge.analysis.tire import period_text, pretest_threads, pretest_threads_sentence
+    from rtgauge.analysis.run.tire import period_text, pretest_threads, pretest_threads_sentence
     for c in pretest_threads(run):
         console(fmt).print(f"Tire pretest at {period_text(c['period_ms'])}, {c['policy']}, {c['solver']}: "
                         f"{pretest_threads_sentence(c)}", markup=False)

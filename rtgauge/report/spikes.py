@@ -1,6 +1,6 @@
 """Why it spiked, shown: the terminal lines of `show` and the report's section after
 the latency plots (docs/attribution.md). Data: env.attribution of each latency
-measurement, made by rtgauge.analysis.spikes during `run --attribute`."""
+measurement, made by rtgauge.analysis.run.spikes during `run --attribute`."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def threshold_text(a: dict) -> str:
 def rate_text(a: dict) -> str:
     r = a.get("rate") or {}
     if str(a.get("threshold_from", "")).startswith("p"):     # stored before the rate was left out: still none
-        from rtgauge.analysis.spikes import QUANTILE_RATE
+        from rtgauge.analysis.run.spikes import QUANTILE_RATE
         return f"no rate: {QUANTILE_RATE}"
     if r.get("per_hour") is None:
         return f"no rate: {r['why']}" if r.get("why") else ""

@@ -2,7 +2,7 @@
 "Host stalls"). Per measurement: what the engine's non-measuring observer saw,
 and for every figure a stall touched the average with all samples beside the
 average without the stall-touched samples, each labelled; the maximum is always
-the true maximum of all samples. Data from rtgauge.analysis.stalls."""
+the true maximum of all samples. Data from rtgauge.analysis.run.stalls."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from html import escape as h
 from rich.console import Console
 from rich.table import Table
 
-from rtgauge.analysis.stalls import stall_figures, stall_summary
+from rtgauge.analysis.run.stalls import stall_figures, stall_summary
 from rtgauge.records import Measurement, Run
 from rtgauge.report.numbers import us_fixed
 from rtgauge.report.safe import markup as escape

@@ -410,7 +410,7 @@ def overlaid_histograms(title: str, curves: list[tuple[str, list, float | None]]
     curves = [(label, histogram bins [[lo_ns, hi_ns, count], ...], max_ns)], each
     rebinned onto the same log buckets and drawn as one step curve with its colour
     and dash; each curve's maximum is marked by a dashed line of its colour."""
-    from rtgauge.analysis.histograms import PLOT_BUCKETS_PER_DECADE, rebin_log, step_points
+    from rtgauge.analysis.run.histograms import PLOT_BUCKETS_PER_DECADE, rebin_log, step_points
     plot = Plot(title, Axis("latency Ti (µs, log scale)", log=True), Axis("wake-ups per bucket (log)", log=True, lo=1, integer=True),
                 width=width, height=height)
     for i, (label, bins, mx) in enumerate(curves):

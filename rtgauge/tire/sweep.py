@@ -36,7 +36,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Callable
 
-from rtgauge.analysis.tire import pretest_threads_sentence, thread_ceiling
+from rtgauge.analysis.run.tire import pretest_threads_sentence, thread_ceiling
 from rtgauge.catalogue import catalogue, within
 from rtgauge.defaults import TIRE_PERIOD_MS
 from rtgauge.errors import UserError

@@ -13,7 +13,7 @@ from pathlib import Path
 
 PROC = Path("/proc")
 # the engine's threads are the measuring ones: the analysis knows them by this role
-from rtgauge.analysis.spikes import ENGINE_ROLE as ENGINE  # noqa: E402
+from rtgauge.analysis.run.spikes import ENGINE_ROLE as ENGINE  # noqa: E402
 
 READER, ITSELF, HELPER = "rtgauge's trace reader", "rtgauge itself", "rtgauge's load helper"
 

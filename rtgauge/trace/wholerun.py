@@ -1,5 +1,5 @@
 """Tracing the measured CPUs for the whole of a latency job, for the attribution of
-every spike (docs/attribution.md; the analysis is rtgauge.analysis.spikes).
+every spike (docs/attribution.md; the analysis is rtgauge.analysis.run.spikes).
 
 A private trace instance (instances/rtgauge-attr-<pid>) with the "mono" clock (the
 engine's CLOCK_MONOTONIC deadlines line up with it) records the scheduler, interrupt,

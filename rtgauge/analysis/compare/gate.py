@@ -75,7 +75,7 @@ def check_rule(run: Run, rule: Rule) -> list[Check]:
 def check_pwcet(run: Run, rule: Rule) -> list[Check]:
     """'pwcet>X': the credible worst case of each engine latency job against X; a job
     without a credible one is undecided (the reason is said)."""
-    from rtgauge.analysis import latency_measurements
+    from rtgauge.analysis.run.rows import latency_measurements
     from rtgauge.analysis.compare.regress import UNITS
     from rtgauge.analysis.verdict import worst_case
     limit_us = rule.amount * UNITS.get(rule.unit or "us", 1e3) / 1000

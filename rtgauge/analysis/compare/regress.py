@@ -24,14 +24,14 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from rtgauge.analysis import is_latency_measurement
+from rtgauge.analysis.run.rows import is_latency_measurement
 from rtgauge.catalogue import MICRO_KINDS, catalogue
 from rtgauge.analysis.compare import noise
 from rtgauge.defaults import REGRESSION_ALPHA
 from rtgauge.analysis.studies.micro import is_micro, variant_of
-from rtgauge.analysis.stalls import stall_free
+from rtgauge.analysis.run.stalls import stall_free
 from rtgauge.records import Measurement, Metric, Run, bounded_count
-from rtgauge.analysis.tire import headline_limits, tire_points
+from rtgauge.analysis.run.tire import headline_limits, tire_points
 
 ALPHA = REGRESSION_ALPHA
 UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, "": 1.0, "%": 1.0}
@@ -210,7 +210,7 @@ def figures(run: Run) -> dict[str, Figure]:
             out[f"lat:{name}:p99"].windows = out[f"lat:{name}:max"].windows
         _stall_free_figure(add, f"lat:{name}:avg_stall_free", "avg_latency_stall_free", f"{name} latency", good,
                            "ti", "ns", failed)
-        # a deadline skipped after a late wake-up is a missed deadline (analysis.late_periods)
+        # a deadline skipped after a late wake-up is a missed deadline (analysis.run.rows.late_periods)
         skipped = [bounded_count(m.scalar("skipped")) or 0 for m in good]
         misses = [m.scalar("misses") for m in good]
         cycles = [m.scalar("cycles") for m in good]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from rtgauge.analysis import latency_measurements
+from rtgauge.analysis.run.rows import latency_measurements
 from rtgauge.records import Run
 from rtgauge.analysis.compare.regress import BETTER, WORSE, compare_runs
 

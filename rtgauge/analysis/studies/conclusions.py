@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rtgauge.records import Run
-from rtgauge.analysis.tire import HEADLINE_PERIOD_MS, headline_limits, realfast_curves, same_period, tire_points
+from rtgauge.analysis.run.tire import HEADLINE_PERIOD_MS, headline_limits, realfast_curves, same_period, tire_points
 
 HOLDS, FAILS, UNDECIDED = "holds", "does not hold", "not decidable"
 # why a check is not decidable

@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-from rtgauge.analysis import system_label
+from rtgauge.analysis.run.rows import system_label
 from rtgauge.records import Run
-from rtgauge.analysis.headline import DEFAULT_BUDGET_US, headline
+from rtgauge.analysis.run.headline import DEFAULT_BUDGET_US, headline
 from rtgauge.report.html.hil import render_hil
 from rtgauge.report.html.latency import render_latency
 from rtgauge.report.html.method import render_method

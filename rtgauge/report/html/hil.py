@@ -1,11 +1,11 @@
 """The hardware-in-the-loop section: the loop jobs and the sustained-rate sweep
-(figures from rtgauge/analysis/hil.py)."""
+(figures from rtgauge/analysis/run/hil.py)."""
 
 from __future__ import annotations
 
-from rtgauge.analysis import system_label
-from rtgauge.analysis.cycle import equation_parts
-from rtgauge.analysis.hil import loop_measurements, loop_row, sustained_measurements, sustained_rows
+from rtgauge.analysis.run.rows import system_label
+from rtgauge.analysis.run.cycle import equation_parts
+from rtgauge.analysis.run.hil import loop_measurements, loop_row, sustained_measurements, sustained_rows
 from rtgauge.report.html.latency import equation_bar, equation_text
 from rtgauge.report.html.page import e, figure, num, us
 from rtgauge.records import Run

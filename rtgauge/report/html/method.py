@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rtgauge.analysis import latency_row, system_label
+from rtgauge.analysis.run.rows import latency_row, system_label
 from rtgauge.report.html.page import e, flag, num
 from rtgauge.records import Run
 

@@ -3,7 +3,7 @@ other scalar figures and the timestamp cost."""
 
 from __future__ import annotations
 
-from rtgauge.analysis import system_label
+from rtgauge.analysis.run.rows import system_label
 from rtgauge.analysis.studies.micro import micro_rows, micro_scalars, rhealstone, verdict_rows
 from rtgauge.report.html.page import e, num
 from rtgauge.report.numbers import us_group

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from html import escape, unescape
 
-from rtgauge.analysis import system_label
+from rtgauge.analysis.run.rows import system_label
 from rtgauge.report.numbers import us_fixed
 from rtgauge.report.svg import NARROW_BELOW
 from rtgauge.records import Run

@@ -4,7 +4,7 @@ published ones, and the systems' latency histograms in one figure."""
 
 from __future__ import annotations
 
-from rtgauge.analysis import system_label
+from rtgauge.analysis.run.rows import system_label
 from rtgauge.analysis.studies.conclusions import HOLDS, check_conclusions
 from rtgauge.analysis.studies.published import (beside_text, overlay_curves, published_verdicts, studies,
                                        systems_of)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rtgauge.analysis import system_label
+from rtgauge.analysis.run.rows import system_label
 from rtgauge.report.html.page import e
 from rtgauge.records import Run
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from rtgauge.analysis import system_label
-from rtgauge.analysis.tire import held_text, period_text
-from rtgauge.analysis.headline import CROSS_CHECK_FACTOR, MIN_RATED_CYCLES, SOFT_MISS_RATIO, SOFT_WORST_US
-from rtgauge.analysis.systems import emulation_note
+from rtgauge.analysis.run.rows import system_label
+from rtgauge.analysis.run.tire import held_text, period_text
+from rtgauge.analysis.run.headline import CROSS_CHECK_FACTOR, MIN_RATED_CYCLES, SOFT_MISS_RATIO, SOFT_WORST_US
+from rtgauge.analysis.run.systems import emulation_note
 from rtgauge.report.html.page import e, flag, num
 from rtgauge.report.numbers import misses_text
 from rtgauge.records import Run

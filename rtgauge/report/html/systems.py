@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rtgauge.analysis.systems import doctor_rows, fact_rows
+from rtgauge.analysis.run.systems import doctor_rows, fact_rows
 from rtgauge.report.html.page import e, run_headers
 from rtgauge.records import Run
 

@@ -3,8 +3,8 @@ equation fit, and the cost equation predicted against measured."""
 
 from __future__ import annotations
 
-from rtgauge.analysis import system_label
-from rtgauge.analysis.tire import (
+from rtgauge.analysis.run.rows import system_label
+from rtgauge.analysis.run.tire import (
     cost_fits,
     map_cells,
     map_keys,

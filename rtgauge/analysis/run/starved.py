@@ -8,7 +8,7 @@ the measuring thread included), and a real-time task of higher priority on the C
 
 from __future__ import annotations
 
-from rtgauge.analysis import late_periods
+from rtgauge.analysis.run.rows import late_periods
 from rtgauge.records import Measurement
 
 STARVED_MAX_US = 100_000     # a maximum from 100 ms: a thread kept off its CPU, not a late wake-up

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from rtgauge.defaults import TIRE_PERIOD_MS
 from rtgauge.records import Measurement, Run
-from rtgauge.analysis import late_periods
+from rtgauge.analysis.run.rows import late_periods
 from rtgauge.published import Published, tire_published
 
 HEADLINE_PERIOD_MS = 10.0     # 100 Hz, the published rate

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rtgauge.analysis import latency_row, latency_measurements
+from rtgauge.analysis.run.rows import latency_row, latency_measurements
 from rtgauge.records import Run
-from rtgauge.analysis.tire import headline_limits, pretest_threads, pretest_threads_sentence, thread_label
+from rtgauge.analysis.run.tire import headline_limits, pretest_threads, pretest_threads_sentence, thread_label
 
 DEFAULT_BUDGET_US = 100.0
 SOFT_MISS_RATIO = 0.001
@@ -68,7 +68,7 @@ def tuning_of(facts: dict) -> list[str]:
 
 def engine_latency_rows(run: Run) -> list[dict]:
     """Our engine's latency rows, each with its worst case (worst_case_of) and its
-    periods (analysis.late_periods: a skipped deadline is a period not served on time)."""
+    periods (analysis.run.rows.late_periods: a skipped deadline is a period not served on time)."""
     rows = []
     for m in latency_measurements(run):
         if m.tool != "engine":
@@ -112,7 +112,7 @@ CROSS_CHECK_FACTOR = 2.0       # engine and cyclictest worst cases further apart
 
 def disagreements(run: Run) -> list[dict]:
     """The engine/cyclictest pairs whose worst cases differ by more than CROSS_CHECK_FACTOR."""
-    from rtgauge.analysis import cross_checks
+    from rtgauge.analysis.run.rows import cross_checks
     out = []
     for pair in cross_checks(run.measurements, ("cyclictest",)):
         ours, theirs, ratio = pair["max_us"]

@@ -3,7 +3,7 @@ that differ between systems marked."""
 
 from __future__ import annotations
 
-from rtgauge.analysis.headline import tuning_of
+from rtgauge.analysis.run.headline import tuning_of
 from rtgauge.records import Run
 
 

@@ -5,7 +5,7 @@ sustained-rate sweep (the shortest period per step size). The report lays them o
 from __future__ import annotations
 
 from rtgauge.records import Measurement, Run
-from rtgauge.analysis import late_periods
+from rtgauge.analysis.run.rows import late_periods
 from rtgauge.catalogue import LOOP, catalogue
 
 

@@ -46,9 +46,9 @@ def step_points(counts: dict[int, float], per_decade: int = PLOT_BUCKETS_PER_DEC
 def thread_distributions(m: Measurement, metric: str | None = None) -> list[tuple[str, Metric]]:
     """(label, distribution) per measuring thread ("CPU n" when the env says where it
     ran), or the whole-run distribution when there is no per-thread one; of `metric`,
-    else of the measurement's latency row metric (analysis.row_metric: ti, rtla's thread)."""
+    else of the measurement's latency row metric (analysis.run.rows.row_metric: ti, rtla's thread)."""
     if metric is None:
-        from rtgauge.analysis import row_metric
+        from rtgauge.analysis.run.rows import row_metric
         metric = row_metric(m)
     metrics = m.metrics
     env_threads = {t.get("index"): t for t in m.env.get("threads", []) or []}
