@@ -196,6 +196,29 @@ def test_a_command_importing_another_is_found(tmp_path, monkeypatch):
     assert command_to_command(import_graph()) == {("rtgauge.cli.a", "rtgauge.cli.b")}
 
 
+# analysis' packages, top first (docs/design.md, "analysis/ by concern"): the comparison of
+# runs reads the studies and a run's figures, the studies read a run's figures, a run's
+# figures read the pWCET, and the pWCET reads the samples file; never the other way.
+ANALYSIS_ORDER = ["rtgauge.analysis.compare", "rtgauge.analysis.studies", "rtgauge.analysis.run",
+                  "rtgauge.analysis.pwcet", "rtgauge.analysis.samples"]
+
+
+def analysis_upward(g: dict[str, set[str]]) -> set[tuple[str, str]]:
+    def rank(m: str) -> int | None:
+        return next((i for i, p in enumerate(ANALYSIS_ORDER) if m == p or m.startswith(p + ".")), None)
+    return {(a, b) for a, bs in g.items() for b in bs
+            if rank(a) is not None and rank(b) is not None and rank(b) < rank(a)}
+
+
+def test_analysis_packages_look_down():
+    g = import_graph()
+    assert "rtgauge.analysis.studies.micro" in g["rtgauge.analysis.compare.regress"]   # edges are seen
+    assert not analysis_upward(g)
+    # the check itself: the pWCET reading a run's rows would be found
+    assert analysis_upward({"rtgauge.analysis.pwcet.fit": {"rtgauge.analysis.run.rows"}}) == {
+        ("rtgauge.analysis.pwcet.fit", "rtgauge.analysis.run.rows")}
+
+
 def test_the_run_session_is_in_the_plan_layer():
     """What moved down stays down: the run session (tuning, tracefs, SIGTERM) is plan,
     the hil command is importable without the command line."""
