@@ -348,4 +348,9 @@ def judge(run: Run, budget: Budget) -> Verdict:
                            f"period {budget.period_us:g} µs: the rates are per measured cycle")
     if not any(j.condition != "idle" for j in jobs):
         reasons.append("measured idle only: a job that runs beside other work needs a loaded condition too")
+    from rtgauge.analysis.run.starved import starved_hint
+    for group in groups.values():       # a starved job: what to look at, not only "no" (docs/verdict.md)
+        hint = next((t for t in (starved_hint(m, run.system) for m in group) if t), None)
+        if hint:
+            reasons.append(hint)
     return Verdict(budget, answer, margin, worst, jobs, reasons, incomplete)
