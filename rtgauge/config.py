@@ -146,7 +146,7 @@ def default_profile(given: str | None = None) -> str | None:
 
 def budget_table() -> dict:
     """The config file's [budget] table ({} without one): the user's default job, as
-    written (show and run judge against it; analysis.verdict.make_budget checks it)."""
+    written (show and run judge against it; analysis.run.verdict.make_budget checks it)."""
     return load_config().get("budget", {}) or {}
 
 

@@ -116,7 +116,7 @@ def test_until_verdict_stops_before_the_round_that_would_pass_max_time(engine_bi
     engine runs into a real store; only their length is the fake clock's. Two wake-ups
     300 ms apart a round, so that no wake-up is skipped on a loaded machine (a skipped
     period breaks a hard budget and decides the verdict at once)."""
-    from rtgauge.analysis.verdict import make_budget
+    from rtgauge.analysis.run.verdict import make_budget
     from rtgauge.cli.run import until_verdict
     from rtgauge.plan.execute import parse_duration
     from test_report_builders import SYSTEM as FACTS

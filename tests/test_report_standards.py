@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rtgauge.analysis.verdict import make_budget
+from rtgauge.analysis.run.verdict import make_budget
 from rtgauge.report.html import render
 from rtgauge.store import open_store
 from test_report_browser import CHROMIUM, chromium

@@ -1,4 +1,4 @@
-"""The verdict against a job's budget (rtgauge/analysis/verdict.py): exact binomial
+"""The verdict against a job's budget (rtgauge/analysis/run/verdict.py): exact binomial
 bounds (with their coverage checked by simulation, beside a broken Wald bound that
 fails it), exceedances counted from the histogram against the samples themselves,
 yes / no / undecided on runs with a known answer, the budget's sources and its bad
@@ -14,7 +14,7 @@ import pytest
 
 from rtgauge.analysis.run.headline import MIN_RATED_CYCLES, headline
 from rtgauge.records import Measurement
-from rtgauge.analysis.verdict import (
+from rtgauge.analysis.run.verdict import (
     NO, UNDECIDED, YES, Budget, cycles_needed, exceedances, judge, make_budget, rate_bounds,
 )
 from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_INCOMPLETE, EXIT_OK, EXIT_UNDECIDED, UserError, gate_status

@@ -38,10 +38,10 @@ def add_budget_options(p, budget_help: str, period_help: str = "the job's period
 
 def budget_options(args) -> dict:
     """The budget a report or a comparison is drawn against: {} when none was given,
-    {"budget_us"} for a latency alone, with "budget" (analysis.verdict.Budget) when a
+    {"budget_us"} for a latency alone, with "budget" (analysis.run.verdict.Budget) when a
     period or a miss rate was given too."""
     if getattr(args, "period_us", None) is not None or getattr(args, "miss_rate", None) is not None:
-        from rtgauge.analysis.verdict import make_budget
+        from rtgauge.analysis.run.verdict import make_budget
         budget = make_budget(args.budget_us, args.period_us, args.miss_rate)
         return {"budget_us": budget.latency_us, "budget": budget}
     if args.budget_us is None:

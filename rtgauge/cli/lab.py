@@ -108,7 +108,7 @@ def lab_gates(lab, runs, stored: list[Run], rules, junit_path: str | None) -> in
     """Each target's run against the rules and the profile's budget: printed, written as
     JUnit (a suite per target), and their exit status (rtgauge/errors.py gate_status)."""
     from rtgauge.analysis.compare.gate import check_run
-    from rtgauge.analysis.verdict import judge
+    from rtgauge.analysis.run.verdict import judge
     from rtgauge.report.junit import verdict_cases
     from rtgauge.errors import gate_status
     from rtgauge.analysis.compare.gate import incomplete_runs

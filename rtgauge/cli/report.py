@@ -30,7 +30,7 @@ def cmd_report(args) -> int:
     options = budget_options(args)
     check_writable("-o", args.output)
     if options.get("budget_us") is not None and "budget" not in options:
-        from rtgauge.analysis.verdict import make_budget
+        from rtgauge.analysis.run.verdict import make_budget
         options["budget"] = make_budget(options["budget_us"])
     if args.trend:
         options["trend"] = True

@@ -446,7 +446,7 @@ def resumed_profile(args):
 def resolve_budget(args, profile):
     """The job's budget: each value from the command line, else the profile's [budget],
     else the config file's; None when no latency is given anywhere."""
-    from rtgauge.analysis.verdict import make_budget
+    from rtgauge.analysis.run.verdict import make_budget
     given = {"latency_us": args.budget_us, "period_us": args.period_us, "miss_rate": args.miss_rate}
     prof = profile.budget.to_json() if profile.budget is not None else {}
     from rtgauge.config import budget_table
@@ -490,7 +490,7 @@ def until_verdict(console, store, run_id: int, jobs: list[Job], warmup_s: float,
     ceiling (--max-time) would be passed by one more round. Returns the status. The time
     taken is clock.monotonic() - started (clock: rtgauge/clock.py, the system's if None)."""
     from rtgauge.clock import SYSTEM
-    from rtgauge.analysis.verdict import UNDECIDED, judge
+    from rtgauge.analysis.run.verdict import UNDECIDED, judge
     from rtgauge.plan import plan_seconds
     from rtgauge.plan.execute import execute
     latency = [j for j in jobs if j.tool == "cyclictest" or j.test == "latency"]
@@ -521,7 +521,7 @@ def gate_outcome(console, args, runs) -> int:
     """The verdict and the --fail-on rules on the run: printed, written as JUnit, and
     their exit status (0 when there is no gate)."""
     from rtgauge.analysis.compare.gate import check_run
-    from rtgauge.analysis.verdict import judge
+    from rtgauge.analysis.run.verdict import judge
     from rtgauge.errors import gate_status
     from rtgauge.analysis.compare.gate import incomplete_runs
     from rtgauge.report.junit import Case, Suite, fail_closed, verdict_cases, write_junit
@@ -661,7 +661,7 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
             runs.append(run)
             budget = getattr(args, "budget", None)
             if budget is not None and rid == run_id:
-                from rtgauge.analysis.verdict import judge
+                from rtgauge.analysis.run.verdict import judge
                 print_summary(console, run, budget.latency_us, judge(run, budget))
             else:
                 print_summary(console, run)

@@ -26,7 +26,7 @@ def register(subparsers) -> None:
 def show_budget(args):
     """The budget to judge a shown run against: the command line's, else the config
     file's [budget], else None."""
-    from rtgauge.analysis.verdict import make_budget
+    from rtgauge.analysis.run.verdict import make_budget
     given = {k: getattr(args, a, None) for k, a in (("latency_us", "budget_us"), ("period_us", "period_us"),
                                                     ("miss_rate", "miss_rate"))}
     if any(v is not None for v in given.values()):
@@ -67,7 +67,7 @@ def show(args: argparse.Namespace) -> int:
             raise UserError(f"no run {run_id} in {store.url}; `rtgauge show` lists the runs.")
         verdict = None
         if budget is not None:
-            from rtgauge.analysis.verdict import judge
+            from rtgauge.analysis.run.verdict import judge
             verdict = judge(run, budget)
         if args.json:
             doc = run_document(run)

@@ -63,7 +63,7 @@ class Profile:
     hil_sustained: object = None   # rtgauge.hil.sustained.SustainedSpec from [hil_sustained], or None
     rounds: int = 1        # settings.rounds: independent engine runs of each job
     target: str | None = None   # "ssh://[user@]host[:port]": the machine the jobs run on
-    budget: object = None  # rtgauge.analysis.verdict.Budget from a [budget] table, or None
+    budget: object = None  # rtgauge.analysis.run.verdict.Budget from a [budget] table, or None
     attribute: bool = False    # settings.attribute: trace and attribute every spike (docs/attribution.md)
     attribute_threshold_us: float | None = None   # settings.attribute_threshold_us (default: the run's p99.9)
     allow_fallback: bool = False   # settings.allow_fallback: measure as other where real-time is refused
@@ -194,7 +194,7 @@ def parse_profile(text: str, origin: str) -> Profile:
         _expect(isinstance(table, dict), f"profile {origin}: [budget] must be a table with latency_us "
                 "(and optionally period_us, miss_rate).")
         _reject_unknown(table, _BUDGET_KEYS, f"profile {origin} [budget]")
-        from rtgauge.analysis.verdict import make_budget
+        from rtgauge.analysis.run.verdict import make_budget
         budget = make_budget(table.get("latency_us"), table.get("period_us"), table.get("miss_rate"),
                              f"profile {origin} [budget]")
     return Profile(str(name), str(data.get("description", "")), text, origin, float(warmup), jobs, tire,

@@ -103,7 +103,7 @@ def write_junit(path: str, suites: list[Suite]) -> None:
 
 def verdict_cases(v, run_id) -> list:
     """The verdict as JUnit test cases: one per latency job, named after the budget."""
-    from rtgauge.analysis.verdict import NO, YES
+    from rtgauge.analysis.run.verdict import NO, YES
     name = f"verdict: {v.budget.text()}"
     out = []
     for j in v.jobs:

@@ -90,7 +90,7 @@ def print_headline(console: Console, run: Run, h: dict) -> None:
 
 
 def print_verdict(console: Console, v) -> None:
-    """The verdict against the job's budget (rtgauge/analysis/verdict.py) and its evidence."""
+    """The verdict against the job's budget (rtgauge/analysis/run/verdict.py) and its evidence."""
     colour = {"yes": "green", "no": "red"}.get(v.answer, "yellow")
     console.print(f"[bold]Can it carry the job?[/] [{colour} bold]{escape(v.headline)}[/]")
     for j in v.jobs:

@@ -77,7 +77,7 @@ def check_pwcet(run: Run, rule: Rule) -> list[Check]:
     without a credible one is undecided (the reason is said)."""
     from rtgauge.analysis.run.rows import latency_measurements
     from rtgauge.analysis.compare.regress import UNITS
-    from rtgauge.analysis.verdict import worst_case
+    from rtgauge.analysis.run.verdict import worst_case
     limit_us = rule.amount * UNITS.get(rule.unit or "us", 1e3) / 1000
     out = []
     for m in (m for m in latency_measurements(run) if m.tool == "engine"):

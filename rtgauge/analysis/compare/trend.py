@@ -29,7 +29,7 @@ def started(run: Run) -> datetime | None:
 
 def run_points(run: Run) -> dict[str, dict]:
     """condition -> {max_us, p99_us, pwcet_us, pwcet_why} over the run's engine jobs."""
-    from rtgauge.analysis.verdict import worst_case
+    from rtgauge.analysis.run.verdict import worst_case
     out: dict[str, dict] = {}
     for m in latency_measurements(run):
         if m.tool != "engine" or not m.ok:

@@ -61,7 +61,7 @@ def render(runs: list[Run], budget_us: float = DEFAULT_BUDGET_US, title: str | N
            comparisons: list | None = None, tripped: list[str] | None = None, budget=None,
            trend: bool = False) -> str:
     """comparisons: [(candidate run, [Change])] from rtgauge compare, shown as a
-    regressions section after the latency; budget: the job (analysis/verdict.py
+    regressions section after the latency; budget: the job (analysis/run/verdict.py
     Budget), whose verdict opens the page; trend: add the trend section (runs over time)."""
     runs = [r for r in runs if r]
     if budget is not None:
@@ -69,7 +69,7 @@ def render(runs: list[Run], budget_us: float = DEFAULT_BUDGET_US, title: str | N
     heads = [headline(r, budget_us) for r in runs]
     verdicts = None
     if budget is not None:
-        from rtgauge.analysis.verdict import judge
+        from rtgauge.analysis.run.verdict import judge
         verdicts = [judge(r, budget) for r in runs]
     title = title or ("rtgauge report: " + ", ".join(system_label(r) for r in runs[:4])
                       + (f" and {len(runs) - 4} more" if len(runs) > 4 else ""))
