@@ -369,9 +369,11 @@ def store_prepared(args, prepared) -> int:
     one run is in memory at a time); a run whose origin is already in the database is
     left out and said so."""
     with open_store(args.db) as store:
-        new, again = [], []
+        new, again, spools = [], [], []
         for p in prepared:
             before = already_here(store, p)
+            if p.origin.get("format") == "rtgauge spool":
+                spools.append(Path(p.where))
             if before is not None:
                 again.append((p.what, p.where, before))
                 continue
@@ -381,6 +383,10 @@ def store_prepared(args, prepared) -> int:
             say(f"Imported {what} from {where} as run {run_id} in {store.url}.")
         for what, where, run_id in again:
             say(f"{what[:1].upper()}{what[1:]} from {where} was imported before as run {run_id}; nothing stored again.")
+    for path in spools:          # its run is stored: the spool file has done its work
+        from rtgauge.store.spool import remove_stored_spool
+        if remove_stored_spool(path):
+            say(f"The run of the spool file is stored; removed {path}.")
     return 0
 
 

@@ -38,6 +38,20 @@ def is_spool_name(name: str) -> bool:
     return SPOOL_NAME.fullmatch(name) is not None
 
 
+def remove_stored_spool(path: Path) -> bool:
+    """Once `rtgauge import` has stored a spool file's run, the file has done its work and
+    goes (no orphan copy waits to be imported twice). Only a regular file under a name
+    this module gives is removed: a file renamed by the user, or a link, is left alone.
+    True when it was removed."""
+    try:
+        if not is_spool_name(path.name) or not os.path.isfile(path) or os.path.islink(path):
+            return False
+        path.unlink()
+        return True
+    except OSError:
+        return False
+
+
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 

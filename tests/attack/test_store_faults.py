@@ -46,6 +46,7 @@ def test_a_full_disk_mid_run_spools_what_was_measured(tmp_path):
         r = rtgauge(tmp_path, "import", str(spool), "--db", str(tmp_path / "back.db"))
         assert r.returncode == 0, r.stderr
         assert measurement_names(tmp_path / "back.db") == ["lat@idle", "lat2@idle"]
+        assert not spool.exists(), "the spool file was left after its run was stored"
     finally:
         subprocess.run(["umount", "-l", str(small)])
 
@@ -172,3 +173,4 @@ def test_a_database_locked_mid_run_spools_what_was_measured(tmp_path):
     r = rtgauge(tmp_path, "import", str(spool), "--db", str(tmp_path / "back.db"))
     assert r.returncode == 0, r.stderr
     assert measurement_names(tmp_path / "back.db") == ["lat@idle", "lat2@idle"]
+    assert not spool.exists() and f"removed {spool}" in " ".join(r.stdout.split()), r.stdout
