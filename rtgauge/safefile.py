@@ -105,6 +105,15 @@ def _stream(fd: int, binary: bool, encoding: str) -> Iterator[IO]:
     for s in (sys.stdout, sys.stderr):     # what was printed before comes first
         with contextlib.suppress(Exception):
             s.flush()
+    own = {1: sys.stdout, 2: sys.stderr}.get(fd)
+    if own is not None and binary:
+        own = getattr(own, "buffer", None)
+    if own is not None:
+        # the process's own stream object, not a second writer on its descriptor: what
+        # sys.stdout is (a pipe closed early, a caller's replacement) is what is written
+        yield own
+        own.flush()
+        return
     os.fstat(fd)                                                        # EBADF when not open
     with os.fdopen(fd, "wb" if binary else "w", closefd=False,
                    **({} if binary else {"encoding": encoding})) as f:
