@@ -38,7 +38,7 @@ EVERYWHERE = {"latency", "overhead", "tire", "hil"}
 POSIX_SYMBOLS = set("""
 abort accept access aligned_alloc atexit atof atoi atol bind calloc clock_getres clock_gettime
 clock_nanosleep clock_settime close connect dup dup2 exit _exit fclose fcntl fdopen feof ferror fflush
-fgets fileno fopen fprintf fputc fputs fread free freeaddrinfo fscanf fstat fwrite getaddrinfo getenv
+fgets fileno fopen fprintf fputc fputs fread free freeaddrinfo fscanf fstat fsync fwrite getaddrinfo getenv
 geteuid getpid getppid getrlimit getrusage getsockname getsockopt gettimeofday inet_ntop inet_pton
 isatty kill localtime_r lseek malloc memchr memcmp memcpy memmove memset mkdir mlock mlockall mmap
 mq_close mq_getattr mq_open mq_receive mq_send mq_timedreceive mq_timedsend mq_unlink munlockall munmap
@@ -58,10 +58,10 @@ pthread_spin_unlock pthread_testcancel puts qsort raise read realloc recv recvfr
 sched_get_priority_max sched_get_priority_min sched_getparam sched_getscheduler sched_rr_get_interval
 sched_setparam sched_setscheduler sched_yield select sem_close sem_destroy sem_getvalue sem_init
 sem_open sem_post sem_timedwait sem_trywait sem_unlink sem_wait send sendmsg sendto setsockopt
-shutdown sigaction sigaddset sigdelset sigemptyset sigfillset sigismember signal sigprocmask
+shutdown sigaction sigaddset sigdelset sigemptyset sigfillset sigismember signal sigprocmask sigtimedwait
 sigwait snprintf socket sprintf sscanf stat strchr strcmp strcspn strdup strerror strerror_r strlen
 strncmp strncpy strndup strrchr strspn strstr strtod strtok_r strtol strtoll strtoul strtoull sysconf
-time timer_create timer_delete timer_settime uname unlink usleep vfprintf vsnprintf write
+time timer_create timer_delete timer_getoverrun timer_settime uname unlink usleep vfprintf vsnprintf write lstat
 acos asin atan atan2 ceil cos exp fabs floor fmax fmod llround nearbyint log log10 lround pow round sin sqrt tan
 """.split())
 
@@ -76,7 +76,7 @@ GLIBC_ABI = {
     "__stack_chk_fail": "stack protector", "__assert_fail": "assert",
 }
 LFS_OR_C99 = {"fopen64": "fopen", "fcntl64": "fcntl", "getrlimit64": "getrlimit", "open64": "open",
-              "lseek64": "lseek", "mmap64": "mmap", "fstat64": "fstat", "stat64": "stat",
+              "lseek64": "lseek", "mmap64": "mmap", "fstat64": "fstat", "stat64": "stat", "lstat64": "lstat",
               "__isoc99_sscanf": "sscanf", "__isoc99_fscanf": "fscanf", "__isoc23_strtol": "strtol",
               "__isoc23_strtoll": "strtoll", "__isoc23_sscanf": "sscanf"}
 

@@ -8,7 +8,6 @@ import io
 import pytest
 from rich.table import Table
 
-from rtgauge.cli import show
 from rtgauge.report.safe import SafeConsole
 from rtgauge.store import open_store
 from test_store import DOCTOR, SYSTEM, realistic_document, realistic_job
@@ -62,6 +61,8 @@ def test_show_at_80_columns_prints_1638_whole(tmp_path, monkeypatch, capsys):
         run = store.begin_run(SYSTEM, DOCTOR, "quick", "builtin:quick", ["rtgauge", "run"])
         store.add_measurement(run, realistic_job("latency-cpu-and-a-longer-name", "cpu"), doc)
         store.finish_run(run, "complete", "")
-    monkeypatch.setattr(show, "console", lambda: SafeConsole(width=80, highlight=False))
-    assert show.show(type("A", (), {"run": str(run), "db": db, "json": False, "format": "table"})()) == 0
-    assert "1638.0" in capsys.readouterr().out
+    monkeypatch.setenv("COLUMNS", "80")
+    from rtgauge.cli import main
+    assert main(["show", str(run), "--db", db, "--format", "table"]) == 0
+    out = capsys.readouterr().out
+    assert "1638.0" in out and max(map(len, out.splitlines())) <= 80, out
