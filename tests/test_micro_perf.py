@@ -262,15 +262,26 @@ def test_ctrl_c_keeps_what_was_measured(engine_bin):
     assert 0 < doc["metrics"]["switch"]["count"] < 10_000_000
 
 
-@pytest.mark.parametrize("args", [
-    ["switch", "--iterations", "10000000"],
-    ["shuffle", "--primitive", "mutex", "--iterations", "10000000"],
-    ["deadlock-break", "--protocol", "none", "--hog-us", "100000", "--iterations", "1000"],
+@pytest.mark.parametrize("args, metric", [
+    (["switch", "--iterations", "10000000"], "switch"),
+    (["shuffle", "--primitive", "mutex", "--iterations", "10000000"], "shuffle"),
 ])
-def test_watchdog_bounds_the_run(run_engine, args):
-    # the watchdog's error is the proof it fired (the runs would take far longer than
-    # the 30 s the harness waits); its speed is not asserted here
+def test_watchdog_bounds_the_run_and_keeps_what_was_measured(run_engine, args, metric):
+    # the runs would take far longer than the 30 s the harness waits: the watchdog ends
+    # them, and what they measured is kept, marked incomplete (docs/engine.md "The watchdog")
     r = run_engine(*args, "--timeout-s", "1", timeout=30)
+    assert r.status == 0 and r.doc["ok"] is True, r.stderr
+    inc = r.doc["env"]["incomplete"]
+    assert inc["by"] == "watchdog" and inc["asked"] == 10_000_000 and 0 < inc["measured"] < 10_000_000
+    assert r.doc["metrics"][metric]["count"] > 0
+    assert "watchdog stopped the run" in r.stderr
+
+
+def test_a_worker_whose_wait_failed_still_fails_the_run(run_engine):
+    # without inheritance the high thread never gets the mutex while medium hogs: that
+    # wait failing is a failure of the run, not a measurement cut short
+    r = run_engine("deadlock-break", "--protocol", "none", "--hog-us", "100000", "--iterations", "1000",
+                   "--timeout-s", "1", timeout=30)
     assert r.status == 1
     assert "--timeout-s" in r.doc["error"]
 
