@@ -644,11 +644,11 @@ def run_measured(console, args, profiles, plans, jobs, conditions, facts, checks
                     store.finish_run(rid, "failed", f"{type(e).__name__}: {e}")
             finally:
                 if getattr(store, "spooled", False):
-                    console.print(f"[red]rtgauge: {markup(store.message())}[/]")
+                    console.print(f"[red]rtgauge: {markup(store.message())}[/]", soft_wrap=True)   # a path to paste: never folded
             raise
         if getattr(store, "spooled", False):
             store.finish_run(run_id, status, f"{len(per_run[0])} of {len(jobs)} jobs measured")
-            console.print(f"[red]rtgauge: {markup(store.message())}[/]")
+            console.print(f"[red]rtgauge: {markup(store.message())}[/]", soft_wrap=True)   # a path to paste: never folded
             return 1
         failed_any = False
         runs = []
