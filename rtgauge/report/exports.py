@@ -137,7 +137,7 @@ def export_md(run: Run) -> str:
             c = r.cells[run.id]
             rows.append([r.label, r.condition, _f(c["avg"] / 1000, 2) if c["avg"] is not None else None,
                          _f(c["max"] / 1000) if c["max"] is not None else None, published_text(r) or "-"])
-        lines += ["## Microbenchmarks (µs)", ""] + md_table(["test", "condition", "avg", "max", "published avg/max"], rows)
+        lines += ["## Microbenchmarks (µs)", ""] + md_table(["test", "condition", "avg", "max", "published figures in"], rows)
     verdicts = verdict_rows([run])
     if verdicts:
         rows = [[v["test"] + (f" [{v['variant']}]" if v["variant"] else ""), v["verdict"],

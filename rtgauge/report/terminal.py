@@ -277,7 +277,7 @@ def print_micro(console: Console, runs: list[Run]) -> None:
         table.add_column("condition")
         for r in runs:
             table.add_column(escape(system_label(r) if len(runs) > 1 else "avg / max"), justify="right", no_wrap=True)
-        table.add_column("published avg/max (µs)")
+        table.add_column("published figures in")   # the study whose table sets them beside
         for row in rows:
             cells = []
             for r in runs:
