@@ -203,3 +203,52 @@ def test_hostile_documents_become_one_sentence(hostile, content, fragment):
     assert fragment in sentence, sentence
     if doc is not None:
         assert doc["ok"] is False and doc["metrics"] == {}
+
+
+# -- a 64 MiB hostile document through the whole path from a board ---------------------------
+
+WHOLE_PATH = """
+import asyncio, sys
+sys.path.insert(0, {root!r})
+from rtgauge.plan import Job
+from rtgauge.plan.execute import checked_document
+from rtgauge.remote import ssh as remote
+script = sys.argv[1]
+
+async def go():
+    async with remote.SshTarget(remote.parse("ssh://board")) as t:
+        return await t.run_tool(lambda out: ["sh", "-c", script, "sh", out], time_limit_s=300)
+
+run = asyncio.run(go())
+doc = (checked_document(Job(name="lat", tool="engine", test="latency", condition="idle"), run.document,
+                        "the board's document", run.status, False) if run.document is not None else {{}})
+print(doc.get("ok"), ((doc.get("error") or "") + " " + (run.stderr or ""))[:300])
+"""
+
+
+@pytest.mark.parametrize("shape", ["empty-threads", "one-key-objects"])
+def test_a_64_mib_hostile_board_document_stays_under_the_host_bound(hostile, tmp_path, shape):
+    """Issue 34's case end to end: the board writes a hostile document just under the
+    64 MiB a board's document may be (5 million empty env.threads entries and more), the
+    host reads it over SSH (the transfer's buffer included) and checks it: one sentence,
+    and the host's peak resident set, read from wait4, under the documented 512 MB."""
+    from rtgauge.store import validate
+    n = validate.DOCUMENT_MAX - 100
+    data = {"empty-threads": lambda: b'{"schema":1,"test":"latency","env":{"threads":[' + b"{}," * (n // 3) + b"{}]}}",
+            "one-key-objects": lambda: b'{"schema":1,"test":"latency","params":{"x":[' + b'{"a":0},' * (n // 8)
+            + b"0]}}"}[shape]()
+    assert n - 100 <= len(data) <= validate.DOCUMENT_MAX
+    source = tmp_path / "hostile.json"
+    source.write_bytes(data)
+    del data
+    script = f'cat {source} > "$1"'          # the board's file system is this machine's, in namespaces
+    proc = subprocess.Popen([sys.executable, "-c", WHOLE_PATH.format(root=str(REPO)), script],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, env=env_of(hostile))
+    _, status, usage = os.wait4(proc.pid, 0)
+    out, err = proc.stdout.read().decode(), proc.stderr.read().decode()
+    assert os.waitstatus_to_exitcode(status) == 0, err
+    # refused in one sentence, before it is parsed (no document), or by the check after
+    assert out.split()[0] in ("None", "False") and "more than a document may hold" in out, out
+    assert "Traceback" not in out + err, err
+    assert usage.ru_maxrss / 1024 < HOST_RSS_BOUND_MB, (shape, usage.ru_maxrss / 1024)
+    print(f"{shape}: host peak {usage.ru_maxrss / 1024:.0f} MB")
