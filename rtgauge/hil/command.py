@@ -29,7 +29,11 @@ USAGE = """usage: {prog} veth [ENGINE hil OPTIONS]    the loop across a veth pai
 
 Each prints one JSON document (the engine's contract). `sustained --store` also
 keeps it in the results store as a run of its own (one measurement, hil-sustained).
-docs/hil.md tells both."""
+docs/hil.md tells both.
+
+examples:
+  {prog} veth --period-us 1000 --duration-s 10 > loop.json      # the loop over veth
+  {prog} sustained --payload tire --sizes 100,1000 --store      # the shortest period held"""
 
 
 def sustained_main(argv: list[str], prog: str = "rtgauge hil") -> int:
