@@ -4,8 +4,11 @@ sixth adapter, for oslat (rt-tests: a busy loop per CPU and the gaps in it), is 
 as rtgauge/tools/oslat.py plus its line in rtgauge/tools/__init__.py's table, and then
 both `rtgauge import` (oslat's real --json output, tests/data/tools/oslat.json) and a
 cross-check run (plan/execute.py's job_command and read_document, oslat really running
-for a second) use it. Without the adapter the same file is refused (it is rt-tests JSON
-that cyclictest's reader does not take), so the test can fail.
+for a second) use it, and a profile may name it in `cross_check`: `rtgauge run` plans the
+cross-check where oslat is installed and drops it with the adapter's sentence where it is
+not (cli/run.py prepare_jobs asks the adapter). Without the adapter the same file is
+refused (it is rt-tests JSON that cyclictest's reader does not take) and the profile too,
+so the test can fail.
 
 hwlatdetect and rtla osnoise need the hwlat and osnoise tracers, which this machine's
 kernel lacks (available_tracers: blk function nop); oslat runs anywhere."""
@@ -224,3 +227,65 @@ def test_a_cross_check_runs_oslat_through_the_added_adapter(tmp_path):
     # the tree as it is has no oslat adapter: the same job has no command
     q = python(ROOT, "-c", CROSS_CHECK, str(tmp_path / "r2.json"), str(cpu))
     assert q.returncode != 0 and "unknown tool oslat" in q.stderr
+
+
+PROFILE = """name = "oslat-cross"
+[[jobs]]
+name = "latency"
+test = "latency"
+conditions = ["idle"]
+cross_check = ["oslat"]
+[jobs.options]
+duration-s = 1
+policy = "other"
+"""
+
+PLAN = r"""
+import json, sys
+from types import SimpleNamespace
+from rich.console import Console
+from rtgauge.cli.run import prepare_jobs
+from rtgauge.errors import UserError
+from rtgauge.profiles import parse_profile
+console = Console(file=sys.stderr, width=400)
+try:
+    profile = parse_profile(sys.argv[1], "oslat-cross.toml")
+except UserError as e:
+    print(e, file=sys.stderr)
+    sys.exit(2)
+jobs = prepare_jobs(console, profile, SimpleNamespace(rounds=None, mount_tracefs=False, allow_fallback=False),
+                    SimpleNamespace(duration_s=None, partition=None))
+print(json.dumps([{"name": j.name, "tool": j.tool, "notes": j.notes} for j in jobs]))
+"""
+
+
+def plan(tree: Path, path: str) -> subprocess.CompletedProcess:
+    """prepare_jobs of the profile in a fresh interpreter with the given PATH (the engine
+    by its absolute path); nothing is measured."""
+    from rtgauge.enginebin import engine_path
+    env = dict(os.environ, PYTHONPATH=str(tree), PATH=path, RTGAUGE_ENGINE=str(engine_path()))
+    return subprocess.run([sys.executable, "-c", PLAN, PROFILE], capture_output=True, text=True, timeout=120,
+                          env=env, cwd=tree)
+
+
+def test_a_profile_names_the_added_adapter_as_a_cross_check_and_its_availability_is_asked(tmp_path):
+    # the tree as it is: the profile is refused, naming the cross-checks the table has
+    before = plan(ROOT, os.environ["PATH"])
+    assert before.returncode == 2 and "cross_check may list only cyclictest, rtla." in before.stderr, before.stderr
+    copy = scratch_copy(tmp_path)
+    # where oslat is not on the PATH: the adapter's sentence, the cross-check dropped and
+    # the engine's measurement noting it
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    p = plan(copy, str(empty))
+    assert p.returncode == 0, p.stderr
+    assert "oslat is not installed: the oslat cross-check is skipped." in p.stderr
+    assert json.loads(p.stdout) == [{"name": "latency@idle", "tool": "engine",
+                                     "notes": ["the oslat cross-check was not run: oslat is not installed"]}]
+    if shutil.which("oslat") is None:
+        pytest.skip("oslat (rt-tests) is not installed here: the planned case needs it")
+    # where it is installed: planned beside the engine's job, nothing noted
+    q = plan(copy, os.environ["PATH"])
+    assert q.returncode == 0, q.stderr
+    assert json.loads(q.stdout) == [{"name": "latency@idle", "tool": "engine", "notes": []},
+                                    {"name": "latency@idle/oslat", "tool": "oslat", "notes": []}]

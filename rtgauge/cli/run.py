@@ -198,8 +198,8 @@ def validate_engine_jobs(jobs: list[Job]) -> None:
 
 
 def check_loads(jobs: list[Job]) -> None:
-    """Each job's load can start here (prepare_jobs has dropped the cyclictest
-    cross-checks already when cyclictest is missing)."""
+    """Each job's load can start here (prepare_jobs has dropped the cross-checks
+    whose tool is missing already)."""
     from rtgauge.loads import make_load
 
     for job in jobs:
@@ -221,15 +221,12 @@ def prepare_jobs(console: Console, profile, args, conditions, address: str | Non
     else:
         check_job_outputs(jobs)
     # cross-checks need their tool; drop them with a note when it is missing
-    from rtgauge.tools import cyclictest, rtla
-    if not address and any(j.tool == "cyclictest" for j in jobs) and not cyclictest.cyclictest_path():
-        console.print("[yellow]cyclictest is not installed (apt-get install rt-tests): "
-                      "the cross-check is skipped.[/]")
-        jobs = [j for j in jobs if j.tool != "cyclictest"]
-    if not address and any(j.tool == "rtla" for j in jobs) and (why := rtla.local_unavailable()):
-        drop_cross_check(jobs, "rtla", f"the rtla timerlat cross-check was not run: {why}")
-        console.print(f"[yellow]{markup(why)}: the rtla timerlat cross-check is skipped.[/]")
-        jobs = [j for j in jobs if j.tool != "rtla"]
+    from rtgauge.tools import adapter_of
+    for tool in dict.fromkeys(j.tool for j in jobs if j.cross_check and not address):   # a target's: once connected
+        adapter = adapter_of(tool)
+        if why := adapter.unavailable_here():
+            drop_cross_check(jobs, tool, f"the {adapter.title} cross-check was not run: {why}")
+            console.print(f"[yellow]{markup(why)}: the {markup(adapter.title)} cross-check is skipped.[/]")
     if not address:     # a target's loads are checked there once connected
         check_loads(jobs)
     from rtgauge.plan.optional import resolve_optional
@@ -300,31 +297,18 @@ def check_target_conditions(jobs: list[Job], address: str, allow_netns: bool = F
         tools_for(job.condition, LoadContext(allow_netns=allow_netns))
 
 
-def target_lacks(session, tool: str) -> str | None:
-    """Why a cross-check tool cannot run on the target (None: it can)."""
-    if tool == "cyclictest":
-        return None if session.has("cyclictest") else "has no cyclictest (rt-tests)"
-    from rtgauge.tools import rtla
-    if not session.has("rtla"):
-        return "has no rtla"
-    if not rtla.has_timerlat(session.sh(rtla.TRACERS_SH)):
-        return "has no timerlat tracer (its kernel lacks CONFIG_TIMERLAT_TRACER, or tracefs is not mounted)"
-    return None
-
-
 def fit_cross_checks_to_target(console: Console, plans: list[list[Job]], session, cpus: int | None) -> None:
-    """Each cross-check (cyclictest, rtla timerlat) runs on the target when the target
-    can run it (on the target's CPUs unless the job names them), else it is skipped
-    with a note."""
+    """Each cross-check (its tool's adapter, rtgauge/tools) runs on the target when the
+    target can run it (on the target's CPUs unless the job names them), else it is
+    skipped with a note."""
     from rtgauge.report.safe import markup
     from rtgauge.plan import drop_cross_check
-    for tool in ("cyclictest", "rtla"):
-        if not any(j.tool == tool for plan in plans for j in plan):
-            continue
-        why = target_lacks(session, tool)
+    from rtgauge.tools import adapter_of
+    for tool in dict.fromkeys(j.tool for plan in plans for j in plan if j.cross_check):
+        adapter = adapter_of(tool)
+        why = adapter.unavailable_on(session)
         if why:
-            label = "rtla timerlat" if tool == "rtla" else tool
-            note = f"{session.address} {why}: the {label} cross-check was not run there"
+            note = f"{session.address} {why}: the {adapter.title} cross-check was not run there"
             console.print(f"[yellow]{markup(note)}.[/]")
             for plan in plans:
                 drop_cross_check(plan, tool, note)

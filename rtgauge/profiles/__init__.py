@@ -32,12 +32,18 @@ from rtgauge.errors import UserError
 STUDIES = ("tire-study", "interrupt-study", "rtos-evaluation", "cyclictest-study")   # docs/studies.md
 BUILTIN = ("quick", "standard", "micro", "hil", *STUDIES, *(f"{s}-quick" for s in STUDIES))
 IF_AVAILABLE_KINDS = ("latency",)    # kinds whose flags a job may want only where available (plan/optional.py)
-CROSS_CHECKS = ("cyclictest", "rtla")   # rtla: `rtla timerlat hist` where the kernel has timerlat
 _TOP_KEYS = {"name", "description", "settings", "jobs", "tire", "hil_sustained", "target", "budget"}
 _BUDGET_KEYS = {"latency_us", "period_us", "miss_rate"}
 _JOB_KEYS = {"name", "test", "conditions", "cross_check", "options", "rounds", "if_available"}
 _SETTING_KEYS = {"warmup_s", "rounds", "attribute", "attribute_threshold_us", "allow_fallback"}   # if_available is a job's
 MAX_ROUNDS = 100
+
+
+def cross_checks() -> tuple[str, ...]:
+    """The tools a job's cross_check may name: the table's adapters with a command, the
+    engine excepted (rtgauge/tools; asked only for a job that names one)."""
+    from rtgauge.tools import cross_checks as adapters
+    return tuple(a.name for a in adapters())
 
 
 @dataclass
@@ -142,8 +148,8 @@ def parse_profile(text: str, origin: str) -> Profile:
             _expect(c in CONDITIONS, f"{where} ({name}): unknown condition {c!r}; "
                     f"known conditions are {', '.join(sorted(CONDITIONS))}.")
         cross = raw.get("cross_check", [])
-        _expect(isinstance(cross, list) and all(c in CROSS_CHECKS for c in cross),
-                f"{where} ({name}): cross_check may list only {', '.join(CROSS_CHECKS)}.")
+        _expect(isinstance(cross, list) and (not cross or all(c in cross_checks() for c in cross)),
+                f"{where} ({name}): cross_check may list only {', '.join(cross_checks())}.")
         _expect(not cross or info.kind == LATENCY,
                 f"{where} ({name}): a cross-check ({', '.join(cross)}) only fits the latency tests "
                 f"(tests of kind {LATENCY}: {', '.join(catalogue().names(LATENCY))}).")

@@ -16,13 +16,23 @@ An adapter has:
 - `readable(data)`: the result file's bytes as JSON the strict reader takes (a board
   applies it there, so its result comes back as JSON);
 - `to_document(raw, job, where, status, interrupted)`: the result, parsed, as an
-  engine-contract document of that job.
+  engine-contract document of that job;
+- `local_unavailable()`: why a cross-check cannot run here (not installed, the kernel
+  lacks its tracer), None when it can; by default whether `name` is on the PATH;
+- `target_unavailable(session)`: the same for a board (a sentence following its address,
+  "has no ..."); by default whether the board has `name` (session.has);
+- `label`: the cross-check's name in messages ("rtla timerlat"; `name` when empty).
+
+A cross-check is an adapter with a `command`, the engine excepted (`cross_checks()` in
+rtgauge/tools/__init__.py); `unavailable_here()` and `unavailable_on(session)` apply the
+availability checks with their defaults.
 
 Every adapter's histograms go through one builder (rtgauge/tools/histogram.py)."""
 
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -94,6 +104,26 @@ class Adapter:
     command: Callable[..., list[str]] | None = None
     to_document: Callable[..., dict] | None = None
     readable: Callable[[bytes], bytes] = as_is
+    local_unavailable: Callable[[], str | None] | None = None
+    target_unavailable: Callable[[Any], str | None] | None = None
+    label: str = ""
+
+    @property
+    def title(self) -> str:
+        """The cross-check's name in messages."""
+        return self.label or self.name
+
+    def unavailable_here(self) -> str | None:
+        """Why this tool cannot run on this machine (None: it can)."""
+        if self.local_unavailable is not None:
+            return self.local_unavailable()
+        return None if shutil.which(self.name) else f"{self.name} is not installed"
+
+    def unavailable_on(self, session) -> str | None:
+        """Why it cannot run on a board (a sentence following the board's address; None: it can)."""
+        if self.target_unavailable is not None:
+            return self.target_unavailable(session)
+        return None if session.has(self.name) else f"has no {self.name}"
 
 
 NO_FACTS = {"hostname": None, "machine_id": None, "kernel_release": None, "kernel_version": None, "arch": None,

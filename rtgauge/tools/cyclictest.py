@@ -32,6 +32,16 @@ def cyclictest_path() -> str | None:
     return shutil.which("cyclictest")
 
 
+def local_unavailable() -> str | None:
+    """Why cyclictest cannot run here (None: it can)."""
+    return None if cyclictest_path() else "cyclictest is not installed (apt-get install rt-tests)"
+
+
+def target_unavailable(session) -> str | None:
+    """Why it cannot run on a board (following the board's address; None: it can)."""
+    return None if session.has("cyclictest") else "has no cyclictest (rt-tests)"
+
+
 def command(options: dict, cpus: list[int], json_path: str, exe: str | None = None) -> list[str]:
     """The cyclictest command equivalent to an engine latency job's options (exe: the
     program to run, default the one installed here)."""
@@ -578,4 +588,5 @@ def job_document(raw, job, where: str, status: int, interrupted: bool) -> dict:
         raise UserError(f"{where} is not shaped as cyclictest --json writes it") from None
 
 
-ADAPTER = Adapter("cyclictest", sniff, read, command=job_command, to_document=job_document, readable=readable_json)
+ADAPTER = Adapter("cyclictest", sniff, read, command=job_command, to_document=job_document, readable=readable_json,
+                  local_unavailable=local_unavailable, target_unavailable=target_unavailable)

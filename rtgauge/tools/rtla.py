@@ -91,6 +91,15 @@ def local_unavailable() -> str | None:
     return None
 
 
+def target_unavailable(session) -> str | None:
+    """Why `rtla timerlat` cannot run on a board (following the board's address; None: it can)."""
+    if not session.has("rtla"):
+        return "has no rtla"
+    if not has_timerlat(session.sh(TRACERS_SH)):
+        return "has no timerlat tracer (its kernel lacks CONFIG_TIMERLAT_TRACER, or tracefs is not mounted)"
+    return None
+
+
 def as_json(data: bytes) -> bytes:
     """rtla's text output as the JSON of an engine-contract document (a board's result
     comes back through the same strict JSON reader as the engine's)."""
@@ -261,4 +270,5 @@ def job_document(raw, job, where: str, status: int, interrupted: bool):
     return raw
 
 
-ADAPTER = Adapter("rtla", sniff, read, command=job_command, to_document=job_document, readable=as_json)
+ADAPTER = Adapter("rtla", sniff, read, command=job_command, to_document=job_document, readable=as_json,
+                  local_unavailable=local_unavailable, target_unavailable=target_unavailable, label="rtla timerlat")
