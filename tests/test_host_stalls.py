@@ -76,7 +76,10 @@ def stopped_until_hit(engine_bin: str, args: list[str], metric: str, stop_after_
     pytest.fail(f"the {STALL_S * 1000:.0f} ms stop never landed in a {metric} sample in {TRIES} runs")
 
 
-SWITCH = ["switch", "--threads", "2", "--iterations", "300000"]
+# long enough (about 2 s at 0.6 µs a switch here) that a stop 0.25 s after the start lands
+# inside the measurement whatever the engine's start took (300,000 ended before it on a
+# fast, quiet machine: "the 72 ms stop never landed in a switch sample in 4 runs")
+SWITCH = ["switch", "--threads", "2", "--iterations", "3000000"]
 
 
 @pytest.fixture(scope="module")

@@ -194,6 +194,7 @@ def test_the_ceiling_is_below_the_count_that_mostly_misses():
     assert c["ceiling_threads"] == 2 and c["ceiling_bound"] == ">=" and c["first_miss_threads"] is None
 
 
+@pytest.mark.shared          # the engine's tire at SCHED_FIFO: not in the background pass (no CAP_SYS_NICE)
 def test_the_pretest_reaches_the_smallest_models_on_the_real_engine(run_engine, engine_bin, tmp_path):
     """pretest_masses_min 4: every thread count starts at one mass a thread (the study's first
     miss was at 40 threads and 41 masses), the real engine runs them, refuses more threads

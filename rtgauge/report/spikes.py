@@ -91,6 +91,8 @@ def print_run_attribution(console: Console, run) -> None:
             console.print(f"  [yellow]the trace lost {a['lost_events']:,} events: some windows are incomplete[/]")
         console.print(f"  [yellow]{escape(TRACED_NOTE)}[/]")
     for _, name, t in threshold_traces([run]):
+        if t.get("unavailable"):
+            continue        # said once as the run began; there is no tail to show
         console.print(f"Trace (--trace-threshold-us, {escape(name)}): {escape(trace_headline(t))}; "
                       "`rtgauge show` prints its tail")
 

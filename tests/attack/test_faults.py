@@ -128,7 +128,10 @@ def test_sigkill_of_run_leaves_no_engine_no_load_and_the_run_is_found_abandoned(
     tmp.mkdir()
     e = dict(env(tmp_path), TMPDIR=str(tmp))
     p = rtgauge_popen("run", "--profile", str(prof), "--db", str(db), "--no-report", env_full=e, cwd=tmp_path)
-    assert wait_until(lambda: engine_pids(descendants(p.pid)), 60), p.stderr.read() if p.poll() else ""
+    # the measuring engine beside its load (a first, short engine only checks the
+    # real-time privilege before the load starts)
+    assert wait_until(lambda: engine_pids(descendants(p.pid)) and len(descendants(p.pid)) >= 3, 60), \
+        p.stderr.read() if p.poll() else ""
     family = descendants(p.pid)
     assert len(family) >= 3          # the engine, the load's supervisor and stress-ng
     os.kill(p.pid, signal.SIGKILL)

@@ -25,6 +25,12 @@ ROOT = Path(__file__).resolve().parents[2]
 CPUS = sorted(os.sched_getaffinity(0))
 
 
+def hangup_at_default() -> None:
+    """A terminal's job starts with SIGHUP at its default; a test runner started under
+    nohup would hand its children SIGHUP ignored, which rtgauge rightly keeps ignored."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def windows_measured(metrics: Path) -> int:
     """The status windows the run has read so far, from its metrics file (0 before the first)."""
     try:
@@ -90,7 +96,8 @@ def test_hangup_of_the_run_s_process_group_keeps_what_was_measured(tmp_path):
     the engine died of it without writing its document and rtgauge with it."""
     db, metrics, args = long_run(tmp_path)
     p = subprocess.Popen([sys.executable, "-m", "rtgauge", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=env(tmp_path), cwd=tmp_path, start_new_session=True)
+                         text=True, env=env(tmp_path), cwd=tmp_path, start_new_session=True,
+                         preexec_fn=hangup_at_default)
     try:
         assert wait_until(lambda: windows_measured(metrics) >= 1 or p.poll() is not None, 60)
         assert p.poll() is None, p.communicate()
