@@ -122,18 +122,20 @@ def thread_count(pid: int) -> int:
 
 
 def switch_20k_stopped(engine_bin: str) -> dict:
-    """`switch --threads 2` (20,000 switches, ~30 ms) stopped 72 ms once while the ring
+    """`switch --threads 2` (20,000 switches, 12-30 ms) stopped 72 ms once while the ring
     runs: the stop is sent just after the two ring threads exist (main, observer and
     both members); tried again when it landed outside the ring."""
-    for _ in range(8):
+    # the ring lasts ~12 ms on a quiet machine and longer on a loaded one: each try
+    # stops it at another delay after its threads exist
+    for delay in (0.003, 0.001, 0.006, 0.002, 0.010, 0.004, 0.015, 0.0005):
         p = subprocess.Popen([engine_bin, "switch", "--threads", "2"], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         try:
             t0 = time.monotonic()
             while thread_count(p.pid) < 4 and p.poll() is None and time.monotonic() - t0 < 10:
                 time.sleep(0.0002)
-            time.sleep(0.015)
-            if p.poll() is not None:      # the ring ended before the stop (a loaded machine): try again
+            time.sleep(delay)
+            if p.poll() is not None:      # the ring ended before the stop: try again
                 p.communicate()
                 continue
             os.kill(p.pid, signal.SIGSTOP)
