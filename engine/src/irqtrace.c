@@ -1,5 +1,6 @@
 /* irqtrace: interrupt handler spans on one CPU from trace events (irqtrace.h). */
 #include "irqtrace.h"
+#include "rt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -300,16 +301,10 @@ rtg_irqtrace *rtg_irqtrace_start(int cpu, size_t cap, bool may_mount, char *note
         rtg_irqtrace_free(t);
         return NULL;
     }
-    pthread_attr_t a;
-    struct sched_param prm = {.sched_priority = 0};
-    pthread_attr_init(&a);
-    pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
-    pthread_attr_setschedpolicy(&a, SCHED_OTHER);
-    pthread_attr_setschedparam(&a, &prm);
-    int rc = pthread_create(&t->reader, &a, reader_main, t);
-    pthread_attr_destroy(&a);
-    if (rc != 0) {
-        snprintf(err, errlen, "%s could not start its trace reader (%s).", what, strerror(rc));
+    /* the reader at the ordinary policy, off the measured CPU's priorities (rt.c) */
+    char why[256];
+    if (rtg_spawn_thread(&t->reader, RTG_POL_OTHER, 0, -1, 8192, reader_main, t, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s could not start its trace reader: %s", what, why);
         rtg_irqtrace_free(t);
         return NULL;
     }
