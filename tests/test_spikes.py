@@ -174,6 +174,13 @@ def test_threads_are_named_by_their_command_line_and_rtgauge_s_own_are_marked():
     assert spikes.thread_label("kworker/1:2", 6, 120, {6: {"cmdline": None, "own": None}}) \
         == "thread kworker/1:2 (pid 6, nice 0) [kernel thread]"
     assert spikes.thread_label("hog", 7, 120, {}) == "thread hog (pid 7, nice 0)"      # gone before a look
+    # a deep checkout: the paths give way to their last parts, so the script still names it
+    deep = "/check/work/main/.venv/bin/python /check/work/main/tests/disturber.py --prio 90 --cpu 1"
+    assert spikes.thread_label("rtg-disturb", 8, 9, {8: {"cmdline": deep, "own": None}}) \
+        == "thread rtg-disturb (pid 8, FIFO/RR 90) [python disturber.py --prio 90 --cpu 1]"
+    long = "stress-ng " + " ".join(f"--opt{i} {i}" for i in range(20))
+    said = spikes.thread_label("stress-ng", 9, 120, {9: {"cmdline": long, "own": None}})
+    assert said.endswith("…]") and len(said) < len(long)
 
 
 def test_poisson_rate_is_exact():

@@ -207,8 +207,18 @@ def thread_label(comm: str, pid: int, prio: int | None, tasks: dict | None = Non
     if cmd is None:
         said.append("kernel thread")
     elif cmd and cmd != comm:
-        said.append(cmd if len(cmd) <= CMDLINE_CHARS else cmd[:CMDLINE_CHARS - 1] + "…")
+        said.append(short_cmdline(cmd))
     return text + (f" [{': '.join(said)}]" if said else "")
+
+
+def short_cmdline(cmd: str) -> str:
+    """A command line in at most CMDLINE_CHARS: whole if it fits; else each path word
+    as its last part (the script a `python3` runs is what names it, not where it was
+    checked out), then cut at the end."""
+    if len(cmd) <= CMDLINE_CHARS:
+        return cmd
+    cmd = " ".join(w.rsplit("/", 1)[-1] if "/" in w.rstrip("/") else w for w in cmd.split(" "))
+    return cmd if len(cmd) <= CMDLINE_CHARS else cmd[:CMDLINE_CHARS - 1] + "…"
 
 
 @dataclass
