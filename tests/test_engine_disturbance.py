@@ -50,6 +50,20 @@ def measured_cpu() -> int:
     return max(os.sched_getaffinity(0))
 
 
+def witness_command(engine_bin: str, cpu: int, start: int) -> list[str]:
+    """A second engine whose only use here is its host-stall observer, placed on the
+    measured CPU itself: it measures another CPU (once a second, at FIFO 1), so its
+    observer takes the last allowed CPU it does not measure, the measured one (and the
+    run says where it sat). It wakes every 1 ms at FIFO 1, below the measured thread.
+    The first observer, off the measured CPU, cannot see the host take the measured
+    vCPU alone; this one sees that as a jump of its clock, while a thread of the guest
+    taking that CPU (the spinner) leaves it runnable and waiting: run delay, counted as
+    a local delay, not a stall (docs/engine.md, "Host stalls")."""
+    other = min(c for c in os.sched_getaffinity(0) if c != cpu)
+    return [engine_bin, "latency", "--cpus", str(other), "--interval-us", "1000000", "--policy", "fifo",
+            "--priority", "1", "--duration-s", str(LATENCY_S + 0.5), "--start-at-ns", str(start)]
+
+
 def run_pair(engine_bin: str, tmp_path, with_spin: bool, overrun: str = "skip"):
     cpu = measured_cpu()
     start = time.monotonic_ns() + 400_000_000
@@ -60,10 +74,16 @@ def run_pair(engine_bin: str, tmp_path, with_spin: bool, overrun: str = "skip"):
     spin_cmd = [engine_bin, "spin", "--cpu", str(cpu), "--priority", "90",
                 "--busy-us", str(X_US), "--period-us", str(Y_US), "--duration-s", str(SPIN_S),
                 "--start-at-ns", str(start + SPIN_OFFSET_NS)]
+    witness = subprocess.Popen(witness_command(engine_bin, cpu, start), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
     lat = subprocess.Popen(lat_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     spin = subprocess.Popen(spin_cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) if with_spin else None
     lat_out, lat_err = lat.communicate(timeout=30)
     assert lat.returncode == 0, lat_err
+    witness_out, witness_err = witness.communicate(timeout=30)
+    assert witness.returncode == 0, witness_err
+    seen = json.loads(witness_out)["env"]["stalls"]
+    assert seen["observed"] and seen["cpu"] == cpu and seen["policy"] == "fifo", seen
     events = []
     if spin:
         spin_out, spin_err = spin.communicate(timeout=30)
@@ -73,7 +93,7 @@ def run_pair(engine_bin: str, tmp_path, with_spin: bool, overrun: str = "skip"):
         assert spin_doc["metrics"]["count"]["value"] == len(events)
         assert spin_doc["metrics"]["busy"]["min"] >= X_US * 1000
     rows = [(int(r["deadline_ns"]), int(r["ti_ns"])) for r in csv.DictReader(open(samples))]
-    return json.loads(lat_out), rows, events
+    return json.loads(lat_out), rows, events, seen
 
 
 def pending_at(event, rows):
@@ -94,16 +114,39 @@ def preempted_in_body(event, tmp_path):
     return None
 
 
-def stall_touched(doc, rows) -> set:
+def stall_touched(doc, rows, *others) -> set:
     """Cycles whose span (deadline .. wake-up) overlaps a host stall the engine's own
-    observer recorded (env.stalls: the whole VM descheduled, seen on another CPU):
-    the machine's, not the measurement's, so the quiet-machine claims leave them out.
-    Not a rerun: what is excluded is named, from the run's own record."""
-    stalls = doc["env"].get("stalls") or {}
-    spans = [tuple(iv) for iv in stalls.get("intervals") or []]
-    if stalls.get("intervals_dropped"):       # more stalls than listed: the run cannot judge
-        pytest.skip(f"{stalls['intervals_dropped']} host stalls beyond the {len(spans)} listed")
+    observer recorded (env.stalls: the whole VM descheduled, seen on another CPU) or
+    that one of OTHERS (further env.stalls records: the witness on the measured CPU)
+    recorded: the machine's, not the measurement's, so the quiet-machine claims leave
+    them out. Not a rerun: what is excluded is named, from the runs' own records."""
+    spans = []
+    for stalls in (doc["env"].get("stalls") or {}, *others):
+        listed = [tuple(iv) for iv in stalls.get("intervals") or []]
+        if stalls.get("intervals_dropped"):       # more stalls than listed: the run cannot judge
+            pytest.skip(f"{stalls['intervals_dropped']} host stalls beyond the {len(listed)} listed")
+        spans += listed
     return {(d, ti) for d, ti in rows if any(a <= d + ti and d <= b for a, b in spans)}
+
+
+def quiet_claim(doc, rows, seen) -> tuple[bool, str]:
+    """Without a disturbance no wake-up is X - I late, but for the cycles a host stall
+    touched: one of this VM (it freezes a vCPU for up to ~15 ms a few times a minute)
+    that the engine's observer recorded, or the witness on the measured CPU (SEEN) did
+    (the host taking the measured vCPU alone, which the engine's observer on the other
+    vCPU cannot see), and one that both missed (a stall shorter than an observer's
+    500 µs threshold cannot make an 8 ms wake-up; the one is the allowance this test
+    always had, not raised)."""
+    touched = stall_touched(doc, rows, seen)
+    untouched = sorted(ti for d, ti in rows if (d, ti) not in touched)
+    late = [ti for ti in untouched if ti >= THRESHOLD_NS]
+    why = (f"{len(late)} wake-ups at least {THRESHOLD_NS / 1e6:g} ms late outside the host stalls either observer "
+           f"recorded ({len(doc['env']['stalls'].get('intervals') or [])} and {len(seen.get('intervals') or [])}; "
+           f"the witness counted {seen.get('local_delays')} local delays), {len(rows) - len(untouched)} of "
+           f"{len(rows)} cycles touched by host stalls")
+    ok = (len(untouched) >= 0.9 * len(rows) and len(late) <= 1
+          and untouched[int(0.99 * (len(untouched) - 1))] < THRESHOLD_NS)
+    return ok, why
 
 
 def late_windows_of(rows, start, window):
@@ -114,7 +157,7 @@ def late_windows_of(rows, start, window):
 @pytest.mark.parametrize("overrun", ["skip", "catch-up"])
 def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tmp_path, overrun):
     stat_before = steal.snapshot()
-    doc, rows, events = run_pair(engine_bin, tmp_path, with_spin=True, overrun=overrun)
+    doc, rows, events, seen = run_pair(engine_bin, tmp_path, with_spin=True, overrun=overrun)
     stolen, tick = steal.stolen_ms(stat_before, measured_cpu())
     expected_events = int((SPIN_S * 1e9) // (Y_US * 1000)) + 1
     assert len(events) == expected_events
@@ -181,7 +224,7 @@ def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tm
 
     # nothing the bursts did not hold back is later than X - I (leaving out the cycles
     # a recorded host stall touched, and allowing one the observer missed) ...
-    touched = stall_touched(doc, rows)
+    touched = stall_touched(doc, rows, seen)
     outside = [ti for d, ti in rows if (d, ti) not in held_back]
     unexplained = [ti for d, ti in rows if (d, ti) not in held_back and (d, ti) not in touched
                    and ti >= THRESHOLD_NS]
@@ -215,16 +258,17 @@ def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tm
     assert sum(1 for m in quiet if m >= THRESHOLD_NS) <= 1
     assert 0 < len(event_windows) < len([m for m in series["max"] if m is not None])
 
+    # the broken case of the quiet claim below: a real disturbance, the spinner on the
+    # measured CPU, is no host stall to either observer (the witness beside it on that
+    # CPU counts it as local delay), so the claim fails on this run
+    ok, why = quiet_claim(doc, rows, seen)
+    assert not ok, f"the quiet claim held on a run with {len(events)} bursts: {why}"
+    assert seen["local_delays"] >= len(events) // 2, seen["local_delays"]
+
 
 @needs_root
 def test_without_disturbance_no_wakeup_is_that_late(engine_bin, tmp_path):
-    doc, rows, _ = run_pair(engine_bin, tmp_path, with_spin=False)
-    # without bursts nothing is that late, but for the cycles a host stall of this VM
-    # touched (it freezes the vCPU for up to ~15 ms a few times a minute; the engine's
-    # observer records them) and one it may have missed
-    touched = stall_touched(doc, rows)
-    untouched = sorted(ti for d, ti in rows if (d, ti) not in touched)
-    assert len(untouched) >= 0.9 * len(rows), f"{len(rows) - len(untouched)} cycles touched by host stalls"
-    assert sum(1 for ti in untouched if ti >= THRESHOLD_NS) <= 1
-    assert untouched[int(0.99 * (len(untouched) - 1))] < THRESHOLD_NS
+    doc, rows, _, seen = run_pair(engine_bin, tmp_path, with_spin=False)
+    ok, why = quiet_claim(doc, rows, seen)
+    assert ok, why
     assert max(ti for _, ti in rows) == doc["metrics"]["ti"]["max"]
