@@ -1,29 +1,67 @@
-"""The rtgauge command line: one module a subcommand, each with register().
+"""The rtgauge command line: a registry of commands, one module a command, each with
+register().
 
-Start-up stays light: the modules here import only argparse and rtgauge's own small
-modules at their top; numpy, scipy, SQLAlchemy and rich are imported by the function
-that uses them, so `rtgauge --help` and a mistyped option answer at once
-(tests/test_cli_startup.py checks it, bench/startup.py times it)."""
+The registry (COMMANDS) knows each command by one line: its name, its module and its
+one-line help. `rtgauge --help` and a mistyped command are answered from those lines
+alone; a command's module is imported only when that command is dispatched (its own
+--help included), and from there on the command and the modules it uses import what
+they need at their top, as ordinary Python. So this module imports nothing heavy
+(tests/test_cli_startup.py checks which modules each case loads, bench/startup.py
+times it)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import signal
 import sys
 import warnings
+from collections.abc import Iterable
+from typing import NamedTuple
 
 from rtgauge import __version__
 from rtgauge.argparsing import Parser
 from rtgauge.cli.common import subcommand_parsers
+from rtgauge.cli.examples import add_examples
 from rtgauge.errors import EXIT_USAGE, UserError, run_reporting_errors
-
-COMMAND_MODULES = ("run", "show", "doctor", "engine", "tune", "report", "compare", "pwcet", "export",
-                   "importing", "hil", "lab", "completion")
+from rtgauge.loads.partition import remove_abandoned_cpusets as remove_abandoned_groups
 
 
-def build_parser() -> Parser:
-    import importlib
+class Command(NamedTuple):
+    """One registry line: the command's name, the module whose register() adds its parser,
+    and the line `rtgauge --help` shows for it (the same help the module registers:
+    tests/test_cli_startup.py compares them)."""
+    name: str
+    module: str
+    help: str
 
+
+COMMANDS: tuple[Command, ...] = (
+    Command("run", "rtgauge.cli.run", "measure this system with a profile and store the results"),
+    Command("show", "rtgauge.cli.show", "list the stored runs, or show one"),
+    Command("doctor", "rtgauge.cli.doctor",
+            "check this system for what spoils real-time measurements, and how to fix it"),
+    Command("engine", "rtgauge.cli.engine", "run the measurement engine directly (rtgauge engine --list)"),
+    Command("tune", "rtgauge.cli.tune", "apply (and revert) the run-time settings doctor flags"),
+    Command("report", "rtgauge.cli.report", "write the HTML report of stored runs"),
+    Command("compare", "rtgauge.cli.compare", "compare stored runs side by side and show regressions"),
+    Command("pwcet", "rtgauge.cli.pwcet",
+            "the probable worst-case latency of a run or samples file (extreme value theory)"),
+    Command("export", "rtgauge.cli.export", "export a stored run as JSON, CSV or Markdown"),
+    Command("import", "rtgauge.cli.importing", "import results measured elsewhere"),
+    Command("hil", "rtgauge.cli.hil",
+            "the hil loop across a veth pair, or its sustained-rate sweep (rtgauge hil --help)"),
+    Command("lab", "rtgauge.cli.lab", "run one profile on many boards at once (docs/lab.md)"),
+    Command("completion", "rtgauge.cli.completion", "print the shell completion script (bash, zsh or tcsh)"),
+)
+COMMAND_NAMES = tuple(c.name for c in COMMANDS)
+
+
+def build_parser(loaded: Iterable[str] | None = None) -> Parser:
+    """The command line's parser. The commands named in loaded (every command when None:
+    shell completion and the tests walk them all) are imported and registered in full;
+    the others are a bare parser under their registry line, enough for the overview and
+    for argparse's 'invalid choice' sentence."""
     parser = Parser(
         prog="rtgauge",
         description="Measure whether this system can carry a real-time job, store the "
@@ -35,9 +73,12 @@ def build_parser() -> Parser:
     )
     parser.add_argument("--version", action="version", version=f"rtgauge {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(f"rtgauge.cli.{name}").register(sub)
-    from rtgauge.cli.examples import add_examples
+    wanted = set(COMMAND_NAMES if loaded is None else loaded)
+    for command in COMMANDS:
+        if command.name in wanted:
+            importlib.import_module(command.module).register(sub)
+        else:
+            sub.add_parser(command.name, help=command.help)
     add_examples(parser)
     return parser
 
@@ -60,17 +101,17 @@ def parse(parser: Parser, argv: list[str]) -> argparse.Namespace:
 
 def dispatch(argv: list[str]) -> int:
     remove_abandoned_cpusets()
+    # A command's module is imported here, when it is dispatched (the registry's rule).
     # `rtgauge engine ...` passes everything after it to the engine untouched.
     if argv[:1] == ["engine"]:
         from rtgauge.cli.engine import passthrough
-
         return passthrough(argv[1:])
     # `rtgauge hil veth ...` passes the engine's hil options on untouched, the same way.
     if argv[:1] == ["hil"]:
         from rtgauge.cli.hil import passthrough as hil
-
         return hil(argv[1:])
-    parser = build_parser()
+    # the first word is the command (the only options before it are --help and --version)
+    parser = build_parser(loaded=argv[:1] if argv[:1] and argv[0] in COMMAND_NAMES else ())
     args = parse(parser, argv)
     if not getattr(args, "func", None):
         parser.print_help()
@@ -100,8 +141,7 @@ def remove_abandoned_cpusets() -> None:
     """The cpuset groups of a partitioned run whose rtgauge died (SIGKILL) are removed by
     the next command of any kind, one line each on stderr, as abandoned runs are marked
     (docs/loads.md)."""
-    from rtgauge.loads.partition import remove_abandoned_cpusets as remove
-    for group in remove():
+    for group in remove_abandoned_groups():
         print(f"rtgauge: removed the cpuset group {group} left by an rtgauge (pid "
               f"{group.name.rpartition('-')[2]}) that ended without removing it.", file=sys.stderr)
 
@@ -111,6 +151,8 @@ def masked_errors(func, args):
     try:
         return func(args)
     except UserError as e:
+        # redact reads URLs with SQLAlchemy's parser: too heavy for the registry, which
+        # `rtgauge --help` loads; by now the command's own modules have loaded it
         from rtgauge.redact import mask_text
         e.args = (mask_text(str(e)),)
         raise
