@@ -1,5 +1,7 @@
 """Waiting for a thing to be ready instead of sleeping a fixed time: the engine's own
-status lines, a process's threads at a real-time policy, a UDP port bound. Every wait
+status lines, a process's threads at a real-time policy, how often a measuring thread
+has left its CPU (its cycles so far), a UDP or TCP port bound, a datagram received in a
+network namespace. Every wait
 is bounded (a watchdog, not a speed: it only decides how long a broken run takes to
 fail) and fails saying what it waited for; one given a process fails at once when that
 process ends first."""
@@ -16,9 +18,11 @@ WATCHDOG_S = 60.0
 POLL_S = 0.01
 
 
-def wait_for(condition, what: str, timeout: float = WATCHDOG_S, proc: subprocess.Popen | None = None):
+def wait_for(condition, what: str, timeout: float = WATCHDOG_S, proc: subprocess.Popen | None = None,
+             poll: float = POLL_S):
     """condition() until it returns something true (returned); AssertionError saying WHAT
-    after TIMEOUT seconds, or as soon as PROC has exited."""
+    after TIMEOUT seconds, or as soon as PROC has exited. POLL: seconds between looks (a
+    finer one for a thing that lasts only milliseconds once ready)."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
@@ -34,7 +38,7 @@ def wait_for(condition, what: str, timeout: float = WATCHDOG_S, proc: subprocess
             raise AssertionError(f"the process ended (status {proc.returncode}) before {what}{said}")
         if time.monotonic() > deadline:
             raise AssertionError(f"no {what} within {timeout:.0f} s")
-        time.sleep(POLL_S)
+        time.sleep(poll)
 
 
 def status_cycles(path: Path | str, thread: int = 0) -> int:
@@ -75,6 +79,90 @@ def threads_of(pid: int) -> int:
         return len(os.listdir(f"/proc/{pid}/task"))
     except FileNotFoundError:
         return 0
+
+
+def thread_stats(pid: int, rt_above: int | None = None, cpu: int | None = None) -> list[dict]:
+    """PID's threads but its main one, each as {tid, switches, cpu_ns}: the times it left
+    its CPU (voluntary and involuntary context switches, /proc/PID/task/TID/status: an
+    engine's measuring thread leaves it once a cycle, sleeping or yielding) and the CPU
+    time it used (schedstat). Only those at a real-time policy above priority RT_ABOVE
+    (rt_above=1: the measuring threads, not the host-stall observer at FIFO 1, docs/
+    engine.md), or allowed on CPU alone (an engine under --policy other, pinned), when
+    given. A thread that ends while it is read is left out."""
+    out = []
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except FileNotFoundError:
+        return out
+    for tid in tids:
+        if tid == pid:
+            continue
+        try:
+            if rt_above is not None and (os.sched_getscheduler(tid) not in (os.SCHED_FIFO, os.SCHED_RR)
+                                         or os.sched_getparam(tid).sched_priority <= rt_above):
+                continue
+            if cpu is not None and os.sched_getaffinity(tid) != {cpu}:
+                continue
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                switches = sum(int(line.split()[1]) for line in f
+                               if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")))
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                cpu_ns = int(f.read().split()[0])
+        except (OSError, ValueError):
+            continue
+        out.append({"tid": tid, "switches": switches, "cpu_ns": cpu_ns})
+    return out
+
+
+def most(pid: int, key: str, **which) -> int:
+    """The largest KEY ('switches' or 'cpu_ns') of PID's threads that thread_stats(pid,
+    **which) lists; 0 when none is."""
+    return max((t[key] for t in thread_stats(pid, **which)), default=0)
+
+
+def udp_ports(pid: int) -> set[int]:
+    """The UDP ports PID's own sockets are bound to (/proc/PID/net/udp and udp6: its
+    network namespace's tables, its sockets picked by inode)."""
+    mine, ports = socket_inodes(pid), set()
+    for table in ("udp", "udp6"):
+        try:
+            with open(f"/proc/{pid}/net/{table}") as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if int(fields[9]) in mine:
+                        ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+        except (FileNotFoundError, StopIteration):
+            continue
+    return ports
+
+
+def tcp_listening(port: int, pid: int) -> bool:
+    """Whether one of PID's own sockets listens on TCP PORT (/proc/PID/net/tcp, tcp6)."""
+    mine = socket_inodes(pid)
+    for table in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{pid}/net/{table}") as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if (fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port
+                            and int(fields[9]) in mine):
+                        return True
+        except (FileNotFoundError, StopIteration):
+            continue
+    return False
+
+
+def udp_datagrams_in(pid: int) -> int:
+    """UDP datagrams delivered to sockets in PID's network namespace so far (InDatagrams
+    of /proc/PID/net/snmp): in a namespace of a test's own, the frames that reached it."""
+    try:
+        with open(f"/proc/{pid}/net/snmp") as f:
+            rows = [line.split() for line in f if line.startswith("Udp:")]
+    except FileNotFoundError:
+        return 0
+    return int(rows[1][rows[0].index("InDatagrams")]) if len(rows) >= 2 else 0
 
 
 def udp_bound(port: int, pid: int | None = None) -> bool:

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from conftest import needs_root
-from readiness import start_udp_server
+from readiness import most, start_udp_server, threads_of, udp_ports, wait_for
 
 QUIET = ("--policy", "other", "--no-mlock")
 # A watchdog, not a speed: from the stop to the process's exit on a machine however
@@ -29,9 +29,10 @@ def start(engine_bin, *args):
     return subprocess.Popen([engine_bin, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def stop_and_time(p: subprocess.Popen, after_s: float, sig=signal.SIGTERM):
-    """Send sig after after_s; the seconds until the process exited and its document."""
-    time.sleep(after_s)
+def stop_and_time(p: subprocess.Popen, ready, what: str, sig=signal.SIGTERM):
+    """Send sig once ready() holds (WHAT: what it waits for, on the process itself); the
+    seconds until the process exited and its document."""
+    wait_for(ready, what, proc=p)
     assert p.poll() is None, "the engine ended before it was stopped: " + p.stderr.read()
     t0 = time.monotonic()
     p.send_signal(sig)
@@ -44,9 +45,15 @@ def stop_and_time(p: subprocess.Popen, after_s: float, sig=signal.SIGTERM):
     return time.monotonic() - t0, json.loads(out), err
 
 
+def set_up(p: subprocess.Popen):
+    """The engine's threads exist (its observer or measuring threads): its stop handlers
+    were installed before them, so a signal now is a stop, not the default death."""
+    return lambda: threads_of(p.pid) >= 2
+
+
 def test_sigterm_during_the_start_delay_ends_latency_at_once(engine_bin):
     p = start(engine_bin, "latency", "--start-delay-ms", "60000", "--duration-s", "1", *QUIET)
-    took, doc, _ = stop_and_time(p, 0.5)
+    took, doc, _ = stop_and_time(p, set_up(p), "engine threads (set up, in its 60 s start delay)")
     assert took < STOP_S
     assert p.returncode == 130 and doc["interrupted"] is True
     assert doc["metrics"]["cycles"]["value"] == 0
@@ -55,7 +62,7 @@ def test_sigterm_during_the_start_delay_ends_latency_at_once(engine_bin):
 def test_sigterm_before_a_far_start_at_ends_latency_at_once(engine_bin):
     start_at = time.monotonic_ns() + 3600 * 10**9   # an hour ahead: valid, and long
     p = start(engine_bin, "latency", "--start-at-ns", str(start_at), "--duration-s", "1", *QUIET)
-    took, doc, _ = stop_and_time(p, 0.5)
+    took, doc, _ = stop_and_time(p, set_up(p), "engine threads (set up, waiting for a start an hour ahead)")
     assert took < STOP_S and p.returncode == 130 and doc["interrupted"] is True
 
 
@@ -77,8 +84,11 @@ def test_sigterm_within_a_long_latency_period(engine_bin):
     first = time.monotonic_ns() + 500_000_000
     p = start(engine_bin, "latency", "--interval-us", "1000000", "--duration-s", "60", "--threads", "1",
               "--start-at-ns", str(first), *QUIET)
-    # the middle of the gap after the second deadline, whatever the load did so far
-    time.sleep(max(0.0, (first + period + period // 2 - time.monotonic_ns()) / 1e9))
+    wait_for(set_up(p), "engine threads (its stop handlers installed)", proc=p)
+    # the middle of the first gap after the second deadline still ahead: the instant is
+    # the test's subject (a stop between two deadlines), not a wait for the engine
+    k = max(1, -(-(time.monotonic_ns() + 50_000_000 - first - period // 2) // period))
+    time.sleep(max(0.0, (first + k * period + period // 2 - time.monotonic_ns()) / 1e9))
     assert p.poll() is None, p.stderr.read()
     sent = time.monotonic_ns()
     p.send_signal(signal.SIGTERM)
@@ -95,11 +105,13 @@ def test_sigterm_within_a_long_latency_period(engine_bin):
 
 
 def test_sigterm_within_a_long_spin_period(engine_bin):
-    # a burst every 10 s, stopped 1 s in: a loop that waited for its next period would
-    # take 9 s more (and burst a second time)
-    p = start(engine_bin, "spin", "--period-us", "10000000", "--busy-us", "1000", "--duration-s", "60",
-              *QUIET)
-    took, doc, _ = stop_and_time(p, 1.0)
+    # a 100 ms burst every 10 s, stopped once the first burst runs: the spinning thread
+    # (on CPU 0 alone) has used 5 ms of CPU, where its set-up takes ~0.2 ms (a burst is
+    # wall time: beside other work it gets a share of the CPU, not all). A loop that
+    # waited for its next period would take 10 s more (and burst a second time)
+    p = start(engine_bin, "spin", "--cpu", "0", "--period-us", "10000000", "--busy-us", "100000",
+              "--duration-s", "60", *QUIET)
+    took, doc, _ = stop_and_time(p, lambda: most(p.pid, "cpu_ns", cpu=0) >= 5_000_000, "first burst under way")
     assert took < STOP_S / 2 and doc["interrupted"] is True
     assert doc["metrics"]["count"]["value"] == 1 == len(doc["events"])
 
@@ -139,7 +151,9 @@ def test_hil_work_longer_than_the_period_stops_at_its_duration(engine_bin, polic
 @pytest.mark.shared
 def test_hil_work_longer_than_the_period_stops_on_sigterm(engine_bin, policy_args):
     p = start(engine_bin, *hil_long_work(policy_args, 60))
-    took, doc, _ = stop_and_time(p, 1.0)
+    # frames were sent once a thread of the loop has used 20 ms of CPU: the simulation's
+    # 200 ms step under way (the device's sends cost microseconds; set-up well under 1 ms)
+    took, doc, _ = stop_and_time(p, lambda: most(p.pid, "cpu_ns") >= 20_000_000, "first step under way")
     assert took < STOP_S
     assert p.returncode == 130 and doc["interrupted"] is True
     assert doc["metrics"]["sent"]["value"] > 0
@@ -148,7 +162,7 @@ def test_hil_work_longer_than_the_period_stops_on_sigterm(engine_bin, policy_arg
 def test_hil_sim_alone_with_long_work_stops_on_sigterm(engine_bin):
     p = start(engine_bin, "hil", "--role", "sim", "--address", "127.0.0.1:0", "--payload", "work",
               "--work-us", "1000000", "--wait-s", "60", "--frames", "10", *QUIET)
-    took, doc, _ = stop_and_time(p, 0.5)
+    took, doc, _ = stop_and_time(p, lambda: udp_ports(p.pid), "simulation's port bound (waiting for frames)")
     assert took < STOP_S and p.returncode == 130 and doc["interrupted"] is True
 
 
@@ -178,17 +192,17 @@ def test_engine_ends_when_its_parent_is_killed(engine_bin, args):
     parent = subprocess.Popen([sys.executable, "-c", PARENT, engine_bin, *args], stdout=subprocess.PIPE,
                               text=True)
     engine_pid = int(parent.stdout.readline())
-    time.sleep(0.7)
+    # its threads exist: it has asked for SIGTERM at its parent's death (before them)
+    wait_for(lambda: threads_of(engine_pid) >= 2, "engine threads (set up, its parent-death signal asked for)")
     assert alive(engine_pid)
     parent.send_signal(signal.SIGKILL)
     parent.wait(timeout=10)
-    deadline = time.monotonic() + STOP_S       # each run would go on for 60 s
-    while alive(engine_pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    gone = not alive(engine_pid)
-    if not gone:
-        os.kill(engine_pid, signal.SIGKILL)
-    assert gone, f"the engine outlived its parent by more than {STOP_S} s"
+    try:       # each run would go on for 60 s
+        wait_for(lambda: not alive(engine_pid), f"end of the engine within {STOP_S:.0f} s of its parent's",
+                 timeout=STOP_S)
+    finally:
+        if alive(engine_pid):
+            os.kill(engine_pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("local", [(), ("--device-local",)], ids=["anchored", "device-local"])
