@@ -53,21 +53,15 @@ void rtg_split_free(rtg_split *s) { (void)s; }
 #include <tracefs.h>
 #include <event-parse.h>
 
+#include "rt.h"
 #include "samples.h"
+#include "split_pair.h"
 
 #define SPLIT_MAX_PIDS 64          /* tasks of this process seen arming timers */
 #define SPLIT_NEG_CACHE 256        /* pids seen that are not ours */
 #define SPLIT_BUFFER_KB 4096       /* per CPU */
 #define SPLIT_DRAIN_NS 100000000   /* reader period */
 
-typedef struct {
-    int pid;
-    unsigned long long timer;      /* the hrtimer armed last */
-    long long softexpires;         /* its deadline, CLOCK_MONOTONIC ns */
-    unsigned long long irq_ts;     /* trace timestamp of its expiry handling; 0 = none pending */
-    bool armed;
-    rtg_dist irq, sched;
-} split_task;
 
 struct rtg_split {
     struct tracefs_instance *inst;
@@ -76,14 +70,15 @@ struct rtg_split {
     int cpu_size;
     struct tep_event *ev_start, *ev_expire, *ev_run;
     const char *run_system, *run_event;   /* the "thread running" marker in use */
-    struct tep_format_field *f_start_timer, *f_start_soft, *f_start_pid;
+    struct tep_format_field *f_start_timer, *f_start_fn, *f_start_soft, *f_start_pid;
     struct tep_format_field *f_exp_timer, *f_exp_now, *f_exp_pid;
     struct tep_format_field *f_run_pid;
-    split_task tasks[SPLIT_MAX_PIDS];
+    rtg_split_task tasks[SPLIT_MAX_PIDS];
     int ntasks;
     int not_ours[SPLIT_NEG_CACHE];
     int nnot;
-    uint64_t lost, unmatched;
+    rtg_split_pairing pairing;     /* the sleep callback's address, unmatched and foreign counts */
+    uint64_t lost;
     pthread_t reader;
     bool reader_started;
     _Atomic bool stop;
@@ -151,7 +146,7 @@ const char *rtg_split_unavailable(void)
 }
 
 /* Is pid a task of this process? Remembered either way. */
-static split_task *task_of(rtg_split *s, int pid)
+static rtg_split_task *task_of(rtg_split *s, int pid)
 {
     for (int i = 0; i < s->ntasks; i++)
         if (s->tasks[i].pid == pid)
@@ -167,11 +162,9 @@ static split_task *task_of(rtg_split *s, int pid)
             s->nnot = SPLIT_NEG_CACHE;
         return NULL;
     }
-    split_task *t = &s->tasks[s->ntasks];
-    memset(t, 0, sizeof *t);
-    if (rtg_dist_init(&t->irq, 0, 0) != 0 || rtg_dist_init(&t->sched, 0, 0) != 0)
+    rtg_split_task *t = &s->tasks[s->ntasks];
+    if (rtg_split_task_init(t, pid) != 0)
         return NULL;
-    t->pid = pid;
     s->ntasks++;
     return t;
 }
@@ -190,39 +183,20 @@ static int on_event(struct tep_event *ev, struct tep_record *r, int cpu, void *c
     if (r->missed_events > 0)
         s->lost += (uint64_t)r->missed_events;
     if (ev->id == s->ev_start->id) {
-        split_task *t = task_of(s, (int)field(s->f_start_pid, r));
-        if (t) {
-            if (t->irq_ts)                 /* woken by something else than its timer */
-                t->irq_ts = 0;
-            t->timer = field(s->f_start_timer, r);
-            t->softexpires = (long long)field(s->f_start_soft, r);
-            t->armed = true;
-        }
+        rtg_split_task *t = task_of(s, (int)field(s->f_start_pid, r));
+        if (t)
+            rtg_split_on_start(&s->pairing, t, field(s->f_start_timer, r), field(s->f_start_fn, r),
+                               (long long)field(s->f_start_soft, r));
     } else if (ev->id == s->ev_expire->id) {
-        unsigned long long timer = field(s->f_exp_timer, r);
-        for (int i = 0; i < s->ntasks; i++) {
-            split_task *t = &s->tasks[i];
-            if (t->armed && t->timer == timer) {
-                t->armed = false;
-                t->irq_ts = r->ts;
-                rtg_dist_add(&t->irq, (int64_t)field(s->f_exp_now, r) - t->softexpires);
-                break;
-            }
-        }
+        rtg_split_on_expire(s->tasks, s->ntasks, field(s->f_exp_timer, r), (long long)field(s->f_exp_now, r),
+                            r->ts);
     } else if (ev->id == s->ev_run->id) {
         int next = (int)field(s->f_run_pid, r);
-        for (int i = 0; i < s->ntasks; i++) {
-            split_task *t = &s->tasks[i];
-            if (t->pid != next)
-                continue;
-            if (t->irq_ts) {
-                rtg_dist_add(&t->sched, (int64_t)(r->ts - t->irq_ts));
-                t->irq_ts = 0;
-            } else if (t->armed) {
-                s->unmatched++;             /* ran before its timer was seen to expire */
+        for (int i = 0; i < s->ntasks; i++)
+            if (s->tasks[i].pid == next) {
+                rtg_split_on_run(&s->pairing, &s->tasks[i], r->ts);
+                break;
             }
-            break;
-        }
     }
     return 0;
 }
@@ -259,6 +233,7 @@ static int lookup(rtg_split *s, char *err, size_t errlen)
         return -1;
     }
     s->f_start_timer = tep_find_field(s->ev_start, "hrtimer");
+    s->f_start_fn = tep_find_field(s->ev_start, "function");
     s->f_start_soft = tep_find_field(s->ev_start, "softexpires");
     s->f_start_pid = tep_find_common_field(s->ev_start, "common_pid");
     s->f_exp_timer = tep_find_field(s->ev_expire, "hrtimer");
@@ -266,10 +241,10 @@ static int lookup(rtg_split *s, char *err, size_t errlen)
     s->f_exp_pid = tep_find_common_field(s->ev_expire, "common_pid");
     s->f_run_pid = syscall ? tep_find_common_field(s->ev_run, "common_pid")
                            : tep_find_field(s->ev_run, "next_pid");
-    if (!s->f_start_timer || !s->f_start_soft || !s->f_start_pid || !s->f_exp_timer || !s->f_exp_now ||
+    if (!s->f_start_timer || !s->f_start_fn || !s->f_start_soft || !s->f_start_pid || !s->f_exp_timer || !s->f_exp_now ||
         !s->f_run_pid) {
         snprintf(err, errlen, "the kernel's hrtimer or thread-running event lacks a field the split "
-                              "needs (hrtimer, softexpires, now, next_pid); it is unavailable here.");
+                              "needs (hrtimer, function, softexpires, now, next_pid); it is unavailable here.");
         return -1;
     }
     return 0;
@@ -333,6 +308,9 @@ rtg_split *rtg_split_start(const int *cpus, int ncpus, bool may_mount, char *not
         rtg_split_free(s);
         return NULL;
     }
+    /* the thread's own sleep timer is told from the kernel's timers by its callback
+     * (split_pair.h); where kallsyms hides it, every timer is taken, as env.split says */
+    s->pairing.sleep_fn = rtg_split_kernel_symbol("/proc/kallsyms", RTG_SPLIT_SLEEP_FN);
     /* the instance's cpumask: hex mask of the measured CPUs (up to 1024) */
     char mask[300] = "";
     size_t len = 0;
@@ -359,17 +337,11 @@ rtg_split *rtg_split_start(const int *cpus, int ncpus, bool may_mount, char *not
         rtg_split_free(s);
         return NULL;
     }
-    /* the reader is an ordinary thread: it must never compete with the measurement */
-    pthread_attr_t a;
-    struct sched_param prm = {.sched_priority = 0};
-    pthread_attr_init(&a);
-    pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
-    pthread_attr_setschedpolicy(&a, SCHED_OTHER);
-    pthread_attr_setschedparam(&a, &prm);
-    int rc = pthread_create(&s->reader, &a, reader_main, s);
-    pthread_attr_destroy(&a);
-    if (rc != 0) {
-        snprintf(err, errlen, "could not start the trace reader (%s).", strerror(rc));
+    /* the reader at the ordinary policy, off the measured CPU's priorities (rt.c) */
+    char why_reader[256];
+    if (rtg_spawn_thread(&s->reader, RTG_POL_OTHER, 0, -1, 8192, reader_main, s, why_reader,
+                         sizeof why_reader) != 0) {
+        snprintf(err, errlen, "could not start the trace reader: %s", why_reader);
         rtg_split_free(s);
         return NULL;
     }
@@ -424,7 +396,7 @@ void rtg_split_report(const rtg_split *s, const int *tids, int n, rtg_result *re
     put(res->metrics, "ti_irq", -1, &irq);
     put(res->metrics, "ti_sched", -1, &sched);
     rtg_j_set(res->metrics, "split_lost", rtg_j_scalar_int((int64_t)s->lost, "count"));
-    rtg_j_set(res->metrics, "split_unmatched", rtg_j_scalar_int((int64_t)s->unmatched, "count"));
+    rtg_j_set(res->metrics, "split_unmatched", rtg_j_scalar_int((int64_t)s->pairing.unmatched, "count"));
     rtg_json *e = rtg_j_set(res->env, "split", rtg_j_obj());
     char source[200];
     snprintf(source, sizeof source, "trace events timer:hrtimer_start, timer:hrtimer_expire_entry, %s:%s",
@@ -432,6 +404,9 @@ void rtg_split_report(const rtg_split *s, const int *tids, int n, rtg_result *re
     rtg_j_set(e, "source", rtg_j_str(source));
     rtg_j_set(e, "running_marker", rtg_j_str(s->run_event));
     rtg_j_set(e, "trace_clock", rtg_j_str("mono"));
+    /* whether timers the kernel armed in the thread's context were told apart (split_pair.h) */
+    rtg_j_set(e, "sleep_timer", s->pairing.sleep_fn ? rtg_j_str(RTG_SPLIT_SLEEP_FN) : rtg_j_null());
+    rtg_j_set(e, "foreign_timers", rtg_j_int((int64_t)s->pairing.foreign));
     rtg_dist_free(&irq);
     rtg_dist_free(&sched);
 }
@@ -451,10 +426,8 @@ void rtg_split_free(rtg_split *s)
     }
     if (s->tep)
         tep_free(s->tep);
-    for (int i = 0; i < s->ntasks; i++) {
-        rtg_dist_free(&s->tasks[i].irq);
-        rtg_dist_free(&s->tasks[i].sched);
-    }
+    for (int i = 0; i < s->ntasks; i++)
+        rtg_split_task_free(&s->tasks[i]);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }

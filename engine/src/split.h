@@ -7,6 +7,8 @@
  *                                context; sched:sched_switch where the kernel has no
  *                                syscall events — but switches out of the idle task may
  *                                not be traced, see split.c)
+ *   (only starts of its sleep timer, function hrtimer_wakeup: the kernel arms timers
+ *   of its own in the thread's context; split_pair.c pairs the events)
  *   ti_irq   = expire_entry.now - start.softexpires   (deadline -> timer handled)
  *   ti_sched = running timestamp - expire_entry timestamp (handled -> thread running)
  * Events go to a private tracefs instance (instances/rtgauge-split-PID) restricted
@@ -43,7 +45,10 @@ rtg_split *rtg_split_start(const int *cpus, int ncpus, bool may_mount, char *not
 void rtg_split_stop(rtg_split *s);
 /* Metrics ti_irq and ti_sched (distributions, ns) over the threads tids[0..n-1]
  * and per thread as ti_irq#i / ti_sched#i; scalars split_lost (events the kernel
- * dropped) and split_unmatched (wake-ups seen without their interrupt). */
+ * dropped) and split_unmatched (wake-ups seen without their interrupt); env.split
+ * says the events used, the trace clock, sleep_timer (the callback a start must have to
+ * be the thread's sleep, null: not known, every start taken) and foreign_timers (starts
+ * in a measuring thread's context left out). */
 void rtg_split_report(const rtg_split *s, const int *tids, int n, rtg_result *res);
 /* Remove the trace instance and free everything. */
 void rtg_split_free(rtg_split *s);
