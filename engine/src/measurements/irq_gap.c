@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "gaploop.h"
 #include "irqtrace.h"
 #include "samples.h"
 #include "scenario.h"
@@ -49,40 +50,6 @@ static const rtg_opt irq_gap_opts[] = {
 #define WATCHDOG_MARGIN_NS 20000000000LL
 
 typedef struct {
-    int64_t duration_ns, threshold_ns;
-    size_t cap, n;
-    int64_t *start, *len;
-    int64_t t_begin, t_end;
-    uint64_t loops;
-} gaploop;
-
-static void *spin(void *p)
-{
-    gaploop *g = p;
-    rtg_prefault_stack(16 * 1024);
-    int64_t prev = rtg_mono_ns();
-    int64_t end = prev + g->duration_ns;
-    uint64_t loops = 0;
-    g->t_begin = prev;
-    while (prev < end) {
-        int64_t t = rtg_mono_ns();
-        if (t - prev > g->threshold_ns) {
-            if (g->n < g->cap) {
-                g->start[g->n] = prev;
-                g->len[g->n] = t - prev;
-            }
-            g->n++;
-        }
-        prev = t;
-        if ((++loops & 4095) == 0 && rtg_micro_stopping())
-            break;
-    }
-    g->t_end = prev;
-    g->loops = loops;
-    return NULL;
-}
-
-typedef struct {
     uint64_t gaps;
     int64_t max_gap, max_span;
     long double span_sum;
@@ -96,7 +63,7 @@ static void put_dist(rtg_result *res, const char *name, rtg_dist *d)
 }
 
 /* Each stored gap against the handler spans (both in time order). */
-static void attribute(const gaploop *g, size_t stored, const rtg_irqtrace *t, rtg_result *res)
+static void attribute(const rtg_gaploop *g, size_t stored, const rtg_irqtrace *t, rtg_result *res)
 {
     const rtg_irq_span *sp;
     size_t ns = rtg_irqtrace_spans(t, &sp);
@@ -192,28 +159,9 @@ static void attribute(const gaploop *g, size_t stored, const rtg_irqtrace *t, rt
     free(st);
 }
 
-static void report(const gaploop *g, rtg_result *res)
-{
-    size_t stored = g->n < g->cap ? g->n : g->cap;
-    rtg_samples s = {g->len, stored, stored, g->start};
-    rtg_samples_report(res, "gap", &s);
-    int64_t stolen = 0;
-    for (size_t i = 0; i < stored; i++)
-        stolen += g->len[i];
-    double run = (double)(g->t_end - g->t_begin);
-    rtg_json *m = res->metrics;
-    rtg_j_set(m, "gaps", rtg_j_scalar_int((int64_t)g->n, "count"));
-    rtg_j_set(m, "gaps_not_stored", rtg_j_scalar_int((int64_t)(g->n - stored), "count"));
-    rtg_j_set(m, "stolen_fraction", rtg_j_scalar_num(run > 0 ? (double)stolen / run : 0, "ratio"));
-    rtg_j_set(m, "loops", rtg_j_scalar_int((int64_t)g->loops, "count"));
-    rtg_j_set(m, "run_ns", rtg_j_scalar_int((int64_t)run, "ns"));
-    rtg_j_set(res->env, "run_start_ns", rtg_j_int(g->t_begin));
-    rtg_j_set(res->env, "run_end_ns", rtg_j_int(g->t_end));
-}
-
 static int irq_gap_run(const rtg_opts *o, rtg_result *res)
 {
-    static gaploop g;
+    static rtg_gaploop g;
     memset(&g, 0, sizeof g);
     g.duration_ns = (int64_t)(rtg_opt_num(o, "duration-s") * 1e9);
     g.threshold_ns = rtg_opt_int(o, "threshold-ns");
@@ -222,16 +170,10 @@ static int irq_gap_run(const rtg_opts *o, rtg_result *res)
     int status = rtg_scn_init(&s, o, res, false, 1, g.duration_ns + WATCHDOG_MARGIN_NS, NULL, NULL);
     if (status != RTG_EXIT_OK)
         return status;
-    g.cap = (size_t)rtg_opt_int(o, "max-gaps");
-    g.start = calloc(g.cap, sizeof *g.start);
-    g.len = calloc(g.cap, sizeof *g.len);
-    if (!g.start || !g.len) {
-        free(g.start), free(g.len);
+    if (rtg_gaploop_alloc(&g, (size_t)rtg_opt_int(o, "max-gaps")) != 0) {
         rtg_scn_join(&s, res, "");
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %zu gaps; lower --max-gaps.", g.cap);
     }
-    rtg_touch(g.start, g.cap * sizeof *g.start);
-    rtg_touch(g.len, g.cap * sizeof *g.len);
 
     rtg_json *attr = rtg_j_set(res->env, "handlers", rtg_j_obj());
     rtg_irqtrace *trace = NULL;
@@ -244,7 +186,7 @@ static int irq_gap_run(const rtg_opts *o, rtg_result *res)
         if (!trace) {
             if (!strcmp(mode, "required")) {
                 rtg_scn_join(&s, res, "");
-                free(g.start), free(g.len);
+                rtg_gaploop_free(&g);
                 return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
             }
             rtg_j_set(attr, "reason", rtg_j_str(err));
@@ -254,16 +196,15 @@ static int irq_gap_run(const rtg_opts *o, rtg_result *res)
     }
     rtg_j_set(attr, "available", rtg_j_bool(trace != NULL));
 
-    rtg_role loop = {"clock loop", spin, &g, 0, RTG_SCN_CPU, RTG_AT_STARTED, RTG_PRIM_SEM, 0};
+    rtg_role loop = {"clock loop", rtg_gaploop_main, &g, 0, RTG_SCN_CPU, RTG_AT_STARTED, RTG_PRIM_SEM, 0};
     rtg_scn_add(&s, &loop);
     s.deadline_ends_run = true;
     status = rtg_scn_join(&s, res, "the loop");
     rtg_irqtrace_stop(trace);
     if (status == RTG_EXIT_OK) {
-        report(&g, res);
+        rtg_gaploop_report(&g, res);
         if (trace) {
-            size_t stored = g.n < g.cap ? g.n : g.cap;
-            attribute(&g, stored, trace, res);
+            attribute(&g, rtg_gaploop_stored(&g), trace, res);
             rtg_j_set(attr, "events", rtg_j_str(rtg_irqtrace_events(trace)));
             rtg_j_set(attr, "trace_clock", rtg_j_str("mono"));
             rtg_j_set(attr, "cpu", rtg_j_int(s.b.cpu));
@@ -275,7 +216,7 @@ static int irq_gap_run(const rtg_opts *o, rtg_result *res)
     rtg_irqtrace_free(trace);
     if (rtg_scn_leaked(&s))
         return status;
-    free(g.start), free(g.len);
+    rtg_gaploop_free(&g);
     return status;
 }
 

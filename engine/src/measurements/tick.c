@@ -21,6 +21,7 @@
 #include <sys/utsname.h>
 
 #include "clock.h"
+#include "gaploop.h"
 #include "samples.h"
 #include "scenario.h"
 #include "test.h"
@@ -39,41 +40,6 @@ static const rtg_opt tick_opts[] = {
 
 #define MAX_EVENTS 10000
 #define MODE_WINDOW 0.02
-
-typedef struct {
-    rtg_clock clock;
-    int64_t duration_ns, threshold_ns;
-    size_t cap, n;            /* stored gaps / gaps seen */
-    int64_t *start, *len;
-    int64_t t_begin, t_end;
-    uint64_t loops;
-} gaploop;
-
-static void *measure_gaps(void *p)
-{
-    gaploop *g = p;
-    rtg_prefault_stack(16 * 1024);
-    int64_t prev = rtg_clock_now(&g->clock);
-    int64_t end = prev + g->duration_ns;
-    uint64_t loops = 0;
-    g->t_begin = prev;
-    while (prev < end) {
-        int64_t t = rtg_clock_now(&g->clock);
-        if (t - prev > g->threshold_ns) {
-            if (g->n < g->cap) {
-                g->start[g->n] = prev;
-                g->len[g->n] = t - prev;
-            }
-            g->n++;
-        }
-        prev = t;
-        if ((++loops & 4095) == 0 && rtg_micro_stopping())
-            break;
-    }
-    g->t_end = prev;
-    g->loops = loops;
-    return NULL;
-}
 
 /* CONFIG_HZ of the running kernel, from /boot/config-<release> or
  * /proc/config.gz; 0 when neither says. */
@@ -108,7 +74,7 @@ static long config_hz(char *src, size_t len)
 }
 
 /* The mode of the intervals between consecutive gap starts, refined. */
-static double dominant_interval(const gaploop *g, size_t stored, double *share)
+static double dominant_interval(const rtg_gaploop *g, size_t stored, double *share)
 {
     rtg_dist d;
     *share = 0;
@@ -144,7 +110,7 @@ static double dominant_interval(const gaploop *g, size_t stored, double *share)
 #define TICK_PHASE_TOL 0.005
 #define TICK_PHASE_MIN_NS 10000.0
 
-static void split_tick_gaps(const gaploop *g, size_t stored, double tick, rtg_result *res, rtg_json *per)
+static void split_tick_gaps(const rtg_gaploop *g, size_t stored, double tick, rtg_result *res, rtg_json *per)
 {
     double tol = TICK_PHASE_TOL * tick > TICK_PHASE_MIN_NS ? TICK_PHASE_TOL * tick : TICK_PHASE_MIN_NS;
     size_t nbins = (size_t)ceil(tick / tol);
@@ -199,7 +165,7 @@ static void split_tick_gaps(const gaploop *g, size_t stored, double tick, rtg_re
     rtg_dist_free(&off);
 }
 
-static void report_events(const gaploop *g, size_t stored, int64_t above, rtg_result *res)
+static void report_events(const rtg_gaploop *g, size_t stored, int64_t above, rtg_result *res)
 {
     rtg_json *ev = rtg_j_set(res->extra, "events", rtg_j_arr());
     size_t listed = 0;
@@ -212,24 +178,13 @@ static void report_events(const gaploop *g, size_t stored, int64_t above, rtg_re
         }
 }
 
-static void report(const gaploop *g, const rtg_opts *o, rtg_result *res)
+static void report(const rtg_gaploop *g, const rtg_opts *o, rtg_result *res)
 {
-    size_t stored = g->n < g->cap ? g->n : g->cap;
-    rtg_samples s = {g->len, stored, stored, g->start};   /* gap i spans [start, start + len] */
-    rtg_samples_report(res, "gap", &s);
-    int64_t stolen = 0;
-    for (size_t i = 0; i < stored; i++)
-        stolen += g->len[i];
+    size_t stored = rtg_gaploop_stored(g);
+    rtg_gaploop_report(g, res);
     double run = (double)(g->t_end - g->t_begin);
     rtg_json *m = res->metrics;
-    rtg_j_set(m, "gaps", rtg_j_scalar_int((int64_t)g->n, "count"));
-    rtg_j_set(m, "gaps_not_stored", rtg_j_scalar_int((int64_t)(g->n - stored), "count"));
-    rtg_j_set(m, "stolen_fraction", rtg_j_scalar_num(run > 0 ? (double)stolen / run : 0, "ratio"));
     rtg_j_set(m, "gaps_per_second", rtg_j_scalar_num(run > 0 ? (double)g->n * 1e9 / run : 0, "1/s"));
-    rtg_j_set(m, "loops", rtg_j_scalar_int((int64_t)g->loops, "count"));
-    rtg_j_set(m, "run_ns", rtg_j_scalar_int((int64_t)run, "ns"));
-    rtg_j_set(res->env, "run_start_ns", rtg_j_int(g->t_begin));
-    rtg_j_set(res->env, "run_end_ns", rtg_j_int(g->t_end));
     double share;
     double dom = dominant_interval(g, stored, &share);
     rtg_j_set(m, "dominant_period_ns", rtg_j_scalar_num(dom, "ns"));
@@ -258,7 +213,7 @@ static void report(const gaploop *g, const rtg_opts *o, rtg_result *res)
 
 static int tick_run(const rtg_opts *o, rtg_result *res)
 {
-    static gaploop g;
+    static rtg_gaploop g;
     memset(&g, 0, sizeof g);
     rtg_scenario s;
     int status = rtg_scn_init(&s, o, res, false, 1, 0, NULL, NULL);
@@ -273,17 +228,11 @@ static int tick_run(const rtg_opts *o, rtg_result *res)
     }
     g.duration_ns = (int64_t)(rtg_opt_num(o, "duration-s") * 1e9);
     g.threshold_ns = rtg_opt_int(o, "threshold-ns");
-    g.cap = (size_t)rtg_opt_int(o, "max-gaps");
-    g.start = calloc(g.cap, sizeof *g.start);
-    g.len = calloc(g.cap, sizeof *g.len);
-    if (!g.start || !g.len) {
-        free(g.start), free(g.len);
+    if (rtg_gaploop_alloc(&g, (size_t)rtg_opt_int(o, "max-gaps")) != 0) {
         rtg_scn_join(&s, res, "");
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %zu gaps; lower --max-gaps.", g.cap);
     }
-    memset(g.start, 0, g.cap * sizeof *g.start);
-    memset(g.len, 0, g.cap * sizeof *g.len);
-    rtg_role loop = {"clock loop", measure_gaps, &g, 0, RTG_SCN_CPU, RTG_AT_STARTED, RTG_PRIM_SEM, 0};
+    rtg_role loop = {"clock loop", rtg_gaploop_main, &g, 0, RTG_SCN_CPU, RTG_AT_STARTED, RTG_PRIM_SEM, 0};
     rtg_scn_add(&s, &loop);
     s.deadline_ends_run = true;   /* the deadline ends the loop early: what was measured is kept */
     status = rtg_scn_join(&s, res, "the loop");
@@ -291,7 +240,7 @@ static int tick_run(const rtg_opts *o, rtg_result *res)
         report(&g, o, res);
     if (rtg_scn_leaked(&s))
         return status;
-    free(g.start), free(g.len);
+    rtg_gaploop_free(&g);
     return status;
 }
 
