@@ -441,6 +441,7 @@ class Batches:
     values: list[float]      # the stand-in of each batch, in the figure's unit
     spread: float            # sd of log(values), ddof 1, floored at the histogram's resolution
     windows: int
+    source: str = "its window maxima"   # what the batches were computed from (said in the method)
 
     @property
     def count(self) -> int:
@@ -462,9 +463,46 @@ def batch_spread(windows: list[float], statistic: str) -> Batches | None:
         return None
     parts = np.array_split(x, b)
     pick = np.median if statistic == "p99" else np.max
-    values = [float(pick(part)) for part in parts]
+    return _batches_of([float(pick(part)) for part in parts], len(x), "its window maxima")
+
+
+def _batches_of(values: list[float], windows: int, source: str) -> Batches:
+    np, stats = _libs()
     sd = float(np.std(np.log(values), ddof=1))
-    return Batches(values, max(sd, RESOLUTION / math.sqrt(12)), len(x))
+    return Batches(values, max(sd, RESOLUTION / math.sqrt(12)), windows, source)
+
+
+def batch_means(avgs: list, cycles: list) -> Batches | None:
+    """A run's own between-batch spread of its average from its per-window averages and
+    wake-ups (windows.window_figures): the windows, in time order, split into BATCHES
+    contiguous batches as batch_spread does; a batch's value is the exact mean of its
+    wake-ups (the cycle-weighted mean of its windows' averages). None with too few
+    windows holding wake-ups."""
+    np, stats = _libs()
+    pairs = [(float(a), float(c)) for a, c in zip(avgs, cycles) if is_valid(a) and a > 0 and is_valid(c) and c > 0]
+    b = min(BATCHES, len(pairs) // MIN_WINDOWS_PER_BATCH)
+    if b < MIN_BATCHES:
+        return None
+    parts = np.array_split(np.asarray(pairs, float), b)
+    values = [float((part[:, 0] * part[:, 1]).sum() / part[:, 1].sum()) for part in parts]
+    return _batches_of(values, len(pairs), "its per-window averages")
+
+
+def batch_rates(late: list, periods: list) -> Batches | None:
+    """A run's own between-batch spread of its missed deadlines per period from its
+    per-window late periods (misses + skipped) and periods (windows.window_figures): a
+    batch's value is (late + 0.5) / periods over its windows, half an event added so that
+    a batch without a miss has a finite log (which errs wide: a batch's Poisson
+    scatter is counted in its spread, on top of the run's own counting error). None with
+    too few windows holding periods."""
+    np, stats = _libs()
+    pairs = [(float(k), float(n)) for k, n in zip(late, periods) if is_valid(k) and k >= 0 and is_valid(n) and n > 0]
+    b = min(BATCHES, len(pairs) // MIN_WINDOWS_PER_BATCH)
+    if b < MIN_BATCHES:
+        return None
+    parts = np.array_split(np.asarray(pairs, float), b)
+    values = [float((part[:, 0].sum() + 0.5) / part[:, 1].sum()) for part in parts]
+    return _batches_of(values, len(pairs), "its per-window late periods")
 
 
 def compare_single_batches(va: float, vb: float, ba: Batches, bb: Batches, se_a: float = 0.0, se_b: float = 0.0,
@@ -487,7 +525,7 @@ def compare_single_batches(va: float, vb: float, ba: Batches, bb: Batches, se_a:
     spread = math.sqrt((sa ** 2 + sb ** 2) / 2)
     need = rounds_to_decide(d, spread)
     method = (f"single rounds: log ratio against each run's own between-batch spread ({sa:.0%} and {sb:.0%} "
-              f"over {ba.count} and {bb.count} batches of its window maxima; t, {df:.1f} df; docs/compare.md)" +
+              f"over {ba.count} and {bb.count} batches of {bb.source}; t, {df:.1f} df; docs/compare.md)" +
               (f"; within-run: {within.method}" if within is not None else ""))
     return Result(method, p, vb - va, iv, va * (math.exp(min(half, 700)) - 1),
                   within.base_interval if within else None, within.cand_interval if within else None,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from rtgauge.analysis.run.rows import is_latency_measurement
 from rtgauge.catalogue import MICRO_KINDS, catalogue
-from rtgauge.analysis.compare import noise
+from rtgauge.analysis.compare import noise, windows as window_series
 from rtgauge.defaults import REGRESSION_ALPHA
 from rtgauge.analysis.studies.micro import is_micro, variant_of
 from rtgauge.analysis.run.stalls import stall_free
@@ -58,6 +58,7 @@ class Figure:
     steal_ms: list = field(default_factory=list)       # hypervisor steal on the measured CPUs, per round
     clock_step: float = 1.0                            # the clock's step behind its samples (noise.clock_step)
     windows: list[float] = field(default_factory=list)  # a single round's per-window maxima (latency max)
+    per_window: dict | None = None      # a single round's per-window average and late periods (windows.py)
 
     @property
     def estimate(self) -> float | None:
@@ -205,9 +206,12 @@ def figures(run: Run) -> dict[str, Figure]:
             f = out[f"lat:{name}:{suffix}"]
             f.label = f"{name} {suffix} latency"
             f.steal_ms = [steal_ms(m) for m in good]
+        per_window = None
         if len(good) == 1:       # a single round's windows: its own batches (noise.batch_spread)
             out[f"lat:{name}:max"].windows = window_maxima(good[0])
             out[f"lat:{name}:p99"].windows = out[f"lat:{name}:max"].windows
+            per_window = window_series.window_figures(good[0])
+            out[f"lat:{name}:avg"].per_window = per_window
         _stall_free_figure(add, f"lat:{name}:avg_stall_free", "avg_latency_stall_free", f"{name} latency", good,
                            "ti", "ns", failed)
         # a deadline skipped after a late wake-up is a missed deadline (analysis.run.rows.late_periods)
@@ -222,7 +226,7 @@ def figures(run: Run) -> dict[str, Figure]:
             label = f"{name} missed deadlines" + (f" ({sum(skipped):,} skipped)" if sum(skipped) else "")
             add(Figure(f"lat:{name}:misses", "misses", label, float(sum(misses)), "count",
                        rounds=[float(v) for v in misses], events=(float(sum(misses)), float(exposure or 1)),
-                       failed=failed))
+                       failed=failed, per_window=per_window))
     # microbenchmarks: one figure set per (test, metric, variant, condition)
     micro_ms = [m for m in ms if m.tool == "engine" and catalogue().kind_of(m.test) in MICRO_KINDS]
     dists: dict[tuple, list[dict]] = {}
@@ -315,18 +319,45 @@ def test_figure(fb: Figure, fa: Figure) -> noise.Result:
     elif within.base_interval and within.cand_interval:
         se_a = noise._log_se(a[0], within.base_interval, None)
         se_b = noise._log_se(b[0], within.cand_interval, None)
-    return noise.compare_single(a[0], b[0], drift, se_a, se_b, within, floor=max(fa.clock_step, fb.clock_step, 1.0),
-                                df=noise.drift_df(fb.family))
+    r = noise.compare_single(a[0], b[0], drift, se_a, se_b, within, floor=max(fa.clock_step, fb.clock_step, 1.0),
+                             df=noise.drift_df(fb.family))
+    return without_batches(r, fa, fb, "averages")
+
+
+def without_batches(r: noise.Result, fa: Figure, fb: Figure, what: str) -> noise.Result:
+    """A drift-model result of a figure that has per-window batches when both runs hold
+    them (an average, the missed deadlines): when one run holds them and the other does
+    not (or too few), its method says so, so that the fallback is never silent. Runs
+    of which neither holds them (every run `rtgauge run` stores today) keep the drift
+    model's own words, which name it (docs/compare.md)."""
+    if fb.family not in ("avg_latency", "misses") or (fa.per_window is None and fb.per_window is None):
+        return r
+    lacking = [side for side, f in (("baseline", fa), ("candidate", fb)) if f.per_window is None]
+    why = (f"the {' and the '.join(lacking)} holds no per-window {what}" if lacking else
+           f"too few windows for {noise.MIN_BATCHES} batches")
+    r.method = f"fallback to the drift model ({why}): " + r.method
+    r.note = f"single round: drift model, {why}"
+    r.extra["batches"] = None
+    r.extra["no_batches"] = why
+    return r
 
 
 def single_round_batches(fb: Figure, fa: Figure, within: noise.Result | None) -> noise.Result | None:
-    """A latency p99 or maximum of single rounds whose runs both hold enough per-window
-    maxima: the noise between runs from each run's own batches (noise.batch_spread),
-    not the drift model. None otherwise (the drift model then)."""
-    if fb.family not in BATCHED or within is None:
+    """A latency average, p99 or maximum of single rounds whose runs both hold enough
+    windows: the noise between runs from each run's own batches (noise.batch_means of
+    the per-window averages; noise.batch_spread of the window maxima), not the drift
+    model. None otherwise (the drift model then, and for an average compare_single's
+    method says which run lacks the per-window averages)."""
+    if within is None:
         return None
-    statistic = BATCHED[fb.family]
-    ba, bb = noise.batch_spread(fa.windows, statistic), noise.batch_spread(fb.windows, statistic)
+    if fb.family == "avg_latency":
+        ba, bb = (noise.batch_means(f.per_window["avg"], f.per_window["cycles"]) if f.per_window else None
+                  for f in (fa, fb))
+    elif fb.family in BATCHED:
+        statistic = BATCHED[fb.family]
+        ba, bb = noise.batch_spread(fa.windows, statistic), noise.batch_spread(fb.windows, statistic)
+    else:
+        return None
     if ba is None or bb is None:
         return None
     se_a = se_b = 0.0
@@ -364,12 +395,22 @@ def within_run(fb: Figure, fa: Figure) -> noise.Result | None:
 
 def single_round_rates(fa: Figure, fb: Figure, rates: noise.Result) -> noise.Result:
     """Missed deadlines of single rounds: the rate ratio against Poisson counting error
-    plus the run-to-run drift of the rate (noise.DRIFT["misses"]); half an event is
-    added to each count so that none-against-some has a finite ratio."""
+    plus, when both runs hold per-window late periods, each run's own between-batch
+    spread of its rate (noise.batch_rates), else the run-to-run drift of the rate
+    (noise.DRIFT["misses"]); half an event is added to each count so that
+    none-against-some has a finite ratio."""
     (ka, na), (kb, nb) = fa.events, fb.events
     ra, rb = (ka + 0.5) / na, (kb + 0.5) / nb
-    r = noise.compare_single(ra, rb, noise.DRIFT["misses"], 1 / math.sqrt(ka + 0.5), 1 / math.sqrt(kb + 0.5),
-                             rates, floor=0.0 if min(ra, rb) > 0 else 1e-300)
+    ba, bb = (noise.batch_rates(f.per_window["late"], f.per_window["periods"]) if f.per_window else None
+              for f in (fa, fb))
+    if ba is not None and bb is not None:
+        r = noise.compare_single_batches(ra, rb, ba, bb, 1 / math.sqrt(ka + 0.5), 1 / math.sqrt(kb + 0.5), rates,
+                                         floor=0.0 if min(ra, rb) > 0 else 1e-300)
+    else:
+        r = without_batches(noise.compare_single(ra, rb, noise.DRIFT["misses"], 1 / math.sqrt(ka + 0.5),
+                                                 1 / math.sqrt(kb + 0.5), rates,
+                                                 floor=0.0 if min(ra, rb) > 0 else 1e-300),
+                            fa, fb, "late periods")
     r.difference, r.interval, r.noise_floor = rates.difference, None, None
     r.extra = {**rates.extra, **r.extra}
     return r
