@@ -13,11 +13,13 @@ Two runs are compared figure by figure:
   figure's own histogram shows it, or 1 unit), so identical quantised values do not
   make a zero variance.
 - a single round on both sides: the uncertainty inside each run understates the noise
-  between runs. A latency p99 or maximum whose runs hold window maxima is compared by
-  compare_single_batches: log(b / a) against the within-run error plus each run's own
-  between-batch spread (batch_spread: 10 contiguous batches of its windows). Any other
-  figure by compare_single: against the documented run-to-run drift of the figure's
-  family (DRIFT, a heavy-tailed t). Either way the within-run test must agree. The within-run tests: averages by their standard
+  between runs. A latency p99 or maximum whose runs hold window maxima, a latency
+  average whose runs hold per-window averages and missed deadlines whose runs hold
+  per-window late periods (windows.py) are compared by compare_single_batches: log(b / a)
+  against the within-run error plus each run's own between-batch spread (batch_spread,
+  batch_means, batch_rates: 10 contiguous batches of its windows). Any other figure, and
+  these when a run lacks its windows, by compare_single: against the documented
+  run-to-run drift of the figure's family (DRIFT, a heavy-tailed t). Either way the within-run test must agree. The within-run tests: averages by their standard
   errors (stddev/sqrt(count), a z-test); percentiles by a two-by-two test of how many
   samples of each run lie above the pooled percentile (Fisher's exact test), with
   order-statistic intervals; maxima by an exceedance test (how many samples, or for a
