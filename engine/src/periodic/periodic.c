@@ -1,5 +1,6 @@
 /* periodic: the cycle driver of T = Ti + Ts + Tw (see periodic.h); this file is
- * the run's lifecycle (periodic_impl.h lists the others). Measuring threads are
+ * the run's lifecycle (periodic_shared.h lists the others, which this file uses
+ * and none of which uses this file). Measuring threads are
  * set up (pin, policy, stack prefault) and meet at a start gate, then each runs
  * its trigger's loop (periodic_trigger.c). The calling thread waits for the
  * workers and, when the run must stop, interrupts their waits (RTG_WAKE_SIGNAL).
@@ -7,7 +8,12 @@
  * the statistics and the optional raw samples file; at the end the threads'
  * statistics are merged. */
 #include "portable.h"
-#include "periodic/periodic_impl.h"
+#include "periodic/periodic.h"
+#include "periodic/periodic_collect.h"
+#include "periodic/periodic_samples.h"
+#include "periodic/periodic_shared.h"
+#include "periodic/periodic_stall.h"
+#include "periodic/periodic_trigger.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -223,17 +229,8 @@ int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, 
     bool ok = run->t && sh.w && init_thread_stats(&run->all, &c) == 0;
     for (int i = 0; ok && i < n; i++) {
         ok = init_thread_stats(&run->t[i], &c) == 0 &&
-             rtg_ring_init(&sh.w[i].ring, sizeof(rtg_cycle), ring_capacity(c.period_ns)) == 0;
-        sh.w[i].sh = &sh;
-        sh.w[i].index = i;
-        sh.w[i].out = &run->t[i];
-        sh.w[i].tr = c.triggers ? &c.triggers[i] : &timer_trigger;
-        if (ok && sh.w[i].tr->kind == RTG_TRIGGER_FRAME) {
-            sh.w[i].frame = calloc(1, RTG_PD_FRAME_MAX);
-            ok = sh.w[i].frame != NULL;
-            if (ok)
-                rtg_touch(sh.w[i].frame, RTG_PD_FRAME_MAX);
-        }
+             rtg_pd_worker_init(&sh.w[i], &sh, i, &run->t[i], c.triggers ? &c.triggers[i] : &timer_trigger,
+                                ring_capacity(c.period_ns)) == 0;
     }
     if (!ok) {
         snprintf(err, errlen, "out of memory preparing %d measuring threads; use fewer --threads.", n);
@@ -311,8 +308,7 @@ int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, 
     for (int i = 0; i < n; i++) {
         run->t[i].dropped = rtg_ring_dropped(&sh.w[i].ring);
         run->t[i].skipped = sh.w[i].skipped;
-        rtg_ring_free(&sh.w[i].ring);
-        free(sh.w[i].frame);
+        rtg_pd_worker_free(&sh.w[i]);
     }
     free(sh.w);
     if (atomic_load(&sh.abort_setup)) {
@@ -327,10 +323,8 @@ int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, 
 
 fail_alloc:
     if (sh.w)
-        for (int i = 0; i < n; i++) {
-            rtg_ring_free(&sh.w[i].ring);
-            free(sh.w[i].frame);
-        }
+        for (int i = 0; i < n; i++)
+            rtg_pd_worker_free(&sh.w[i]);
     free(sh.w);
     rtg_periodic_free(run);
     return -1;

@@ -5,7 +5,9 @@
  * then calls the trigger's collect hook; after the last worker is done, once
  * more. Memory does not grow with the number of cycles. */
 #include "portable.h"
-#include "periodic/periodic_impl.h"
+#include "periodic/periodic_collect.h"
+#include "periodic/periodic_samples.h"
+#include "periodic/periodic_stall.h"
 
 #include <sched.h>
 #include <time.h>

@@ -1,6 +1,7 @@
 /* periodic_report: a periodic run as a result's metrics and env (periodic.h:
  * rtg_periodic_report and its parts). */
-#include "periodic/periodic_impl.h"
+#include "periodic/periodic_report.h"
+#include "periodic/periodic_stall.h"
 
 #include <stdio.h>
 

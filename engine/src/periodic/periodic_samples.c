@@ -1,6 +1,6 @@
 /* periodic_samples: the raw samples file of a periodic run, written by the
  * collector (formats: periodic.h, docs/samples.md). */
-#include "periodic/periodic_impl.h"
+#include "periodic/periodic_samples.h"
 
 #include <string.h>
 

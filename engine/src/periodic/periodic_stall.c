@@ -2,7 +2,7 @@
  * A cycle whose span [c_k, t2] a stall touched is counted; the Ti/Ts/Tw of the
  * others are kept apart (t->clean), allocated at the first touched cycle as a
  * copy of the figures so far, so a run no stall touched costs nothing. */
-#include "periodic/periodic_impl.h"
+#include "periodic/periodic_stall.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /* periodic_trigger: a measuring thread's loop (periodic.h: the triggers). Wait
  * for the trigger (a deadline, a frame, an event), two timestamps around the
  * payload, one record into the thread's ring; nothing else happens in the loop.
- * Also the EVENT trigger's post side (rtg_event_*). */
+ * The EVENT trigger's post side is event.c. */
 #include "portable.h"
-#include "periodic/periodic_impl.h"
+#include "periodic/periodic_trigger.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -12,7 +12,6 @@
 #include <sys/time.h>   /* struct timeval (SO_RCVTIMEO) */
 
 #define POLL_NS 20000000LL               /* FRAME/EVENT: idle hook every 20 ms by default */
-#define EVENT_RING 4096                  /* posts not yet taken by the waiter */
 
 static uint64_t cycles_of(const rtg_pd_worker *w)
 {
@@ -43,16 +42,11 @@ static bool finish_cycle(rtg_pd_worker *w, const rtg_cycle_ctx *c, uint64_t numb
         }
         int64_t stop_above = sh->cfg->stop_above_ns;
         if (stop_above > 0 && t1 - c->trigger_ns > stop_above) {
-            atomic_store(&sh->stopped_above, true);
-            atomic_store(&sh->stop_run, true);
-            rtg_stop_notify();
+            rtg_pd_end_run(sh, &sh->stopped_above);
         }
     }
-    if (c->end_run) {
-        atomic_store(&sh->ended_by_payload, true);
-        atomic_store(&sh->stop_run, true);
-        rtg_stop_notify();
-    }
+    if (c->end_run)
+        rtg_pd_end_run(sh, &sh->ended_by_payload);
     return c->end || c->end_run;
 }
 
@@ -239,31 +233,4 @@ void rtg_pd_measure(rtg_pd_worker *w)
         measure_timer(w);
         break;
     }
-}
-
-int rtg_event_init(rtg_event *e)
-{
-    if (sem_init(&e->sem, 0, 0) != 0)
-        return -1;
-    if (rtg_ring_init(&e->posts, sizeof(int64_t), EVENT_RING) != 0) {
-        sem_destroy(&e->sem);
-        return -1;
-    }
-    return 0;
-}
-
-void rtg_event_free(rtg_event *e)
-{
-    rtg_ring_free(&e->posts);
-    sem_destroy(&e->sem);
-}
-
-void rtg_event_post(rtg_event *e)
-{
-    int64_t *slot = rtg_ring_slot(&e->posts);
-    if (!slot)
-        return;   /* the waiter is EVENT_RING posts behind: counted as dropped */
-    *slot = rtg_mono_ns();
-    rtg_ring_publish(&e->posts);
-    sem_post(&e->sem);
 }

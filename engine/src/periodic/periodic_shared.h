@@ -1,5 +1,6 @@
-/* periodic_impl: private to the cycle driver (periodic*.c), not for tests or
- * measurements (they use periodic.h). The driver is one file a concern:
+/* periodic_shared: what the threads of one periodic run share (the start gate, the
+ * stop, each measuring thread's ring and trigger), below every file of the driver
+ * that uses it. The driver is one file a concern:
  *   periodic.c          the run's lifecycle: threads set up, started together,
  *                       stopped, joined; statistics allocated, merged, freed;
  *   periodic_trigger.c  a measuring thread's loop: wait for the trigger (timer,
@@ -9,18 +10,25 @@
  *   status.c            the status line per window (status.h), written by the collector;
  *   periodic_stall.c    the host-stall observer's view: cycles a stall touched and
  *                       the figures without them;
- *   periodic_report.c   the run as a result's metrics and env (JSON). */
-#ifndef RTG_PERIODIC_IMPL_H
-#define RTG_PERIODIC_IMPL_H
+ *   periodic_report.c   the run as a result's metrics and env (JSON);
+ *   periodic_shared.c   a measuring thread's ring and frame buffer;
+ *   event.c             the EVENT trigger's post side.
+ * Each has its header; cycle.h holds the types. Files only depend downwards:
+ * periodic.c on the others, none of them on periodic.c. Private to the driver, not
+ * for tests or measurements (they use periodic.h). */
+#ifndef RTG_PERIODIC_SHARED_H
+#define RTG_PERIODIC_SHARED_H
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
-#include "periodic/periodic.h"
+#include "periodic/cycle.h"
 #include "samples.h"
 #include "status.h"
+#include "stop.h"
+#include "test.h"
 
 #define RTG_PD_FRAME_MAX 2048   /* largest datagram a FRAME trigger takes */
 
@@ -64,26 +72,20 @@ static inline bool rtg_pd_should_stop(rtg_pd_shared *sh)
     return rtg_stop || atomic_load_explicit(&sh->stop_run, memory_order_relaxed);
 }
 
-/* periodic_trigger.c: the measuring loop of w's trigger, until its cycles,
- * duration, a stop or its payload end it. */
-void rtg_pd_measure(rtg_pd_worker *w);
+/* End the run: why (stopped_above or ended_by_payload) and stop_run set, the waits
+ * of the calling thread woken. */
+static inline void rtg_pd_end_run(rtg_pd_shared *sh, atomic_bool *why)
+{
+    atomic_store(why, true);
+    atomic_store(&sh->stop_run, true);
+    rtg_stop_notify();
+}
 
-/* periodic_collect.c: the collector thread (p: the rtg_pd_shared); drains every
- * 50 ms until every worker is done, then once more. */
-void *rtg_pd_collector_main(void *p);
-/* Keep the collector off the measured CPUs when another CPU is allowed. */
-void rtg_pd_place_collector(pthread_attr_t *a, const rtg_periodic_cfg *cfg);
-
-/* periodic_samples.c */
-void rtg_pd_samples_header(FILE *f, bool binary);
-void rtg_pd_samples_write(FILE *f, bool binary, int thread, const rtg_cycle *c);
-
-/* periodic_stall.c: with the host-stall observer running (stall.h). */
-/* One cycle, before the collector folds it into t: touched, or clean. */
-void rtg_pd_stall_judge(rtg_periodic_thread *t, const rtg_cycle *c);
-/* The merged thread's touched count and figures without the touched cycles. */
-void rtg_pd_stall_merge(rtg_periodic_run *run);
-/* env.stalls.metrics of the run: merged, then "#i" per thread. */
-void rtg_pd_stall_report(const rtg_periodic_run *run, rtg_result *res);
+/* w as thread index of sh: out its statistics, tr its trigger; a ring of ring_cap
+ * records and, for a FRAME trigger, a receive buffer of RTG_PD_FRAME_MAX bytes,
+ * touched. 0, or -1 out of memory (rtg_pd_worker_free frees what there is). */
+int rtg_pd_worker_init(rtg_pd_worker *w, rtg_pd_shared *sh, int index, rtg_periodic_thread *out,
+                       const rtg_trigger *tr, size_t ring_cap);
+void rtg_pd_worker_free(rtg_pd_worker *w);
 
 #endif
