@@ -12,6 +12,7 @@ frame loop to its end (that would take hours at a realistic period)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -19,6 +20,7 @@ import time
 import pytest
 
 from conftest import needs_root
+from readiness import most, wait_for
 
 QUIET = ("--policy", "other", "--no-mlock")
 
@@ -33,13 +35,24 @@ def status_kib(pid: int) -> dict[str, int]:
     return out
 
 
-def sample(engine_bin, args, at_s: list[float]) -> list[dict[str, int]]:
-    """Start the engine, read its memory at each instant of at_s, then stop it."""
+def cpu() -> int:
+    """The CPU the loop's threads are pinned to (the last allowed)."""
+    return max(os.sched_getaffinity(0))
+
+
+def sample(engine_bin, args, periods: int, then_s: tuple[float, ...] = ()) -> list[dict[str, int]]:
+    """Start the engine (a thread of its loop pinned to cpu()), read its memory once that
+    thread has left its CPU PERIODS times (a latency cycle or a frame stepped each: the
+    loop runs), and again each of THEN_S seconds after that first look (a time of
+    running is the growth test's subject, not a wait), then stop it."""
     p = subprocess.Popen([engine_bin, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    t0 = time.monotonic()
     got = []
     try:
-        for t in at_s:
+        wait_for(lambda: most(p.pid, "switches", cpu=cpu()) >= periods, f"{periods} periods of the engine's loop",
+                 proc=p)
+        got.append(status_kib(p.pid))
+        t0 = time.monotonic()
+        for t in then_s:
             time.sleep(max(0.0, t0 + t - time.monotonic()))
             assert p.poll() is None, p.stderr.read()
             got.append(status_kib(p.pid))
@@ -53,23 +66,26 @@ def sample(engine_bin, args, at_s: list[float]) -> list[dict[str, int]]:
                                   pytest.param(QUIET, id="other")])
 @pytest.mark.shared
 def test_hil_resident_size_does_not_depend_on_the_frame_count(engine_bin, mode):
-    short, = sample(engine_bin, ["hil", "--frames", "100000", "--period-us", "1000", *mode], [1.5])
-    long, = sample(engine_bin, ["hil", "--frames", "10000000", "--period-us", "1000", *mode], [1.5])
+    pin = ["--sim-cpu", str(cpu())]        # the device's threads stay on the first CPU
+    short, = sample(engine_bin, ["hil", "--frames", "100000", "--period-us", "1000", *pin, *mode], 1000)
+    long, = sample(engine_bin, ["hil", "--frames", "10000000", "--period-us", "1000", *pin, *mode], 1000)
     assert abs(long["VmHWM"] - short["VmHWM"]) <= 0.10 * short["VmHWM"], (short, long)
 
 
 def test_hil_resident_size_does_not_grow_while_it_runs(engine_bin):
-    # 20 kHz: 60 000 frames in 3 s; the per-frame arrays this replaced grew 56 B a frame
-    early, late = sample(engine_bin, ["hil", "--frames", "10000000", "--period-us", "50", *QUIET], [1.0, 3.0])
+    # 20 kHz: 40 000 frames in the 2 s between the looks on a quiet machine; the per-frame
+    # arrays this replaced grew 56 B a frame
+    early, late = sample(engine_bin, ["hil", "--frames", "10000000", "--period-us", "50", "--sim-cpu", str(cpu()),
+                                      *QUIET], 1000, (2.0,))
     assert late["VmRSS"] <= early["VmRSS"] * 1.10, (early, late)
 
 
 def test_latency_resident_size_bounded_by_the_window_series(engine_bin):
     """latency keeps one max per window (--window-s) per thread: 8 bytes a
     second per thread, bounded at 2^20 windows; nothing per cycle."""
-    short, = sample(engine_bin, ["latency", "--duration-s", "100", "--interval-us", "100", "--threads", "1",
-                                 *QUIET], [1.5])
-    long, = sample(engine_bin, ["latency", "--duration-s", "100000", "--interval-us", "100", "--threads", "1",
-                                *QUIET], [1.5])
+    short, = sample(engine_bin, ["latency", "--duration-s", "100", "--interval-us", "100", "--cpus", str(cpu()),
+                                 *QUIET], 10_000)
+    long, = sample(engine_bin, ["latency", "--duration-s", "100000", "--interval-us", "100", "--cpus", str(cpu()),
+                                *QUIET], 10_000)
     series_kib = 2 * 8 * (100000 - 100) / 1024   # thread + merged series
     assert long["VmHWM"] - short["VmHWM"] <= series_kib * 1.2 + 512, (short, long)

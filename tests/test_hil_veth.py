@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from readiness import udp_datagrams_in, wait_for
 from rtgauge.errors import UserError
 from rtgauge.hil.veth import merge, netns_alive, run_veth, split_options
 
@@ -39,21 +40,24 @@ def test_loop_through_veth_and_namespaces_removed(engine_bin):
     assert d["env"]["sim_env"]["sim_address"].startswith("10.254.")
 
 
-def kill_after(side, delay=0.5):
+def kill_when_running(side):
+    """Kill one side once the loop runs: a frame has reached the simulation's network
+    namespace (its UDP counters, /proc/PID/net/snmp; nothing else sends there)."""
     def act(pair, sim, dev):
-        time.sleep(delay)
+        wait_for(lambda: udp_datagrams_in(pair.holders[0].pid) >= 1, "frame at the simulation's namespace",
+                 proc=sim if side == "sim" else dev)
         (sim if side == "sim" else dev).send_signal(signal.SIGKILL)
     return act
 
 
 def test_sim_killed_frames_lost_and_namespaces_removed(engine_bin):
     r = run_veth(["--frames", "2000", "--period-us", "1000", "--linger-ms", "100", *QUIET],
-                 time_limit_s=60, engine=engine_bin, on_started=kill_after("sim"))
+                 time_limit_s=60, engine=engine_bin, on_started=kill_when_running("sim"))
     assert r.sim is None and r.sim_status == -signal.SIGKILL
     assert any("simulation" in e for e in r.errors)
     dev = r.device
     assert dev["ok"] and value(dev, "sent") == 2000
-    # the simulation died about half a second into a two-second run
+    # the simulation died at the first frame of a two-second run: (nearly) all were lost
     assert value(dev, "lost_frames") >= 1000
     assert value(dev, "sent") == value(dev, "received") + value(dev, "lost_frames")
     assert not any(netns_alive(ns) for ns in r.namespaces)
@@ -64,7 +68,7 @@ def test_sim_killed_frames_lost_and_namespaces_removed(engine_bin):
 def test_device_killed_sim_stops_and_namespaces_removed(engine_bin):
     t0 = time.monotonic()
     r = run_veth(["--frames", "60000", "--period-us", "1000", "--idle-ms", "300", *QUIET],
-                 time_limit_s=120, engine=engine_bin, on_started=kill_after("device"))
+                 time_limit_s=120, engine=engine_bin, on_started=kill_when_running("device"))
     assert time.monotonic() - t0 < 30          # a watchdog: the device would have sent for 60 s
     assert r.device is None and r.device_status == -signal.SIGKILL
     assert r.sim is not None and r.sim["ok"]
