@@ -19,13 +19,17 @@ alpha 0.05, no option):
   comparisons share a run, so they are not independent);
 - A/B: each spinner run against the quick run just before it, with the gate
   `--fail-on 'p99_latency>+20%'`.
-It prints the counts and, with --write, replaces the section in docs/performance.md.
+It prints the counts, and for the average and the missed deadlines of every latency job
+their calls and which noise judged them (each run's own batches of per-window averages
+and late periods, or the drift model where a run holds none: docs/compare.md); with
+--write, it replaces the section in docs/performance.md.
 
 A reduced scale (a check of the bench, not its result): `collect --cycles 2 --ab-every 1
 --quick-profile bench/compare_aa_short.toml --micro-profile ""` (10 s latency idle runs,
 no micro runs). Stored runs made elsewhere are analysed the same way after `import DIR...`
 (one directory of engine documents per run, in the order they were measured; a directory
-whose name starts with "spinner" is a spinner run, e.g. tests/data/compare/*).
+whose name starts with "spinner" is a spinner run, e.g. tests/data/compare/* or
+tests/data/compare-windows/*, whose runs hold per-window averages and late periods).
 """
 
 from __future__ import annotations
@@ -233,9 +237,30 @@ def drift(args) -> int:
     return 0
 
 
-def aa_calls(db: Path, pairs: list[tuple[int, int]]) -> list[tuple[int, int, int, list[str]]]:
+AVG_MISSES = ("avg_latency", "misses")     # the figures whose single-round noise is batches or the drift
+
+
+def noise_of(method: str | None) -> str:
+    """Which noise between runs judged a single-round figure, from its method."""
+    method = method or ""
+    if "own between-batch spread" in method:
+        return "batches"
+    return "drift" if "drift" in method else "rounds" if "rounds" in method else "other"
+
+
+def avg_misses(changes) -> list[str]:
+    """The calls of every latency job's average and missed deadlines, with the noise that
+    judged each: 'latency@idle avg latency: no significant difference (batches, q=1)'."""
+    return [f"{c.figure.label}: {c.call} ({noise_of(c.result.method if c.result else None)}"
+            + (f", q={c.q_value:.2g})" if c.q_value is not None else ")")
+            for c in changes if c.figure.family in AVG_MISSES]
+
+
+def aa_calls(db: Path, pairs: list[tuple[int, int]], detail: dict | None = None) \
+        -> list[tuple[int, int, int, list[str]]]:
     """Each A/A pair compared with the default settings (compare_runs in this process,
-    the same statistics as `rtgauge compare`): (a, b, figures, called figures)."""
+    the same statistics as `rtgauge compare`): (a, b, figures, called figures); detail,
+    when given, gets (a, b) -> the average's and missed deadlines' calls (avg_misses)."""
     from rtgauge.analysis.compare.regress import BETTER, WORSE, compare_runs
     from rtgauge.store import open_store
 
@@ -245,6 +270,11 @@ def aa_calls(db: Path, pairs: list[tuple[int, int]]) -> list[tuple[int, int, int
             changes = compare_runs(store.get_run(a), store.get_run(b))
             called = [f"{c.figure.label} ({c.call}, q={c.q_value:.2g})" for c in changes if c.call in (WORSE, BETTER)]
             out.append((a, b, len(changes), called))
+            if detail is not None:
+                detail[(a, b)] = [(c.figure.family, c.call, noise_of(c.result.method if c.result else None))
+                                  for c in changes if c.figure.family in AVG_MISSES]
+                for text in avg_misses(changes):
+                    print(f"  {a} vs {b}: {text}", flush=True)
     return out
 
 
@@ -263,13 +293,23 @@ def analyse(args) -> int:
     for profile in ("quick", "micro"):
         pairs = plain_pairs(rows, profile)
         counts[profile] = len(pairs)
-        results = aa_calls(db, pairs)
+        detail: dict = {}
+        results = aa_calls(db, pairs, detail)
         with_call = sum(bool(c) for *_, c in results)
         for a, b, n, c in results:
             print(f"A/A {profile} {a} vs {b}: {len(c)} called of {n}" + (f": {'; '.join(c)}" if c else ""), flush=True)
         figures = results[0][2] if results else 0
         lines.append(f"| A/A {profile}, default compare | {len(pairs)} | {len(pairs) - with_call} of {len(pairs)} "
                      f"without a call (about {figures} figures each) |")
+        for fam, word in (("avg_latency", "average"), ("misses", "missed deadlines")):
+            got = [(call, how) for calls in detail.values() for f, call, how in calls if f == fam]
+            if not got:
+                continue
+            same = sum(call == "no significant difference" for call, _ in got)
+            hows = ", ".join(f"{n} {how}" for how, n in sorted({h: sum(x == h for _, x in got) for _, h in got}.items()))
+            print(f"A/A {profile} {word}: {same} of {len(got)} without a call (noise: {hows})", flush=True)
+            lines.append(f"| A/A {profile}, default compare: latency {word} | {len(got)} figures | {same} of "
+                         f"{len(got)} without a call (noise between runs: {hows}) |")
         if args.fit_before:
             later = [r for r in results if r[1] >= args.fit_before]
             lines.append(f"| A/A {profile}, only the pairs not used to fit the shipped drift (fitted to runs before "
@@ -308,6 +348,9 @@ def analyse(args) -> int:
         figs = {f["key"]: f for f in doc["comparisons"][0]["figures"]}
         tail = [f"{f['label']}: {f['call']}" + (f" (q={f['q_value']:.2g})" if f["q_value"] is not None else "")
                 for k, f in figs.items() if k.startswith("lat:latency@") and k.rsplit(":", 1)[1] in ("p99", "max")]
+        tail += [f"{f['label']}: {f['call']} ({noise_of(f['method'])}"
+                 + (f", q={f['q_value']:.2g})" if f["q_value"] is not None else ")")
+                 for k, f in figs.items() if k.startswith("lat:latency@") and f["family"] in AVG_MISSES]
         worse = [f["label"] for f in figs.values() if f["call"] == "worse"]
         tail.append(f"called worse: {len(worse)} of {len(figs)} figures" + (f" ({', '.join(worse)})" if worse else ""))
         gate = doc.get("gate")
