@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+from readiness import wait_for
 from rtgauge.lab.emulate.command import running
 from rtgauge.lab.emulate import machines
 from rtgauge.lab.emulate.machines import EmulatedLab, Machine
@@ -28,10 +29,7 @@ def state_of(pid: int) -> str:
 
 
 def wait_for_state(pid: int, state: str, seconds: float = 30) -> None:
-    end = time.monotonic() + seconds
-    while state_of(pid) != state and time.monotonic() < end:
-        time.sleep(0.05)
-    assert state_of(pid) == state
+    wait_for(lambda: state_of(pid) == state, f"state {state} of process {pid}", timeout=seconds)
 
 
 def test_a_zombie_is_not_running():
@@ -49,10 +47,12 @@ def test_a_zombie_is_not_running():
 def test_stop_returns_when_the_lab_process_has_exited_unreaped(tmp_path):
     """The lab's `start` stands in as a process named rtgauge that exits on SIGTERM and
     stays a zombie of this test until it waits, as in tests/test_emulab.py's fixture."""
-    stand_in = subprocess.Popen([sys.executable, "-c", "import signal, time\n"
-                                 "signal.signal(signal.SIGTERM, lambda *a: exit(130))\ntime.sleep(300)",
-                                 "rtgauge-lab-stand-in"])
+    # it says "ready" once its SIGTERM handler is in, then waits for a signal
+    stand_in = subprocess.Popen([sys.executable, "-c", "import signal\n"
+                                 "signal.signal(signal.SIGTERM, lambda *a: exit(130))\nprint('ready', flush=True)\n"
+                                 "signal.pause()", "rtgauge-lab-stand-in"], stdout=subprocess.PIPE, text=True)
     try:
+        assert stand_in.stdout.readline() == "ready\n"
         (tmp_path / "pid").write_text(f"{stand_in.pid}\n")
         started = time.monotonic()
         p = subprocess.run([sys.executable, "-m", "rtgauge", "lab", "emulate", "stop", "--state", str(tmp_path)],
@@ -78,14 +78,13 @@ def test_lab_stop_ends_every_system_in_parallel_within_its_deadlines(tmp_path, m
     for i, s in enumerate(SYSTEMS.values()):
         deaf = "signal.signal(signal.SIGTERM, signal.SIG_IGN); " if i == 0 else ""
         ready = tmp_path / f"ready-{i}"
-        p = subprocess.Popen([sys.executable, "-c", f"import signal, time; {deaf}open({str(ready)!r}, 'w'); "
-                              "time.sleep(300)"], start_new_session=True)
+        p = subprocess.Popen([sys.executable, "-c", f"import signal; {deaf}open({str(ready)!r}, 'w'); "
+                              "signal.pause()"], start_new_session=True)
         procs.append(p)
         lab.machines.append(Machine(s, machines.free_port(), p, tmp_path / f"{s.name}.console",
                                     time.monotonic() + 600, "6.1", ready=True))
-    end = time.monotonic() + 60
-    while not all((tmp_path / f"ready-{i}").exists() for i in range(len(procs))) and time.monotonic() < end:
-        time.sleep(0.05)
+    wait_for(lambda: all((tmp_path / f"ready-{i}").exists() for i in range(len(procs))),
+             "ready files of the four stand-ins (SIGTERM ignored where asked)")
     (tmp_path / "ssh_config").write_text("Host x\n")
     try:
         started = time.monotonic()
