@@ -14,11 +14,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from readiness import wait_for
 from rtgauge.analysis.run import spikes
 from rtgauge.analysis.samples import read_samples
 from rtgauge.trace import find_tracefs
@@ -62,9 +62,8 @@ def disturbed_run(engine_bin, tmp_path_factory):
         engine = subprocess.Popen([engine_bin, "latency", "--cpus", str(measured), "--duration-s", str(duration),
                                    "--samples", str(tmp / "samples.csv"), "--out", str(tmp / "doc.json")],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        started = time.monotonic()
-        while not (tmp / "samples.csv").exists() and time.monotonic() - started < 30:
-            time.sleep(0.05)
+        # the engine measures once its samples file exists (opened as its threads start)
+        wait_for(lambda: (tmp / "samples.csv").exists(), "engine's samples file", proc=engine)
         dist = subprocess.run([sys.executable, str(HERE / "disturber.py"), str(measured), "90", str(BURST_US),
                                str(PERIOD_MS), str(BURSTS), str(DELAY_MS)],
                               capture_output=True, text=True, timeout=60)

@@ -18,12 +18,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from readiness import wait_for
 from rtgauge.analysis.run import spikes
 from rtgauge.analysis.samples import read_samples
 from rtgauge.trace import find_tracefs
@@ -97,9 +97,7 @@ def storm_run(engine_bin, tmp_path_factory):
         engine = subprocess.Popen([engine_bin, "latency", "--cpus", str(measured), "--duration-s", str(duration),
                                    "--samples", str(tmp / "samples.csv"), "--out", str(tmp / "doc.json")],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        started = time.monotonic()
-        while not (tmp / "samples.csv").exists() and time.monotonic() - started < 30:
-            time.sleep(0.05)
+        wait_for(lambda: (tmp / "samples.csv").exists(), "engine's samples file", proc=engine)
         cal_before = function_call_interrupts()
         storm.stdin.write("go\n")
         storm.stdin.flush()

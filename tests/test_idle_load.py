@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, is_root
+from readiness import wait_for
 from rtgauge.trace.counters import NOT_IDLE_SHARE, cpu_times
 
 pytestmark = [pytest.mark.shared, pytest.mark.skipif(not is_root(), reason="needs root for SCHED_FIFO")]
@@ -79,11 +80,9 @@ def test_an_idle_job_beside_a_cpu_hog_is_not_idle(tmp_path):
     hog = subprocess.Popen(["stress-ng", "--cpu", "1", "--timeout", "30s", "-q"], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        deadline = time.monotonic() + 20          # ready: its worker exists and has run
-        while not (ws := workers(hog.pid)) or cpu_ticks(ws[0]) == 0:
-            assert time.monotonic() < deadline and hog.poll() is None, "stress-ng did not start its worker"
-            time.sleep(0.05)
-        worker = ws[0]
+        # ready: its worker exists and has run
+        worker = wait_for(lambda: next((w for w in workers(hog.pid) if cpu_ticks(w) > 0), None),
+                          "stress-ng's worker, running", proc=hog)
         t0, c0 = time.monotonic(), cpu_ticks(worker)
         p = measure(tmp_path, db)
         t1, c1 = time.monotonic(), cpu_ticks(worker)
