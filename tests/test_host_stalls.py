@@ -24,7 +24,7 @@ import pytest
 from rich.console import Console
 
 from conftest import needs_root
-from readiness import threads_at, wait_for
+from readiness import most, threads_at, threads_of, wait_for
 from rtgauge.cli import main
 from rtgauge.records import Run
 from rtgauge.report.html import render
@@ -43,16 +43,19 @@ def measured_cpu() -> int:
     return max(os.sched_getaffinity(0))
 
 
-def run_stopped(engine_bin: str, args: list[str], stop_after_s: float | None, stop_s: float = STALL_S,
+def run_stopped(engine_bin: str, args: list[str], measured: int | None, stop_s: float = STALL_S,
                 preexec=None) -> dict:
-    """Run the engine; stop the whole process stop_after_s after start for stop_s."""
+    """Run the engine; once its measuring threads (real-time, above the observer's FIFO 1)
+    have left their CPU `measured` times (cycles slept, or switches of a ring: it
+    measures), stop the whole process for stop_s. None: no stop."""
     p = subprocess.Popen([engine_bin, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          preexec_fn=preexec)
     try:
-        if stop_after_s is not None:
-            time.sleep(stop_after_s)
+        if measured is not None:
+            wait_for(lambda: most(p.pid, "switches", rt_above=1) >= measured,
+                     f"{measured} switches of the engine's measuring threads", proc=p)
             os.kill(p.pid, signal.SIGSTOP)
-            time.sleep(stop_s)
+            time.sleep(stop_s)        # the stall's length: the test's subject, not a wait
     finally:
         try:
             os.kill(p.pid, signal.SIGCONT)
@@ -68,17 +71,16 @@ def stall_hit(doc: dict, metric: str) -> bool:
     return doc["metrics"][metric]["max"] >= 0.8 * STALL_S * 1e9
 
 
-def stopped_until_hit(engine_bin: str, args: list[str], metric: str, stop_after_s: float) -> dict:
+def stopped_until_hit(engine_bin: str, args: list[str], metric: str, measured: int) -> dict:
     for _ in range(TRIES):
-        doc = run_stopped(engine_bin, args, stop_after_s)
+        doc = run_stopped(engine_bin, args, measured)
         if stall_hit(doc, metric):
             return doc
     pytest.fail(f"the {STALL_S * 1000:.0f} ms stop never landed in a {metric} sample in {TRIES} runs")
 
 
-# long enough (about 2 s at 0.6 µs a switch here) that a stop 0.25 s after the start lands
-# inside the measurement whatever the engine's start took (300,000 ended before it on a
-# fast, quiet machine: "the 72 ms stop never landed in a switch sample in 4 runs")
+# long enough (about 2 s at 0.6 µs a switch here) that a stop once the ring has switched
+# 1,000 times lands inside the measurement, however slowly the poll looks
 SWITCH = ["switch", "--threads", "2", "--iterations", "3000000"]
 
 
@@ -90,7 +92,7 @@ def switch_pair(engine_bin):
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs two CPUs: the observer runs off the measured one")
     quiet = run_stopped(engine_bin, SWITCH, None)
-    stopped = stopped_until_hit(engine_bin, SWITCH, "switch", 0.25)
+    stopped = stopped_until_hit(engine_bin, SWITCH, "switch", 1000)
     return quiet, stopped
 
 
@@ -114,13 +116,6 @@ def test_a_whole_process_stop_is_a_host_stall_and_its_sample_is_set_aside(switch
     assert w["without"]["avg"] <= 1.25 * quiet["metrics"]["switch"]["avg"]
 
 
-def thread_count(pid: int) -> int:
-    try:
-        return len(os.listdir(f"/proc/{pid}/task"))
-    except FileNotFoundError:
-        return 0
-
-
 def switch_20k_stopped(engine_bin: str) -> dict:
     """`switch --threads 2` (20,000 switches, 12-30 ms) stopped 72 ms once while the ring
     runs: the stop is sent just after the two ring threads exist (main, observer and
@@ -131,15 +126,16 @@ def switch_20k_stopped(engine_bin: str) -> dict:
         p = subprocess.Popen([engine_bin, "switch", "--threads", "2"], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         try:
-            t0 = time.monotonic()
-            while thread_count(p.pid) < 4 and p.poll() is None and time.monotonic() - t0 < 10:
-                time.sleep(0.0002)
+            wait_for(lambda: threads_of(p.pid) >= 4 or p.poll() is not None, "the switch ring's threads",
+                     timeout=10, poll=0.0002)
+            # the delay after the threads exist is drawn on purpose (the ring lasts 12-30 ms
+            # here): the test's subject, a stop at different points of the ring, not a wait
             time.sleep(delay)
             if p.poll() is not None:      # the ring ended before the stop: try again
                 p.communicate()
                 continue
             os.kill(p.pid, signal.SIGSTOP)
-            time.sleep(STALL_S)
+            time.sleep(STALL_S)       # the stall's length: the subject
         finally:
             try:
                 os.kill(p.pid, signal.SIGCONT)
@@ -183,7 +179,7 @@ def test_a_latency_cycle_spanning_a_stop_is_set_aside(engine_bin):
         pytest.skip("needs two CPUs")
     args = ["latency", "--cpus", str(measured_cpu()), "--interval-us", "1000", "--duration-s", "1.2",
             "--start-delay-ms", "20"]
-    doc = stopped_until_hit(engine_bin, args, "ti", 0.5)
+    doc = stopped_until_hit(engine_bin, args, "ti", 100)      # 100 of its 1,200 cycles measured
     s = doc["env"]["stalls"]
     assert s["observed"] and s["cpu"] != measured_cpu() and s["longest_ns"] >= 0.9 * STALL_S * 1e9
     ti, w = doc["metrics"]["ti"], s["metrics"]["ti"]
