@@ -274,6 +274,14 @@ class Measurement:
     def scalar(self, name: str):
         return self.metric(name).value
 
+    def series(self, name: str) -> list | None:
+        """A series metric's values, one a window in time order (its "max" key in the
+        contract: the window maxima `ti_window_max`, the window counts `window_cycles`,
+        `ti_window_sum`, `window_misses`, `window_skipped`, docs/engine.md), or None when
+        the job did not store NAME as a series."""
+        values = self.metric(name).series
+        return values if isinstance(values, list) else None
+
     def param(self, name: str, default=None):
         v = self.params.get(name)
         return default if v is None else v
