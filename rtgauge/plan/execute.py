@@ -39,7 +39,6 @@ from rtgauge.plan import HIL_SUSTAINED, TIRE_SWEEP, Job, SweepJob, host_deadline
 from rtgauge.records import engine_document
 from rtgauge.store.validate import DOCUMENT_MAX, check_engine_document, parse_document
 from rtgauge.sysinfo.readers import read_bounded
-from rtgauge.tools import cyclictest, rtla
 from rtgauge.trace import ThresholdTrace, Tracefs
 from rtgauge.trace.counters import counters, others_load, take_snapshot
 from rtgauge.trace.live import LiveView
@@ -149,21 +148,17 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
-def engine_test_takes_cpus(test: str) -> bool:
-    info = catalogue().tests.get(test)
-    return bool(info and info.takes_cpus)
-
-
 def apply_overrides(jobs: list[Job], duration_s: float | None, rt_cpus: list[int] | None) -> list[Job]:
     """--duration sets every latency job's length (a cycle count would win over it, so it
-    goes); --rt-cpus becomes the CPUs of every job that measures on a CPU list."""
+    goes); --rt-cpus becomes the CPUs of every job that measures on a CPU list (its tool's
+    adapter says which: takes_cpus)."""
     for job in jobs:
         if duration_s is not None and catalogue().kind_of(job.test) == LATENCY:   # cross-checks too
             job.options.pop("cycles", None)
             job.options["duration-s"] = round(duration_s, 3)
             job.expected_s = duration_s
         if rt_cpus:
-            if job.tool in ("cyclictest", "rtla") or (job.tool == "engine" and engine_test_takes_cpus(job.test)):
+            if tools.adapter_of(job.tool).takes_cpus(job):
                 job.options["cpus"] = ",".join(map(str, rt_cpus))
                 job.cpus = list(rt_cpus)
     return jobs
@@ -327,7 +322,7 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
             s.live.poll()       # the last windows, while the status file is still there
     if interrupted:
         doc["interrupted"] = True
-    command = cmd if job.tool == "engine" else [job.tool]
+    command = cmd if tools.adapter_of(job.tool).records_command_line else [job.tool]
     command = [("RESULT" if c == str(out_path) else c) for c in command]
     return doc, proc.returncode, interrupted, command
 
@@ -356,22 +351,12 @@ def attribute_job(trace_path: Path, samples_path: Path, doc: dict, s: RunSetting
 
 
 def measure_on_target(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dict, int, bool, list[str]]:
-    """measure() on a remote target (rtgauge.remote): the engine built for it runs
-    there under its guard; Ctrl-C stops it there and keeps what it measured; a lost
-    connection keeps nothing of this job (the engine there stops by itself) and
-    ends the run as interrupted."""
+    """measure() on a remote target (rtgauge.remote), as the job's tool adapter runs it
+    there (run_on_target; the engine built for it runs there under its guard); Ctrl-C
+    stops it there and keeps what it measured; a lost connection keeps nothing of this
+    job (the engine there stops by itself) and ends the run as interrupted."""
     limit = host_deadline_s(job) * getattr(s.target.target, "patience", 1.0)   # a slow target: longer
-    if job.tool == "cyclictest":
-        outcome = s.target.run_tool(lambda out: cyclictest.command(job.options, job.cpus, out, exe="cyclictest"),
-                                    stop, limit, on_tick, readable=cyclictest.readable_json)
-        command = ["cyclictest"]
-    elif job.tool == "rtla":
-        outcome = s.target.run_tool(lambda out: rtla.command(job.options, job.cpus, out), stop, limit, on_tick,
-                                    readable=rtla.as_json)
-        command = ["rtla", "timerlat", "hist"]
-    else:
-        outcome = s.target.run_engine([job.test, *job.engine_args()], stop, limit, on_tick)
-        command = ["rtgauge-engine", job.test, "--out", "RESULT", *job.engine_args()]
+    outcome, command = tools.adapter_of(job.tool).run_on_target(s.target, job, stop, limit, on_tick)
     run = outcome.run
     if run is not None and run.document is not None and not outcome.error:
         status = run.status

@@ -1,7 +1,8 @@
 """Real-time privilege, decided before a run stores anything.
 
 A plan whose jobs ask for SCHED_FIFO or SCHED_RR (the engine's default policy, every
-cyclictest cross-check, the tire and HIL sweeps) is tried once here: the engine itself
+cyclictest cross-check, the tire and HIL sweeps; each job's tool adapter says what it asks
+for, rtgauge/tools) is tried once here: the engine itself
 runs its shortest real-time test at the plan's highest priority on one CPU. The engine
 decides, not rtgauge's own view of its capabilities, because a `setcap` on the engine's
 file or a limits.conf rtprio gives the engine what the Python process may lack.
@@ -12,10 +13,11 @@ user: an rtprio line in limits.conf, or setcap on the engine's real path), exits
 and stores nothing.
 
 Refused and allowed (`run --allow-fallback`, a profile's settings.allow_fallback):
-every engine job carries the engine's --allow-fallback, so it measures as SCHED_OTHER
-and records env.fallback (records.Measurement.fallback; every output marks the row);
-cyclictest cross-checks are dropped with a note (cyclictest has no fallback); a
-sweep, which searches for what holds in real time, is refused."""
+every engine job carries the engine's --allow-fallback (its adapter's fallback_option), so
+it measures as SCHED_OTHER and records env.fallback (records.Measurement.fallback; every
+output marks the row); the cross-checks of a tool that asks for real time and has no
+fallback (cyclictest) are dropped with a note; a sweep, which searches for what holds in
+real time, is refused."""
 
 from __future__ import annotations
 
@@ -24,31 +26,31 @@ import os
 import subprocess
 from typing import Callable
 
+from rtgauge import tools
 from rtgauge.errors import UserError
 from rtgauge.plan import Job, drop_cross_check
 
-RT_POLICIES = ("fifo", "rr")
-CYCLICTEST_NOTE = ("the cyclictest cross-check was not run: real-time scheduling was refused and "
-                   "cyclictest cannot measure without it")
+
+def no_realtime_note(adapter) -> str:
+    """The note stored with a measurement whose cross-check was dropped for want of real time."""
+    return (f"the {adapter.title} cross-check was not run: real-time scheduling was refused and "
+            f"{adapter.title} cannot measure without it")
+
+
+def without_fallback() -> list:
+    """The cross-check tools (their adapters) that ask for real time and cannot measure without it."""
+    return [a for a in tools.cross_checks() if a.realtime_priority is not None and a.fallback_option is None]
 
 
 def asked_priority(jobs: list[Job], sweeps: list) -> int | None:
-    """The highest real-time priority the plan asks for (None: no job asks for one)."""
-    from rtgauge.catalogue import catalogue
-    cat = catalogue()
+    """The highest real-time priority the plan asks for (None: no job asks for one); each
+    job's tool says what it asks for (its adapter's realtime_priority)."""
     highest = None
     for job in jobs:
-        if job.tool == "rtla":
-            continue
-        if job.tool == "cyclictest":
-            policy, prio = "fifo", job.options.get("priority", 80)
-        else:
-            info = cat.test(job.test)
-            opts = info.options
-            policy = job.options.get("policy", opts["policy"].default if "policy" in opts else None)
-            prio = job.options.get("priority", opts["priority"].default if "priority" in opts else 1)
-        if policy in RT_POLICIES:
-            highest = max(highest or 0, int(prio))
+        ask = tools.adapter_of(job.tool).realtime_priority
+        prio = ask(job) if ask is not None else None
+        if prio is not None:
+            highest = max(highest or 0, prio)
     if sweeps:
         highest = max(highest or 0, 80)
     return highest
@@ -96,7 +98,8 @@ def check_realtime(jobs: list[Job], sweeps: list, allow_fallback: bool, say: Cal
                    probe: Callable[[int, int | None], str | None] = try_realtime) -> list[Job]:
     """The plan as it can run here: unchanged when real-time scheduling is allowed;
     refused (UserError, exit 2) when it is not and no fallback is allowed; else with
-    every engine job falling back and the cyclictest cross-checks dropped."""
+    every job falling back (its tool's fallback_option) and the cross-checks that cannot
+    (without_fallback) dropped."""
     priority = asked_priority(jobs, sweeps)
     if priority is None:
         return jobs
@@ -111,12 +114,16 @@ def check_realtime(jobs: list[Job], sweeps: list, allow_fallback: bool, say: Cal
                         f"{' and '.join(s.name for s in sweeps)} searches for what holds in real time, which "
                         "cannot be measured without it; grant real-time scheduling (see `rtgauge doctor`) or run "
                         "a profile without [tire] / [hil_sustained].")
+    dropped = without_fallback()
+    names = " and ".join(a.title for a in dropped)
     say(f"real-time scheduling was refused ({why}): --allow-fallback measures as SCHED_OTHER, every row is marked "
-        "fallback and says nothing about real time; the cyclictest cross-checks are not run.")
+        "fallback and says nothing about real time" + (f"; the {names} cross-checks are not run." if names else "."))
     kept = list(jobs)
-    if any(j.tool == "cyclictest" for j in kept):
-        drop_cross_check(kept, "cyclictest", CYCLICTEST_NOTE)
+    for adapter in dropped:
+        if any(j.tool == adapter.name for j in kept):
+            drop_cross_check(kept, adapter.name, no_realtime_note(adapter))
     for job in kept:
-        if job.tool == "engine":
-            job.options["allow-fallback"] = True
+        option = tools.adapter_of(job.tool).fallback_option
+        if option:
+            job.options[option] = True
     return kept

@@ -21,7 +21,20 @@ An adapter has:
   lacks its tracer), None when it can; by default whether `name` is on the PATH;
 - `target_unavailable(session)`: the same for a board (a sentence following its address,
   "has no ..."); by default whether the board has `name` (session.has);
-- `label`: the cross-check's name in messages ("rtla timerlat"; `name` when empty).
+- `label`: the cross-check's name in messages ("rtla timerlat"; `name` when empty);
+- `realtime_priority(job)`: the real-time priority a run of the job asks for, None when
+  it asks for none (plan/privilege.py tries the highest once); None for a tool whose run
+  rtgauge does not hold to the privilege check (rtla: it runs its own threads);
+- `fallback_option`: the option with which the tool measures as SCHED_OTHER where real
+  time is refused (`run --allow-fallback`); a tool that asks for real time without one
+  is dropped from such a plan with a note;
+- `takes_cpus(job)`: whether the job measures on a CPU list, so that `--rt-cpus`
+  becomes its CPUs (plan/execute.py apply_overrides);
+- `run_on_target(session, job, stop, limit, on_tick)`: the job run on a board over the
+  run's connection, (its outcome, the command stored for it) (plan/execute.py
+  measure_on_target); None: the tool is not run on a board (`unavailable_on` says so);
+- `records_command_line`: the stored command of a run here is its command line (the
+  result's path as RESULT); else the tool's name alone.
 
 A cross-check is an adapter with a `command`, the engine excepted (`cross_checks()` in
 rtgauge/tools/__init__.py); `unavailable_here()` and `unavailable_on(session)` apply the
@@ -44,6 +57,24 @@ CONDITION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}", re.ASCII)
 
 def as_is(data: bytes) -> bytes:
     return data
+
+
+def never(job) -> bool:
+    return False
+
+
+def always(job) -> bool:
+    return True
+
+
+def program_on_target(command: Callable[[Any, str], list[str]], readable: Callable[[bytes], bytes],
+                      stored: list[str]) -> Callable[..., tuple[Any, list[str]]]:
+    """run_on_target for a program the board has: command(job, out_path) run there, its
+    result made readable there; `stored` is the command the measurement keeps."""
+    def run(session, job, stop, limit, on_tick):
+        outcome = session.run_tool(lambda out: command(job, out), stop, limit, on_tick, readable=readable)
+        return outcome, list(stored)
+    return run
 
 
 @dataclass
@@ -107,6 +138,11 @@ class Adapter:
     local_unavailable: Callable[[], str | None] | None = None
     target_unavailable: Callable[[Any], str | None] | None = None
     label: str = ""
+    realtime_priority: Callable[[Any], int | None] | None = None
+    fallback_option: str | None = None
+    takes_cpus: Callable[[Any], bool] = never
+    run_on_target: Callable[..., tuple[Any, list[str]]] | None = None
+    records_command_line: bool = False
 
     @property
     def title(self) -> str:
@@ -121,6 +157,8 @@ class Adapter:
 
     def unavailable_on(self, session) -> str | None:
         """Why it cannot run on a board (a sentence following the board's address; None: it can)."""
+        if self.run_on_target is None:
+            return f"cannot run {self.title} from rtgauge yet"
         if self.target_unavailable is not None:
             return self.target_unavailable(session)
         return None if session.has(self.name) else f"has no {self.name}"

@@ -20,7 +20,7 @@ from rtgauge.defaults import interval_us
 from rtgauge.errors import UserError
 from rtgauge.records import engine_document
 from rtgauge.tools import histogram
-from rtgauge.tools.adapter import Adapter, Found, Imported, foreign_job
+from rtgauge.tools.adapter import Adapter, Found, Imported, always, foreign_job, program_on_target
 
 # cyclictest's own default interval (its -i), for a command line that does not give one
 CYCLICTEST_INTERVAL_US = 1000
@@ -578,6 +578,16 @@ def job_command(job, out_path: str, extra: list[str] = ()) -> list[str]:
     return command(job.options, job.cpus, out_path)
 
 
+def realtime_priority(job) -> int:
+    """cyclictest runs at SCHED_FIFO at the job's priority, 80 unless given, and has no
+    fallback without real time."""
+    return int(job.options.get("priority", 80))
+
+
+def board_command(job, out_path: str) -> list[str]:
+    return command(job.options, job.cpus, out_path, exe="cyclictest")
+
+
 def job_document(raw, job, where: str, status: int, interrupted: bool) -> dict:
     """A cross-check's --json result (parsed) as the job's document."""
     if not isinstance(raw, dict):
@@ -589,4 +599,6 @@ def job_document(raw, job, where: str, status: int, interrupted: bool) -> dict:
 
 
 ADAPTER = Adapter("cyclictest", sniff, read, command=job_command, to_document=job_document, readable=readable_json,
-                  local_unavailable=local_unavailable, target_unavailable=target_unavailable)
+                  local_unavailable=local_unavailable, target_unavailable=target_unavailable,
+                  realtime_priority=realtime_priority, takes_cpus=always,
+                  run_on_target=program_on_target(board_command, readable_json, ["cyclictest"]))

@@ -29,6 +29,31 @@ def command(job, out_path: str, extra: list[str] = ()) -> list[str]:
     return [engine_path(), job.test, "--out", out_path, *job.engine_args(), *extra]
 
 
+RT_POLICIES = ("fifo", "rr")
+
+
+def realtime_priority(job) -> int | None:
+    """The job's priority when its policy (given, else the test's default) is real time."""
+    from rtgauge.catalogue import catalogue
+    opts = catalogue().test(job.test).options
+    policy = job.options.get("policy", opts["policy"].default if "policy" in opts else None)
+    prio = job.options.get("priority", opts["priority"].default if "priority" in opts else 1)
+    return int(prio) if policy in RT_POLICIES else None
+
+
+def takes_cpus(job) -> bool:
+    """Whether the job's test measures on a CPU list (the catalogue says)."""
+    from rtgauge.catalogue import catalogue
+    info = catalogue().tests.get(job.test)
+    return bool(info and info.takes_cpus)
+
+
+def run_on_target(session, job, stop, limit, on_tick):
+    """The engine built for the board, run there by the session (rtgauge/remote)."""
+    outcome = session.run_engine([job.test, *job.engine_args()], stop, limit, on_tick)
+    return outcome, ["rtgauge-engine", job.test, "--out", "RESULT", *job.engine_args()]
+
+
 def to_document(raw, job, where: str, status: int, interrupted: bool):
     return raw                  # the contract's own: checked as every tool's is
 
@@ -105,4 +130,6 @@ def read(found: Found, condition: str) -> Imported:
                     note=f"imported {len(docs)} engine documents from {where}" + (f", {failed} not ok" if failed else ""))
 
 
-ADAPTER = Adapter("engine", sniff, read, command=command, to_document=to_document)
+ADAPTER = Adapter("engine", sniff, read, command=command, to_document=to_document,
+                  realtime_priority=realtime_priority, fallback_option="allow-fallback", takes_cpus=takes_cpus,
+                  run_on_target=run_on_target, records_command_line=True)

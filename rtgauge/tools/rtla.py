@@ -35,7 +35,7 @@ from rtgauge.defaults import interval_us
 from rtgauge.errors import UserError
 from rtgauge.records import engine_document
 from rtgauge.tools import histogram
-from rtgauge.tools.adapter import Adapter, Found, Imported, foreign_job, no_facts
+from rtgauge.tools.adapter import Adapter, Found, Imported, always, foreign_job, no_facts, program_on_target
 
 COUNT_MAX = 2**53
 ROWS_MAX = 100_000
@@ -270,5 +270,13 @@ def job_document(raw, job, where: str, status: int, interrupted: bool):
     return raw
 
 
+def board_command(job, out_path: str) -> list[str]:
+    return command(job.options, job.cpus, out_path)
+
+
+# no realtime_priority: the rtla cross-check (root, for its tracer) is not held to the run's
+# real-time check, nor dropped under --allow-fallback (plan/privilege.py)
 ADAPTER = Adapter("rtla", sniff, read, command=job_command, to_document=job_document, readable=as_json,
-                  local_unavailable=local_unavailable, target_unavailable=target_unavailable, label="rtla timerlat")
+                  local_unavailable=local_unavailable, target_unavailable=target_unavailable, label="rtla timerlat",
+                  takes_cpus=always,
+                  run_on_target=program_on_target(board_command, as_json, ["rtla", "timerlat", "hist"]))

@@ -74,9 +74,10 @@ def late_periods(m: Measurement) -> dict:
 
 
 def is_latency_measurement(m: Measurement) -> bool:
-    """A wake-up latency job (ours or the cyclictest cross-check), not a tire or
-    microbenchmark run that also happens to record Ti."""
-    return m.test == "" or m.tool in REFERENCE_TOOLS or catalogue().kind_of(m.test) == LATENCY
+    """A wake-up latency job (ours or a cross-check: every cross-check measures wake-up
+    latency, whichever tool ran it), not a tire or microbenchmark run that also happens to
+    record Ti."""
+    return m.test == "" or m.cross_check or catalogue().kind_of(m.test) == LATENCY
 
 
 def latency_measurements(run: Run) -> list[Measurement]:
@@ -87,15 +88,17 @@ def _in_us(ns):
     return None if ns is None else ns / US
 
 
-REFERENCE_TOOLS = ("cyclictest", "rtla")   # the cross-checks a plan may add (JOB/TOOL)
-
-
-def cross_checks(measurements, tools=REFERENCE_TOOLS) -> list[dict]:
-    """Pair each engine latency measurement with the cross-check of each of `tools` of
-    the same job, condition, round and segment (the plan names it JOB/TOOL): the ratio
-    engine/tool of avg, p99 and max (rtla: its row metric, row_metric: timerlat's kernel
-    thread, `timerlat_thread`, a timer-woken thread as the engine's is, but in the kernel)."""
+def cross_checks(measurements, tools=None) -> list[dict]:
+    """Pair each engine latency measurement with the cross-check of each of `tools` (None:
+    every tool whose measurements are stored as cross-checks, by name) of the same job,
+    condition, round and segment (the plan names it JOB/TOOL): the ratio engine/tool of
+    avg, p99 and max (rtla: its row metric, row_metric: timerlat's kernel thread,
+    `timerlat_thread`, a timer-woken thread as the engine's is, but in the kernel). Which
+    tools are cross-checks is the plan's (the tool adapters); each stored measurement says
+    it (`reference`), so it is read here, not listed."""
     ms = [m for m in measurements if is_latency_measurement(m)]
+    if tools is None:
+        tools = sorted({m.tool for m in ms if m.cross_check and m.tool})
     rows = {m.key: latency_row(m) for m in ms}
     out = []
     for m in ms:
