@@ -408,6 +408,18 @@ rtg_json *rtg_j_series(const rtg_series *s, const char *unit)
     return o;
 }
 
+rtg_json *rtg_j_series_values(int64_t start_ns, int64_t window_ns, const int64_t *v, size_t n, const char *unit)
+{
+    rtg_json *o = rtg_j_obj();
+    rtg_j_set(o, "unit", rtg_j_str(unit));
+    rtg_j_set(o, "window_ns", rtg_j_int(window_ns));
+    rtg_j_set(o, "start_ns", rtg_j_int(start_ns));
+    rtg_json *vals = rtg_j_set(o, "max", rtg_j_arr());
+    for (size_t i = 0; i < n; i++)
+        rtg_j_push(vals, rtg_j_int(v[i]));
+    return o;
+}
+
 rtg_json *rtg_j_scalar_int(int64_t v, const char *unit)
 {
     rtg_json *o = rtg_j_obj();

@@ -37,6 +37,9 @@ void rtg_j_write(FILE *f, const rtg_json *v);
 rtg_json *rtg_j_dist(const rtg_dist *d, const char *unit);
 /* Series: {"unit":u,"window_ns":w,"start_ns":s,"max":[...]} (empty window = null) */
 rtg_json *rtg_j_series(const rtg_series *s, const char *unit);
+/* A series of N per-window values (counts or sums) in the same shape, its values
+ * under "max" as the contract keeps a series' values; none is null. */
+rtg_json *rtg_j_series_values(int64_t start_ns, int64_t window_ns, const int64_t *v, size_t n, const char *unit);
 /* Scalar metric: {"unit":u,"value":v} */
 rtg_json *rtg_j_scalar_int(int64_t v, const char *unit);
 rtg_json *rtg_j_scalar_num(double v, const char *unit);

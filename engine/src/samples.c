@@ -377,3 +377,71 @@ void rtg_series_merge(rtg_series *a, const rtg_series *b)
     if (n > a->n)
         a->n = n;
 }
+
+/* ---- window counts ---- */
+
+int rtg_wcounts_init(rtg_window_counts *c, int64_t start_ns, int64_t window_ns, size_t cap)
+{
+    memset(c, 0, sizeof *c);
+    if (window_ns <= 0 || cap == 0)
+        return -1;
+    c->cycles = alloc_touched(cap, sizeof *c->cycles);
+    c->ti_sum = alloc_touched(cap, sizeof *c->ti_sum);
+    c->misses = alloc_touched(cap, sizeof *c->misses);
+    c->skipped = alloc_touched(cap, sizeof *c->skipped);
+    if (!c->cycles || !c->ti_sum || !c->misses || !c->skipped) {
+        rtg_wcounts_free(c);
+        return -1;
+    }
+    c->start_ns = start_ns;
+    c->window_ns = window_ns;
+    c->cap = cap;
+    return 0;
+}
+
+void rtg_wcounts_free(rtg_window_counts *c)
+{
+    free(c->cycles);
+    free(c->ti_sum);
+    free(c->misses);
+    free(c->skipped);
+    memset(c, 0, sizeof *c);
+}
+
+static int64_t wcounts_window(const rtg_window_counts *c, int64_t t_ns)
+{
+    int64_t since = t_ns - c->start_ns;
+    return since <= 0 ? 0 : since / c->window_ns;
+}
+
+void rtg_wcounts_cycle(rtg_window_counts *c, int64_t t_ns, int64_t ti, bool miss)
+{
+    if (!c->cycles)
+        return;
+    int64_t w = wcounts_window(c, t_ns);
+    if ((uint64_t)w >= c->cap)
+        return;
+    c->cycles[w]++;
+    c->ti_sum[w] += ti;
+    if (miss)
+        c->misses[w]++;
+    if ((size_t)w + 1 > c->n)
+        c->n = (size_t)w + 1;
+}
+
+void rtg_wcounts_skipped(rtg_window_counts *c, uint64_t first, uint64_t last, int64_t period_ns)
+{
+    if (!c->cycles || period_ns <= 0)
+        return;
+    for (uint64_t k = first; k <= last;) {
+        int64_t w = (int64_t)k * period_ns / c->window_ns;
+        if ((uint64_t)w >= c->cap)
+            return;
+        uint64_t end = (uint64_t)(((w + 1) * c->window_ns - 1) / period_ns);   /* last deadline due in w */
+        uint64_t upto = end < last ? end : last;
+        c->skipped[w] += (int64_t)(upto - k + 1);
+        if ((size_t)w + 1 > c->n)
+            c->n = (size_t)w + 1;
+        k = upto + 1;
+    }
+}

@@ -103,4 +103,22 @@ void rtg_series_free(rtg_series *s);
 void rtg_series_add(rtg_series *s, int64_t t_ns, int64_t v);
 void rtg_series_merge(rtg_series *a, const rtg_series *b); /* element-wise max */
 
+/* Window counts: per window of a series' grid (the same start, window and cap as
+ * the maxima), the cycles, the sum of their Ti (ns), the cycles with Tw < 0 and the
+ * deadlines skipped; what a window's average and late periods are made of. Four
+ * int64 arrays of cap, allocated and touched at init: 32 bytes a window. */
+typedef struct {
+    int64_t start_ns, window_ns;
+    size_t n, cap;             /* n: windows up to the last one counted in */
+    int64_t *cycles, *ti_sum, *misses, *skipped;
+} rtg_window_counts;
+
+int rtg_wcounts_init(rtg_window_counts *c, int64_t start_ns, int64_t window_ns, size_t cap);
+void rtg_wcounts_free(rtg_window_counts *c);
+/* A cycle due at t_ns (its deadline), its Ti, whether it missed; windows as
+ * rtg_series_add (before start: window 0; beyond cap: not counted). */
+void rtg_wcounts_cycle(rtg_window_counts *c, int64_t t_ns, int64_t ti, bool miss);
+/* Deadlines numbered first..last (due at start + k*period_ns) were skipped. */
+void rtg_wcounts_skipped(rtg_window_counts *c, uint64_t first, uint64_t last, int64_t period_ns);
+
 #endif

@@ -33,7 +33,7 @@ static const rtg_opt latency_opts[] = {
      "write one JSON line per window of --window-s to FILE (fd:N: to the open descriptor N): per "
      "thread its cycles, min/avg/max/p99 of ti, misses, skipped deadlines and overflows, for a live view "
      "(docs/samples.md); its size per window does not depend on the rate"},
-    {"window-s", RTG_OPT_NUM, "1", 0.001, 3600, NULL, "window of the ti_window_max series, in seconds"},
+    {"window-s", RTG_OPT_NUM, "1", 0.001, 3600, NULL, "window of the ti_window_max series and the window counts, in seconds"},
     {"max-latency-us", RTG_OPT_INT, NULL, 1, 1e9, NULL,
      "fail the run (exit 3, verdict max_latency) when any wake-up is later than LIMIT us"},
     {"break", RTG_OPT_FLAG, NULL, 0, 0, NULL,
@@ -171,6 +171,7 @@ static int latency_run(const rtg_opts *o, rtg_result *res)
     if (rtg_clock_init(&cfg.clock, cid, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     cfg.window_ns = (int64_t)(rtg_opt_num(o, "window-s") * 1e9);
+    cfg.window_counts = true;   /* a window's average and late periods (docs/engine.md) */
     if (rtg_opt_given(o, "histogram")) {
         cfg.lin_bucket_ns = 1000;
         cfg.lin_buckets = (size_t)rtg_opt_int(o, "histogram");
@@ -252,6 +253,7 @@ static int latency_run(const rtg_opts *o, rtg_result *res)
 
 static const rtg_metric latency_metrics[] = {
     RTG_PERIODIC_METRICS(0, ""),
+    RTG_PERIODIC_WINDOW_COUNTS(0, ""),
     {"ti_irq", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_PER_THREAD | RTG_METRIC_CONDITIONAL,
      "with --split: the deadline to the timer interrupt handling the thread's timer"},
     {"ti_sched", RTG_METRIC_DISTRIBUTION, "ns", RTG_METRIC_PER_THREAD | RTG_METRIC_CONDITIONAL,

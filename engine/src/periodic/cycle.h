@@ -96,6 +96,8 @@ typedef struct {
     FILE *samples;             /* raw samples out, NULL = none */
     bool samples_binary;       /* false = CSV */
     FILE *status;              /* one JSON line per window out (status.h), NULL = none */
+    bool window_counts;        /* keep per window, for all threads together, the cycles, the
+                                  sum of Ti, the misses and the skipped deadlines (run->all.counts) */
     int64_t stop_above_ns;     /* > 0: stop the run at the first Ti above this */
     bool catch_up;             /* overrun: run missed cycles back to back instead of skipping */
     const int64_t *periods_ns; /* optional, per thread (e.g. a Hartstone task set); NULL = period_ns
@@ -114,6 +116,8 @@ typedef struct {
     uint64_t dropped;          /* records lost because a ring was full (never expected) */
     rtg_dist ti, ts, tw;       /* distributions */
     rtg_series ti_max;         /* max Ti per window */
+    rtg_window_counts counts;  /* the merged thread only, with cfg->window_counts: per window the
+                                  cycles, their Ti sum, misses, skipped deadlines (else unallocated) */
     int cpu;                   /* cpu the thread ran on (-1 unpinned) */
     int tid;
     rtg_sched sched;           /* what the thread obtained */

@@ -124,6 +124,7 @@ static void free_thread_stats(rtg_periodic_thread *t)
     rtg_dist_free(&t->ts);
     rtg_dist_free(&t->tw);
     rtg_series_free(&t->ti_max);
+    rtg_wcounts_free(&t->counts);
 }
 
 void rtg_periodic_free(rtg_periodic_run *run)
@@ -227,6 +228,11 @@ int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, 
     run->t = calloc((size_t)n, sizeof *run->t);
     sh.w = calloc((size_t)n, sizeof *sh.w);
     bool ok = run->t && sh.w && init_thread_stats(&run->all, &c) == 0;
+    /* the window counts, for all threads together: the maxima's windows and bound */
+    if (ok && c.window_counts) {
+        ok = rtg_wcounts_init(&run->all.counts, 0, c.window_ns, series_windows(&c)) == 0;
+        sh.counts = &run->all.counts;
+    }
     for (int i = 0; ok && i < n; i++) {
         ok = init_thread_stats(&run->t[i], &c) == 0 &&
              rtg_pd_worker_init(&sh.w[i], &sh, i, &run->t[i], c.triggers ? &c.triggers[i] : &timer_trigger,
@@ -261,6 +267,7 @@ int rtg_periodic(const rtg_periodic_cfg *cfg, rtg_periodic_run *run, char *err, 
                                     : rtg_mono_ns() + (c.start_delay_ns > 0 ? c.start_delay_ns : 0);
     for (int i = 0; i < n; i++)
         run->t[i].ti_max.start_ns = sh.start_ns;
+    run->all.counts.start_ns = sh.start_ns;
     if (c.samples && !atomic_load(&sh.abort_setup))
         rtg_pd_samples_header(c.samples, c.samples_binary);
     if (c.status && !atomic_load(&sh.abort_setup)) {

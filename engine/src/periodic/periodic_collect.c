@@ -16,6 +16,36 @@
 
 #define COLLECT_PERIOD_NS 50000000LL     /* drain rings every 50 ms */
 
+static int64_t period_of(const rtg_pd_shared *sh, const rtg_pd_worker *w)
+{
+    return sh->cfg->periods_ns ? sh->cfg->periods_ns[w->index] : sh->cfg->period_ns;
+}
+
+/* The run's window counts: the cycle in the window it was due in and, for a timer
+ * thread (its records numbered by deadline), the numbers missing since its last
+ * cycle as skipped deadlines in theirs, as the status counts them (status.c). */
+static void count_window(rtg_pd_shared *sh, rtg_pd_worker *w, const rtg_cycle *c)
+{
+    if (w->tr->kind == RTG_TRIGGER_TIMER && c->cycle > (uint64_t)(w->last_number + 1)) {
+        uint64_t first = (uint64_t)(w->last_number + 1);
+        rtg_wcounts_skipped(sh->counts, first, c->cycle - 1, period_of(sh, w));
+        w->skipped_seen += c->cycle - first;
+    }
+    if ((int64_t)c->cycle > w->last_number)
+        w->last_number = (int64_t)c->cycle;
+    rtg_wcounts_cycle(sh->counts, c->deadline_ns, c->ti, c->tw < 0);
+}
+
+/* The deadlines a timer thread skipped after its last cycle (known once it is done). */
+static void count_skipped_at_end(rtg_pd_shared *sh, rtg_pd_worker *w)
+{
+    if (w->tr->kind != RTG_TRIGGER_TIMER || w->skipped <= w->skipped_seen)
+        return;
+    uint64_t first = (uint64_t)(w->last_number + 1);
+    rtg_wcounts_skipped(sh->counts, first, first + (w->skipped - w->skipped_seen) - 1, period_of(sh, w));
+    w->skipped_seen = w->skipped;
+}
+
 static void fold_record(rtg_pd_shared *sh, rtg_pd_worker *w, const rtg_cycle *c)
 {
     rtg_periodic_thread *t = w->out;
@@ -30,6 +60,8 @@ static void fold_record(rtg_pd_shared *sh, rtg_pd_worker *w, const rtg_cycle *c)
     /* Windows are keyed by the deadline, so a late wake-up counts in the
      * window where the cycle was due. */
     rtg_series_add(&t->ti_max, c->deadline_ns, c->ti);
+    if (sh->counts)
+        count_window(sh, w, c);
     if (sh->cfg->samples)
         rtg_pd_samples_write(sh->cfg->samples, sh->cfg->samples_binary, w->index, c);
     if (sh->status)
@@ -78,6 +110,9 @@ void *rtg_pd_collector_main(void *p)
         }
         if (sh->cfg->samples)
             fflush(sh->cfg->samples);   /* lets a reader follow the file during the run */
+        if (sh->counts && all_done)
+            for (int i = 0; i < n; i++)
+                count_skipped_at_end(sh, &sh->w[i]);
         if (sh->status && all_done)
             for (int i = 0; i < n; i++)   /* deadlines it skipped after its last cycle */
                 rtg_status_end(sh->status, i, sh->w[i].skipped);

@@ -19,6 +19,14 @@ void rtg_periodic_put_metrics(rtg_json *m, const rtg_periodic_thread *t, const c
     rtg_j_set(m, KEY("cycles"), rtg_j_scalar_int((int64_t)t->cycles, "count"));
     rtg_j_set(m, KEY("dropped"), rtg_j_scalar_int((int64_t)t->dropped, "count"));
     rtg_j_set(m, KEY("ti_window_max"), rtg_j_series(&t->ti_max, "ns"));
+    const rtg_window_counts *c = &t->counts;
+    if (c->cycles) {   /* the merged thread of a run that kept them (cfg.window_counts) */
+        rtg_j_set(m, KEY("window_cycles"), rtg_j_series_values(c->start_ns, c->window_ns, c->cycles, c->n, "count"));
+        rtg_j_set(m, KEY("ti_window_sum"), rtg_j_series_values(c->start_ns, c->window_ns, c->ti_sum, c->n, "ns"));
+        rtg_j_set(m, KEY("window_misses"), rtg_j_series_values(c->start_ns, c->window_ns, c->misses, c->n, "count"));
+        rtg_j_set(m, KEY("window_skipped"), rtg_j_series_values(c->start_ns, c->window_ns, c->skipped, c->n,
+                                                                 "count"));
+    }
 #undef KEY
 }
 

@@ -10,6 +10,7 @@ int rtg_pd_worker_init(rtg_pd_worker *w, rtg_pd_shared *sh, int index, rtg_perio
     w->index = index;
     w->out = out;
     w->tr = tr;
+    w->last_number = -1;
     if (rtg_ring_init(&w->ring, sizeof(rtg_cycle), ring_cap) != 0)
         return -1;
     if (tr->kind == RTG_TRIGGER_FRAME) {

@@ -48,6 +48,10 @@ typedef struct {
     atomic_bool failed;
     atomic_bool done;
     uint64_t skipped;          /* written by the measuring thread only; read once it is done */
+    /* the collector's, for the window counts: the number of the thread's last folded
+     * cycle (-1 before its first) and the skipped deadlines counted so far */
+    int64_t last_number;
+    uint64_t skipped_seen;
 } rtg_pd_worker;
 
 /* What the threads of one run share. */
@@ -62,6 +66,7 @@ struct rtg_pd_shared {
     int64_t start_ns;          /* written before go */
     atomic_bool abort_setup;   /* a thread failed setup: nobody measures */
     rtg_status *status;        /* cfg->status's writer (collector only), NULL = none */
+    rtg_window_counts *counts; /* the merged window counts (collector only), NULL = none */
     atomic_bool stop_run;      /* stop_above_ns was exceeded, or a payload ended the run */
     atomic_bool stopped_above;
     atomic_bool ended_by_payload;

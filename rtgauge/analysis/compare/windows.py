@@ -3,33 +3,39 @@ periods of every window, which a single-round comparison cuts into batches for t
 noise of the average and of the missed deadlines (noise.batch_means, noise.batch_rates;
 docs/compare.md "Single runs").
 
-The engine's result document holds only the maximum of every window (`ti_window_max`).
-Its status stream (`rtgauge-engine latency --status`, docs/samples.md) holds per
-window and thread the cycles, the average of Ti, the misses and the skipped deadlines.
-fold_status turns those lines into four series of the result document's contract (the
-values under "max", as `ti_window_max` keeps them):
+The engine's result document holds them for the run's windows (the windows of
+`ti_window_max`), all threads together, as four series, the window counts
+(docs/engine.md, latency's metrics; the values under "max", as `ti_window_max` keeps them):
 
-- `ti_window_avg` (ns): the average Ti of the window over every thread's cycles;
-- `window_cycles`: the wake-ups measured in the window (all threads);
+- `window_cycles`: the wake-ups measured in the window;
+- `ti_window_sum` (ns): the sum of their Ti (the window's average is this over its
+  wake-ups);
 - `window_misses`: the cycles whose slack went negative;
 - `window_skipped`: the deadlines due in the window that were skipped after a late
   wake-up.
 
+A document written before the engine kept them has none; its status stream
+(`rtgauge-engine latency --status`, docs/samples.md) holds per window and thread the
+cycles, the average of Ti, the misses and the skipped deadlines, and fold_status turns
+those lines into the same series with `ti_window_avg` (ns, the window's average over
+every thread's cycles, rounded as the status rounds it) in place of the sum.
+
 A window's late periods are its misses plus its skipped deadlines and its periods are its
 cycles plus its skipped deadlines, as rtgauge counts a run's (analysis.run.rows.late_periods).
-A stored measurement without these series (every run that `rtgauge run` stores today:
-the status is read for the live view and not kept) has no per-window average or miss
-count; window_figures then says None and compare says so and falls back."""
+A stored measurement with neither (a run stored before the engine kept the window counts,
+or another tool's) has no per-window average or miss count; window_figures then says
+None and compare says so and falls back."""
 
 from __future__ import annotations
 
 import json
 import math
 
-from rtgauge.records import Measurement, Metric
+from rtgauge.records import Measurement
 
 AVG, CYCLES, MISSES, SKIPPED = "ti_window_avg", "window_cycles", "window_misses", "window_skipped"
-SERIES = (AVG, CYCLES, MISSES, SKIPPED)
+SUM = "ti_window_sum"                         # the engine's: the window's Ti summed, ns
+SERIES = (AVG, CYCLES, MISSES, SKIPPED)       # fold_status's
 
 
 def _number(v) -> float | None:
@@ -77,24 +83,25 @@ def fold_status(lines) -> dict[str, dict]:
     }
 
 
-def _series(m: Measurement, name: str) -> list | None:
-    metric = m.metrics.get(name)
-    return metric.series if isinstance(metric, Metric) and isinstance(metric.series, list) else None
-
-
 def window_figures(m: Measurement) -> dict | None:
-    """{"avg", "cycles", "late", "periods"}: per window, in time order, the average Ti,
-    the wake-ups, the late periods (misses + skipped) and the periods (wake-ups +
-    skipped) of a stored measurement; None when it does not hold the four series (or
-    they disagree in length)."""
-    got = [_series(m, name) for name in SERIES]
+    """{"avg", "cycles", "late", "periods", "source"}: per window, in time order, the
+    average Ti, the wake-ups, the late periods (misses + skipped) and the periods
+    (wake-ups + skipped) of a stored measurement, and which series gave the average
+    (SUM, the engine's, else AVG, a folded status); None when it holds neither form
+    whole (or its series disagree in length)."""
+    counts = [m.series(name) for name in (CYCLES, MISSES, SKIPPED)]
+    total, mean = m.series(SUM), m.series(AVG)
+    source, avgs = (SUM, total) if total is not None else (AVG, mean)
+    got = [avgs, *counts]
     if any(s is None for s in got) or len({len(s) for s in got}) != 1:
         return None
-    avg, cycles, misses, skipped = got
-    out = {"avg": [], "cycles": [], "late": [], "periods": []}
-    for a, c, k, s in zip(avg, cycles, misses, skipped):
-        c, k, s = _number(c) or 0.0, _number(k) or 0.0, _number(s) or 0.0
-        out["avg"].append(_number(a) if c > 0 else None)
+    cycles, misses, skipped = counts
+    out = {"avg": [], "cycles": [], "late": [], "periods": [], "source": source}
+    for a, c, k, s in zip(avgs, cycles, misses, skipped):
+        c, k, s, a = _number(c) or 0.0, _number(k) or 0.0, _number(s) or 0.0, _number(a)
+        if source == SUM and a is not None:
+            a = a / c if c > 0 else None
+        out["avg"].append(a if c > 0 else None)
         out["cycles"].append(c)
         out["late"].append(k + s)
         out["periods"].append(c + s)
