@@ -45,7 +45,7 @@ def main() -> int:
         for k in range(count):
             at = start + k * period_ms * 1_000_000
             now = time.monotonic_ns()
-            if at > now:
+            if at > now:       # the bursts' schedule (the subject), not a wait for anything
                 time.sleep((at - now) / 1e9)
             b0 = time.monotonic_ns()
             end = b0 + burst_us * 1000

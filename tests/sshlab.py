@@ -243,7 +243,7 @@ class Watch:
             self.dirs.update(board_dirs(self.lab))
             for n in self.names:
                 self.seen[n].update(board_processes(self.lab, n))
-            time.sleep(0.1)
+            self._done.wait(0.1)       # the sampling period, ended at once by __exit__
 
     def __enter__(self) -> "Watch":
         self._thread.start()

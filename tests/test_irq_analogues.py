@@ -56,7 +56,9 @@ def with_spinner(engine_bin: str, cmd_at, seconds: float = SECONDS) -> subproces
 
 
 def at(start_ns: int, cmd: list[str]) -> list[str]:
-    """cmd started at the CLOCK_MONOTONIC instant start_ns (a command without --start-at-ns)."""
+    """cmd started at the CLOCK_MONOTONIC instant start_ns (a command without --start-at-ns):
+    the spinner's schedule is set by the same instant, so the sleep to it aligns the two
+    (the subject), it waits for nothing to become ready."""
     wait = "import os, sys, time; time.sleep(max(0, (int(sys.argv[1]) - time.monotonic_ns()) / 1e9)); " \
            "os.execvp(sys.argv[2], sys.argv[2:])"
     return [sys.executable, "-c", wait, str(start_ns), *cmd]

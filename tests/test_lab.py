@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import sshlab
+from readiness import most, wait_for
 from rtgauge.store import open_store
 from test_target_ssh import engine_processes
 
@@ -294,6 +295,30 @@ def engine_dirs(boards) -> list[Path]:
     return sorted(found)
 
 
+def engine_pids(boards) -> list[int]:
+    """The engines running on the boards now."""
+    found = []
+    for board in boards:
+        for pid in left_on(board):
+            try:
+                argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+            except OSError:
+                continue
+            if argv0.endswith(b"/rtgauge-engine"):
+                found.append(pid)
+    return found
+
+
+MEASURED = 300      # cycles each board's engine has measured before the stop; the tests keep > 100
+
+
+def both_measured(boards, p: subprocess.Popen) -> None:
+    """Wait until the engine of each board has measured MEASURED cycles: its measuring
+    thread (real-time, above the observer's FIFO 1) has slept that often, once a cycle."""
+    wait_for(lambda: (lambda e: len(e) == 2 and all(most(pid, "switches", rt_above=1) >= MEASURED for pid in e))(
+        engine_pids(boards)), f"{MEASURED} cycles measured by the engine on each board", timeout=120, proc=p)
+
+
 def test_labgrid_places_are_held_for_the_run_and_released_after(boards, labgrid, env, db, tmp_path):
     lab = lab_file(tmp_path, ["labgrid:place-a", "labgrid:place-b"], db, labgrid.address, duration=8)
     p = rtgauge_popen("lab", "run", str(lab), "--no-report", env_full=env, cwd=tmp_path)
@@ -328,7 +353,7 @@ def test_ctrl_c_stops_every_target_keeps_what_was_measured_and_releases_the_plac
     try:
         dirs = wait_until(lambda: (lambda d: d if len(d) == 2 else None)(engine_dirs(boards)), 120,
                           "both engines to run")
-        time.sleep(1.5)
+        both_measured(boards, p)
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=120)
     finally:
@@ -342,8 +367,7 @@ def test_ctrl_c_stops_every_target_keeps_what_was_measured_and_releases_the_plac
     assert len(runs) == 2 and all(r["status"] == "interrupted" for r in runs)
     for r in runs:
         [m] = r["measurements"]
-        # what ran before the stop is kept: the engines ran 1.5 s, but beside a CPU hog their
-        # start (memory locked, the start delay) can take most of it (577 cycles seen)
+        # what ran before the stop is kept: each engine had measured MEASURED cycles by then
         assert m["interrupted"] and m["metrics"]["cycles"]["value"] > 100
     assert (tmp_path / "lab.html").exists() and "Traceback" not in out + err
 
@@ -422,7 +446,7 @@ def test_a_killed_lab_process_stops_every_board_run(boards, env, db, tmp_path):
     try:
         dirs = wait_until(lambda: (lambda d: d if len(d) == 2 else None)(engine_dirs(boards)), 120,
                           "both engines to run")
-        time.sleep(1.5)
+        both_measured(boards, p)
         p.kill()
         p.wait(10)
         runs = wait_until(lambda: (lambda rs: rs if len(rs) == 2 and all(r["status"] != "running" for r in rs)
