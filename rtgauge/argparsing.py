@@ -9,6 +9,7 @@ import argparse
 import difflib
 import sys
 
+from rtgauge.config import DB_HELP
 from rtgauge.errors import EXIT_USAGE
 
 
@@ -49,5 +50,4 @@ def add_db_option(p, help: str | None = None) -> None:
     kit, rtgauge/cli/common.py, and `rtgauge hil sustained --store`): one name, one
     metavar, one help (config.DB_HELP) unless a command's database means another thing
     (a lab's shared one) or is no longer read (argparse.SUPPRESS)."""
-    from rtgauge.config import DB_HELP
     p.add_argument("--db", metavar="URL", default=None, help=DB_HELP if help is None else help)

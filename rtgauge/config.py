@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+import tomllib
 from collections import namedtuple
 from pathlib import Path
 
@@ -67,7 +68,6 @@ def load_config(path: Path | None = None) -> dict:
         if os.environ.get(ENV_CONFIG) and path == config_path():
             raise UserError(f"{ENV_CONFIG} names {path}, which is not a file; create it or unset {ENV_CONFIG}.")
         return {}
-    import tomllib
 
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

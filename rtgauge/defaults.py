@@ -1,6 +1,8 @@
 """The analysis' user-facing defaults, in a module that imports nothing heavy, so that
 the command line can show them in its help without loading numpy or scipy."""
 
+from rtgauge.units import parse_time
+
 DEFAULT_EXCEEDANCE = 1e-9   # pWCET: per-cycle probability of exceeding the level (docs/pwcet.md)
 # pWCET: below this a probability is no longer one a double tells apart from 0 in the
 # fitted tail (1e-320 is subnormal and gave an infinite latency); nothing measured speaks
@@ -27,7 +29,6 @@ def interval_us(options: dict) -> int:
         return LATENCY_INTERVAL_US
     if isinstance(given, bool):
         raise ValueError(f"{given!r} is not a time")
-    from rtgauge.units import parse_time
     value = parse_time(str(given), "us", whole=True)
     if value != value or value in (float("inf"), float("-inf")):
         raise ValueError(f"{given!r} is not a time")

@@ -3,6 +3,7 @@ exits with their status; anything else is a bug and keeps its traceback.
 Below every other module of rtgauge but rtgauge.printable, which imports nothing."""
 
 import errno
+import importlib
 import os
 import sys
 
@@ -56,8 +57,6 @@ class RunFailed(UserError):
 def require_extra(module: str, extra: str, purpose: str):
     """The module an optional feature needs, imported; if it is not installed, one
     sentence naming the extra of rtgauge that brings it (pyproject.toml's extras)."""
-    import importlib
-
     try:
         return importlib.import_module(module)
     except ImportError:

@@ -28,6 +28,9 @@ import sys
 from pathlib import Path
 from typing import IO, Iterator
 
+from rtgauge.errors import UserError
+from rtgauge.printable import printable
+
 FILE_MODE = 0o644
 
 _FD_NAME = re.compile(r"/(?:proc/self|dev)/fd/([0-9]{1,7})")
@@ -177,7 +180,6 @@ def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8
 
 def option_error(option: str, path: str | os.PathLike, e: OSError, fix: str = "give a regular file path") -> str:
     """The one sentence for a file an option names that cannot be written."""
-    from rtgauge.printable import printable
     return f"{option} {printable(os.fspath(path), 120)} is not a file rtgauge can write ({reason(e)}); {fix}."
 
 
@@ -185,7 +187,6 @@ def check_option(option: str, path: str | os.PathLike | None, fix: str = "give a
     """check(), as the UserError of an option (before anything is measured or read)."""
     if path is None or os.fspath(path) == "":
         return
-    from rtgauge.errors import UserError
     try:
         check(path)
     except OSError as e:
