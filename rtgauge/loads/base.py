@@ -16,6 +16,7 @@ from pathlib import Path
 
 from rtgauge.errors import UserError
 from rtgauge.loads.partition import join_placement
+from rtgauge.loads.supervise import workdir_prefix
 
 HERE = Path(__file__).resolve().parent
 SUPERVISOR = HERE / "supervise.py"
@@ -141,7 +142,6 @@ class ProcessLoad(Load):
 
     def start(self) -> None:
         self.check()
-        from rtgauge.loads.supervise import workdir_prefix
         self._tmp = tempfile.TemporaryDirectory(prefix=workdir_prefix("load"))
         self.workdir = Path(self._tmp.name)
         cmd = [sys.executable, str(SUPERVISOR), "--", *self.argv()]

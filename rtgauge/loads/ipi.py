@@ -13,10 +13,12 @@ CAP_PERFMON or CAP_SYS_ADMIN), and where there is no other CPU to send from."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from rtgauge.errors import UserError
 from rtgauge.loads.base import HERE, ProcessLoad
+from rtgauge.loads.ipiflood import open_dummy
 
 IPIFLOOD = HERE / "ipiflood.py"
 # the worker stops itself after this long even if nothing stops it (the supervisor
@@ -61,7 +63,6 @@ class IpiFlood(ProcessLoad):
         return out
 
     def check(self) -> None:
-        from rtgauge.loads.ipiflood import open_dummy
         pairs = self.pairs()
         try:
             os.close(open_dummy(pairs[0][0]))
@@ -72,7 +73,6 @@ class IpiFlood(ProcessLoad):
                             f"set it to 0 or lower), so it cannot run here.") from None
 
     def argv(self) -> list[str]:
-        import sys
         spec = ",".join(f"{t}:{s}" for t, s in self.pairs())
         return [sys.executable, str(IPIFLOOD), spec, str(MAX_S)]
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rtgauge.errors import UserError
-from rtgauge.bounds import format_cpu_list, parse_cpu_list
+from rtgauge.bounds import check_cpu_list, format_cpu_list, parse_cpu_list
 
 GROUP_PREFIX = "rtgauge-"
 
@@ -48,7 +48,6 @@ class Partition:
 def parse_cpus_option(option: str, text: str | None, allowed: list[int]) -> list[int] | None:
     if text is None:
         return None
-    from rtgauge.bounds import check_cpu_list
     cpus = parse_cpu_list(check_cpu_list(option, text, allowed))
     outside = sorted(set(cpus) - set(allowed))
     if outside:

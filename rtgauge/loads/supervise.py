@@ -13,8 +13,11 @@ clears the work directories of an rtgauge that was killed before it could."""
 
 import ctypes
 import os
+import re
+import shutil
 import signal
 import sys
+import tempfile
 import time
 
 PR_SET_PDEATHSIG = 1
@@ -54,10 +57,6 @@ def workdir_prefix(kind: str) -> str:
 
 def remove_stale_workdirs() -> list[str]:
     """Work directories (rtgauge-job-PID-*, rtgauge-load-PID-*) whose rtgauge is gone."""
-    import re
-    import shutil
-    import tempfile
-
     removed = []
     root = tempfile.gettempdir()
     try:

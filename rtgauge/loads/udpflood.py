@@ -7,6 +7,7 @@ The sender sends 1200-byte datagrams as fast as the stack takes them; both write
 their packet and byte counts to COUNTFILE every quarter second and when stopped, so
 the load delivered is known. Self-contained, run by path inside `nsenter`."""
 
+import os
 import signal
 import socket
 import sys
@@ -19,7 +20,6 @@ stop = {"now": False}
 def write_count(path: str, packets: int, nbytes: int) -> None:
     with open(path + ".tmp", "w") as f:
         f.write(f"{packets} {nbytes}\n")
-    import os
     os.replace(path + ".tmp", path)
 
 
