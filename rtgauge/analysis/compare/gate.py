@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rtgauge.analysis.compare.regress import INVALID, SAME, Change, Rule, figures, parse_rule
+from rtgauge.analysis.compare.regress import Change, INVALID, Rule, SAME, UNITS, figures, parse_rule
+from rtgauge.analysis.run.rows import latency_measurements
+from rtgauge.analysis.run.verdict import worst_case
 from rtgauge.records import Run
 from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_INCOMPLETE, EXIT_OK, EXIT_UNDECIDED, UserError
 
@@ -75,9 +77,6 @@ def check_rule(run: Run, rule: Rule) -> list[Check]:
 def check_pwcet(run: Run, rule: Rule) -> list[Check]:
     """'pwcet>X': the credible worst case of each engine latency job against X; a job
     without a credible one is undecided (the reason is said)."""
-    from rtgauge.analysis.run.rows import latency_measurements
-    from rtgauge.analysis.compare.regress import UNITS
-    from rtgauge.analysis.run.verdict import worst_case
     limit_us = rule.amount * UNITS.get(rule.unit or "us", 1e3) / 1000
     out = []
     for m in (m for m in latency_measurements(run) if m.tool == "engine"):

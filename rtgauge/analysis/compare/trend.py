@@ -11,6 +11,7 @@ from datetime import datetime
 from rtgauge.analysis.run.rows import latency_measurements
 from rtgauge.records import Run
 from rtgauge.analysis.compare.regress import BETTER, WORSE, compare_runs
+from rtgauge.analysis.run.verdict import worst_case
 
 FAMILIES = {"max_latency": "max", "p99_latency": "p99"}
 
@@ -29,7 +30,6 @@ def started(run: Run) -> datetime | None:
 
 def run_points(run: Run) -> dict[str, dict]:
     """condition -> {max_us, p99_us, pwcet_us, pwcet_why} over the run's engine jobs."""
-    from rtgauge.analysis.run.verdict import worst_case
     out: dict[str, dict] = {}
     for m in latency_measurements(run):
         if m.tool != "engine" or not m.ok:

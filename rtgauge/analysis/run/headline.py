@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rtgauge.analysis.run.rows import latency_row, latency_measurements
+from rtgauge.analysis.run.rows import cross_checks, latency_measurements, latency_row
 from rtgauge.records import Run
 from rtgauge.analysis.run.tire import headline_limits, pretest_threads, pretest_threads_sentence, thread_label
 
@@ -112,7 +112,6 @@ CROSS_CHECK_FACTOR = 2.0       # engine and cyclictest worst cases further apart
 
 def disagreements(run: Run) -> list[dict]:
     """The engine/cyclictest pairs whose worst cases differ by more than CROSS_CHECK_FACTOR."""
-    from rtgauge.analysis.run.rows import cross_checks
     out = []
     for pair in cross_checks(run.measurements, ("cyclictest",)):
         ours, theirs, ratio = pair["max_us"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from rtgauge.analysis.run.rows import row_metric
 from rtgauge.records import Measurement, Metric
 
 PLOT_BUCKETS_PER_DECADE = 40
@@ -48,7 +49,6 @@ def thread_distributions(m: Measurement, metric: str | None = None) -> list[tupl
     ran), or the whole-run distribution when there is no per-thread one; of `metric`,
     else of the measurement's latency row metric (analysis.run.rows.row_metric: ti, rtla's thread)."""
     if metric is None:
-        from rtgauge.analysis.run.rows import row_metric
         metric = row_metric(m)
     metrics = m.metrics
     env_threads = {t.get("index"): t for t in m.env.get("threads", []) or []}

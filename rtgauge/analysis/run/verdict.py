@@ -25,7 +25,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from scipy.stats import beta
+
+from rtgauge.analysis.pwcet import DEFAULT_EXCEEDANCE, duration_text, worst_case as pwcet_worst_case
 from rtgauge.analysis.run.rows import late_periods, latency_measurements
+from rtgauge.analysis.run.starved import starved_hint
 from rtgauge.records import Measurement, Run
 from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_INCOMPLETE, EXIT_OK, EXIT_UNDECIDED, UserError
 
@@ -96,7 +100,6 @@ def make_budget(latency_us, period_us=None, miss_rate=None, source: str = "comma
 
 def rate_bounds(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """One-sided Clopper-Pearson bounds (lower, upper) on a rate from k of n."""
-    from scipy.stats import beta
     alpha = 1 - confidence
     lower = 0.0 if k <= 0 else float(beta.ppf(alpha, k, n - k + 1))
     upper = 1.0 if k >= n else float(beta.ppf(1 - alpha, k + 1, n - k))
@@ -154,7 +157,6 @@ def worst_case(m: Measurement) -> dict:
     {"credible": bool, "level_us", "low_us", "high_us", "why", "code"}."""
     if m.tool != "engine":
         return {"credible": False, "why": "a cross-check stores no per-window maxima"}
-    from rtgauge.analysis.pwcet import worst_case as pwcet_worst_case
     try:
         r = pwcet_worst_case(m)
     except Exception as e:      # a fit that cannot be made is a refusal, not a crash
@@ -224,7 +226,6 @@ class Verdict:
 
 
 def _cycles_text(n: int, interval_us: float | None) -> str:
-    from rtgauge.analysis.pwcet import duration_text
     text = f"{n:,} cycles"
     if interval_us:
         text += f" ({duration_text(n * interval_us * 1e-6)} at {interval_us:g} µs)"
@@ -300,7 +301,6 @@ def judge_job(ms: list[Measurement], budget: Budget, name: str | None = None) ->
         jv.why = (f"{counted}, but the credible worst case {wc['level_us']:,.1f} µs (95 % interval from "
                   f"{wc['low_us']:,.1f} µs) is above the budget")
         return jv
-    from rtgauge.analysis.pwcet import DEFAULT_EXCEEDANCE
     jv.needed_cycles = cycles_needed(0, n, DEFAULT_EXCEEDANCE)
     why_wc = (f"the credible worst case's interval ({wc['low_us']:,.1f}–"
               f"{'unbounded' if wc.get('high_us') is None else format(wc['high_us'], ',.1f')} µs) straddles the "
@@ -348,7 +348,6 @@ def judge(run: Run, budget: Budget) -> Verdict:
                            f"period {budget.period_us:g} µs: the rates are per measured cycle")
     if not any(j.condition != "idle" for j in jobs):
         reasons.append("measured idle only: a job that runs beside other work needs a loaded condition too")
-    from rtgauge.analysis.run.starved import starved_hint
     for group in groups.values():       # a starved job: what to look at, not only "no" (docs/verdict.md)
         hint = next((t for t in (starved_hint(m, run.system) for m in group) if t), None)
         if hint:

@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 
 from rtgauge.records import Run
 from rtgauge.analysis.run.tire import HEADLINE_PERIOD_MS, headline_limits, realfast_curves, same_period, tire_points
+from rtgauge.analysis.studies.published import (COMPARABLE_SHARE, CYCLICTEST, find, method_of, our_condition,
+                                                samples_per_cpu)
+from rtgauge.published import load_published
 
 HOLDS, FAILS, UNDECIDED = "holds", "does not hold", "not decidable"
 # why a check is not decidable
@@ -254,7 +257,6 @@ def _study_latency(run: Run, condition: str):
     """The measurement the cyclictest study's rows sit beside (cyclictest where it ran,
     else the engine's latency: rtgauge/analysis/studies/published.py's order), as
     (measurement, ti distribution), or None."""
-    from rtgauge.analysis.studies.published import CYCLICTEST, find
     for target in CYCLICTEST.match:
         hit = find(run, target, condition)
         if hit is not None and hit[1].avg is not None and hit[1].max is not None:
@@ -291,7 +293,6 @@ def _of_kind(run: Run, realtime: bool) -> tuple | None:
 
 
 def _per_cpu(m, metric: str = "ti") -> int:
-    from rtgauge.analysis.studies.published import samples_per_cpu
     return samples_per_cpu(m, metric)
 
 
@@ -301,7 +302,6 @@ def _exceeds(run: Run, realtime: bool, conditions: tuple[str, ...], limit_ns: fl
     maximum only grows with more samples: an exceedance decides at any count, a maximum
     below the limit only at the study's count (half of it, as the matcher's comparable
     maxima)."""
-    from rtgauge.analysis.studies.published import COMPARABLE_SHARE
     other = _of_kind(run, realtime)
     if other is not None:
         return other
@@ -356,8 +356,6 @@ SUITE_MULTIPLE = Conclusion(SUITE_SOURCE, "worst-case-multiple-times",
 def _suite_max(run: Run) -> dict | None:
     """{published test: the matching measurement's max} for the suite's rows (the
     matcher's methods, rtgauge/analysis/studies/published.py), None when there is none."""
-    from rtgauge.analysis.studies.published import method_of, our_condition, find
-    from rtgauge.published import load_published
     out = {}
     for p in load_published():
         if p.source != SUITE_SOURCE or p.statistic != "max" or p.test in out:

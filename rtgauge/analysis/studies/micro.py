@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from rtgauge.records import Measurement, Run
 from rtgauge.catalogue import MICRO_KINDS, catalogue
 from rtgauge.analysis.studies.published import published_for
+from rtgauge.analysis.studies.rhealstone import rhealstone_figures
 from rtgauge.published import Published
 
 # Options that make two runs of one test measure different things: they name the row.
@@ -106,12 +107,8 @@ def verdict_rows(runs: list[Run]) -> list[dict]:
 
 def rhealstone(run: Run) -> list[str]:
     """One line per load condition with the Rhealstone figures, from
-    rtgauge.analysis.studies.rhealstone (empty when that module or its figures are missing).
-    Another module's failure must not take the whole report down: it becomes a line."""
-    try:
-        from rtgauge.analysis.studies.rhealstone import rhealstone_figures
-    except ImportError:
-        return []
+    rtgauge.analysis.studies.rhealstone (empty when its figures are missing). Another
+    module's failure must not take the whole report down: it becomes a line."""
     try:
         figures = rhealstone_figures(run)
     except Exception as e:  # noqa: BLE001 - reported in the report, not raised

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rtgauge.analysis.pwcet import worst_case
 from rtgauge.records import Measurement, Metric, Run
 from rtgauge.published import Published, load_published
 
@@ -404,7 +405,6 @@ def projection(run: Run, placed: dict, samples: int) -> dict | None:
     m = next((m for m in run.measurements if m.label == placed.get("measurement")), None)
     if m is None:
         return None
-    from rtgauge.analysis.pwcet import worst_case
     w = worst_case(m, exceedance=1.0 / samples)
     if w is None:
         return {"samples": samples, "reason": "the measurement stored no per-window maxima"}
