@@ -4,18 +4,25 @@ rating). Below the command line so both commands write it with one function."""
 
 from __future__ import annotations
 
+import json
 import sys
 
+from rtgauge.analysis.pwcet import measurement_pwcet
+from rtgauge.analysis.run.headline import headline
+from rtgauge.analysis.run.marks import marks_json
+from rtgauge.analysis.run.rows import is_latency_measurement
+from rtgauge.analysis.run.tire import tire_summary
+from rtgauge.analysis.studies.conclusions import check_conclusions
+from rtgauge.analysis.studies.published import published_verdicts, studies_json
+from rtgauge.analysis.studies.tirecost import run_cost_model
 from rtgauge.records import Measurement, Run
+from rtgauge.report.stalls import stalls_json
 
 
 def run_document(run: Run) -> dict:
     """A stored run as `show RUN --json` (and `run --json`) print it: the run with its
     analyses (tire model, pWCET, host stalls, published studies, tire cost). The
     analyses read the records; the run is written as a document once, here."""
-    from rtgauge.analysis.run.tire import tire_summary
-    from rtgauge.analysis.studies.tirecost import run_cost_model
-    from rtgauge.report.stalls import stalls_json
     tire = tire_summary(run)      # what the report draws of the tire model: maps, limits, curves
     cost = run_cost_model(run)
     pwcet = {id(m): results for m, results in pwcet_results(run)}
@@ -23,7 +30,6 @@ def run_document(run: Run) -> dict:
     doc = run.to_dict()
     if any(tire.values()):
         doc.setdefault("analysis", {})["tire"] = tire
-    from rtgauge.analysis.run.marks import marks_json
     for m, shown in zip(run.measurements, doc.get("measurements", [])):
         shown.update(marks_json(m))
         if id(m) in pwcet:
@@ -39,8 +45,6 @@ def published_json(run: Run) -> dict:
     """What the report shows of the published evaluations for this run: each study's
     rows with the measurement placed beside them (or why not), and the behaviour
     verdicts beside the published ones (rtgauge/analysis/studies/published.py)."""
-    from rtgauge.analysis.studies.conclusions import check_conclusions
-    from rtgauge.analysis.studies.published import published_verdicts, studies_json
     verdicts = [dict(v, cells={str(k): c for k, c in v["cells"].items()}) for v in published_verdicts([run])]
     studied = studies_json([run])
     checks = check_conclusions([run], {st["source"] for st in studied})
@@ -48,7 +52,6 @@ def published_json(run: Run) -> dict:
 
 
 def rating_json(run: Run) -> dict:
-    from rtgauge.analysis.run.headline import headline
     r = headline(run)["rating"]
     return {"stars": r.stars, "class": r.klass, "rated": not r.flags, "flags": r.flags, "reasons": r.reasons,
             "unrated_class": r.unrated_class}
@@ -58,9 +61,6 @@ def rating_json(run: Run) -> dict:
 def pwcet_results(run: Run) -> list[tuple[Measurement, list]]:
     """(measurement, [Pwcet of the whole run]) per latency measurement that stored
     per-window maxima."""
-    from rtgauge.analysis.run.rows import is_latency_measurement
-    from rtgauge.analysis.pwcet import measurement_pwcet
-
     out = []
     for m in run.measurements:
         if is_latency_measurement(m) and m.ok is not False:
@@ -71,6 +71,5 @@ def pwcet_results(run: Run) -> list[tuple[Measurement, list]]:
 
 
 def print_json(data) -> None:
-    import json
     json.dump(data, sys.stdout, indent=2)
     sys.stdout.write("\n")

@@ -6,20 +6,27 @@ through the same writers before it stores it (cli/importing.py dry_read)."""
 
 from __future__ import annotations
 
+import csv
 import io
+import json
+from datetime import datetime, timezone
 
 from rtgauge import __version__
-from rtgauge.records import Run
+from rtgauge.analysis.run.headline import headline
+from rtgauge.analysis.run.marks import marks
+from rtgauge.analysis.run.rows import latency_measurements, latency_row, system_label
+from rtgauge.analysis.run.tire import held_text, period_text
+from rtgauge.analysis.studies.micro import micro_rows, verdict_rows
+from rtgauge.owner import hash_machine_id
+from rtgauge.records import EXPORT_FORMAT, Run
+from rtgauge.report.numbers import misses_text
+from rtgauge.report.terminal import published_text
 
 STATS = ("count", "min", "avg", "stddev", "p50", "p90", "p99", "p999", "p9999", "max")
 
 
 def export_json(run: Run) -> str:
     """The run as the export's document (`Run.to_dict`: written here, once)."""
-    from datetime import datetime, timezone
-    import json
-    from rtgauge.owner import hash_machine_id
-    from rtgauge.records import EXPORT_FORMAT
     run = run.to_dict()
     if isinstance(run.get("system"), dict):   # runs stored before facts hashed it hold the raw id
         run["system"] = dict(run["system"], machine_id=hash_machine_id(run["system"].get("machine_id")))
@@ -75,7 +82,6 @@ def csv_figures(run: Run):
 
 
 def export_csv(run: Run) -> str:
-    import csv
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["run", "host", "kernel", "measurement", "tool", "test", "condition", "metric", "kind", "unit",
@@ -100,11 +106,6 @@ def _f(v, d=1):
 
 
 def export_md(run: Run) -> str:
-    from rtgauge.analysis.run.headline import headline
-    from rtgauge.analysis.run.tire import held_text, period_text
-    from rtgauge.analysis.run.rows import latency_measurements, latency_row, system_label
-    from rtgauge.analysis.studies.micro import micro_rows, verdict_rows
-    from rtgauge.report.numbers import misses_text
     h = headline(run)
     s = run.system
     lines = [f"# rtgauge run {run.id}: {md_cell(system_label(run))}", "",
@@ -122,7 +123,6 @@ def export_md(run: Run) -> str:
     rows = []
     for m in latency_measurements(run):
         r = latency_row(m)
-        from rtgauge.analysis.run.marks import marks
         rows.append([r["name"] + "".join(f" ({text})" for text in marks(m)), r["tool"], r["condition"], r["samples"],
                      _f(r["min_us"]), _f(r["avg_us"]), _f(r["p99_us"]), _f(r["p9999_us"]), _f(r["max_us"]),
                      misses_text(r["misses"], r["skipped"], "-")])
@@ -131,7 +131,6 @@ def export_md(run: Run) -> str:
             ["job", "tool", "condition", "samples", "min", "avg", "p99", "p99.99", "max", "misses"], rows)
     micro = micro_rows([run])
     if micro:
-        from rtgauge.report.terminal import published_text
         rows = []
         for r in micro:
             c = r.cells[run.id]

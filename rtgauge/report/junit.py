@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from rtgauge import safefile
+from rtgauge.analysis.run.verdict import NO, YES
 from rtgauge.errors import UserError
 from rtgauge.printable import printable
 
@@ -103,7 +104,6 @@ def write_junit(path: str, suites: list[Suite]) -> None:
 
 def verdict_cases(v, run_id) -> list:
     """The verdict as JUnit test cases: one per latency job, named after the budget."""
-    from rtgauge.analysis.run.verdict import NO, YES
     name = f"verdict: {v.budget.text()}"
     out = []
     for j in v.jobs:

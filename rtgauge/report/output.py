@@ -3,8 +3,11 @@ with a sentence when it cannot (report, compare --html, run's report, lab's)."""
 
 from __future__ import annotations
 
+from rtgauge import safefile
 from rtgauge.errors import UserError
+from rtgauge.printable import printable
 from rtgauge.records import Run
+from rtgauge.report.html import write_report
 
 
 def default_output(prefix: str, runs: list[Run]) -> str:
@@ -15,9 +18,6 @@ def default_output(prefix: str, runs: list[Run]) -> str:
 
 def write_html(path: str, runs: list[Run], fix: str = "choose another file with -o", **options) -> None:
     """fix: what the user does next, in the words of the command that wrote it."""
-    from rtgauge.report.html import write_report
-    from rtgauge import safefile
-    from rtgauge.printable import printable
     try:
         write_report(runs, path, **options)
     except BrokenPipeError:

@@ -6,21 +6,33 @@ printing before it stores it (cli/importing.py dry_read)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
+from rich.table import Table
+
+from rtgauge.analysis.run.marks import marks
+from rtgauge.analysis.run.rows import late_periods, row_metric
+from rtgauge.analysis.run.tire import period_text, pretest_threads, pretest_threads_sentence
+from rtgauge.analysis.studies.tirecost import run_cost_model
 from rtgauge.records import Measurement, Run
 from rtgauge.report.document import pwcet_results
+from rtgauge.report.numbers import misses_text
+from rtgauge.report import safe
+from rtgauge.report.safe import markup as escape, printable
+from rtgauge.report.spikes import print_attribution
+from rtgauge.report.stalls import print_stalls
+from rtgauge.report.terminal import print_conclusions
 
 PERIODIC_STATS = ("min", "avg", "p99", "max")
 
 
 def console(fmt: str | None = None):
     """Tables drawn on a terminal, TSV into a pipe or file, unless FMT (--format) says."""
-    from rtgauge.report.safe import table_console
-    return table_console(fmt)
+    return safe.table_console(fmt)   # looked up on the module: tests replace it
 
 
 def when(iso: str | None) -> str:
     """A stored UTC timestamp as local time, to the second."""
-    from datetime import datetime
     if not iso:
         return "-"
     try:
@@ -30,7 +42,6 @@ def when(iso: str | None) -> str:
 
 
 def elapsed(start: str | None, end: str | None) -> str:
-    from datetime import datetime
     try:
         seconds = (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
     except (TypeError, ValueError):
@@ -44,13 +55,10 @@ STATUS_STYLE = {"complete": "green", "running": "yellow", "interrupted": "yellow
 
 
 def styled_status(status: str) -> str:
-    from rtgauge.report.safe import markup as escape
     return f"[{STATUS_STYLE.get(status, 'white')}]{escape(status)}[/]"
 
 
 def print_run_list(runs: list[dict], where: str, fmt: str | None = None) -> None:
-    from rich.table import Table
-    from rtgauge.report.safe import markup as escape
     table = Table(title=f"Runs in {where}", title_justify="left")
     for column in ("run", "started", "status", "profile", "host", "kernel"):
         table.add_column(column)
@@ -88,15 +96,12 @@ def scalar(m: Measurement, name: str) -> str:
 
 def misses_cell(m: Measurement) -> str:
     """Periods not served on time: late cycles and skipped deadlines (analysis.run.rows.late_periods)."""
-    from rtgauge.analysis.run.rows import late_periods
-    from rtgauge.report.numbers import misses_text
     late = late_periods(m)
     return misses_text(late["misses"], late["skipped"], "-")
 
 
 def condition_cell(m: Measurement) -> str:
     """The condition with the measurement's marks (fallback, not idle: analysis/run/marks.py)."""
-    from rtgauge.analysis.run.marks import marks
     return " ".join([str(m.condition), *(f"({text})" for text in marks(m))])
 
 
@@ -108,7 +113,6 @@ def outcome(m: Measurement) -> str:
 
 
 def verdict_summary(verdicts: dict) -> str:
-    from rtgauge.report.safe import markup as escape
     return ", ".join(f"{escape(name)} {'[green]pass[/]' if v.passed else '[red]FAIL[/]'}"
                      for name, v in verdicts.items())
 
@@ -137,9 +141,6 @@ def origin_text(origin: dict) -> str:
 
 
 def print_run(run: Run, fmt: str | None = None) -> None:
-    from rich.table import Table
-    from rtgauge.report.safe import markup as escape, printable
-    from rtgauge.report.stalls import print_stalls
     out = console(fmt)
     duration = elapsed(run.started_at, run.finished_at)
     out.print(f"[bold]Run {run.id}[/] · {styled_status(run.status)} · profile {escape(run.profile)} · "
@@ -168,7 +169,6 @@ def print_run(run: Run, fmt: str | None = None) -> None:
     table.add_column("steal ms", justify="right")
     table.add_column("verdicts")
     for m in run.measurements:
-        from rtgauge.analysis.run.rows import row_metric
         metric = row_metric(m)     # rtla's columns are not ti: the tool cell names the one shown
         ti = m.metric(metric)
         tool = (f"{m.tool} (x-check)" if m.cross_check else m.tool) + (f", {metric}" if metric != "ti" else "")
@@ -177,12 +177,10 @@ def print_run(run: Run, fmt: str | None = None) -> None:
                       misses_cell(m), steal_text(m), verdict_summary(m.verdicts))
     out.print(table)
     print_stalls(out, [run])
-    from rtgauge.report.spikes import print_attribution
     print_attribution(out, [run])
     for m in run.measurements:
         if m.error:
             out.print(f"{printable(m.label, 200)}: {printable(m.error)}", markup=False)
-    from rtgauge.report.terminal import print_conclusions
     print_conclusions(out, [run])
 
 
@@ -199,7 +197,6 @@ def print_pwcet(run: Run, fmt: str | None = None) -> None:
 
 def print_tire_pretest(run: Run, fmt: str | None = None) -> None:
     """The pretest's thread findings (first miss, thread ceiling) beside the study's."""
-    from rtgauge.analysis.run.tire import period_text, pretest_threads, pretest_threads_sentence
     for c in pretest_threads(run):
         console(fmt).print(f"Tire pretest at {period_text(c['period_ms'])}, {c['policy']}, {c['solver']}: "
                         f"{pretest_threads_sentence(c)}", markup=False)
@@ -208,8 +205,6 @@ def print_tire_pretest(run: Run, fmt: str | None = None) -> None:
 def print_tire_cost(run: Run, fmt: str | None = None) -> None:
     """The tire cost equation of the run: constants measured by the solver, and
     each configuration's step time predicted from the others' (docs/tire.md)."""
-    from rich.table import Table
-    from rtgauge.analysis.studies.tirecost import run_cost_model
     model = run_cost_model(run)
     if not model:
         return

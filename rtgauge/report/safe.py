@@ -12,12 +12,15 @@ which also makes it printable."""
 
 from __future__ import annotations
 
+import os
 import re
 
 from rich.console import Console
 from rich.markup import escape as rich_escape
+from rich.table import Table
 
 from rtgauge.printable import CONTROL as _CONTROL, DEFAULT_LIMIT, printable, visible as _visible  # noqa: F401
+from rtgauge.report.tables import fit, print_stacked, table_tsv
 
 
 def markup(text, limit: int | None = DEFAULT_LIMIT) -> str:
@@ -44,10 +47,8 @@ class SafeConsole(Console):
         raise BrokenPipeError
 
     def print(self, *objects, **kwargs):
-        from rich.table import Table
         if len(objects) != 1 or not isinstance(objects[0], Table):
             return super().print(*objects, **kwargs)
-        from rtgauge.report.tables import fit, print_stacked, table_tsv
         table = objects[0]
         if self.plain:       # written as it is: rich would expand the tabs
             self.file.write(_CONTROL.sub(_visible, table_tsv(table)) + "\n")
@@ -61,7 +62,6 @@ def table_console(fmt: str | None = None, stderr: bool = False) -> SafeConsole:
     """The console a command prints to: tables drawn on a terminal, TSV into a pipe or a
     file, unless FMT ('table' or 'tsv', the commands' --format) says. Off a terminal a
     drawn table is 140 columns wide unless $COLUMNS says."""
-    import os
     tty = SafeConsole(stderr=stderr).is_terminal
     plain = fmt == "tsv" or (fmt is None and not tty)
     width = None if tty or os.environ.get("COLUMNS", "").isdigit() else 140

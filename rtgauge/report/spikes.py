@@ -9,6 +9,7 @@ from html import escape as h
 from rich.console import Console
 from rich.table import Table
 
+from rtgauge.analysis.run.spikes import QUANTILE_RATE
 from rtgauge.report.safe import markup as escape
 
 COST_NOTE = ("Tracing has a cost of its own: docs/performance.md (\"Attribution tracing\") gives the wake-up "
@@ -42,7 +43,6 @@ def threshold_text(a: dict) -> str:
 def rate_text(a: dict) -> str:
     r = a.get("rate") or {}
     if str(a.get("threshold_from", "")).startswith("p"):     # stored before the rate was left out: still none
-        from rtgauge.analysis.run.spikes import QUANTILE_RATE
         return f"no rate: {QUANTILE_RATE}"
     if r.get("per_hour") is None:
         return f"no rate: {r['why']}" if r.get("why") else ""

@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass, field
 from html import escape
 
+from rtgauge.analysis.run.histograms import PLOT_BUCKETS_PER_DECADE, rebin_log, step_points
+
 COLOURS = ("#1b5e20", "#0d47a1", "#b71c1c", "#e65100", "#4a148c", "#006064", "#3e2723", "#263238")
 DASHES = ("", "6 3", "2 2", "8 3 2 3", "12 4", "4 2 1 2")
 MARKERS = ("circle", "square", "triangle", "diamond")
@@ -410,7 +412,6 @@ def overlaid_histograms(title: str, curves: list[tuple[str, list, float | None]]
     curves = [(label, histogram bins [[lo_ns, hi_ns, count], ...], max_ns)], each
     rebinned onto the same log buckets and drawn as one step curve with its colour
     and dash; each curve's maximum is marked by a dashed line of its colour."""
-    from rtgauge.analysis.run.histograms import PLOT_BUCKETS_PER_DECADE, rebin_log, step_points
     plot = Plot(title, Axis("latency Ti (µs, log scale)", log=True), Axis("wake-ups per bucket (log)", log=True, lo=1, integer=True),
                 width=width, height=height)
     for i, (label, bins, mx) in enumerate(curves):

@@ -5,19 +5,23 @@ system is escaped so that it cannot inject console markup."""
 from __future__ import annotations
 
 from rich.console import Console
-
-from rtgauge.report.safe import markup as escape
 from rich.table import Table
 
+from rtgauge.report.safe import markup as escape
 from rtgauge.analysis.run.rows import ROW_METRIC_TEXT, cross_checks, latency_measurements, latency_row, system_label
 from rtgauge.analysis.studies.micro import micro_rows, rhealstone, verdict_rows
 from rtgauge.analysis.run.tire import held_text, period_text
 from rtgauge.analysis.studies.published import (STUDIES, beside_text, projection_text, published_verdicts, shown, studies,
                                        systems_of)
 from rtgauge.analysis.run.headline import DEFAULT_BUDGET_US, headline
+from rtgauge.analysis.run.marks import marks
+from rtgauge.analysis.run.starved import starved_hint
+from rtgauge.analysis.run.systems import emulation_note
+from rtgauge.analysis.studies.conclusions import FAILS, HOLDS, check_conclusions
 from rtgauge.records import Run
 from rtgauge.report.stalls import print_stalls
 from rtgauge.report.numbers import avg_sigma, fmt_group, latency_figures, misses_text, us_group
+from rtgauge.report.spikes import print_run_attribution
 
 
 def _f(v, digits=1) -> str:
@@ -29,7 +33,6 @@ def print_summary(console: Console, run: Run, budget_us: float = DEFAULT_BUDGET_
     console.print(f"[bold]Run {run.id}[/] ({escape(str(run.profile))}) on "
                   f"{escape(str(system.get('hostname', '?')))}, kernel {escape(str(system.get('kernel_release', '?')))}, "
                   f"preemption {escape(str(system.get('preempt_model', '?')))}: [bold]{escape(str(run.status))}[/]")
-    from rtgauge.analysis.run.systems import emulation_note
     note = emulation_note(system)
     if note:
         console.print(f"[yellow]{escape(system.get('hostname') or '?')}: {escape(note)}[/]")
@@ -39,14 +42,12 @@ def print_summary(console: Console, run: Run, budget_us: float = DEFAULT_BUDGET_
     print_headline(console, run, h)
     print_latency(console, run)
     if verdict is None:      # the verdict carries them when there is one
-        from rtgauge.analysis.run.starved import starved_hint
         for m in latency_measurements(run):
             hint = starved_hint(m, run.system)
             if hint:
                 console.print(f"[yellow]{escape(hint)}[/]")
     print_micro(console, [run])
     print_stalls(console, [run])
-    from rtgauge.report.spikes import print_run_attribution
     print_run_attribution(console, run)
     for m in run.measurements:
         if not m.ok:
@@ -109,7 +110,6 @@ def print_latency(console: Console, run: Run) -> None:
         table.add_column(col, justify="right" if col not in ("job", "tool", "condition") else "left", no_wrap=True)
     for m in latency_measurements(run):
         row = latency_row(m)
-        from rtgauge.analysis.run.marks import marks
         flag = "".join(f" ({text})" for text in marks(m))
         flag += f" ({m.stopped_early})" if m.stopped_early else ""
         job = m.label.replace(f"/{m.tool}", "", 1) if m.cross_check else m.label
@@ -131,7 +131,6 @@ def print_latency(console: Console, run: Run) -> None:
 
 def published_text(row) -> str:
     """The studies whose figures of the same method are shown in the published tables."""
-    from rtgauge.analysis.studies.published import STUDIES
     titles = {st.source: st.title.split(" (")[0] for st in STUDIES}
     seen: list[str] = []
     for p in row.published:
@@ -183,7 +182,6 @@ def _placed_cell(study, placed: dict) -> str:
 def print_conclusions(console: Console, runs: list[Run]) -> None:
     """The reproduced studies' conclusions checked on runs, one line each: holds, does
     not hold, or not decidable with the reason and what would decide it."""
-    from rtgauge.analysis.studies.conclusions import FAILS, HOLDS, check_conclusions
     found = studies(runs)
     if not found:
         return

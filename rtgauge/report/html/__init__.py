@@ -35,6 +35,7 @@ from rtgauge.report.html.trend import render_trend
 from rtgauge.report.spikes import render_spikes_html
 from rtgauge.report.stalls import render_stalls_html
 from rtgauge import safefile
+from rtgauge.analysis.run.verdict import judge
 
 
 def write_report(runs: list[Run], path: str, **options) -> None:
@@ -69,7 +70,6 @@ def render(runs: list[Run], budget_us: float = DEFAULT_BUDGET_US, title: str | N
     heads = [headline(r, budget_us) for r in runs]
     verdicts = None
     if budget is not None:
-        from rtgauge.analysis.run.verdict import judge
         verdicts = [judge(r, budget) for r in runs]
     title = title or ("rtgauge report: " + ", ".join(system_label(r) for r in runs[:4])
                       + (f" and {len(runs) - 4} more" if len(runs) > 4 else ""))

@@ -7,6 +7,7 @@ from rtgauge.analysis.run.rows import ROW_METRIC_TEXT, cross_checks, latency_mea
 from rtgauge.analysis.run.cycle import equation_parts
 from rtgauge.records import Measurement, Run
 from rtgauge.analysis.run.histograms import PLOT_BUCKETS_PER_DECADE, rebin_log, step_points, thread_distributions, window_series
+from rtgauge.analysis.run.marks import marks, not_idle_text
 from rtgauge.report.html.page import e, figure, flag, num
 from rtgauge.report.numbers import avg_sigma, latency_figures, misses_text
 from rtgauge.report.svg import Axis, Plot, Series, budget_bar
@@ -81,7 +82,6 @@ def latency_table(run: Run, ms: list[Measurement]) -> str:
            "<th>misses</th></tr>"]
     for m in ms:
         r = latency_row(m)
-        from rtgauge.analysis.run.marks import marks
         flags = "".join(flag(text) for text in marks(m)) + (flag(m.stopped_early) if m.stopped_early else "")
         out.append(f"<tr><td class='l'>{e(r['name'])}{flags}</td><td class='l'>{e(r['tool'])}</td>"
                    f"<td class='l'>{e(r['condition'])}</td><td>{r['samples']:,}</td>"
@@ -140,7 +140,6 @@ def how_measured(m: Measurement) -> str:
     text = e(", ".join(bits)) + f"; counts spread onto {PLOT_BUCKETS_PER_DECADE} buckets per decade so tools compare."
     if m.fallback:
         text += flag("fallback: ran without real-time scheduling")
-    from rtgauge.analysis.run.marks import not_idle_text
     if not_idle_text(m):
         text += flag(not_idle_text(m))
     return text

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rtgauge.analysis.run.rows import system_label
 from rtgauge.analysis.studies.micro import micro_rows, micro_scalars, rhealstone, verdict_rows
+from rtgauge.analysis.studies.published import STUDIES
 from rtgauge.report.html.page import e, num
 from rtgauge.report.numbers import us_group
 from rtgauge.records import Run
@@ -78,7 +79,6 @@ def render_micro(runs: list[Run]) -> str:
 
 def published_pointer(rows) -> str:
     """The studies whose figures of the same method sit beside this row, as links."""
-    from rtgauge.analysis.studies.published import STUDIES
     titles = {st.source: st for st in STUDIES}
     seen = []
     for p in rows:

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from rtgauge.analysis.run.rows import system_label
+from rtgauge.analysis.pwcet import measurement_pwcet, plot_data
+from rtgauge.analysis.run.rows import is_latency_measurement, system_label
 from rtgauge.report.html.page import e, figure, num
 from rtgauge.records import Run
+from rtgauge.report.svg import return_level_plot
 
 
 def render_pwcet(runs: list[Run]) -> str:
     """Per latency measurement of each run: the probable worst case from extreme value
     theory (worst_case's answer: the estimate, or the reason code and the run needed), the
     checks, and a return-level plot where there is a fitted level to show."""
-    from rtgauge.analysis.run.rows import is_latency_measurement
-    from rtgauge.analysis.pwcet import measurement_pwcet, plot_data
-    from rtgauge.report.svg import return_level_plot
-
     out = []
     for run in runs:
         rows, figs = [], []
