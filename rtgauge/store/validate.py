@@ -28,6 +28,8 @@ import numpy as np
 from rtgauge.bounds import CPU_NUMBER_MAX
 from rtgauge.errors import UserError
 from rtgauge.records import EXPORT_FORMAT, Run
+from rtgauge.store import codec, kinds
+from rtgauge.store.store import measurement_row, verdict_rows_of
 
 MAX_DEPTH = 64
 INT_LIMIT = 2**63 - 1
@@ -610,9 +612,6 @@ def check_engine_document(doc, where: str) -> dict:
 def as_stored(run: dict) -> Run:
     """The run as Store.get_run would return it after storing (same conversions, the
     same record)."""
-    from rtgauge.store import codec, kinds
-    from rtgauge.store.store import measurement_row, verdict_rows_of
-
     measurements = []
     for i, m in enumerate(run.get("measurements") or []):
         doc = m["document"]

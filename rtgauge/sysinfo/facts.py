@@ -6,10 +6,12 @@ The result is plain JSON (str keys) because `rtgauge run` stores it with the sys
 
 from __future__ import annotations
 
-from rtgauge.owner import hash_machine_id
 import os
 import re
+import shutil
+import subprocess
 
+from rtgauge.owner import hash_machine_id
 from rtgauge.bounds import parse_cpu_list
 from rtgauge.sysinfo.readers import (
     bracketed_choice,
@@ -480,8 +482,6 @@ DETECT_VIRT_NAMES = {"kvm": "KVM", "qemu": "QEMU (emulated)", "vmware": "VMware"
 
 def systemd_detect_virt() -> str | None:
     """systemd-detect-virt --vm's answer ("kvm", "qemu", "none", ...), None without it."""
-    import shutil
-    import subprocess
     exe = shutil.which("systemd-detect-virt")
     if not exe:
         return None
