@@ -9,13 +9,16 @@ import json
 import sys
 
 from rtgauge.argparsing import Parser, add_db_option, suggestion
+from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError, run_reporting_errors
+from rtgauge.hil.sustained import SustainedSpec, check_spec, run_sustained, sustained_and_store, sustained_document
+from rtgauge.hil.veth import merge, run_veth
+from rtgauge.store import open_store
+from rtgauge.sysinfo import collect_facts, run_doctor
 from rtgauge.units import time_option
 
 
 def veth_main(options: list[str]) -> int:
-    from rtgauge.hil.veth import merge, run_veth
-
     result = run_veth(options)
     if result.errors and not (result.sim and result.device):
         raise UserError("; ".join(result.errors) + ".")
@@ -37,8 +40,6 @@ examples:
 
 
 def sustained_main(argv: list[str], prog: str = "rtgauge hil") -> int:
-    from rtgauge.hil.sustained import SustainedSpec, check_spec, run_sustained, sustained_document
-
     p = Parser(prog=f"{prog} sustained")
     p.add_argument("--payload", default="none", help="none, work or tire (the engine's hil --payload)")
     p.add_argument("--sizes", default="0", help="comma list: work-us (work) or masses (tire)")
@@ -62,12 +63,8 @@ def sustained_main(argv: list[str], prog: str = "rtgauge hil") -> int:
                                     retries=a.retries, threads=a.threads), "sustained")
     say = lambda line: print(line, file=sys.stderr)  # noqa: E731
     if not a.store:
-        from rtgauge.enginebin import engine_path
         print(json.dumps(sustained_document(run_sustained(engine_path(), spec, say))))
         return 0
-    from rtgauge.hil.sustained import sustained_and_store
-    from rtgauge.store import open_store
-    from rtgauge.sysinfo import collect_facts, run_doctor
 
     facts = collect_facts()
     store = open_store(a.db)

@@ -20,7 +20,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Callable
 
 from rtgauge.catalogue import catalogue, within
+from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
+from rtgauge.loads.supervise import die_with_parent
 from rtgauge.records import engine_document
 from rtgauge.search import hardest_holding
 
@@ -53,9 +55,8 @@ def probe_args(spec: SustainedSpec, size: int, period_us: int) -> list[str]:
 
 def run_probe(engine: str, args: list[str], timeout: float) -> dict:
     try:
-        from rtgauge.loads.supervise import die_with_parent   # dies with rtgauge, even by SIGKILL
         p = subprocess.run([engine, *args], capture_output=True, text=True, timeout=timeout,
-                           preexec_fn=die_with_parent())
+                           preexec_fn=die_with_parent())   # dies with rtgauge, even by SIGKILL
     except subprocess.TimeoutExpired:
         raise UserError(f"a hil probe ran past {timeout:.0f} s: {' '.join(args)}")
     try:
@@ -205,8 +206,6 @@ def spec_from_table(table: object, where: str) -> SustainedSpec:
 def sustained_and_store(store, run_id: int, spec: SustainedSpec, say: Callable[[str], None],
                         engine: str | None = None) -> dict:
     """Run the sweep and store it as one measurement (test "hil-sustained")."""
-    from rtgauge.enginebin import engine_path
-
     doc = sustained_document(run_sustained(engine or engine_path(), spec, say))
     store.add_measurement(run_id, {"name": "hil-sustained", "tool": "rtgauge", "test": "hil-sustained",
                                    "condition": "idle"}, doc)

@@ -39,9 +39,12 @@ from typing import Callable
 from rtgauge.analysis.run.tire import pretest_threads_sentence, thread_ceiling
 from rtgauge.catalogue import catalogue, within
 from rtgauge.defaults import TIRE_PERIOD_MS
+from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
+from rtgauge.loads.supervise import die_with_parent
 from rtgauge.records import engine_document
 from rtgauge.search import hardest_holding, narrow
+from rtgauge.tire.fit import fit_cost, point_from_doc
 
 STUDY_STEPS = 6000          # the study's probes: 60 s of simulated time at 10 ms
 PRETEST_PERIOD_MS = TIRE_PERIOD_MS["pretest"]     # the engine's --mode pretest (docs/engine.md)
@@ -191,7 +194,7 @@ def probe_args(spec: SweepSpec, masses: int, threads: int, policy: str, mode: st
 
 
 def run_probe(engine: str, args: list[str]) -> dict:
-    from rtgauge.loads.supervise import die_with_parent   # the probe dies with rtgauge, even by SIGKILL
+    # the probe dies with rtgauge, even by SIGKILL
     p = subprocess.run([engine, *args], capture_output=True, text=True, timeout=86400, preexec_fn=die_with_parent())
     try:
         doc = json.loads(p.stdout)
@@ -436,9 +439,6 @@ def sweep_and_store(store, run_id: int, spec: SweepSpec, say: Callable[[str], No
     """Run the sweep after a plan's jobs, each probe stored as it ends (a `tire`
     measurement named tire-sweep/MODE/POLICY/Kt/N), then fit the cost equation to the
     probes and store the limits, curves and fit as one measurement (test "tire-sweep")."""
-    from rtgauge.enginebin import engine_path
-    from rtgauge.tire.fit import fit_cost, point_from_doc
-
     def keep(doc: dict, label: str) -> None:
         args = probe_args(spec, doc["params"]["masses"], doc["params"]["threads"], doc["params"]["policy"],
                           doc["params"]["mode"], bool(doc["params"].get("stop_on_miss")))

@@ -17,6 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from rich.table import Table
+
+from rtgauge.report.safe import markup
+
 
 @dataclass
 class CpuFigures:
@@ -94,9 +98,6 @@ class LiveTally:
 
     def table(self):
         """A rich table: a row per job and CPU."""
-        from rich.table import Table
-        from rtgauge.report.safe import markup
-
         def us(ns):
             return "-" if ns is None else f"{ns / 1000:,.0f}"
         t = Table(title="live (µs)", title_justify="left", box=None, pad_edge=False)
@@ -151,7 +152,6 @@ class LiveView:
                 self.metrics.write(self.tally)
             except OSError as e:     # said once; the measurement goes on
                 if self.say:
-                    from rtgauge.report.safe import markup
                     text = (f"the metrics file {self.metrics.path} could not be written ({e.strerror or e}); "
                             "it is no longer updated.")
                     self.say(f"[yellow]{markup(text, None)}[/]")

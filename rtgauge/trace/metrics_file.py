@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import time
 
+from rtgauge import safefile
+
 NS = 1e-9
 
 # name, type, help, the figure of a CpuFigures (live.py)
@@ -68,7 +70,6 @@ class MetricsFile:
     """The file at `path`, checked when the run starts (one sentence, exit 2)."""
 
     def __init__(self, path: str):
-        from rtgauge import safefile
         self.path = path
         safefile.check_option("--metrics-file", path, "give a regular file in a writable directory "
                               "(node_exporter's --collector.textfile.directory)")
@@ -76,5 +77,4 @@ class MetricsFile:
     def write(self, tally) -> None:
         """Replace the file with the figures of `tally`, atomically (an OSError when the
         name became something the writer refuses; the live view says so)."""
-        from rtgauge import safefile
         safefile.write_text(self.path, exposition(tally))

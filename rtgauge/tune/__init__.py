@@ -41,6 +41,7 @@ import jsonschema
 from rtgauge import owner
 from rtgauge.errors import UserError
 from rtgauge.bounds import format_cpu_list, parse_cpu_list
+from rtgauge.store.validate import loads_strict
 from rtgauge.sysinfo.readers import bracketed_choice
 
 RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
@@ -151,7 +152,6 @@ def read_state(state_path: Path, root: str = "/") -> dict:
     finally:
         os.close(fd)
     try:
-        from rtgauge.store.validate import loads_strict
         state = loads_strict(raw.decode("utf-8"))
         jsonschema.validate(state, STATE_SCHEMA)
         if state.get("root", "/") != root:
