@@ -27,6 +27,7 @@ from pathlib import Path
 
 from rtgauge.errors import UserError
 from rtgauge.profiles import BUILTIN, MAX_ROUNDS, Profile, load_profile, valid_rounds
+from rtgauge.store.urls import normalise_url
 
 _TOP_KEYS = {"name", "profile", "db", "rounds", "report", "targets", "labgrid"}
 _TARGET_KEYS = {"name", "address"}
@@ -118,7 +119,6 @@ def parse_lab(data: dict, path: Path, where: str, db_override: str | None = None
     _expect(isinstance(db, str) and db.strip() != "",
             f"{where}: db is missing; give the lab's shared PostgreSQL database, e.g. "
             "db = \"postgresql://rtgauge@labdb/rtgauge\", or --db.")
-    from rtgauge.store.urls import normalise_url
     _expect(normalise_url(db).get_backend_name() == "postgresql",
             f"{where}: db {db[:60]!r} is not a PostgreSQL URL; a lab stores every target's run in one shared "
             "database, give postgresql://USER@HOST/DB.")
@@ -150,6 +150,7 @@ def parse_targets(raw, where: str) -> list[Target]:
             f"{where}: targets is missing or empty; list the boards, e.g. targets = "
             "[\"ssh://root@board-1\", \"labgrid:place-2\"].")
     _expect(len(raw) <= MAX_TARGETS, f"{where}: {len(raw)} targets is more than {MAX_TARGETS}; split the lab.")
+    # needs asyncssh (the ssh extra): imported only once a lab file names targets
     from rtgauge.remote.ssh import parse
 
     out: list[Target] = []

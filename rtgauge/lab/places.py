@@ -23,7 +23,7 @@ CALL_TIMEOUT_S = 30
 
 
 def _labgrid():
-    try:
+    try:    # labgrid is the lab extra: imported only for a labgrid place, its absence a sentence
         from labgrid.remote import client
         from labgrid.remote.generated import labgrid_coordinator_pb2
     except ImportError as e:
@@ -58,7 +58,8 @@ class Places:
 
     def _connect(self) -> None:
         client, _ = _labgrid()
-        from labgrid.util.proxy import proxymanager   # labgrid's own HOST[:PORT] reading (and LG_PROXY)
+        # labgrid's own HOST[:PORT] reading (and LG_PROXY); the lab extra, so imported here
+        from labgrid.util.proxy import proxymanager
         self.loop = client.ensure_event_loop()
         address = proxymanager.get_grpc_address(self.coordinator, default_port=20408)
         logging.getLogger().addHandler(self.heard)
@@ -153,6 +154,7 @@ class Places:
             host = f"[{host}]"
         user = args.get("username") or "root"
         port = args.get("port") or 22
+        # needs asyncssh (the ssh extra): imported only when a target is given
         from rtgauge.remote.ssh import parse
         return str(parse(f"ssh://{user}@{host}:{port}"))
 

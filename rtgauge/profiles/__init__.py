@@ -26,8 +26,14 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from rtgauge.analysis.run.verdict import make_budget
 from rtgauge.bounds import NAME_MAX, PROFILE_NAME_MAX, TEXT_MAX
+from rtgauge.catalogue import LATENCY, catalogue, check_options
 from rtgauge.errors import UserError
+from rtgauge.hil.sustained import spec_from_table as sustained_spec
+from rtgauge.loads import CONDITIONS
+from rtgauge.tire.sweep import spec_from_table
+from rtgauge.tools import cross_checks as adapters
 
 STUDIES = ("tire-study", "interrupt-study", "rtos-evaluation", "cyclictest-study")   # docs/studies.md
 BUILTIN = ("quick", "standard", "micro", "hil", *STUDIES, *(f"{s}-quick" for s in STUDIES))
@@ -42,7 +48,6 @@ MAX_ROUNDS = 100
 def cross_checks() -> tuple[str, ...]:
     """The tools a job's cross_check may name: the table's adapters with a command, the
     engine excepted (rtgauge/tools; asked only for a job that names one)."""
-    from rtgauge.tools import cross_checks as adapters
     return tuple(a.name for a in adapters())
 
 
@@ -100,9 +105,6 @@ def load_profile(name_or_path: str) -> Profile:
 
 
 def parse_profile(text: str, origin: str) -> Profile:
-    from rtgauge.catalogue import LATENCY, catalogue, check_options
-    from rtgauge.loads import CONDITIONS
-
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -179,16 +181,15 @@ def parse_profile(text: str, origin: str) -> Profile:
             f"profile {origin}: description must be text of at most {TEXT_MAX} characters.")
     tire = None
     if "tire" in data:
-        from rtgauge.tire.sweep import spec_from_table
         tire = spec_from_table(data["tire"], f"profile {origin}")
     hil_sustained = None
     if "hil_sustained" in data:
-        from rtgauge.hil.sustained import spec_from_table as sustained_spec
         hil_sustained = sustained_spec(data["hil_sustained"], f"profile {origin}")
     target = data.get("target")
     if target is not None:
         _expect(isinstance(target, str), f"profile {origin}: target must be text like \"ssh://root@board\".")
         if target not in ("", "local"):
+            # needs asyncssh (the ssh extra): imported only when a target is given
             from rtgauge.remote.ssh import parse
             try:
                 parse(target)
@@ -200,7 +201,6 @@ def parse_profile(text: str, origin: str) -> Profile:
         _expect(isinstance(table, dict), f"profile {origin}: [budget] must be a table with latency_us "
                 "(and optionally period_us, miss_rate).")
         _reject_unknown(table, _BUDGET_KEYS, f"profile {origin} [budget]")
-        from rtgauge.analysis.run.verdict import make_budget
         budget = make_budget(table.get("latency_us"), table.get("period_us"), table.get("miss_rate"),
                              f"profile {origin} [budget]")
     return Profile(str(name), str(data.get("description", "")), text, origin, float(warmup), jobs, tire,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 def target(address: str | None):
     """LocalTarget for None or "local", SshTarget for ssh://[user@]host[:port]."""
+    # each target's module needs asyncssh (the ssh extra; local.py shares ssh.py's
+    # RemoteRun): imported when a target is made, so this package loads without it
     if address in (None, "", "local"):
         from rtgauge.remote.local import LocalTarget
 

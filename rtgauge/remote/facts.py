@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -118,7 +119,6 @@ def tool_versions(outputs: dict[str, bytes]) -> dict[str, str | None]:
 
 def target_facts(read_files, address: str) -> dict:
     """collect_facts() of the target, read through the connection."""
-    import shutil
     root, outputs = fetch_tree(read_files)
     try:
         facts = collect_facts(root)
@@ -143,6 +143,5 @@ def tuning_tree(read_files) -> str:
 
 
 def remove_tree(root: str) -> None:
-    import shutil
     if root and os.path.basename(root).startswith("rtgauge-target-tree-"):
         shutil.rmtree(root, ignore_errors=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 
 from rtgauge.errors import UserError
-from rtgauge.loads import CONDITIONS, Hackbench, Load, LoadContext, StressNg
+from rtgauge.loads import CONDITIONS, Hackbench, Load, LoadContext, PACKAGES, StressNg, make_load
 from rtgauge.loads.stress import parse_stress_ng_metrics
 
 NOT_ON_TARGET = {
@@ -37,7 +37,6 @@ def tools_for(condition: str, ctx: LoadContext | None = None) -> list[str]:
         return []
     cls = CONDITIONS.get(condition)
     if cls is None:
-        from rtgauge.loads import make_load
         make_load(condition)         # the unknown-condition sentence
     if condition in NOT_ON_TARGET:
         raise UserError(f"condition {condition} cannot run on a target: {NOT_ON_TARGET[condition]}; measure it "
@@ -60,7 +59,6 @@ def check_on_target(conditions, session, ctx: LoadContext | None = None) -> None
             if tool not in seen:
                 seen[tool] = session.has(tool)
             if not seen[tool]:
-                from rtgauge.loads import PACKAGES
                 package = {"setsid": "util-linux"}.get(tool, PACKAGES.get(tool, tool))
                 raise UserError(f"condition {condition} cannot run on {session.address}: it needs {tool}, which "
                                 f"is not installed there; install {package} there, or drop the condition.")

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtgauge.errors import require_extra, RunFailed
-from rtgauge.remote import target
+from rtgauge.remote import engines, target
+from rtgauge.remote.facts import target_facts
 from rtgauge.remote.ssh import HEARTBEAT, ConnectionLost, RemoteRun
 
 asyncssh = require_extra("asyncssh", "ssh", "ssh:// targets")
@@ -71,7 +72,6 @@ class TargetSession:
             self._call(self.target.__aenter__())
             if self.needs_engine and self.engine is None and hasattr(self.target, "machine") and str(self.target) != "local":
                 # built (or taken from the cache) before anything is stored
-                from rtgauge.remote import engines
                 self.engine = engines.build(engines.arch_for_machine(self.target.machine)).binary
         except BaseException:
             self.close()
@@ -129,7 +129,6 @@ class TargetSession:
     def facts(self) -> dict:
         """The doctor's facts of the target: its /proc, /sys and /etc read over the
         connection by the facts readers (rtgauge/remote/facts.py)."""
-        from rtgauge.remote.facts import target_facts
         return target_facts(self.read_files, self.address)
 
     def read_files(self, paths: str, extra=()) -> dict[str, bytes]:

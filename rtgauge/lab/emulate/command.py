@@ -14,6 +14,10 @@ import time
 from pathlib import Path
 
 from rtgauge.errors import EXIT_INTERRUPTED, UserError
+from rtgauge.lab.emulate import images
+from rtgauge.lab.emulate.images import cache_root
+from rtgauge.lab.emulate.machines import EmulatedLab, block_signals_while
+from rtgauge.lab.emulate.systems import SYSTEMS, pick
 
 DEFAULT_TIME_LIMIT_S = 4 * 3600
 PATIENCE = 10     # RTGAUGE_TARGET_PATIENCE for systems under TCG: they answer tens of times slower than a board
@@ -21,7 +25,6 @@ STOP_WAIT_S = 60  # a stop takes at most POWEROFF_S + KILL_S (rtgauge/lab/emulat
 
 
 def register(actions) -> None:
-    from rtgauge.lab.emulate.systems import SYSTEMS
     names = ", ".join(SYSTEMS)
     p = actions.add_parser("emulate", help="an emulated lab: Debian's stock and PREEMPT_RT kernels, amd64 and armhf, "
                            "under qemu-system (docs/lab.md)",
@@ -69,13 +72,10 @@ def say(text: str) -> None:
 
 
 def state_dir(args) -> Path:
-    from rtgauge.lab.emulate.images import cache_root
     return Path(args.state) if args.state else cache_root() / "running"
 
 
 def cmd_build(args) -> int:
-    from rtgauge.lab.emulate import images
-    from rtgauge.lab.emulate.systems import pick
     systems = pick(args.systems)
 
     def stop(signum, frame):
@@ -127,9 +127,6 @@ class Stop(Exception):
 
 
 def cmd_start(args) -> int:
-    from rtgauge.lab.emulate import images
-    from rtgauge.lab.emulate.machines import EmulatedLab, block_signals_while
-    from rtgauge.lab.emulate.systems import pick
     if not args.time_limit > 0:
         raise UserError("--time-limit must be a positive number of seconds.")
     systems = pick(args.systems)
@@ -207,7 +204,6 @@ def cmd_stop(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from rtgauge.lab.emulate import images
     img = images.images()
     for s, built in images.status():
         say(f"{s.name}: {'built, Linux ' + img.release(s) if built else 'not built'}")
