@@ -8,13 +8,27 @@ status 4 (undecided) when a change beyond a rule is within the noise."""
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
 
+from rich.markup import escape
+from rich.table import Table
 
+from rtgauge.analysis.compare.gate import incomplete_runs
+from rtgauge.analysis.compare.regress import BETTER, SAME, WORSE, change_json, compare_runs, parse_rule
+from rtgauge.analysis.pwcet import DEFAULT_EXCEEDANCE, compare_pwcet
+from rtgauge.analysis.run.headline import DEFAULT_BUDGET_US, headline
+from rtgauge.analysis.run.rows import latency_measurements, latency_row, system_label
 from rtgauge.cli.common import add_db_option, add_format_option, budget_options, check_writable, read_runs
-from rtgauge.defaults import REGRESSION_ALPHA as ALPHA
-from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_INCOMPLETE, EXIT_UNDECIDED, UserError
-from rtgauge.report.numbers import us_fixed
+from rtgauge.defaults import EXCEEDANCE_MIN, REGRESSION_ALPHA as ALPHA
+from rtgauge.errors import EXIT_GATE_TRIPPED, EXIT_HELP, EXIT_INCOMPLETE, EXIT_UNDECIDED, UserError
+from rtgauge.report.junit import Case, Suite, check_path, fail_closed, write_junit
+from rtgauge.report.numbers import fmt_group, misses_text, us_fixed
+from rtgauge.report.output import write_html
+from rtgauge.report import safe
+from rtgauge.report.stalls import print_stalls, stalls_json
+from rtgauge.report.terminal import print_micro, print_published
 
 # compare --json's layout: 2 added "version" and "call" ("verdict", the same value, is kept
 # for readers of version 1); docs/compare.md.
@@ -22,8 +36,6 @@ JSON_VERSION = 2
 
 
 def register(sub) -> None:
-    import argparse
-    from rtgauge.errors import EXIT_HELP
     p = sub.add_parser("compare", help="compare stored runs side by side and show regressions",
                        epilog=EXIT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
                        description="Show runs side by side and what got worse in each later run compared "
@@ -57,25 +69,16 @@ def register(sub) -> None:
 
 
 def console(fmt: str | None = None) -> Console:
-    from rtgauge.report.safe import table_console
-    return table_console(fmt)
+    return safe.table_console(fmt)   # looked up on the module: tests replace it
 
 
 def cmd_compare(args) -> int:
-    import json
-    from rtgauge.analysis.compare.regress import BETTER, WORSE, change_json, compare_runs, parse_rule
-    from rtgauge.analysis.run.headline import DEFAULT_BUDGET_US
-    from rtgauge.analysis.compare.gate import incomplete_runs
-    from rtgauge.report.output import write_html
-    from rich.markup import escape
-    from rtgauge.report.stalls import stalls_json
     # every option is checked before anything is read or printed
     rules = [parse_rule(r) for r in args.fail_on]
     for r in rules:
         if r.family == "pwcet":
             raise UserError(f"--fail-on '{r.text}': a pwcet rule checks one run's credible worst case; use it on "
                             "`rtgauge run`, or compare worst cases with `rtgauge compare --pwcet`.")
-    from rtgauge.report.junit import check_path
     check_path(args.junit)
     if not 0 < args.alpha < 1:
         raise UserError(f"--alpha {args.alpha:g} is not a rate; give a number between 0 and 1, e.g. 0.05.")
@@ -88,7 +91,6 @@ def cmd_compare(args) -> int:
                         "`rtgauge show` lists the runs.")
     out = console(args.format)
     base = runs[0]
-    from rtgauge.report.junit import Case, Suite, fail_closed, write_junit
     tripped: list[str] = []
     closed: list[str] = []
     suites = []
@@ -190,7 +192,6 @@ def answer(changes) -> str:
     """better / worse / no change / undecided for one later run against the baseline:
     worse when any figure is significantly worse (better ones are said beside it),
     undecided when a figure could not be compared (invalid, new, gone)."""
-    from rtgauge.analysis.compare.regress import BETTER, SAME, WORSE
     calls = [c.call for c in changes]
     if WORSE in calls:
         return "worse"
@@ -202,8 +203,6 @@ def answer(changes) -> str:
 
 
 def answer_line(base: Run, cand: Run, changes, alpha: float) -> str:
-    from rich.markup import escape
-    from rtgauge.analysis.compare.regress import BETTER, SAME, WORSE
     word = answer(changes)
     colour = {"worse": "red", "better": "green", "no change": "green"}.get(word, "yellow")
     n = {k: sum(c.call == k for c in changes) for k in (WORSE, BETTER, SAME)}
@@ -215,7 +214,6 @@ def answer_line(base: Run, cand: Run, changes, alpha: float) -> str:
 
 
 def gate_line(gate: str, rules, tripped, closed, undecided, incomplete) -> str:
-    from rich.markup import escape
     colour = {"pass": "green", "undecided": "yellow"}.get(gate, "red")
     what = {"pass": f"no rule tripped ({len(rules)} rule{'s' if len(rules) != 1 else ''})",
             "fail": f"{len(tripped) + len(closed)} tripped or failed closed",
@@ -225,12 +223,10 @@ def gate_line(gate: str, rules, tripped, closed, undecided, incomplete) -> str:
 
 
 def pwcet_exceedance(args) -> float:
-    from rtgauge.analysis.pwcet import DEFAULT_EXCEEDANCE
     if args.exceedance is None:
         return DEFAULT_EXCEEDANCE
     if not args.pwcet:
         raise UserError("--exceedance goes with --pwcet; add --pwcet or leave --exceedance out.")
-    from rtgauge.defaults import EXCEEDANCE_MIN
     if not EXCEEDANCE_MIN <= args.exceedance < 1:
         raise UserError(f"--exceedance {args.exceedance:g} is not a probability rtgauge can judge; give one from "
                         f"{EXCEEDANCE_MIN:g} to below 1, e.g. 1e-9.")
@@ -240,8 +236,6 @@ def pwcet_exceedance(args) -> float:
 def compare_worst_cases(base: Run, cand: Run, exceedance: float) -> list[dict]:
     """The probable worst case of each latency measurement (ours, not the cyclictest
     cross-check) present in both runs under the same name, round and segment, A against B."""
-    from rtgauge.analysis.run.rows import latency_measurements
-    from rtgauge.analysis.pwcet import compare_pwcet
     ours = {m.key: m for m in latency_measurements(base) if m.tool == "engine"}
     out = []
     for m in latency_measurements(cand):
@@ -264,8 +258,6 @@ def _level(side: dict) -> str:
 
 
 def print_worst_cases(out: Console, base: Run, cand: Run, rows: list[dict], exceedance: float) -> None:
-    from rich.table import Table
-    from rich.markup import escape
     t = Table(title=f"Probable worst case, exceeded with probability {exceedance:g} per cycle (µs, 95% interval): "
               f"run {cand.id} against run {base.id}", title_justify="left")
     for col in ("measurement", f"run {base.id}", f"run {cand.id}", "B - A", "call"):
@@ -287,13 +279,6 @@ def _f(v, digits=1) -> str:
 
 
 def print_side_by_side(out: Console, runs: list[Run], budget_us: float) -> None:
-    from rich.table import Table
-    from rich.markup import escape
-    from rtgauge.report.numbers import fmt_group
-    from rtgauge.analysis.run.headline import headline
-    from rtgauge.analysis.run.rows import latency_measurements, latency_row, system_label
-    from rtgauge.report.terminal import print_micro, print_published
-    from rtgauge.report.stalls import print_stalls
     table = Table(title="Systems side by side", title_justify="left")
     table.add_column("")
     for r in runs:
@@ -307,7 +292,6 @@ def print_side_by_side(out: Console, runs: list[Run], budget_us: float) -> None:
         table.add_row(label + mark, *(escape(v) for v in vals))
     table.add_row("worst latency idle µs", *(_f(h["worst_idle_us"]) for h in heads))
     table.add_row("worst latency loaded µs", *(_f(h["worst_loaded_us"]) for h in heads))
-    from rtgauge.report.numbers import misses_text
     table.add_row("missed deadlines", *(misses_text(h["misses"], h["skipped"], "-") for h in heads))
     keys = []
     for h in heads:
@@ -364,9 +348,6 @@ def interval_text(iv, unit) -> str:
 
 
 def print_regressions(out: Console, base: Run, cand: Run, changes, show_all: bool, alpha: float = ALPHA) -> None:
-    from rtgauge.analysis.compare.regress import BETTER, SAME, WORSE
-    from rich.table import Table
-    from rich.markup import escape
     worse = [c for c in changes if c.call == WORSE]
     better = [c for c in changes if c.call == BETTER]
     others = [c for c in changes if c.call not in (WORSE, BETTER, SAME)]

@@ -3,6 +3,10 @@ option, generated from the parser itself by shtab (so it cannot drift from the o
 
 from __future__ import annotations
 
+import shtab
+
+from rtgauge.cli import build_parser
+
 SHELLS = ("bash", "zsh", "tcsh")
 
 
@@ -17,9 +21,5 @@ def register(sub) -> None:
 
 
 def cmd_completion(args) -> int:
-    import shtab
-
-    from rtgauge.cli import build_parser
-
     print(shtab.complete(build_parser(), shell=args.shell), end="")
     return 0

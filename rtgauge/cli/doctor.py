@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import textwrap
 
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from rtgauge.cli.common import add_format_option
 from rtgauge.errors import UserError
+from rtgauge.plan.session import stale_tuning_check
+from rtgauge.printable import printable as visible
+from rtgauge.report import safe
+from rtgauge.report.safe import markup
+from rtgauge.sysinfo import collect_facts, run_doctor
+from rtgauge.sysinfo.checks import count_statuses
 
 STATUS_STYLE = {"ok": "green", "info": "cyan", "warn": "yellow", "bad": "bold red"}
 
@@ -28,27 +41,23 @@ def register(subparsers) -> None:
         "--target", default=None, metavar="ssh://[user@]host[:port]",
         help="check that machine over SSH: its /proc, /sys and /etc are read over the connection",
     )
-    from rtgauge.cli.common import add_format_option
     add_format_option(p)
     p.set_defaults(func=doctor)
 
 
 def doctor(args: argparse.Namespace) -> int:
-    import json
-    from rtgauge.sysinfo import collect_facts, run_doctor
-    from rtgauge.sysinfo.checks import count_statuses
-
     target = getattr(args, "target", None)
     if target in ("", "local"):
         target = None
     if target is not None:
         if args.root != "/":
             raise UserError("--root and --target exclude each other; give one.")
+        # needs asyncssh (the ssh extra): imported only when a target is given
         from rtgauge.remote.ssh import parse
         from rtgauge.remote.session import TargetSession
         with TargetSession(str(parse(target)), needs_engine=False) as session:
             facts = session.facts()
-            from rtgauge.remote.tune import tuning_check
+            from rtgauge.remote.tune import tuning_check   # asyncssh too, as above
             tuning = tuning_check(session)
         checks = run_doctor(facts) + ([tuning] if tuning else [])
     elif not os.path.isdir(os.path.join(args.root, "proc")):
@@ -57,7 +66,6 @@ def doctor(args: argparse.Namespace) -> int:
         facts = collect_facts(args.root)
         checks = run_doctor(facts)
     if target is None and os.path.realpath(args.root) == "/":
-        from rtgauge.plan.session import stale_tuning_check
         tuning = stale_tuning_check()
         if tuning:
             checks.append(tuning)
@@ -72,11 +80,7 @@ def print_table(facts: dict, checks: list[dict], fmt: str | None = None) -> None
     """On a terminal, a block per check: its status, name and value, then its advice,
     every command in it (the `backquoted` parts) whole on a line of its own, so that it
     can be pasted. Into a pipe or a file (or --format tsv), one tab-separated line a check."""
-    from rich.table import Table
-    from rtgauge.report.safe import table_console
-    from rtgauge.sysinfo.checks import count_statuses
-
-    console = table_console(fmt)
+    console = safe.table_console(fmt)   # looked up on the module: tests replace it
     title = (
         f"{facts.get('hostname') or '?'}: Linux {facts.get('kernel_release') or '?'}, "
         f"{facts.get('cpus')} CPUs, {facts.get('cpu_model') or 'unknown CPU'}"
@@ -93,9 +97,6 @@ def print_table(facts: dict, checks: list[dict], fmt: str | None = None) -> None
         console.print(table)
         console.file.write(f"# {summary}\n")
         return
-    import textwrap
-    from rich.padding import Padding
-    from rich.text import Text
     console.print(Text(printable(title), style="bold"))
     width = max((len(c["status"]) for c in checks), default=2)
     for c in checks:
@@ -163,11 +164,8 @@ def shell_lines(command: str) -> list[str]:
 
 
 def printable(text) -> str:
-    from rtgauge.printable import printable as visible
     return visible(str(text), None)
 
 
 def escape(text: str) -> str:
-    from rtgauge.report.safe import markup
-
     return markup(text)

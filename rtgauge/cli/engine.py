@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import subprocess
 import sys
 
+from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
+from rtgauge.printable import printable
+from rtgauge.records import Measurement
 
 
 def register(sub) -> None:
@@ -19,7 +25,6 @@ def register(sub) -> None:
 def passthrough(args: list[str]) -> int:
     """Replace this process with the engine so signals and exit status pass through.
     With --target ssh://... first, run it on that target instead (docs/cross.md)."""
-    from rtgauge.enginebin import engine_path
     if args[:1] == ["--target"] or (args and args[0].startswith("--target=")):
         target, rest = (args[1] if len(args) > 1 else "", args[2:]) if args[0] == "--target" \
             else (args[0].split("=", 1)[1], args[1:])
@@ -40,7 +45,6 @@ def passthrough(args: list[str]) -> int:
     sys.stderr.flush()
     # Python ignores SIGPIPE and an ignored signal stays ignored across exec: give the
     # engine the default back, so `rtgauge engine ... | head` ends it as it ends any C tool
-    import signal
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     os.execv(exe, [exe, *args])
     return 127  # not reached
@@ -51,9 +55,6 @@ def latency_on_terminal(exe: str, args: list[str]) -> int:
     it through the terminal and it ends with its document), and the document is summed
     up as cyclictest does: a line per thread and the `# Min/Avg/Max Latencies` lines.
     --json (or any stdout that is not a terminal) prints the document itself."""
-    import json
-    import signal
-    import subprocess
     sys.stdout.flush()
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)     # the engine handles Ctrl-C and reports
     try:
@@ -73,10 +74,8 @@ def latency_on_terminal(exe: str, args: list[str]) -> int:
 def latency_summary(doc: dict) -> list[str]:
     """cyclictest's summary of a latency document, in µs: `T:` a line per thread, then
     `# Min Latencies:` ... `# Max Latencies:` with a column per thread."""
-    from rtgauge.printable import printable
     if not doc.get("ok", True) and doc.get("error"):
         return [f"rtgauge-engine latency failed: {printable(doc.get('error'))}"]
-    from rtgauge.records import Measurement
     metrics, env = doc.get("metrics") or {}, doc.get("env") or {}
     period = Measurement.from_dict({**doc, "name": "latency"}).period_us    # the cycle driver's env.period_ns
     interval = "?" if period is None else period
@@ -161,8 +160,7 @@ def cyclictest_aliases(args: list[str]) -> list[str]:
 def on_target(target: str, args: list[str]) -> int:
     """`rtgauge engine --target ssh://[user@]host[:port] TEST ...`: the engine built
     for the target's machine runs there; its document is printed here."""
-    import json
-
+    # needs asyncssh (the ssh extra): imported only when a target is given
     from rtgauge.remote import ssh as remote
 
     try:

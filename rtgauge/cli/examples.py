@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import textwrap
 
+from rtgauge.cli.common import subcommand_parsers
+
 EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "run": [("rtgauge run --profile quick --duration 30s", "idle and under CPU load, on every CPU"),
             ("rtgauge run --budget-us 100 --period-us 1000", "can it carry a 1 kHz job with a 100 µs budget?"),
@@ -76,7 +78,6 @@ class HelpFormatter(argparse.HelpFormatter):
 def add_examples(parser: argparse.ArgumentParser) -> None:
     """Every command's parser (and its subcommands') wraps prose and keeps examples; a
     command with examples ends its help with them."""
-    from rtgauge.cli.common import subcommand_parsers
     for path, child in subcommand_parsers(parser):
         child.formatter_class = HelpFormatter
         text = examples_text(path[0]) if len(path) == 1 else ""

@@ -13,8 +13,10 @@ import sys
 from rtgauge import safefile
 from rtgauge.cli.common import add_db_option, check_writable, read_runs
 from rtgauge.errors import UserError
+from rtgauge.printable import printable
 from rtgauge.records import Measurement, Run
 from rtgauge.report.exports import export_csv, export_json, export_md
+from rtgauge.tools.cyclictest import histfile_lines, histfile_plan
 
 
 def register(sub) -> None:
@@ -54,8 +56,6 @@ def export_cyclictest(run: Run, measurement: str | None = None):
     measurement's table, `grep "Max Latencies"` its maxima), after a "# rtgauge
     measurement NAME@CONDITION" line; written a row at a time (tools/cyclictest.py
     histfile_lines). A run of several latency measurements needs --measurement NAME."""
-    from rtgauge.tools.cyclictest import histfile_lines, histfile_plan
-    from rtgauge.printable import printable
     found = [(m, latency_columns(m)) for m in run.measurements if m.test == "latency"]
     found = [(m, cols) for m, cols in found if cols and any(c.get("count") for c in cols)]
     if not found:
@@ -84,7 +84,6 @@ def export_cyclictest(run: Run, measurement: str | None = None):
 
 
 def cmd_export(args) -> int:
-    from rtgauge.printable import printable
     target = args.output or "-"
     check_writable("-o", target)               # before anything is read
     [run] = read_runs(args.db, [args.run], documents=True)

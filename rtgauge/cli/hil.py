@@ -4,6 +4,8 @@ which `python3 -m rtgauge.hil` runs as well."""
 
 from __future__ import annotations
 
+from rtgauge.hil.command import main
+
 
 def register(sub) -> None:
     p = sub.add_parser("hil", help="the hil loop across a veth pair, or its sustained-rate sweep "
@@ -15,6 +17,4 @@ def register(sub) -> None:
 def passthrough(args: list[str]) -> int:
     """`veth` takes the engine's hil options untouched, which argparse cannot pass on;
     main() hands everything after `hil` here before parsing."""
-    from rtgauge.hil.command import main
-
     return main(args, prog="rtgauge hil")

@@ -17,10 +17,14 @@ original run's, or the foreign file's content hash) stores nothing the second ti
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import importlib
+import io
 import os
 import shutil
 import sqlite3
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -29,7 +33,18 @@ from pathlib import Path
 from rtgauge.bounds import RUN_RANGE_MAX
 from rtgauge.cli.common import add_db_option
 from rtgauge.errors import UserError
+from rtgauge.owner import hash_machine_id
 from rtgauge.records import EXPORT_FORMAT, Run
+from rtgauge.report.exports import export_csv, export_md
+from rtgauge.report.html import render
+from rtgauge.report.runtext import print_run
+from rtgauge.report.safe import SafeConsole, say as said
+from rtgauge.report.terminal import print_summary
+from rtgauge.store import open_store as opened
+from rtgauge.store.spool import remove_stored_spool
+from rtgauge.store.store import split_old_name
+from rtgauge.store.urls import normalise_url, sqlite_file
+from rtgauge.tools import adapters
 from rtgauge.tools.adapter import CONDITION, Found
 
 
@@ -41,7 +56,6 @@ class _Later:
         self._name = name
 
     def __getattr__(self, attr):
-        import importlib
         return getattr(importlib.import_module(self._name), attr)
 
 
@@ -49,12 +63,10 @@ validate = _Later("rtgauge.store.validate")
 
 
 def open_store(url):
-    from rtgauge.store import open_store as opened
     return opened(url)
 
 
 def say(text="", **kwargs) -> None:
-    from rtgauge.report.safe import say as said
     said(text, **kwargs)
 
 FINAL = ("complete", "interrupted", "failed", "abandoned")
@@ -100,7 +112,6 @@ def job_of(m: dict) -> dict:
     """How an exported measurement ran. Its round and segment are fields since store
     schema 4; an export of an older rtgauge carried them in the name (`NAME#rK`,
     `NAME#segN`), read here once (the store's migration reads its own rows the same way)."""
-    from rtgauge.store.store import split_old_name
     job = {k: m.get(k) for k in ("name", "tool", "test", "condition", "reference", "round", "segment", "load",
                                  "started_at", "duration_s", "exit_status", "command", "error")}
     if job["round"] is None and job["segment"] is None and isinstance(job["name"], str):
@@ -161,7 +172,6 @@ def prepared_export_run(run: dict, source: str, fmt: str) -> Prepared:
 
 
 def machine_of(system: dict) -> str:
-    from rtgauge.owner import hash_machine_id
     return hash_machine_id(system.get("machine_id")) or f"host={system.get('hostname') or '?'}"
 
 
@@ -245,7 +255,6 @@ def rtgauge_database_runs(path: Path) -> list[int]:
 def same_file(path: Path, db_url: str | None) -> bool:
     """Whether path is the SQLite database of db_url, by device and inode (a hard link,
     `/./` or a symlink name the same file differently)."""
-    from rtgauge.store.urls import normalise_url, sqlite_file
     try:
         target = sqlite_file(normalise_url(db_url))
         if target is None:
@@ -274,7 +283,6 @@ def cmd_import(args) -> int:
 def copy_stdin(path: Path) -> None:
     """Standard input into path, at most an import file's bound (FILE_MAX): /dev/zero
     stops there with one sentence, a closed or unreadable input is one sentence."""
-    import sys
     limit = validate.FILE_MAX
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:
@@ -339,7 +347,6 @@ def prepared_export(source: Path, data: dict) -> Prepared:
 def prepared_tool(found: Found, condition: str) -> Prepared:
     """A file (or directory) of a tool in the table (rtgauge/tools), by the first adapter
     that recognises it, read, dry-read and ready to store."""
-    from rtgauge.tools import adapters
     tool = next((a for a in adapters() if a.sniff(found)), None)
     if tool is None:
         if found.is_json:
@@ -384,7 +391,6 @@ def store_prepared(args, prepared) -> int:
         for what, where, run_id in again:
             say(f"{what[:1].upper()}{what[1:]} from {where} was imported before as run {run_id}; nothing stored again.")
     for path in spools:          # its run is stored: the spool file has done its work
-        from rtgauge.store.spool import remove_stored_spool
         if remove_stored_spool(path):
             say(f"The run of the spool file is stored; removed {path}.")
     return 0
@@ -434,20 +440,11 @@ def import_database(args, path: Path) -> int:
 def dry_read(run: dict, where: str) -> None:
     """Read the run the way show, report, compare and export will; a reader that fails
     on it means the data is not what rtgauge writes."""
-    import io
-
-    from rtgauge.report.exports import export_csv, export_md
-    from rtgauge.report.runtext import print_run
-    from rtgauge.report.html import render
-    from rtgauge.report.safe import SafeConsole
-    from rtgauge.report.terminal import print_summary
-
     validate.check_clean(run, where)
     stored = validate.as_stored(run)
     try:
         console = SafeConsole(file=io.StringIO(), width=120)
         print_summary(console, stored)
-        import contextlib
         with contextlib.redirect_stdout(io.StringIO()):
             print_run(stored)
         export_csv(stored)

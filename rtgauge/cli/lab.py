@@ -7,11 +7,22 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
-from rtgauge.cli.common import add_db_option
-from rtgauge.errors import UserError
+from rtgauge import safefile
+from rtgauge.analysis.compare.gate import check_run, incomplete_runs, parse_run_rule
+from rtgauge.analysis.run.verdict import judge
+from rtgauge.cli.common import add_db_option, check_report_path
+from rtgauge.errors import UserError, gate_status
+from rtgauge.lab.config import load_lab
+from rtgauge.lab.emulate import command as emulate
+from rtgauge.lab.places import Places
+from rtgauge.lab.runner import LabRunner
 from rtgauge.records import Run
+from rtgauge.report.junit import Case, Suite, check_path, fail_closed, verdict_cases, write_junit
+from rtgauge.report.output import write_html
+from rtgauge.store import open_store
 
 
 def register(sub) -> None:
@@ -36,7 +47,6 @@ def register(sub) -> None:
                    help="write JUnit XML: a test suite per target, a test case per job and rule (and the verdict "
                    "when the lab's profile has a [budget])")
     r.set_defaults(func=cmd_lab_run)
-    from rtgauge.lab.emulate import command as emulate
     emulate.register(actions)
     p.set_defaults(func=no_action)
 
@@ -46,13 +56,6 @@ def say(text: str) -> None:
 
 
 def cmd_lab_run(args) -> int:
-    from rtgauge.cli.common import check_report_path
-    from rtgauge.lab.config import load_lab
-    from rtgauge.lab.runner import LabRunner
-    from rtgauge.store import open_store
-
-    from rtgauge.analysis.compare.gate import parse_run_rule
-    from rtgauge.report.junit import check_path
     rules = [parse_run_rule(r) for r in getattr(args, "fail_on", [])]
     check_path(getattr(args, "junit", None))
     lab = load_lab(args.lab, args.db)
@@ -66,7 +69,6 @@ def cmd_lab_run(args) -> int:
         with contextlib.ExitStack() as held:
             addresses = {t: t.address for t in lab.targets}
             if lab.places:
-                from rtgauge.lab.places import Places
                 places = held.enter_context(Places(lab.coordinator, lab.places, say))
                 for t in lab.targets:
                     if t.place:
@@ -81,11 +83,9 @@ def cmd_lab_run(args) -> int:
 
 
 def prepare_logs(directory: str):
-    from pathlib import Path
     path = Path(directory)
     try:
         path.mkdir(parents=True, exist_ok=True)
-        from rtgauge import safefile
         os.close(safefile.create_new(path / f".rtgauge-write-test.{os.getpid()}"))
         os.unlink(path / f".rtgauge-write-test.{os.getpid()}")
     except OSError as e:
@@ -107,12 +107,6 @@ def check_distinct(addresses: dict) -> None:
 def lab_gates(lab, runs, stored: list[Run], rules, junit_path: str | None) -> int:
     """Each target's run against the rules and the profile's budget: printed, written as
     JUnit (a suite per target), and their exit status (rtgauge/errors.py gate_status)."""
-    from rtgauge.analysis.compare.gate import check_run
-    from rtgauge.analysis.run.verdict import judge
-    from rtgauge.report.junit import verdict_cases
-    from rtgauge.errors import gate_status
-    from rtgauge.analysis.compare.gate import incomplete_runs
-    from rtgauge.report.junit import Case, Suite, fail_closed, write_junit
     by_id = {r.id: r for r in stored}
     suites, statuses = [], []
     budget = getattr(lab.loaded, "budget", None)
@@ -141,8 +135,6 @@ def lab_gates(lab, runs, stored: list[Run], rules, junit_path: str | None) -> in
 
 
 def finish(lab, runs, report: str | None, stopped, rules=(), junit_path: str | None = None) -> int:
-    from rtgauge.store import open_store
-
     stored = []
     say("")
     say(f"Lab {lab.name}:")
@@ -160,7 +152,6 @@ def finish(lab, runs, report: str | None, stopped, rules=(), junit_path: str | N
                 text += f"; failed: {r.reason or f'exit status {r.exit_status}'}"
             say(f"  {where}: {text}")
     if report and stored:
-        from rtgauge.report.output import write_html
         ids = ",".join(str(r.id) for r in stored)
         write_html(report, stored, fix=f"the runs are stored; write their page elsewhere with `rtgauge report {ids} "
                                        "-o FILE`")

@@ -5,14 +5,21 @@ from extreme value theory (rtgauge/analysis/pwcet.py, docs/pwcet.md)."""
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 
+from rich.markup import escape
+from rich.table import Table
 
+from rtgauge.analysis.pwcet import measurement_pwcet, samples_pwcet
+from rtgauge.analysis.run.rows import is_latency_measurement
 from rtgauge.cli.common import add_db_option, add_format_option
 from rtgauge.defaults import DEFAULT_EXCEEDANCE, EXCEEDANCE_MIN
 from rtgauge.errors import UserError
 from rtgauge.records import Run
+from rtgauge.report.runtext import console as table_console
+from rtgauge.store.reading import open_for_reading, parse_run_argument
 
 
 def register(subparsers) -> None:
@@ -65,13 +72,8 @@ def parse_block(text: str | None) -> int | None:
 
 
 def pwcet(args: argparse.Namespace) -> int:
-    from rich.markup import escape
-    from rtgauge.report.runtext import console as table_console
-
     def console():
         return table_console(args.format)
-    from rtgauge.analysis.run.rows import is_latency_measurement
-    from rtgauge.analysis.pwcet import measurement_pwcet, samples_pwcet
     p = parse_probability(args.exceedance)
     block = parse_block(args.block_cycles)
     if (args.run is None) == (args.samples is None):
@@ -112,7 +114,6 @@ def pwcet(args: argparse.Namespace) -> int:
 
 
 def load_run(text: str, db: str | None) -> Run:
-    from rtgauge.store.reading import open_for_reading, parse_run_argument
     wanted = parse_run_argument(text)
     with open_for_reading(db) as store:
         if not store.made:
@@ -127,7 +128,6 @@ def load_run(text: str, db: str | None) -> Run:
 
 
 def dump(data) -> None:
-    import json
     json.dump(data, sys.stdout, indent=2)
     sys.stdout.write("\n")
 
@@ -143,8 +143,6 @@ def tail_text(r: Pwcet) -> str:
 def print_results(out, results: list[Pwcet]) -> None:
     """The same answer as `--json`, `show` and the report (Pwcet.summary): observed
     maximum, the estimate with its interval or the refusal code, the run needed."""
-    from rich.markup import escape
-    from rich.table import Table
     table = Table(title_justify="left")
     for col in ("series", "blocks", "observed max µs", "tail", "estimate µs", "95% CI µs", "run needed for p"):
         table.add_column(col, justify="left" if col in ("series", "tail", "run needed for p") else "right",

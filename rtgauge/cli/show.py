@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from rtgauge.analysis.run.verdict import judge, make_budget
 from rtgauge.cli.common import add_budget_options, add_db_option, add_format_option, tell_abandoned
+from rtgauge.config import budget_table
 from rtgauge.errors import UserError
+from rtgauge.report.document import print_json, rating_json, run_document
+from rtgauge.report.runtext import print_pwcet, print_run, print_run_list, print_tire_cost, print_tire_pretest
+from rtgauge.report.safe import SafeConsole, say
+from rtgauge.report.terminal import print_verdict
+from rtgauge.store.reading import open_for_reading, parse_run_argument
 
 
 def register(subparsers) -> None:
@@ -26,12 +33,10 @@ def register(subparsers) -> None:
 def show_budget(args):
     """The budget to judge a shown run against: the command line's, else the config
     file's [budget], else None."""
-    from rtgauge.analysis.run.verdict import make_budget
     given = {k: getattr(args, a, None) for k, a in (("latency_us", "budget_us"), ("period_us", "period_us"),
                                                     ("miss_rate", "miss_rate"))}
     if any(v is not None for v in given.values()):
         return make_budget(**given, source="command line")
-    from rtgauge.config import budget_table
     conf = budget_table()
     if conf.get("latency_us") is None:
         return None
@@ -39,9 +44,6 @@ def show_budget(args):
 
 
 def show(args: argparse.Namespace) -> int:
-    from rtgauge.report.document import print_json, rating_json, run_document
-    from rtgauge.report.runtext import print_pwcet, print_run, print_run_list, print_tire_cost, print_tire_pretest
-    from rtgauge.store.reading import open_for_reading, parse_run_argument
     fmt = args.format
     wanted = parse_run_argument(args.run)
     budget = show_budget(args)
@@ -67,7 +69,6 @@ def show(args: argparse.Namespace) -> int:
             raise UserError(f"no run {run_id} in {store.url}; `rtgauge show` lists the runs.")
         verdict = None
         if budget is not None:
-            from rtgauge.analysis.run.verdict import judge
             verdict = judge(run, budget)
         if args.json:
             doc = run_document(run)
@@ -77,8 +78,6 @@ def show(args: argparse.Namespace) -> int:
             print_json(doc)
         else:
             if verdict is not None:
-                from rtgauge.report.safe import SafeConsole
-                from rtgauge.report.terminal import print_verdict
                 print_verdict(SafeConsole(highlight=False), verdict)
             print_run(run, fmt)
             print_pwcet(run, fmt)
@@ -88,8 +87,6 @@ def show(args: argparse.Namespace) -> int:
 
 
 def say_no_runs(where: str, as_json: bool, wanted) -> int:
-    from rtgauge.report.document import print_json
-    from rtgauge.report.safe import say
     if wanted not in (None, "latest"):
         raise UserError(f"no run {wanted} in {where}; it has no runs yet, `rtgauge run` makes one.")
     if as_json:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rtgauge import tune
 from rtgauge.cli.common import add_db_option
 from rtgauge.errors import UserError
+from rtgauge.loads.partition import parse_cpus_option
+from rtgauge.report.safe import say
+from rtgauge.tune import housekeeping_for, online_cpus
 from rtgauge.units import time_option
 
 
@@ -29,9 +33,6 @@ def register(sub) -> None:
 
 
 def measured_and_housekeeping(rt_cpus: str | None) -> tuple[list[int], list[int]]:
-    from rtgauge.loads.partition import parse_cpus_option
-    from rtgauge.tune import housekeeping_for, online_cpus
-
     online = online_cpus()
     measured = parse_cpus_option("--rt-cpus", rt_cpus, online) if rt_cpus else online[1:]
     if not measured:
@@ -41,7 +42,6 @@ def measured_and_housekeeping(rt_cpus: str | None) -> tuple[list[int], list[int]
 
 
 def print_state(state: dict, verb: str) -> None:
-    from rtgauge.report.safe import say
     for c in state.get("changes", []):
         say(f"{verb} {c['path']}: {c['before'].strip()!r} -> {c['new'] if verb == 'set' else c['restore']!r}")
     for s in state.get("skipped", []):
@@ -54,8 +54,6 @@ def print_state(state: dict, verb: str) -> None:
 
 
 def cmd_tune(args) -> int:
-    from rtgauge import tune
-
     state_path = Path(args.state) if args.state else tune.default_state_path(args.db)
     if args.status:
         try:
