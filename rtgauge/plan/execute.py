@@ -573,3 +573,20 @@ def execute_sweeps(store, run_id: int, sweeps: list[SweepJob], say: Callable[[st
         else:
             raise ValueError(f"unknown sweep kind {job.kind!r}")
     return docs
+
+
+def execute_interleaved(store, run_ids: list[int], plans: list[list[Job]], warmup_s: float, view, settings):
+    """Round 1 of every run, then round 2, ...: a change of the machine during the
+    measurement falls on every run alike. Returns (status, outcomes per run)."""
+    outcomes: list[list] = [[] for _ in run_ids]
+    last = max((j.round or 1 for jobs in plans for j in jobs), default=1)
+    for r in range(1, last + 1):
+        for i, (run_id, jobs) in enumerate(zip(run_ids, plans)):
+            batch = [j for j in jobs if (j.round or 1) == r]
+            if not batch:
+                continue
+            status, done = execute(store, run_id, batch, warmup_s, view, settings)
+            outcomes[i] += done
+            if status != "complete":
+                return status, outcomes
+    return "complete", outcomes

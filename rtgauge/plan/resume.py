@@ -91,3 +91,25 @@ def resume_point(run: Run | None, run_id: int, facts: dict, alive_elsewhere: boo
 def remaining(jobs: list, resume: Resume) -> list:
     """The plan's jobs not yet stored whole in the run."""
     return [j for j in jobs if (j.name, j.round) not in resume.done]
+
+
+def resumed_profile(db: str | None, run_id: int, profile: str | None, interleave: str | None):
+    """The profile of the run --resume names (its stored TOML text); refusals in one
+    sentence (a --profile or --interleave given beside it, no such run, none stored)."""
+    from rtgauge.profiles import parse_profile
+    from rtgauge.store import open_store
+    if profile or interleave:
+        raise UserError("--resume measures the run's own profile; leave out --profile and --interleave.")
+    if run_id < 1:
+        raise UserError(f"--resume {run_id}: give a run's id (a whole number from 1), as `rtgauge show` lists.")
+    store = open_store(db)
+    try:
+        run = store.get_run(run_id, documents=False)
+    finally:
+        store.close()
+    if run is None:
+        raise UserError(f"there is no run {run_id} to resume in this database; `rtgauge show` lists the runs.")
+    source = str(run.extra.get("profile_source") or "")
+    if not source.strip():
+        raise UserError(f"run {run_id} has no stored profile to resume.")
+    return parse_profile(source, f"run {run_id}'s profile ({run.profile})")

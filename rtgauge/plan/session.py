@@ -1,17 +1,60 @@
 """The run session: what `rtgauge run` sets up around a plan beyond the profile and
 undoes after it — CPU partitioning, long-run segments, the load context, tuning (applied
 for the run and reverted, also on failure and SIGTERM; a tuning left by a killed run is
-recovered), tracefs for threshold traces, and the live view. cli/run.py builds it from
-its options; plan/execute.py runs the jobs inside it."""
+recovered), tracefs for threshold traces, and the live view; and the request it is built
+from (RunRequest: cli/run.py makes it from its options). plan/lifecycle.py applies it,
+plan/execute.py runs the jobs inside it."""
 
 from __future__ import annotations
 
 import os
 import signal
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rtgauge.errors import UserError
+
+
+@dataclass
+class RunRequest:
+    """What the user asked `rtgauge run` for, as plain values named as its options are
+    (cli/run.py makes one from them; no argparse here). Nothing in it is checked yet: the
+    lifecycle's prepare and check stages do that (rtgauge/plan/lifecycle.py)."""
+    profile: str | None = None
+    duration: str | None = None
+    rounds: int | None = None
+    interleave: str | None = None
+    target: str | None = None
+    rt_cpus: str | None = None
+    load_cpus: str | None = None
+    housekeeping_cpus: str | None = None
+    attribute: bool = False
+    attribute_threshold_us: float | None = None
+    trace_threshold_us: float | None = None
+    tuned: bool = False
+    rt_throttling_off: bool = False
+    load_dir: str | None = None
+    allow_netns: bool = False
+    allow_fallback: bool = False
+    mount_tracefs: bool = True
+    resume: int | None = None
+    budget_us: float | None = None
+    period_us: float | None = None
+    miss_rate: float | None = None
+    until_verdict: bool = False
+    max_time: str = "1h"
+    fail_on: list[str] = field(default_factory=list)
+    junit: str | None = None
+    report: str | None = None
+    no_report: bool = False
+    json: bool = False
+    live: bool = False
+    metrics_file: str | None = None
+    db: str | None = None
+    segment: str = "10m"
+    run_id_file: str | None = None
+    argv: list[str] = field(default_factory=list)     # the command line, stored with each run
 
 
 class RunConditions:
@@ -77,7 +120,7 @@ class RunConditions:
         return str(path.resolve().parent) if path is not None else None
 
     @contextmanager
-    def applied(self, console, args, store, jobs, warmup_s, view):
+    def applied(self, console, request, store, jobs, warmup_s, view):
         """RunSettings for execute(), with tuning applied for the run and reverted after
         (also on failure and SIGTERM) and tracefs mounted where it is needed and missing (unless the user said not to)."""
         from rtgauge import tune
