@@ -10,10 +10,10 @@ kit and the registry (rtgauge/cli/__init__.py) and no other command module
 from __future__ import annotations
 
 import argparse
-import sys
 
 from rtgauge.argparsing import add_db_option
 from rtgauge.errors import UserError
+from rtgauge.report.abandoned import tell_abandoned
 
 __all__ = ["add_budget_options", "add_db_option", "add_format_option", "budget_options", "check_report_path",
            "check_writable", "read_runs", "subcommand_parsers", "tell_abandoned"]
@@ -70,13 +70,6 @@ def check_report_path(args) -> None:
         raise UserError(f"--report {args.report[:80]} is not a file rtgauge can write (its name is longer than "
                         "255 bytes); give a shorter file name or --no-report.")
     safefile.check_option("--report", args.report, "give a regular file path, - or /dev/stdout, or --no-report")
-
-
-def tell_abandoned(store) -> None:
-    """The runs opening the store found left running by an rtgauge that ended: said once."""
-    for run_id in store.abandoned:
-        print(f"rtgauge: run {run_id} was left running by an rtgauge that ended without finishing it; "
-              "marked abandoned (its stored measurements are kept).", file=sys.stderr)
 
 
 def read_runs(db: str | None, texts: list[str], default_latest: bool = True, documents: bool = False) -> list:
