@@ -95,7 +95,7 @@ class ClockedView:
     clock's account of rounds that really measure for 0.6 s but are planned as 10 minutes."""
 
     def __init__(self, clock: FakeClock, jobs, warmup_s: float):
-        from rtgauge.cli.run import ProgressView
+        from rtgauge.plan.progress import ProgressView
         self.view = ProgressView(Console(file=io.StringIO(), width=200), jobs, warmup_s)
         self.clock = clock
 
@@ -117,7 +117,7 @@ def test_until_verdict_stops_before_the_round_that_would_pass_max_time(engine_bi
     300 ms apart a round, so that no wake-up is skipped on a loaded machine (a skipped
     period breaks a hard budget and decides the verdict at once)."""
     from rtgauge.analysis.run.verdict import make_budget
-    from rtgauge.cli.run import until_verdict
+    from rtgauge.plan.judge import until_verdict
     from rtgauge.plan.execute import parse_duration
     from test_report_builders import SYSTEM as FACTS
     monkeypatch.setenv("RTGAUGE_ENGINE", engine_bin)
