@@ -18,7 +18,7 @@ import pytest
 import rtgauge.profiles
 
 from conftest import cli, needs_mount_namespace, needs_root, without_tracefs
-from rtgauge.cli.run import validate_engine_jobs
+from rtgauge.plan.checks import validate_engine_jobs
 from rtgauge.errors import UserError
 from rtgauge.plan import Job, build_plan, plan_seconds
 from rtgauge.plan.optional import resolve_optional
