@@ -6,7 +6,7 @@ both `rtgauge import` (oslat's real --json output, tests/data/tools/oslat.json) 
 cross-check run (plan/execute.py's job_command and read_document, oslat really running
 for a second) use it, and a profile may name it in `cross_check`: `rtgauge run` plans the
 cross-check where oslat is installed and drops it with the adapter's sentence where it is
-not (cli/run.py prepare_jobs asks the adapter). Without the adapter the same file is
+not (plan/checks.py prepare_jobs asks the adapter). Without the adapter the same file is
 refused (it is rt-tests JSON that cyclictest's reader does not take) and the profile too,
 so the test can fail.
 
@@ -244,7 +244,7 @@ PLAN = r"""
 import json, sys
 from types import SimpleNamespace
 from rich.console import Console
-from rtgauge.cli.run import prepare_jobs
+from rtgauge.plan.checks import prepare_jobs
 from rtgauge.errors import UserError
 from rtgauge.profiles import parse_profile
 console = Console(file=sys.stderr, width=400)
