@@ -13,8 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from rtgauge.enginebin import engine_path
-from pgserver import postgres_server  # noqa: F401  (one server for the session)
+ROOT = Path(__file__).resolve().parent.parent
+# The checkout's rtgauge, also where an older copy is installed in the environment
+# (`.venv/bin/pytest` puts tests/ first on sys.path, not the checkout; `python -m pytest`
+# puts the working directory): the tests, and the commands run in this process
+# (tests/inproc.py), import the code under test.
+if str(ROOT) not in sys.path[:2]:
+    sys.path.insert(0, str(ROOT))
+
+from rtgauge.enginebin import engine_path  # noqa: E402
+from pgserver import postgres_server  # noqa: E402,F401  (one server for the session)
 
 # Nothing from earlier work on the machine: the suite's rtgauge processes keep their
 # default database (and anything else under $XDG_DATA_HOME/rtgauge) in a directory
@@ -35,35 +43,61 @@ def pytest_unconfigure(config):
         shutil.rmtree(_OWN_XDG, ignore_errors=True)
 
 
-ROOT = Path(__file__).resolve().parent.parent
+# The command line is tested in this process: rtgauge() and cli() call rtgauge.cli.main
+# with the caller's environment, working directory and stdin, and capture descriptors 1
+# and 2 (tests/inproc.py says what a call gets and what is put back after it). What
+# only a process of its own can show runs as one, a new interpreter each time (the
+# black-box table); RTGAUGE_TEST_BLACK_BOX=1 runs every call so, to tell a difference
+# of the two ways apart from a fault of the command.
+BLACK_BOX = (
+    ("rtgauge_popen()", "the test acts on the command while it runs: SIGINT, SIGTERM, SIGHUP or SIGKILL "
+                        "sent to it, a second command beside it, what its children do when it dies"),
+    ("rtgauge(..., fresh=True)", "what the interpreter's own start-up does"),
+    ("rtgauge(..., preexec_fn=)", "the process is set up before it starts (signal dispositions, limits)"),
+    ("rtgauge('engine', ...)", "the pass-through execs the engine, which would replace the test process"),
+    ("tests/test_cli_pipe.py", "exit statuses through a pipe its reader closed (141, SIGPIPE) and a full "
+                               "device: the process's own descriptors"),
+    ("tests/test_cli_startup.py", "which modules a new interpreter imports for --help, and how long it takes"),
+    ("tests/attack/test_signals.py, tests/test_run.py (SIGTERM)", "signals to a running command and its engine"),
+    ("tests/attack/test_writers.py, test_bounds_and_strict.py", "stdout on /dev/full, stdin from /dev/zero: "
+                                                                 "descriptors the test opens itself"),
+    ("tests/test_engine_summary.py", "a pseudo-terminal as stdout"),
+    ("tests/test_cli_help.py", "strace of the whole process tree"),
+    ("tests/test_cyclictest_files.py rtgauge_peak", "the peak resident memory of the process"),
+    ("tests/test_privilege.py", "the command without privileges (capabilities dropped before exec)"),
+    ("without_tracefs() (test_loads, test_study_profiles)", "a private mount namespace (unshare)"),
+    ("tests/test_lab.py, test_emulab*.py, test_hil_command.py, test_target_ssh.py, test_idle_load.py",
+     "whole runs as a user starts them, several at once, or the `python -m rtgauge.hil` entry point"),
+)
+
+
+def _black_box(args, kw) -> bool:
+    return bool(kw.get("fresh") or "preexec_fn" in kw or args[:1] == ("engine",)
+                or os.environ.get("RTGAUGE_TEST_BLACK_BOX"))
 
 
 def rtgauge(*args: str, timeout: float = 300, env: dict | None = None, cwd: Path | str = ROOT,
             fresh: bool = False, env_full: dict | None = None, **kw) -> subprocess.CompletedProcess:
     """`python -m rtgauge ARGS` as a user runs it, from this source tree (PYTHONPATH; in the
-    repository unless cwd says otherwise); env: variables added to ours; kw goes to
-    subprocess.run (input, preexec_fn, errors). The timeout is a watchdog, not a speed.
-    The process is forked from a zygote that has the libraries imported already
-    (tests/zygote.py); fresh=True (and preexec_fn) starts a new interpreter instead, for
-    what the interpreter's own start-up does. env_full: the whole environment instead."""
+    repository unless cwd says otherwise); env: variables added to ours; kw: input,
+    errors (as subprocess.run takes them), preexec_fn. The timeout is a watchdog, not a
+    speed. Runs in this process (tests/inproc.py) unless BLACK_BOX above says it needs a
+    process of its own: fresh=True, preexec_fn, `engine`. env_full: the whole
+    environment instead."""
     full = env_full if env_full is not None else dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
-    if fresh or set(kw) - {"input", "errors"} or os.environ.get("RTGAUGE_TEST_NO_ZYGOTE"):
+    if _black_box(args, dict(kw, fresh=fresh)):
         return subprocess.run([sys.executable, "-m", "rtgauge", *args], capture_output=True, text=True,
                               timeout=timeout, env=full, cwd=cwd, **kw)
-    from zygote import zygote
-    return zygote().run(list(args), env=full, cwd=str(cwd), timeout=timeout, **kw)
+    import inproc
+    return inproc.run(list(args), env=full, cwd=cwd, timeout=timeout, **kw)
 
 
-def rtgauge_popen(*args: str, env_full: dict, cwd: Path | str = ROOT):
+def rtgauge_popen(*args: str, env_full: dict, cwd: Path | str = ROOT) -> subprocess.Popen:
     """subprocess.Popen([python, "-m", "rtgauge", *args], stdout=PIPE, stderr=PIPE,
-    text=True, env=env_full, cwd=cwd), forked from the zygote (tests/zygote.py Process:
-    pid, poll, wait, communicate, send_signal, kill); RTGAUGE_TEST_NO_ZYGOTE=1: a new
-    interpreter."""
-    if os.environ.get("RTGAUGE_TEST_NO_ZYGOTE"):
-        return subprocess.Popen([sys.executable, "-m", "rtgauge", *args], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=env_full, cwd=cwd)
-    from zygote import zygote
-    return zygote().popen(list(args), env=env_full, cwd=str(cwd))
+    text=True, env=env_full, cwd=cwd): a process of its own (BLACK_BOX), stdin from
+    /dev/null."""
+    return subprocess.Popen([sys.executable, "-m", "rtgauge", *args], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_full, cwd=cwd)
 
 
 def cli(argv: list, *, env: dict | None = None, cwd: Path | str | None = None, timeout: float = 300,
