@@ -5,14 +5,19 @@ judge, report)."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+from dataclasses import fields
 
 from rtgauge.cli.common import add_budget_options, add_db_option, add_format_option, check_report_path
+from rtgauge.errors import EXIT_HELP
+from rtgauge.plan.lifecycle import RunLifecycle
+from rtgauge.plan.session import RunRequest
+from rtgauge.report.safe import table_console
 from rtgauge.units import time_option
 
 
 def register(sub) -> None:
-    from rtgauge.errors import EXIT_HELP
     p = sub.add_parser("run", help="measure this system with a profile and store the results",
                        description="Measure this system with a profile, store every job as it ends, print a "
                        "summary and write the report. With a budget, answer whether the system can carry the "
@@ -126,9 +131,6 @@ def _sigterm_as_interrupt(signum, frame):
 
 def cmd_run(args) -> int:
     """The options as a RunRequest, run by the lifecycle (rtgauge/plan/lifecycle.py)."""
-    import signal
-    from rtgauge.plan.lifecycle import RunLifecycle
-    from rtgauge.report.safe import table_console
     # with --json, standard output carries the run's document only: the rest goes to stderr
     console = table_console(args.format, stderr=args.json)
     # SIGTERM before the measurement's own handling starts ends the command as Ctrl-C does
@@ -137,10 +139,8 @@ def cmd_run(args) -> int:
     return RunLifecycle(run_request(args), console).run()
 
 
-def run_request(args):
+def run_request(args) -> RunRequest:
     """What the user asked, as the plain request the lifecycle takes: every option by
     its name, and the command line stored with the run."""
-    from dataclasses import fields
-    from rtgauge.plan.session import RunRequest
     return RunRequest(**{f.name: getattr(args, f.name) for f in fields(RunRequest) if f.name != "argv"},
                       argv=sys.argv)
