@@ -41,42 +41,33 @@ adjusted value is below alpha (0.05 by default). docs/compare.md explains the ch
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass, field
 
-# numpy and scipy are imported when a comparison is computed, not when the command line
-# is built: importing scipy.stats takes seconds on a busy machine.
+import numpy as np
+from scipy import special, stats
 
 LEVEL = 0.95
 BOOTSTRAP_MIN_ROUNDS = 8
 RESOLUTION = 1.0 / 128
 
 
-def _libs():
-    import numpy
-    from scipy import stats
-    return numpy, stats
-
-
 def _t_sf(x: float, df: float) -> float:
     """The upper tail of Student's t (scipy.special.stdtr: the same numbers as
     stats.t.sf at a hundredth of its call overhead; a compare tests hundreds of figures)."""
-    from scipy import special
     return float(special.stdtr(df, -x))
 
 
 def _t_ppf(p: float, df: float) -> float:
-    from scipy import special
     return float(special.stdtrit(df, p))
 
 
 def _norm_sf(x: float) -> float:
-    from scipy import special
     return float(special.ndtr(-x))
 
 
 def _norm_ppf(p: float) -> float:
-    from scipy import special
     return float(special.ndtri(p))
 
 
@@ -133,20 +124,17 @@ def clock_step(bins) -> float:
 def quantisation_sd(values: np.ndarray, step: float = 1.0) -> float:
     """The spread a quantised figure has even when every round reads the same: its
     histogram's resolution or the clock's step, whichever is coarser."""
-    np, stats = _libs()
     level = float(np.mean(np.abs(values))) if len(values) else 0.0
     return max(level * RESOLUTION, step, 1.0) / math.sqrt(12)
 
 
 def floored_sd(values: np.ndarray, step: float = 1.0) -> float:
-    np, stats = _libs()
     sd = float(np.std(values, ddof=1)) if len(values) >= 2 else 0.0
     return max(sd, quantisation_sd(values, step))
 
 
 def run_interval(values: list[float], step: float = 1.0) -> tuple[float, float] | None:
     """95 % interval of the mean of one run's round values."""
-    np, stats = _libs()
     x = np.asarray(values, float)
     if len(x) < 2:
         return None
@@ -165,7 +153,6 @@ def permutation_p(x, y) -> float | None:
     """Exact two-sided permutation p-value of the difference of the means of x and y:
     the share of the ways to split the pooled values into groups of their sizes whose
     difference is at least as large. None when there are too many ways to list."""
-    import itertools
     pooled = [float(v) for v in (*x, *y)]
     n, k = len(pooled), len(x)
     if math.comb(n, k) > 20000:
@@ -187,7 +174,6 @@ def compare_rounds(a: list[float], b: list[float], step: float = 1.0, extreme: b
     spread beyond a clock step, the rounds give no spread to test against (a maximum's
     spread comes from rare samples, not from the clock's step), and the p-value is at least
     the exact permutation test's (0.1 with three rounds a side)."""
-    np, stats = _libs()
     x, y = np.asarray(a, float), np.asarray(b, float)
     sx, sy = floored_sd(x, step), floored_sd(y, step)
     nx, ny = len(x), len(y)
@@ -238,7 +224,6 @@ def compare_rounds(a: list[float], b: list[float], step: float = 1.0, extreme: b
 
 def compare_means_within(a: float, sa: float, na: int, b: float, sb: float, nb: int) -> Result:
     """Single rounds: z-test of two means from their standard errors."""
-    np, stats = _libs()
     se = math.sqrt(sa ** 2 / na + sb ** 2 / nb)
     diff = b - a
     z = _norm_ppf(0.5 + LEVEL / 2)
@@ -255,14 +240,12 @@ def compare_means_within(a: float, sa: float, na: int, b: float, sb: float, nb: 
 
 def expand_bins(bins) -> tuple[np.ndarray, np.ndarray]:
     """Histogram bins [[lo, hi, count], ...] as (representative values, counts), sorted."""
-    np, stats = _libs()
     rows = sorted((float(lo), float(hi), int(c)) for lo, hi, c in bins if c)
     return np.array([(lo + hi) / 2 for lo, hi, _ in rows]), np.array([c for *_, c in rows])
 
 
 def value_at_rank(values: np.ndarray, counts: np.ndarray, rank: int) -> float:
     """The rank-th smallest sample (1-based) of a histogram."""
-    np, stats = _libs()
     cum = np.cumsum(counts)
     idx = int(np.searchsorted(cum, max(1, rank)))
     return float(values[min(idx, len(values) - 1)])
@@ -271,7 +254,6 @@ def value_at_rank(values: np.ndarray, counts: np.ndarray, rank: int) -> float:
 def quantile_interval(bins, q: float) -> tuple[float, float] | None:
     """Distribution-free interval of the q-quantile: the order statistics whose ranks bound
     the binomial(n, q) count below the quantile (the classic order-statistic interval)."""
-    np, stats = _libs()
     values, counts = expand_bins(bins)
     n = int(counts.sum())
     if n < 2:
@@ -284,7 +266,6 @@ def quantile_interval(bins, q: float) -> tuple[float, float] | None:
 def compare_quantile_within(a: Within, b: Within, va: float, vb: float) -> Result:
     """Single rounds: are the two runs' q-quantiles the same? Counts of samples above the
     pooled q-quantile in each run, Fisher's exact test on the 2x2 table."""
-    np, stats = _libs()
     q = a.quantile
     xa, ca = expand_bins(a.bins)
     xb, cb = expand_bins(b.bins)
@@ -309,7 +290,6 @@ def compare_max_within(a: Within, b: Within, va: float, vb: float) -> Result:
     the baseline's maximum: under no change, the K largest of the pooled samples all come
     from the candidate with probability C(nb, K) / C(na + nb, K) (hypergeometric); and the
     same the other way. Two-sided: twice the smaller tail. No interval: one maximum."""
-    np, stats = _libs()
     xa, ca = expand_bins(a.bins)
     xb, cb = expand_bins(b.bins)
     na, nb = int(ca.sum()), int(cb.sum())
@@ -406,7 +386,6 @@ def compare_single(va: float, vb: float, drift: float, se_a: float = 0.0, se_b: 
     the same figure (its p-value is the lower bound of this one: a call needs both the
     within-run evidence and a change beyond the drift). Values are floored at `floor`
     (the quantisation) so that a zero does not make an infinite ratio."""
-    np, stats = _libs()
     a, b = max(va, floor), max(vb, floor)
     d = math.log(b / a)
     se = math.sqrt(se_a ** 2 + se_b ** 2 + 2 * drift ** 2)
@@ -458,7 +437,6 @@ def batch_spread(windows: list[float], statistic: str) -> Batches | None:
     that window: the closest to a p99 the stored windows hold, and a higher quantile
     spreads more, so this errs wide); "max": the batch's largest window maximum. None
     when the run has too few windows (fewer than MIN_BATCHES batches)."""
-    np, stats = _libs()
     x = np.asarray([v for v in windows if is_valid(v) and v > 0], float)
     b = min(BATCHES, len(x) // MIN_WINDOWS_PER_BATCH)
     if b < MIN_BATCHES:
@@ -469,7 +447,6 @@ def batch_spread(windows: list[float], statistic: str) -> Batches | None:
 
 
 def _batches_of(values: list[float], windows: int, source: str) -> Batches:
-    np, stats = _libs()
     sd = float(np.std(np.log(values), ddof=1))
     return Batches(values, max(sd, RESOLUTION / math.sqrt(12)), windows, source)
 
@@ -480,7 +457,6 @@ def batch_means(avgs: list, cycles: list) -> Batches | None:
     contiguous batches as batch_spread does; a batch's value is the exact mean of its
     wake-ups (the cycle-weighted mean of its windows' averages). None with too few
     windows holding wake-ups."""
-    np, stats = _libs()
     pairs = [(float(a), float(c)) for a, c in zip(avgs, cycles) if is_valid(a) and a > 0 and is_valid(c) and c > 0]
     b = min(BATCHES, len(pairs) // MIN_WINDOWS_PER_BATCH)
     if b < MIN_BATCHES:
@@ -497,7 +473,6 @@ def batch_rates(late: list, periods: list) -> Batches | None:
     a batch without a miss has a finite log (which errs wide: a batch's Poisson
     scatter is counted in its spread, on top of the run's own counting error). None with
     too few windows holding periods."""
-    np, stats = _libs()
     pairs = [(float(k), float(n)) for k, n in zip(late, periods) if is_valid(k) and k >= 0 and is_valid(n) and n > 0]
     b = min(BATCHES, len(pairs) // MIN_WINDOWS_PER_BATCH)
     if b < MIN_BATCHES:
@@ -545,7 +520,6 @@ def compare_windows(wa: list[float], wb: list[float], ma: float, mb: float) -> R
     are the top K of the pooled windows with probability C(n, K) / C(N, K). A window
     holds thousands of dependent samples; a window is the unit that is close to
     independent, which the per-sample test is not."""
-    np, stats = _libs()
     na, nb = len(wa), len(wb)
     k_b = sum(1 for v in wb if v > ma)
     k_a = sum(1 for v in wa if v > mb)
@@ -562,7 +536,6 @@ def compare_windows(wa: list[float], wb: list[float], ma: float, mb: float) -> R
 def compare_rates(ka: float, na: float, kb: float, nb: float) -> Result:
     """Events ka in exposure na against kb in nb (missed deadlines per cycle): the
     conditional binomial test of two Poisson rates and the interval of their ratio."""
-    np, stats = _libs()
     ka, kb = int(round(ka)), int(round(kb))
     k = ka + kb
     share = nb / (na + nb)
@@ -583,7 +556,6 @@ def compare_rates(ka: float, na: float, kb: float, nb: float) -> Result:
 
 def compare_proportions(fa: int, na: int, fb: int, nb: int) -> Result:
     """Failing rounds of a yes/no verdict: Fisher's exact test."""
-    np, stats = _libs()
     _, p = stats.fisher_exact([[fa, na - fa], [fb, nb - fb]])
     return Result(f"Fisher's exact test of failing rounds ({fa} of {na} against {fb} of {nb})", float(p),
                   fb / nb - fa / na, None, None, None, None,
@@ -592,7 +564,6 @@ def compare_proportions(fa: int, na: int, fb: int, nb: int) -> Result:
 
 def adjust(p_values: list[float]) -> list[float]:
     """Benjamini-Hochberg adjusted p-values (q-values) of one comparison."""
-    np, stats = _libs()
     if not p_values:
         return []
     return [float(q) for q in stats.false_discovery_control(np.clip(np.asarray(p_values, float), 0, 1),

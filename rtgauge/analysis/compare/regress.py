@@ -32,6 +32,7 @@ from rtgauge.analysis.studies.micro import is_micro, variant_of
 from rtgauge.analysis.run.stalls import stall_free
 from rtgauge.records import Measurement, Metric, Run, bounded_count
 from rtgauge.analysis.run.tire import headline_limits, tire_points
+from rtgauge.errors import UserError
 
 ALPHA = REGRESSION_ALPHA
 UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, "": 1.0, "%": 1.0}
@@ -616,8 +617,6 @@ class Rule:
 
 
 def parse_rule(text: str) -> Rule:
-    from rtgauge.errors import UserError
-
     m = RULE.match(text)
     if not m or m.group(1) not in FAMILIES:
         raise UserError(f"--fail-on '{text}' is not a rule; write FIGURE>CHANGE such as 'max_latency>+20%', "
