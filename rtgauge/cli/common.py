@@ -10,7 +10,9 @@ kit and the registry (rtgauge/cli/__init__.py) and no other command module
 from __future__ import annotations
 
 import argparse
+import os
 
+from rtgauge import safefile
 from rtgauge.argparsing import add_db_option
 from rtgauge.errors import UserError
 from rtgauge.report.abandoned import tell_abandoned
@@ -41,6 +43,7 @@ def budget_options(args) -> dict:
     {"budget_us"} for a latency alone, with "budget" (analysis.run.verdict.Budget) when a
     period or a miss rate was given too."""
     if getattr(args, "period_us", None) is not None or getattr(args, "miss_rate", None) is not None:
+        # the registry loads this kit for `rtgauge --help`: the verdict (scipy) is imported when used
         from rtgauge.analysis.run.verdict import make_budget
         budget = make_budget(args.budget_us, args.period_us, args.miss_rate)
         return {"budget_us": budget.latency_us, "budget": budget}
@@ -55,7 +58,6 @@ def budget_options(args) -> dict:
 def check_writable(option: str, path: str | None) -> None:
     """A file written at the end (-o) is checked before anything is read or printed, by
     the one writer's rule (rtgauge/safefile.py: a link, device, FIFO or directory refused)."""
-    from rtgauge import safefile
     safefile.check_option(option, path, "give a regular file path, - or /dev/stdout")
 
 
@@ -64,8 +66,6 @@ def check_report_path(args) -> None:
     by the one writer's rule (rtgauge/safefile.py)."""
     if args.no_report or not args.report:
         return
-    import os
-    from rtgauge import safefile
     if len(os.path.basename(args.report).encode(errors="replace")) > 255:
         raise UserError(f"--report {args.report[:80]} is not a file rtgauge can write (its name is longer than "
                         "255 bytes); give a shorter file name or --no-report.")
@@ -77,6 +77,7 @@ def read_runs(db: str | None, texts: list[str], default_latest: bool = True, doc
     and default_latest), from the database --db names, opened once
     (store/reading.open_for_reading). The RUN arguments are checked before the database
     is looked at."""
+    # the registry loads this kit for `rtgauge --help`: the store (SQLAlchemy) is imported when used
     from rtgauge.store.reading import load_runs, open_for_reading, parse_run_ids
     wanted = parse_run_ids(texts) or (["latest"] if default_latest else [])
     with open_for_reading(db) as store:
