@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from readiness import tcp_listening, wait_for
+
 REPO = Path(__file__).resolve().parent.parent
 SYSTEMS = ["amd64", "amd64-rt", "armhf", "armhf-rt"]
 UNAME = {"amd64": "x86_64", "armhf": "armv7l"}
@@ -378,13 +380,13 @@ def test_a_killed_rtgauge_leaves_no_qemu_and_no_port(built):
                              "--state", str(state), "--time-limit", "600"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, cwd=REPO, start_new_session=True)
     try:
-        end = time.monotonic() + 120
-        while len(ours(state)) < 2 and time.monotonic() < end and proc.poll() is None:
-            time.sleep(0.2)
-        pids = ours(state)
-        assert len(pids) == 2, "the two systems did not start"
+        pids = wait_for(lambda: (lambda o: o if len(o) == 2 else None)(ours(state)), "the two systems' qemu",
+                        timeout=120, proc=proc)
         ports = [int(m) for c in pids.values() for m in re.findall(r"hostfwd=tcp:127\.0\.0\.1:(\d+)-", c)]
-        time.sleep(3)
+        assert len(ports) == 2, pids
+        # killed while they boot, once each qemu listens on its forwarded port (what must close)
+        wait_for(lambda: all(any(tcp_listening(port, pid) for pid in pids) for port in ports),
+                 f"qemu listening on the forwarded ports {ports}", timeout=120, proc=proc)
         proc.kill()
         proc.wait(10)
         left = wait_gone(state, pids, 30)
