@@ -83,3 +83,26 @@ def test_options_split_and_reserved():
     assert dev == ["--frames", "10", "--device-cpu", "0", "--allow-fallback"]
     with pytest.raises(UserError):
         split_options(["--role", "sim"])
+
+
+def test_a_simulation_that_never_binds_fails_with_what_was_awaited(tmp_path, monkeypatch):
+    """The device starts once the simulation holds its UDP port (read from /proc/PID/net),
+    not after a fixed time: a simulation that ends first, or never binds within the
+    deadline, is one clear error naming the port, and the namespaces are removed."""
+    import rtgauge.hil.veth as veth
+    from rtgauge.errors import RunFailed
+    ends = tmp_path / "ends"
+    ends.write_text("#!/bin/sh\necho 'no address here' >&2\nexit 3\n")
+    ends.chmod(0o755)
+    with pytest.raises(RunFailed, match=r"ended \(status 3\) before binding UDP port 47000: no address here"):
+        run_veth(["--frames", "10"], engine=str(ends))
+    idles = tmp_path / "idles"
+    idles.write_text("#!/bin/sh\nexec sleep 60\n")
+    idles.chmod(0o755)
+    monkeypatch.setattr(veth, "BIND_DEADLINE_S", 0.5)
+    seen = []
+    real = veth.VethPair.close
+    monkeypatch.setattr(veth.VethPair, "close", lambda self: seen.extend(self.namespaces) or real(self))
+    with pytest.raises(RunFailed, match="had not bound UDP port 47000 within 0.5 s"):
+        run_veth(["--frames", "10"], engine=str(idles))
+    assert seen and not any(netns_alive(ns) for ns in seen)

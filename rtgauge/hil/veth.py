@@ -24,6 +24,7 @@ from rtgauge.errors import RunFailed, UserError
 
 SIM_IP, DEVICE_IP, PREFIX = "10.254.7.1", "10.254.7.2", 30
 PORT = 47000
+BIND_DEADLINE_S = 30.0   # a watchdog on the simulation's bind, not a speed: a loaded machine may take long
 SIM_IF, DEVICE_IF = "rtghil0", "rtghil1"
 PR_SET_PDEATHSIG = 1
 # Options that belong to one side only; the rest go to both.
@@ -162,6 +163,45 @@ def split_options(options: list[str]) -> tuple[list[str], list[str]]:
     return sim, dev
 
 
+def udp_bound_by(pid: int, port: int) -> bool:
+    """Whether one of PID's own sockets is bound to UDP PORT: the sockets in /proc/PID/fd
+    looked up by inode in /proc/PID/net/udp (PID's network namespace's table)."""
+    inodes = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    if not inodes:
+        return False
+    try:
+        with open(f"/proc/{pid}/net/udp") as f:
+            rows = [line.split() for line in f][1:]
+    except OSError:
+        return False
+    return any(int(r[1].rsplit(":", 1)[1], 16) == port and r[9] in inodes for r in rows if len(r) > 9)
+
+
+def _wait_bound(sim: subprocess.Popen, port: int, within_s: float) -> None:
+    """Return once the simulation (SIM, the engine nsenter became) holds UDP PORT;
+    RunFailed if it ends first or has not bound it within WITHIN_S seconds."""
+    deadline = time.monotonic() + within_s
+    while not udp_bound_by(sim.pid, port):
+        if sim.poll() is not None:
+            err = (sim.stderr.read() if sim.stderr else "").strip()
+            raise RunFailed(f"the hil simulation ended (status {sim.returncode}) before binding UDP port "
+                            f"{port}" + (f": {err.splitlines()[-1]}" if err else "") + ".")
+        if time.monotonic() > deadline:
+            raise RunFailed(f"the hil simulation had not bound UDP port {port} within {within_s:g} s.")
+        time.sleep(0.005)
+
+
 def _finish(p: subprocess.Popen, deadline: float) -> tuple[int | None, dict | None, str]:
     try:
         out, err = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
@@ -186,7 +226,7 @@ def run_veth(options: list[str], time_limit_s: float = 600, engine: str | None =
     with VethPair() as pair:
         sim = pair.spawn(0, [exe, "hil", "--role", "sim", "--address", address, "--device-local",
                              *sim_opts])
-        time.sleep(0.3)   # the simulation binds before the first frame leaves
+        _wait_bound(sim, PORT, BIND_DEADLINE_S)   # the simulation listens before the first frame leaves
         dev = pair.spawn(1, [exe, "hil", "--role", "device", "--address", address, *dev_opts])
         if on_started:
             on_started(pair, sim, dev)
