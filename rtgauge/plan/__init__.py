@@ -23,7 +23,7 @@ from rtgauge.profiles import Profile
 @dataclass
 class Job:
     name: str                 # "latency@idle", "latency@idle/cyclictest"
-    tool: str                 # "engine" | "cyclictest"
+    tool: str                 # "engine", or a cross-check tool: its adapter's name (rtgauge/tools)
     test: str                 # engine test name
     condition: str
     options: dict = field(default_factory=dict)
