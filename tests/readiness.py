@@ -248,8 +248,19 @@ def child_named(ppid: int, comm: str) -> int | None:
     return None
 
 
-def engine_measuring(ppid: int) -> int | None:
-    """The pid of PPID's rtgauge-engine child once it measures (a thread at SCHED_FIFO and
-    CPU time used), else None: a run's job is under way."""
+def engine_measuring(ppid: int, test: str = "latency", cycles: int = 100) -> int | None:
+    """The pid of PPID's rtgauge-engine child once it measures TEST (its first argument;
+    a run's privilege check runs a short `overhead` at SCHED_FIFO first, which is not
+    the job) and has measured CYCLES cycles (measured()), else None: a run's job is
+    under way and has something to keep."""
     pid = child_named(ppid, "rtgauge-engine")
-    return pid if pid and threads_at(pid) >= 1 and cpu_ticks(pid) > 0 else None
+    if not pid:
+        return None
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return None
+    if len(argv) < 2 or argv[1].decode(errors="replace") != test:
+        return None
+    return pid if measured(pid, cycles) else None
