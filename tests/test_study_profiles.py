@@ -91,6 +91,20 @@ def test_tire_study_method():
     assert t.threads[0] == 1 and t.threads[-1] == 2 * cpus and cpus in t.threads
 
 
+def test_the_announced_length_says_the_sweep():
+    """A run announces its jobs' minutes; the tire study's 8 jobs take 2 min and its
+    sweep hours, so the announcement must not stop at the jobs' minutes (it did: "about
+    2.2 min" for a run of hours). The sweep's length is not known before it runs: its
+    bounds are said."""
+    from rtgauge.plan import sweep_jobs, sweep_outline
+    (job,) = sweep_jobs(load_profile("tire-study"))
+    said = sweep_outline(job)
+    assert said.startswith("then the tire sweep: up to 13 model sizes x ")
+    assert f"x {len(job.spec.threads)} thread counts x 2 policies, each real-time probe 60 s" in said
+    assert "hours" in said
+    assert sweep_jobs(load_profile("quick")) == []
+
+
 BASE = '''
 name = "t"
 [[jobs]]

@@ -206,6 +206,23 @@ class SweepJob:
         return self.kind
 
 
+def sweep_outline(job: SweepJob) -> str:
+    """What a sweep will measure, for the run's announcement: its length is not known
+    before it runs (it depends on where this system stops holding), so the bounds it
+    has are said instead of a guess."""
+    spec = job.spec
+    if job.kind == TIRE_SWEEP:
+        from rtgauge.tire.sweep import grid_sizes   # the tire model's grid, decided there once
+        sizes = len(grid_sizes(spec.masses_min, spec.masses_max, spec.grid_ratio))
+        threads = len(spec.threads) if isinstance(spec.threads, list) else "the published"
+        probe_s = spec.steps * spec.period_ms / 1000
+        return (f"then the tire sweep: up to {sizes} model sizes x {threads} thread counts x "
+                f"{len(spec.policies)} policies, each real-time probe {probe_s:,.0f} s; its length depends on "
+                "where this system stops holding (hours at the study's size)")
+    return (f"then the HIL sustained-period search: {len(spec.sizes)} payload size(s), each probe "
+            f"{spec.frames:,} frames, periods from {spec.start_us:,} us bisected to {spec.precision:.0%}")
+
+
 def sweep_jobs(profile: Profile) -> list[SweepJob]:
     """The profile's sweeps, in the order they run: the tire sweep, then the HIL one."""
     out = []

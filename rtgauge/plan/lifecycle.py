@@ -166,7 +166,7 @@ class RunLifecycle:
         stored whole kept), so that a run exists before anything measured goes into it;
         their ids written (--run-id-file) and said. A single run's store is a spool: what
         is measured survives a store that fails."""
-        from rtgauge.plan import plan_seconds
+        from rtgauge.plan import plan_seconds, sweep_jobs, sweep_outline
         from rtgauge.report.abandoned import tell_abandoned
         from rtgauge.store.spool import Spool
         r, console, store = self.request, self.console, self.db
@@ -197,8 +197,9 @@ class RunLifecycle:
                               "into the same database now; the two runs load each other and neither measures "
                               "this machine alone.[/]")
             for p, rid, plan in zip(self.profiles, self.run_ids, self.plans):
+                sweeps = "".join(f", {sweep_outline(j)}" for j in sweep_jobs(p))
                 console.print(f"Run {rid}: profile {p.name}, {len(plan)} jobs, about "
-                              f"{plan_seconds(plan, p.warmup_s) / 60:.1f} min; results go to {store.url}",
+                              f"{plan_seconds(plan, p.warmup_s) / 60:.1f} min{sweeps}; results go to {store.url}",
                               markup=False)
         except BaseException as e:
             for rid in self.run_ids:
