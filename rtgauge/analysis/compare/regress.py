@@ -329,8 +329,9 @@ def without_batches(r: noise.Result, fa: Figure, fb: Figure, what: str) -> noise
     """A drift-model result of a figure that has per-window batches when both runs hold
     them (an average, the missed deadlines): when one run holds them and the other does
     not (or too few), its method says so, so that the fallback is never silent. Runs
-    of which neither holds them (every run `rtgauge run` stores today) keep the drift
-    model's own words, which name it (docs/compare.md)."""
+    of which neither holds them (runs stored before the engine wrote its window counts,
+    imports of other tools) keep the drift model's own words, which name it
+    (docs/compare.md)."""
     if fb.family not in ("avg_latency", "misses") or (fa.per_window is None and fb.per_window is None):
         return r
     lacking = [side for side, f in (("baseline", fa), ("candidate", fb)) if f.per_window is None]
