@@ -120,6 +120,14 @@ def most(pid: int, key: str, **which) -> int:
     return max((t[key] for t in thread_stats(pid, **which)), default=0)
 
 
+def measured(pid: int, cycles: int) -> bool:
+    """Whether engine PID has measured CYCLES cycles: one of its measuring threads (real-time,
+    above the host-stall observer's FIFO 1) has left its CPU that often, once a cycle slept.
+    Read from /proc, so it also sees an engine a test's SSH board runs (its processes are
+    this machine's, in namespaces of their own)."""
+    return most(pid, "switches", rt_above=1) >= cycles
+
+
 def udp_ports(pid: int) -> set[int]:
     """The UDP ports PID's own sockets are bound to (/proc/PID/net/udp and udp6: its
     network namespace's tables, its sockets picked by inode)."""
