@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import needs_root
+from readiness import child_named, measured, wait_for
 from rtgauge.errors import UserError
 from rtgauge.loads import LoadContext, make_load, session_pids
 from rtgauge.store import open_store
@@ -73,6 +74,21 @@ def wait_until(predicate, timeout=10.0) -> bool:
     return predicate()
 
 
+def job_engine(pid: int) -> bool:
+    """Whether engine PID runs the job's latency test (its first argument)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1:2] == [b"latency"]
+    except OSError:
+        return False
+
+
+def read_or_empty(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
 def rtgauge(*args, timeout=300, fresh=False):
     """fresh: as on a machine where tracefs is not mounted (conftest.without_tracefs)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -118,10 +134,15 @@ def test_condition_loads_the_machine_and_leaves_nothing(condition, tmp_path):
         sid = load.proc.pid
         assert session_pids(sid), "the load has no process"
         if condition == "io":
-            time.sleep(1)
-            assert any(tmp_path.iterdir()), "the io load writes nothing into the data directory"
+            wait_for(lambda: any(tmp_path.iterdir()), "the io load writing into the data directory", proc=load.proc)
         if condition == "netns":
-            assert wait_until(lambda: len(net_namespaces() - namespaces_before) >= 2, 5)
+            wait_for(lambda: len(net_namespaces() - namespaces_before) >= 2, "the netns load's two namespaces",
+                     proc=load.proc)
+        if condition == "sched":           # its counter: a hackbench run finished ("Time:" in its log)
+            wait_for(lambda: "Time:" in read_or_empty(load.workdir / "log.txt"), "a finished hackbench run",
+                     proc=load.proc)
+        # the load's running time, over which its CPU share is the subject (a third of
+        # one CPU at least), not a wait for it to start: that is above
         time.sleep(seconds)
     finally:
         delivered = load.stop()
@@ -217,7 +238,10 @@ def test_rtgauge_stopped_mid_run_leaves_no_load(how, tmp_path):
     p = rtgauge_popen("run", "--profile", str(prof), "--db", str(db), "--no-report")
     try:
         assert wait_until(lambda: len(load_processes(p.pid)) >= 3, 60), "the load did not start"
-        time.sleep(2)
+        # stopped mid-measurement: once its engine (rtgauge's child) has measured
+        # (its latency test: the privilege check's short `overhead` before it is not the job)
+        wait_for(lambda: (lambda e: e and job_engine(e) and measured(e, 200))(child_named(p.pid, "rtgauge-engine")),
+                 "200 cycles measured by the run's engine", timeout=120, proc=p)
         os.kill(p.pid, getattr(signal, how))
         p.communicate(timeout=60)
     finally:

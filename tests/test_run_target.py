@@ -19,6 +19,7 @@ import pytest
 import sshlab
 from rtgauge.store import open_store
 from rtgauge.sysinfo import collect_facts
+from readiness import wait_for
 from test_target_ssh import engine_processes, wait_until_measuring
 
 REPO = Path(__file__).resolve().parent.parent
@@ -86,7 +87,7 @@ def test_a_profile_with_a_target_is_measured_there_and_stored_here(lab, env, tmp
     with sshlab.Watch(lab) as there:
         p = rtgauge_run(env, "--profile", profile(tmp_path, target="ssh://board"), "--db", str(db))
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "skipped" not in p.stdout                            # the board has cyclictest: it ran there
+    assert "cross-check is skipped" not in " ".join(p.stdout.split())   # the board has cyclictest: it ran there
     run = only_run(db)
     assert run["status"] == "complete"
     system = run["system"]
@@ -160,13 +161,9 @@ def test_rt_throttling_off_on_a_target_is_refused(lab, env, tmp_path):
 
 
 def wait_for_remote_engine(lab, p, timeout=120) -> list[Path]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and p.poll() is None:
-        dirs = sorted(sshlab.engine_dirs(lab))
-        if dirs:
-            return dirs
-        time.sleep(0.2)
-    raise AssertionError("the engine did not start on the target")
+    """The board's directories with an engine running in them, once there is one."""
+    return wait_for(lambda: sorted(sshlab.engine_dirs(lab)), "the engine started on the target", timeout=timeout,
+                    proc=p)
 
 
 def test_ctrl_c_stops_the_remote_engine_and_keeps_what_it_measured(lab, env, tmp_path):
@@ -174,7 +171,7 @@ def test_ctrl_c_stops_the_remote_engine_and_keeps_what_it_measured(lab, env, tmp
     p = rtgauge_popen("run", "--no-report", "--profile", profile(tmp_path, duration=300), "--target",
                       "ssh://board", "--db", str(db), env_full=env, cwd=REPO)
     dirs = wait_for_remote_engine(lab, p)
-    wait_until_measuring(dirs)
+    wait_until_measuring(dirs, proc=p)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=120)          # a watchdog: the run was to last 300 s
     assert p.returncode == 130, out + err
@@ -202,17 +199,15 @@ def test_a_cut_link_fails_the_run_keeps_it_interrupted_and_the_engine_ends_itsel
                       "ssh://board", "--db", str(db), env_full=env, cwd=REPO)
     try:
         [directory] = wait_for_remote_engine(lab, p)
-        time.sleep(1)
+        wait_until_measuring([directory], proc=p)      # cut once it has measured
         lab.link(up=False)
         cut = time.monotonic()
         out, err = p.communicate(timeout=60)
         assert p.returncode == 1, out + err
         assert LOST.search(err) and "Traceback" not in err
         assert "kept in the store as run 1 (marked interrupted)" in " ".join(out.split())   # however folded
-        deadline = cut + 15
-        while engine_processes(str(directory)) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert engine_processes(str(directory)) == [], "the engine outlived its connection"
+        wait_for(lambda: not engine_processes(str(directory)), "the engine there ending once its connection was "
+                 "cut (it outlived it)", timeout=max(1.0, cut + 15 - time.monotonic()))
         run = only_run(db)
         assert run["status"] == "interrupted"
         [m] = run["measurements"]

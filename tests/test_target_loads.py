@@ -19,17 +19,18 @@ import os
 import re
 import shutil
 import signal
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 import sshlab
+from readiness import measured, wait_for
 from rtgauge.owner import hash_machine_id
 from rtgauge.sysinfo import collect_facts
 from rtgauge.sysinfo.facts import TRACEFS_PATHS
 from test_run_target import REPO, assert_cyclictest_loops, only_run, rtgauge_run
+from test_target_ssh import engine_test
 
 pytestmark = [pytest.mark.shared, pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or "")]
 
@@ -83,27 +84,34 @@ def profile(tmp_path, conditions='"cpu"', duration=1.5, cross=False) -> str:
 uts, board_processes, board_dirs = sshlab.uts, sshlab.board_processes, sshlab.board_dirs
 
 
+def load_dirs(lab) -> set[Path]:
+    """The board's directories of a load kept there (its keep.sh beside it)."""
+    return {d for d in board_dirs(lab) if (d / "keep.sh").exists()}
+
+
+def read_or_empty(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def engine_measured(lab, p, cycles: int = 200) -> None:
+    """Until the engine on the board has measured CYCLES cycles (its measuring thread's
+    times off its CPU, read from /proc: the board's processes are this machine's); fails
+    at once when the rtgauge that runs it (P) ends first."""
+    wait_for(lambda: any(measured(pid, cycles) for pid in board_processes(lab, "rtgauge-engine")
+                         if engine_test(pid) == "latency"),
+             f"{cycles} cycles measured by the engine on the board", timeout=120, proc=p)
+
+
 def test_a_cpu_load_runs_on_the_target_and_ends_with_the_run(lab, tmp_path):
     assert uts(lab.sshd.pid) != uts(os.getpid())
-    seen: set[int] = set()
-    dirs: set[Path] = set()
-    done = threading.Event()
-
-    def watch():
-        while not done.is_set():
-            seen.update(board_processes(lab, "stress-ng"))
-            dirs.update(board_dirs(lab))
-            time.sleep(0.1)
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    try:
-        db = tmp_path / "r.db"
+    db = tmp_path / "r.db"
+    with sshlab.Watch(lab, "stress-ng") as there:      # what the board runs, sampled every 0.1 s
         p = rtgauge_run(client_env(lab), "--profile", profile(tmp_path, '"idle", "cpu"', duration=1.5, cross=True),
                         "--target", "ssh://board", "--db", str(db))
-    finally:
-        done.set()
-        watcher.join()
+    seen, dirs = there.seen["stress-ng"], there.dirs
     assert p.returncode == 0, p.stdout + p.stderr
     assert len(seen) >= 3                      # stress-ng and its two workers (two CPUs there), in its namespace
     assert board_processes(lab, "stress-ng") == []           # ended with the run
@@ -134,12 +142,12 @@ def test_ctrl_c_mid_load_ends_the_load_there(lab, tmp_path):
     p = rtgauge_popen("run", "--no-report", "--profile", profile(tmp_path, '"sched"', duration=300),
                       "--target", "ssh://board", "--db", str(db), env_full=client_env(lab), cwd=REPO)
     try:
-        deadline = time.monotonic() + 120
-        while not (board_processes(lab, "hackbench") and board_processes(lab, "rtgauge-engine")):
-            assert p.poll() is None and time.monotonic() < deadline, "the load and the engine did not start there"
-            time.sleep(0.2)
+        # stopped once the engine there has measured and hackbench has finished a run there
+        # (its "Time:" line in the load's log: what hackbench_runs counts)
+        engine_measured(lab, p)
+        wait_for(lambda: any(b"Time:" in read_or_empty(d / "log") for d in load_dirs(lab)),
+                 "a finished hackbench run in the load's log there", timeout=120, proc=p)
         dirs = board_dirs(lab)
-        time.sleep(1.5)
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=120)          # a watchdog: the run was to last 300 s
         assert p.returncode == 130, out + err
@@ -158,14 +166,11 @@ def test_a_cut_link_mid_load_leaves_nothing_on_the_target(lab, tmp_path):
     p = rtgauge_popen("run", "--no-report", "--profile", profile(tmp_path, '"cpu"', duration=120),
                       "--target", "ssh://board", "--db", str(db), env_full=client_env(lab), cwd=REPO)
     try:
-        deadline = time.monotonic() + 120
-        while not (board_processes(lab, "stress-ng") and board_processes(lab, "rtgauge-engine")):
-            assert p.poll() is None and time.monotonic() < deadline, "the load and the engine did not start there"
-            time.sleep(0.2)
-        time.sleep(1)
+        wait_for(lambda: board_processes(lab, "stress-ng"), "the load running there", timeout=120, proc=p)
+        engine_measured(lab, p)                # cut once the engine there has measured, the load beside it
         dirs = board_dirs(lab)
         assert len(dirs) == 2                  # the engine's and the load's
-        load_dirs = {d for d in dirs if (d / "keep.sh").exists()}
+        kept = {d for d in dirs if (d / "keep.sh").exists()}
         lab.link(up=False)
         cut = time.monotonic()
         out, err = p.communicate(timeout=90)
@@ -175,7 +180,7 @@ def test_a_cut_link_mid_load_leaves_nothing_on_the_target(lab, tmp_path):
         # the guards there: 5 s of silence, then SIGINT, SIGKILL 5 s later at most
         while (board_processes(lab, "stress-ng") or board_processes(lab, "rtgauge-engine")) \
                 and time.monotonic() < cut + 20:
-            time.sleep(0.2)
+            time.sleep(0.2)                    # a poll bounded by the guards' 20 s; the asserts say what stayed
         assert board_processes(lab, "stress-ng") == [], "the load outlived its connection"
         assert board_processes(lab, "rtgauge-engine") == [], ("the engine outlived its connection", [
             Path(f"/proc/{pid}/status").read_text() for pid in board_processes(lab, "rtgauge-engine")])
@@ -184,10 +189,10 @@ def test_a_cut_link_mid_load_leaves_nothing_on_the_target(lab, tmp_path):
         [m] = run["measurements"]
         assert m["interrupted"] and not m["ok"]
         assert m["load"]["connection"].startswith("lost during the load") and m["load"]["ok"] is False
-        while any(d.exists() for d in load_dirs) and time.monotonic() < cut + 20:
-            time.sleep(0.2)
-        assert load_dirs and not any(d.exists() for d in load_dirs)    # removed there by keep.sh
-        [engine_dir] = dirs - load_dirs         # the engine's stays there, with what it measured
+        assert kept
+        wait_for(lambda: not any(d.exists() for d in kept), "the load's directory removed there by keep.sh",
+                 timeout=max(1.0, cut + 20 - time.monotonic()))
+        [engine_dir] = dirs - kept         # the engine's stays there, with what it measured
         assert engine_dir.exists(), "the engine's directory was removed"   # its document: test_target_ssh
     finally:
         lab.link(up=True)

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import sshlab
+from readiness import child_named, measured, wait_for
 from rtgauge.errors import RunFailed, UserError
 from rtgauge.remote import ssh as remote
 
@@ -64,26 +65,25 @@ def test_address_parsing():
             remote.parse(bad)
 
 
-def wait_until_measuring(dirs: list[Path], switches: int = 200, timeout: float = 120) -> None:
-    """Until the engine there has woken some hundred times (its threads' voluntary context
-    switches: each cycle's sleep is one), however long a loaded machine takes to start it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        total = 0
-        for pid in (pid for d in dirs for pid in engine_processes(str(d))):
-            try:
-                if b"rtgauge-engine" not in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    continue
-                for task in Path(f"/proc/{pid}/task").iterdir():
-                    for line in (task / "status").read_text().splitlines():
-                        if line.startswith("voluntary_ctxt_switches:"):
-                            total += int(line.split()[1])
-            except OSError:
-                pass
-        if total >= switches:
-            return
-        time.sleep(0.1)
-    raise AssertionError("the engine on the target did not start measuring")
+def engine_test(pid: int) -> str | None:
+    """The test engine PID runs (its first argument: `latency`, or the short `overhead`
+    of a privilege check, which is not the job), None when PID is not an engine."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    return argv[1].decode(errors="replace") if len(argv) > 1 and argv[0].endswith(b"rtgauge-engine") else None
+
+
+def wait_until_measuring(dirs: list[Path], cycles: int = 200, timeout: float = 120,
+                         proc: subprocess.Popen | None = None) -> None:
+    """Until the engine there (named by its directory DIRS on the target) has measured some
+    hundred cycles, however long a loaded machine takes to start it: its measuring
+    thread's times off its CPU, read from the board's processes (this machine's /proc).
+    Fails saying so after TIMEOUT s, or at once when PROC (the rtgauge that runs it) ends."""
+    wait_for(lambda: any(measured(pid, cycles) for d in dirs for pid in engine_processes(str(d))
+                         if engine_test(pid) == "latency"),
+             f"{cycles} cycles measured by the engine on the target", timeout=timeout, proc=proc)
 
 
 async def engine_started(lab, before: set[Path], watchdog_s: float = 120.0) -> Path:
@@ -212,10 +212,8 @@ def test_a_cut_link_stops_the_remote_engine_by_itself(client, engine_bin):
         assert time.monotonic() - seen["cut"] < 90      # a watchdog: the run was to last 120 s
         [directory] = seen["dirs"]
         # the guard hears nothing for SILENCE_S seconds and stops the engine
-        deadline = seen["cut"] + remote.SILENCE_S + 10
-        while engine_processes(str(directory)) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert engine_processes(str(directory)) == [], "the engine outlived its connection"
+        wait_for(lambda: not engine_processes(str(directory)), "the engine there ending once its connection was "
+                 "cut (it outlived it)", timeout=max(1.0, seen["cut"] + remote.SILENCE_S + 10 - time.monotonic()))
         doc = (directory / "doc.json").read_text()
         assert '"interrupted":true' in doc.replace(" ", "")                # it kept what it measured
     finally:
@@ -272,13 +270,9 @@ def test_ctrl_c_on_rtgauge_engine_with_a_target(client):
                           "latency", "--duration-s", "300", "--threads", "1"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 60
-    dirs = []
-    while not dirs and time.monotonic() < deadline and p.poll() is None:
-        time.sleep(0.2)
-        dirs = sorted(sshlab.engine_dirs(client))
-    assert dirs, "the engine did not start on the target"
-    wait_until_measuring(dirs)
+    dirs = wait_for(lambda: sorted(sshlab.engine_dirs(client)), "the engine started on the target", timeout=120,
+                    proc=p)
+    wait_until_measuring(dirs, proc=p)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=120)          # a watchdog: the run was to last 300 s
     assert p.returncode == 130, err
@@ -317,7 +311,9 @@ def test_ctrl_c_on_a_local_target(engine_bin):
     async def go():
         task = asyncio.create_task(t.run_engine(["latency", "--duration-s", "60", "--threads", "1"],
                                                 engine=Path(engine_bin)))
-        await asyncio.sleep(1.5)
+        # stopped once it has measured: its engine (this process's child) has run 200 cycles
+        await asyncio.to_thread(wait_for, lambda: (lambda pid: pid and engine_test(pid) == "latency" and measured(
+            pid, 200))(child_named(os.getpid(), "rtgauge-engine")), "200 cycles measured by the local engine", 120)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

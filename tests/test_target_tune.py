@@ -23,7 +23,8 @@ import pytest
 
 import sshlab
 from test_run_target import REPO, only_run, rtgauge_run
-from test_target_loads import board_dirs, board_processes, client_env, profile
+from readiness import wait_for
+from test_target_loads import board_dirs, board_processes, client_env, engine_measured, profile
 
 pytestmark = [pytest.mark.alone, pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or "")]
 
@@ -92,7 +93,7 @@ def watch_thp(done: threading.Event, seen: list[bytes], ours: set[str]) -> threa
         while not done.is_set():
             seen.append(Path(THP).read_bytes())
             ours.update(changed_paths())
-            time.sleep(0.05)
+            done.wait(0.05)            # the sampling period, ended at once when the run is over
     t = threading.Thread(target=run)
     t.start()
     return t
@@ -130,10 +131,7 @@ def test_a_cut_link_reverts_the_tuning_there(lab, tmp_path, thp_not_never):
                       profile(tmp_path, '"idle"', duration=120), "--target", "ssh://board",
                       "--db", str(tmp_path / "r.db"), env_full=client_env(lab), cwd=REPO)
     try:
-        deadline = time.monotonic() + 120
-        while not board_processes(lab, "rtgauge-engine"):
-            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
-            time.sleep(0.2)
+        engine_measured(lab, p)                 # the tuning is applied before the engine starts
         assert b"[never]" in Path(THP).read_bytes()
         ours = changed_paths()
         dirs = board_dirs(lab)
@@ -141,13 +139,13 @@ def test_a_cut_link_reverts_the_tuning_there(lab, tmp_path, thp_not_never):
         keeper_dirs = {d for d in dirs if (d / "keep.sh").exists()}
         lab.link(up=False)
         cut = time.monotonic()
-        while STATE.exists() and time.monotonic() < cut + 20:     # revert.sh removes it when all read back
-            time.sleep(0.2)
-        assert not STATE.exists(), "the keeper there did not revert the tuning"
+        # revert.sh removes the state file when all read back
+        wait_for(lambda: not STATE.exists(), "the keeper there reverting the tuning once the link was cut",
+                 timeout=max(1.0, cut + 20 - time.monotonic()))
         assert_put_back(before, ours)
-        while any(d.exists() for d in keeper_dirs) and time.monotonic() < cut + 20:
-            time.sleep(0.2)
-        assert keeper_dirs and not any(d.exists() for d in keeper_dirs)     # removed there by keep.sh
+        assert keeper_dirs
+        wait_for(lambda: not any(d.exists() for d in keeper_dirs), "the keeper's directory removed there by keep.sh",
+                 timeout=max(1.0, cut + 20 - time.monotonic()))
         out, err = p.communicate(timeout=60)
         # a lost board is a failure (1), not a stop the user asked for (130)
         assert p.returncode == 1, out + err
@@ -167,10 +165,7 @@ def test_a_tuning_left_there_is_reverted_by_the_next_run(lab, tmp_path, thp_not_
                       profile(tmp_path, '"idle"', duration=120), "--target", "ssh://board",
                       "--db", str(tmp_path / "r.db"), env_full=client_env(lab), cwd=REPO)
     try:
-        deadline = time.monotonic() + 120
-        while not board_processes(lab, "rtgauge-engine"):
-            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
-            time.sleep(0.2)
+        wait_for(lambda: board_processes(lab, "rtgauge-engine"), "the engine running there", timeout=120, proc=p)
         # the keeper there dies without a word (as with its session killed), then rtgauge
         def named(name: str, word: bytes) -> list[int]:
             return [pid for pid in board_processes(lab, name) if word in Path(f"/proc/{pid}/cmdline").read_bytes()]
@@ -183,7 +178,11 @@ def test_a_tuning_left_there_is_reverted_by_the_next_run(lab, tmp_path, thp_not_
             os.kill(pid, signal.SIGKILL)
         p.kill()
         p.wait()
-        time.sleep(1)
+        # once the killed keepers and holders are gone, reaped too (`kill -0` there, as
+        # doctor and the next run ask, finds a zombie alive), nothing is left there that
+        # could revert the tuning (keep.sh runs revert.sh, and it was killed): look then
+        wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in keepers + holders),
+                 "the killed keeper and its holder gone from the board, reaped", timeout=60)
         assert STATE.exists() and b"[never]" in Path(THP).read_bytes()     # left tuned
         ours = changed_paths()
     finally:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import needs_root, rtgauge as cli, rtgauge_popen
+from readiness import udp_datagrams_in, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -221,11 +222,24 @@ def test_a_load_that_dies_marks_its_measurement_failed(tmp_path):
 @pytest.mark.parametrize("condition", ["net", "irq-heavy", "mixed"])
 def test_socket_loads_listen_on_no_interface_of_the_host(condition):
     from rtgauge.loads import make_load
+    from rtgauge.loads import session_pids
     load = make_load(condition)
     load.start()
     try:
-        time.sleep(1.5)
-        from rtgauge.loads import session_pids
+        host = os.readlink("/proc/self/ns/net")
+
+        def traffic() -> int:
+            """UDP datagrams received in the load's own network namespace (a process of its
+            session already in another namespace than this one), 0 before it is there."""
+            for pid in session_pids(load.proc.pid):
+                try:
+                    if os.readlink(f"/proc/{pid}/ns/net") != host:
+                        return udp_datagrams_in(pid)
+                except OSError:
+                    continue
+            return 0
+        # looked at once the traffic runs: its sockets are open then, in its namespace
+        wait_for(lambda: traffic() >= 100, "100 UDP datagrams in the load's own network namespace", proc=load.proc)
         pids = session_pids(load.proc.pid)
         assert len(pids) > 2
         ss = subprocess.run(["ss", "-Htanup"], capture_output=True, text=True).stdout
@@ -253,10 +267,7 @@ def test_a_stopped_load_is_noticed_by_what_it_delivered(tmp_path):
 
     def engine_started() -> bool:
         return bool(named_descendants(p.pid, b"rtgauge-engine"))
-    end = time.monotonic() + 60
-    while len(stress()) < 2 and time.monotonic() < end:
-        time.sleep(0.01)
-    assert len(stress()) >= 2
+    wait_for(lambda: len(stress()) >= 2, "the cpu load's stress-ng workers", proc=p, poll=0.005)
     for pid in stress():
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGSTOP)
@@ -270,7 +281,7 @@ def test_a_stopped_load_is_noticed_by_what_it_delivered(tmp_path):
                 os.kill(pid, signal.SIGSTOP)
             except ProcessLookupError:
                 pass
-        time.sleep(0.05)
+        time.sleep(0.05)        # how often new workers are looked for and stopped, not a wait for one
     out, err = p.communicate(timeout=60)
     assert p.returncode == 1, out + err
     shown = json.loads(rtgauge(tmp_path, "show", "latest", "--db", str(db), "--json").stdout)
