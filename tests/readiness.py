@@ -173,6 +173,17 @@ def udp_datagrams_in(pid: int) -> int:
     return int(rows[1][rows[0].index("InDatagrams")]) if len(rows) >= 2 else 0
 
 
+def snmp(pid: int, proto: str, field: str) -> int:
+    """A counter of PID's network namespace (/proc/PID/net/snmp, e.g. "Tcp", "InSegs";
+    "Icmp", "InEchos"): 0 when PID or the counter is not there."""
+    try:
+        with open(f"/proc/{pid}/net/snmp") as f:
+            rows = [line.split() for line in f if line.startswith(proto + ":")]
+    except OSError:
+        return 0
+    return int(rows[1][rows[0].index(field)]) if len(rows) >= 2 and field in rows[0] else 0
+
+
 def udp_bound(port: int, pid: int | None = None) -> bool:
     """Whether a socket of this network namespace (of process PID, if given) is bound to
     UDP PORT (/proc/net/udp and udp6): read, never bound here, so the look cannot take

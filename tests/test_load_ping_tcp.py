@@ -10,6 +10,7 @@ import time
 import pytest
 
 from conftest import needs_root
+from readiness import snmp, wait_for
 from rtgauge.errors import UserError
 from rtgauge.loads import CONDITIONS, LoadContext, make_load, session_pids
 from test_loads import net_namespaces
@@ -35,7 +36,7 @@ def test_ping_tcp_loads_the_network_path_and_leaves_nothing():
             pytest.skip(f"{tool} is not installed (scripts/setup.sh installs it)")
     seconds = 2.5
     before = net_rx_softirqs()
-    time.sleep(seconds)
+    time.sleep(seconds)              # the span the idle rate is taken over: the subject, not a wait
     idle_rate = (net_rx_softirqs() - before) / seconds
 
     namespaces_before = net_namespaces()
@@ -43,9 +44,25 @@ def test_ping_tcp_loads_the_network_path_and_leaves_nothing():
     load.start()
     try:
         sid = load.proc.pid
-        time.sleep(0.5)
+        host = os.readlink("/proc/self/ns/net")
+
+        def most_in_its_namespaces(proto: str, field: str) -> int:
+            """The largest PROTO FIELD counter of the load's own network namespaces."""
+            best = 0
+            for pid in session_pids(sid):
+                try:
+                    if os.readlink(f"/proc/{pid}/ns/net") != host:
+                        best = max(best, snmp(pid, proto, field))
+                except OSError:
+                    continue
+            return best
+        # the rate is taken once the traffic runs: the receiving namespace has taken the
+        # stream's segments and the flood's echo requests
+        wait_for(lambda: most_in_its_namespaces("Tcp", "InSegs") >= 1000
+                 and most_in_its_namespaces("Icmp", "InEchos") >= 100,
+                 "TCP segments and ping echo requests received in the load's namespaces", proc=load.proc)
         before = net_rx_softirqs()
-        time.sleep(seconds)
+        time.sleep(seconds)          # the span the loaded rate is taken over: the subject
         loaded_rate = (net_rx_softirqs() - before) / seconds
     finally:
         delivered = load.stop()

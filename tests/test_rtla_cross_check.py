@@ -12,11 +12,11 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from conftest import needs_root, rtgauge
+from readiness import wait_for
 from rtgauge.store import open_store
 from rtgauge.tools import rtla
 from test_formats_rtla import SAMPLE
@@ -44,12 +44,22 @@ def test_the_command_carries_the_jobs_settings():
     assert "-P" not in other and other[other.index("-d") + 1] == "1s"
 
 
-def stopped_after(tmp_path, argv, seconds=1.0) -> tuple[int, str]:
+def catches(pid: int, sig: int) -> bool:
+    """Whether PID has a handler for SIG (SigCgt of /proc/PID/status): a shell's trap set."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            mask = next(int(line.split()[1], 16) for line in f if line.startswith("SigCgt:"))
+    except (OSError, StopIteration):
+        return False
+    return bool(mask >> (sig - 1) & 1)
+
+
+def stopped_after(tmp_path, argv, wrapped: bool = True) -> tuple[int, str]:
+    """ARGV sent SIGTERM once the stand-in runs (its args file written after its SIGINT
+    handler is set) and, WRAPPED, the wrapper's trap is set (it starts the tool first)."""
     p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    end = time.monotonic() + 30
-    while not (tmp_path / "args").exists() and time.monotonic() < end:   # it has started
-        time.sleep(0.05)
-    time.sleep(seconds)
+    wait_for(lambda: (tmp_path / "args").exists() and (not wrapped or catches(p.pid, signal.SIGTERM)),
+             "the stand-in measuring" + (" and the wrapper's trap set" if wrapped else ""), proc=p)
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=30)
     return p.returncode, err
@@ -67,7 +77,7 @@ def test_a_stopped_cross_check_keeps_what_it_measured_and_without_the_wrapper_no
     # broken: the program stopped with SIGTERM itself, as the job's stop would without the wrapper
     (tmp_path / "args").unlink()
     bare = ["sh", "-c", 'out=$1; shift; exec "$@" >"$out"', "sh", str(out), *fake]
-    status, _ = stopped_after(tmp_path, bare)
+    status, _ = stopped_after(tmp_path, bare, wrapped=False)
     assert status == -signal.SIGTERM and out.read_bytes() == b""
 
 

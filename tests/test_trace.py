@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import needs_mount_namespace
+from readiness import wait_for
 from rtgauge.store import open_store
 from rtgauge.trace import breach_of, cpu_mask, find_tracefs
 from rtgauge.trace.counters import counters, parse_table, per_cpu_deltas, read_smi_counts, take_snapshot
@@ -39,13 +40,13 @@ def test_cpu_mask():
 
 
 def test_live_counters_see_the_timer_tick():
-    import time
     cpus = sorted(os.sched_getaffinity(0))
     before = take_snapshot(cpus)
-    time.sleep(0.5)
     doc = {"env": {"threads": [{"index": 0, "cpu": cpus[0], "nvcsw": 5, "nivcsw": 1}]}}
-    c = counters(before, take_snapshot(cpus), cpus, doc)
-    assert sum(c["interrupts_total"].values()) > 0
+    # the first snapshot whose counters show an interrupt on these CPUs since `before`
+    # (a tick comes within milliseconds); counters that never see one fail at the watchdog
+    c = wait_for(lambda: (lambda c: c if sum(c["interrupts_total"].values()) > 0 else None)(
+        counters(before, take_snapshot(cpus), cpus, doc)), "an interrupt counted on this process's CPUs")
     assert c["context_switches"] == {"0": {"cpu": cpus[0], "voluntary": 5, "involuntary": 1}}
     smi, note = read_smi_counts(cpus)
     assert (c["smi"] == note) if smi is None else isinstance(c["smi"], dict)
