@@ -69,7 +69,7 @@ def test_a_disturbed_soak_shows_in_the_metrics_file(engine_bin, tmp_path):
                 text = metrics.read_text()
                 families(text)           # every version read is whole and parses
                 versions.add(text)
-            time.sleep(0.05)
+            time.sleep(0.05)     # how often the file is sampled while the run goes on, not a wait
         out, err = p.communicate(timeout=60)
     finally:
         spin.terminate()

@@ -39,7 +39,7 @@ def guarded(tmp_path: Path, seconds: float, silence_s: int, heartbeat: bool, tru
                     return
             if truncate:          # empty nearly all the time: the guard's every read sees it
                 (d / "alive").write_text("")
-            time.sleep(0.01)
+            time.sleep(0.01)      # the truncation's schedule (and the heartbeat's look): the subject
     t = threading.Thread(target=beat, daemon=True)
     t.start()
     try:
