@@ -1,6 +1,7 @@
-"""Start-up time and memory of `rtgauge --help` against a bare `python -c pass`
-(`python3 bench/startup.py`): the target is at most 10 times the bare interpreter's
-time (docs/performance.md "Start-up"). Rounds interleave the commands, so a change of
+"""Start-up time and memory of `rtgauge --help`, of a command's own --help and of a usage
+error against a bare `python -c pass` (`python3 bench/startup.py`): the target, for each
+of them, is at most 10 times the bare interpreter's time (docs/performance.md "Start-up";
+a command's --help loads its parser alone, docs/design.md "Commands load at dispatch"). Rounds interleave the commands, so a change of
 the machine's load falls on all of them alike; medians and the median of per-round
 ratios are reported. `--no-write` leaves docs/performance.md as it is."""
 
@@ -25,6 +26,7 @@ COMMANDS = {
     "python -c pass": [sys.executable, "-c", "pass"],
     "rtgauge --help": [sys.executable, "-m", "rtgauge", "--help"],
     "rtgauge show --help": [sys.executable, "-m", "rtgauge", "show", "--help"],
+    "rtgauge run --help": [sys.executable, "-m", "rtgauge", "run", "--help"],
     "rtgauge shwo (a usage error)": [sys.executable, "-m", "rtgauge", "shwo"],
 }
 TARGET_RATIO = 10
@@ -73,17 +75,18 @@ def main() -> int:
     for name, r in result.items():
         lines.append(f"| `{name}` | {r['median_ms']:.0f} | {r['ratio']:.1f} | {r['rss_mb']:.0f} |")
     ratio = result["rtgauge --help"]["ratio"]
-    verdict = "within" if ratio <= TARGET_RATIO else "OVER"
+    worst = max((r["ratio"], name) for name, r in result.items() if name.startswith("rtgauge"))
+    verdict = "within" if worst[0] <= TARGET_RATIO else "OVER"
     body = (f"Measured {date.today().isoformat()} with `python3 bench/startup.py --rounds {a.rounds}` "
             f"({os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.0f} at the end): medians of {a.rounds} interleaved rounds.\n\n"
             + "\n".join(lines)
-            + f"\n\n`rtgauge --help` takes {ratio:.1f}× a bare interpreter's start: {verdict} the target of "
-            f"{TARGET_RATIO}×. Help and usage errors import no numpy, scipy, SQLAlchemy or rich "
-            "(tests/test_cli_startup.py checks it structurally).")
+            + f"\n\n`rtgauge --help` takes {ratio:.1f}× a bare interpreter's start, the slowest of the rows "
+            f"(`{worst[1]}`) {worst[0]:.1f}×: {verdict} the target of {TARGET_RATIO}×. Help and usage errors "
+            "import no numpy, scipy, SQLAlchemy or rich (tests/test_cli_startup.py checks it structurally).")
     print(body)
     if not a.no_write:
         write_section("Start-up", body)
-    return 0 if ratio <= TARGET_RATIO else 1
+    return 0 if worst[0] <= TARGET_RATIO else 1
 
 
 if __name__ == "__main__":

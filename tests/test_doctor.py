@@ -13,6 +13,7 @@ import pytest
 from fake_system import FakeSystem, dynamic_kernel, mainline_desktop, rt_box
 
 from rtgauge.cli import doctor as doctor_cli
+from rtgauge.cli.parsers import doctor as doctor_parser
 from rtgauge.sysinfo import collect_facts, run_doctor
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -223,9 +224,9 @@ def test_doctor_is_pure():
 
 def run_cli(*argv: str) -> int:
     parser = argparse.ArgumentParser()
-    doctor_cli.register(parser.add_subparsers())
+    doctor_parser.register(parser.add_subparsers())   # the options; the command is doctor_cli's
     args = parser.parse_args(["doctor", *argv])
-    return args.func(args)
+    return doctor_cli.doctor(args)
 
 
 def test_cli_json_on_fake_root(tmp_path, capsys):

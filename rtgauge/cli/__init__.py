@@ -1,13 +1,15 @@
-"""The rtgauge command line: a registry of commands, one module a command, each with
-register().
+"""The rtgauge command line: a registry of commands, each a parser and a handler.
 
-The registry (COMMANDS) knows each command by one line: its name, its module and its
-one-line help. `rtgauge --help` and a mistyped command are answered from those lines
-alone; a command's module is imported only when that command is dispatched (its own
---help included), and from there on the command and the modules it uses import what
-they need at their top, as ordinary Python. So this module imports nothing heavy
+The registry (COMMANDS) knows each command by one line: its name, its parser module, its
+handler and its one-line help. `rtgauge --help` and a mistyped command are answered from
+those lines alone. A command's parser module (rtgauge/cli/parsers/NAME.py: register()
+adds its options and help) is imported when that command is on the command line, so its
+own --help and its usage errors load no more than the options need; its handler
+("module:function", rtgauge/cli/NAME.py, whose module imports the implementation at its
+top, as ordinary Python) is imported once, at dispatch, after the command line parsed.
+So neither this module nor a parser module imports anything heavy
 (tests/test_cli_startup.py checks which modules each case loads, bench/startup.py
-times it)."""
+times it); docs/design.md, "Commands load at dispatch", says why this split."""
 
 from __future__ import annotations
 
@@ -28,40 +30,52 @@ from rtgauge.loads.partition import remove_abandoned_cpusets as remove_abandoned
 
 
 class Command(NamedTuple):
-    """One registry line: the command's name, the module whose register() adds its parser,
-    and the line `rtgauge --help` shows for it (the same help the module registers:
-    tests/test_cli_startup.py compares them)."""
+    """One registry line: the command's name, the module whose register() adds its parser
+    (light: options and help only), the handler run at dispatch ("module:function", the
+    implementation's module), and the line `rtgauge --help` shows for it (the same help
+    the parser registers: tests/test_cli_startup.py compares them)."""
     name: str
-    module: str
+    parser: str
+    handler: str
     help: str
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("run", "rtgauge.cli.run", "measure this system with a profile and store the results"),
-    Command("show", "rtgauge.cli.show", "list the stored runs, or show one"),
-    Command("doctor", "rtgauge.cli.doctor",
+    Command("run", "rtgauge.cli.parsers.run", "rtgauge.cli.run:cmd_run",
+            "measure this system with a profile and store the results"),
+    Command("show", "rtgauge.cli.parsers.show", "rtgauge.cli.show:show",
+            "list the stored runs, or show one"),
+    Command("doctor", "rtgauge.cli.parsers.doctor", "rtgauge.cli.doctor:doctor",
             "check this system for what spoils real-time measurements, and how to fix it"),
-    Command("engine", "rtgauge.cli.engine", "run the measurement engine directly (rtgauge engine --list)"),
-    Command("tune", "rtgauge.cli.tune", "apply (and revert) the run-time settings doctor flags"),
-    Command("report", "rtgauge.cli.report", "write the HTML report of stored runs"),
-    Command("compare", "rtgauge.cli.compare", "compare stored runs side by side and show regressions"),
-    Command("pwcet", "rtgauge.cli.pwcet",
+    Command("engine", "rtgauge.cli.parsers.engine", "rtgauge.cli.engine:cmd_engine",
+            "run the measurement engine directly (rtgauge engine --list)"),
+    Command("tune", "rtgauge.cli.parsers.tune", "rtgauge.cli.tune:cmd_tune",
+            "apply (and revert) the run-time settings doctor flags"),
+    Command("report", "rtgauge.cli.parsers.report", "rtgauge.cli.report:cmd_report",
+            "write the HTML report of stored runs"),
+    Command("compare", "rtgauge.cli.parsers.compare", "rtgauge.cli.compare:cmd_compare",
+            "compare stored runs side by side and show regressions"),
+    Command("pwcet", "rtgauge.cli.parsers.pwcet", "rtgauge.cli.pwcet:pwcet",
             "the probable worst-case latency of a run or samples file (extreme value theory)"),
-    Command("export", "rtgauge.cli.export", "export a stored run as JSON, CSV or Markdown"),
-    Command("import", "rtgauge.cli.importing", "import results measured elsewhere"),
-    Command("hil", "rtgauge.cli.hil",
+    Command("export", "rtgauge.cli.parsers.export", "rtgauge.cli.export:cmd_export",
+            "export a stored run as JSON, CSV or Markdown"),
+    Command("import", "rtgauge.cli.parsers.importing", "rtgauge.cli.importing:cmd_import",
+            "import results measured elsewhere"),
+    Command("hil", "rtgauge.cli.parsers.hil", "rtgauge.cli.hil:cmd_hil",
             "the hil loop across a veth pair, or its sustained-rate sweep (rtgauge hil --help)"),
-    Command("lab", "rtgauge.cli.lab", "run one profile on many boards at once (docs/lab.md)"),
-    Command("completion", "rtgauge.cli.completion", "print the shell completion script (bash, zsh or tcsh)"),
+    Command("lab", "rtgauge.cli.parsers.lab", "rtgauge.cli.lab:cmd_lab",
+            "run one profile on many boards at once (docs/lab.md)"),
+    Command("completion", "rtgauge.cli.parsers.completion", "rtgauge.cli.completion:cmd_completion",
+            "print the shell completion script (bash, zsh or tcsh)"),
 )
 COMMAND_NAMES = tuple(c.name for c in COMMANDS)
 
 
 def build_parser(loaded: Iterable[str] | None = None) -> Parser:
     """The command line's parser. The commands named in loaded (every command when None:
-    shell completion and the tests walk them all) are imported and registered in full;
-    the others are a bare parser under their registry line, enough for the overview and
-    for argparse's 'invalid choice' sentence."""
+    shell completion and the tests walk them all) have their parser module imported and
+    registered in full; the others are a bare parser under their registry line, enough
+    for the overview and for argparse's 'invalid choice' sentence. No handler is loaded."""
     parser = Parser(
         prog="rtgauge",
         description="Measure whether this system can carry a real-time job, store the "
@@ -76,7 +90,7 @@ def build_parser(loaded: Iterable[str] | None = None) -> Parser:
     wanted = set(COMMAND_NAMES if loaded is None else loaded)
     for command in COMMANDS:
         if command.name in wanted:
-            importlib.import_module(command.module).register(sub)
+            importlib.import_module(command.parser).register(sub)
         else:
             sub.add_parser(command.name, help=command.help)
     add_examples(parser)
@@ -101,8 +115,8 @@ def parse(parser: Parser, argv: list[str]) -> argparse.Namespace:
 
 def dispatch(argv: list[str]) -> int:
     remove_abandoned_cpusets()
-    # A command's module is imported here, when it is dispatched (the registry's rule).
-    # `rtgauge engine ...` passes everything after it to the engine untouched.
+    # `rtgauge engine ...` passes everything after it to the engine untouched, before any
+    # parsing: the command's implementation is imported here, as a handler is at dispatch.
     if argv[:1] == ["engine"]:
         from rtgauge.cli.engine import passthrough
         return passthrough(argv[1:])
@@ -113,15 +127,24 @@ def dispatch(argv: list[str]) -> int:
     # the first word is the command (the only options before it are --help and --version)
     parser = build_parser(loaded=argv[:1] if argv[:1] and argv[0] in COMMAND_NAMES else ())
     args = parse(parser, argv)
-    if not getattr(args, "func", None):
+    if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_USAGE
+    # the command line parsed: now, and only now, the command's implementation loads
+    func = handler(args.command)
     terminate_like_interrupt()
     # numpy's and scipy's RuntimeWarnings (overflow, invalid value) printed beside a result or
     # a sentence say nothing the result does not: a figure that cannot be computed is absent
     warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"(numpy|scipy)(\.|$)")
     warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"rtgauge\.analysis")
-    return masked_errors(args.func, args)
+    return masked_errors(func, args)
+
+
+def handler(name: str):
+    """The function a registry line names as its handler ("module:function"), its module
+    imported now: the one place a command's implementation is loaded."""
+    module, _, function = next(c for c in COMMANDS if c.name == name).handler.partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def terminate_like_interrupt() -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import io
 import os
 import shutil
@@ -31,7 +30,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rtgauge.bounds import RUN_RANGE_MAX
-from rtgauge.cli.common import add_db_option
 from rtgauge.errors import UserError
 from rtgauge.owner import hash_machine_id
 from rtgauge.records import EXPORT_FORMAT, Run
@@ -40,26 +38,12 @@ from rtgauge.report.html import render
 from rtgauge.report.runtext import print_run
 from rtgauge.report.safe import SafeConsole, say as said
 from rtgauge.report.terminal import print_summary
-from rtgauge.store import open_store as opened
+from rtgauge.store import open_store as opened, validate
 from rtgauge.store.spool import remove_stored_spool
 from rtgauge.store.store import split_old_name
 from rtgauge.store.urls import normalise_url, sqlite_file
 from rtgauge.tools import adapters
 from rtgauge.tools.adapter import CONDITION, Found
-
-
-class _Later:
-    """A module imported when first used, so `rtgauge --help` does not load jsonschema,
-    SQLAlchemy and rich (the command line imports every subcommand's module)."""
-
-    def __init__(self, name: str):
-        self._name = name
-
-    def __getattr__(self, attr):
-        return getattr(importlib.import_module(self._name), attr)
-
-
-validate = _Later("rtgauge.store.validate")
 
 
 def open_store(url):
@@ -82,23 +66,6 @@ class Prepared:
     what: str                       # for the message: "run 3 of host-a", "cyclictest --json file"
     where: str = ""
     extra: dict = field(default_factory=dict)
-
-
-def register(sub) -> None:
-    p = sub.add_parser("import", help="import results measured elsewhere",
-                       description="Store runs from an rtgauge JSON export, another rtgauge SQLite database, "
-                       "a directory of engine JSON documents (a board without Python), cyclictest's "
-                       "--json file or -h/--histfile histogram, rtla timerlat hist output, jitterdebugger's "
-                       "results (results.json or its -o directory), or stress-ng's log of a --cyclic run. Each run keeps its original start time and "
-                       "its origin; a run imported before is not stored twice.")
-    p.add_argument("source", metavar="FILE|DIR|-", help="export file, database file, engine document or directory "
-                   "of them, cyclictest --json file or histfile, rtla timerlat hist output, jitterdebugger results.json or "
-                   "its -o directory, stress-ng --cyclic log; - reads standard input")
-    add_db_option(p)
-    p.add_argument("--condition", default="idle",
-                   help="load condition of engine documents whose name does not say it (NAME@CONDITION.json) "
-                   "and of cyclictest, rtla, jitterdebugger and stress-ng files; 1 to 64 letters, digits, '.', '_', '+' or '-' (default idle)")
-    p.set_defaults(func=cmd_import)
 
 
 def check_condition(value: str) -> str:

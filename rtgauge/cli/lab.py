@@ -13,10 +13,9 @@ from types import SimpleNamespace
 from rtgauge import safefile
 from rtgauge.analysis.compare.gate import check_run, incomplete_runs, parse_run_rule
 from rtgauge.analysis.run.verdict import judge
-from rtgauge.cli.common import add_db_option, check_report_path
+from rtgauge.cli.common import check_report_path
 from rtgauge.errors import UserError, gate_status
 from rtgauge.lab.config import load_lab
-from rtgauge.lab.emulate import command as emulate
 from rtgauge.lab.places import Places
 from rtgauge.lab.runner import LabRunner
 from rtgauge.records import Run
@@ -25,30 +24,14 @@ from rtgauge.report.output import write_html
 from rtgauge.store import open_store
 
 
-def register(sub) -> None:
-    p = sub.add_parser("lab", help="run one profile on many boards at once (docs/lab.md)",
-                       description="Measure a lab of boards: ssh:// targets and labgrid places (docs/lab.md).")
-    actions = p.add_subparsers(dest="lab_action", metavar="ACTION")
-    r = actions.add_parser("run", help="run the lab's profile on every target at once and report them side by side",
-                           description="Run LAB.toml's profile on each of its targets concurrently (one "
-                           "`rtgauge run --target` each), store every run in the lab's database, hold labgrid "
-                           "places for the run, and write one report of all the runs.")
-    r.add_argument("lab", metavar="LAB.toml", help="the lab file (docs/lab.md)")
-    add_db_option(r, "the shared PostgreSQL database (postgresql://USER@HOST/DB); default: the lab file's db")
-    r.add_argument("--report", metavar="FILE", default=None,
-                   help="the HTML report to write (default: the lab file's report, else rtgauge-lab-NAME.html here)")
-    r.add_argument("--no-report", action="store_true", help="do not write an HTML report")
-    r.add_argument("--logs", metavar="DIR", default=None,
-                   help="where each target's output is kept, one file a target (default: rtgauge-lab-NAME-logs here)")
-    r.add_argument("--fail-on", action="append", default=[], metavar="RULE",
-                   help="an absolute rule checked on every job of every target's run, as `rtgauge run --fail-on` "
-                   "(e.g. 'max_latency>100us'); exit status 3 when one is broken")
-    r.add_argument("--junit", metavar="FILE",
-                   help="write JUnit XML: a test suite per target, a test case per job and rule (and the verdict "
-                   "when the lab's profile has a [budget])")
-    r.set_defaults(func=cmd_lab_run)
-    emulate.register(actions)
-    p.set_defaults(func=no_action)
+def cmd_lab(args) -> int:
+    """The registry's handler: `lab run`, or `lab emulate ...`, whose parser (beside its
+    handlers in rtgauge/lab/emulate/command.py) names the function for each action."""
+    if args.lab_action == "run":
+        return cmd_lab_run(args)
+    if args.lab_action == "emulate":
+        return args.func(args)
+    return no_action(args)
 
 
 def say(text: str) -> None:

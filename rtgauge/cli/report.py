@@ -10,26 +10,9 @@ from rtgauge import safefile
 from rtgauge.analysis.run.verdict import make_budget
 from rtgauge.analysis.studies.conclusions import check_conclusions, summary_line
 from rtgauge.analysis.studies.published import studies
-from rtgauge.cli.common import add_budget_options, add_db_option, budget_options, check_writable, read_runs
+from rtgauge.cli.common import budget_options, check_writable, read_runs
 from rtgauge.printable import printable
 from rtgauge.report.output import default_output, write_html
-
-
-def register(sub) -> None:
-    p = sub.add_parser("report", help="write the HTML report of stored runs",
-                       description="Write one self-contained HTML file (plots inline, no network) for the given "
-                       "runs side by side; without RUN, the latest run.")
-    p.add_argument("runs", nargs="*", metavar="RUN", help="run ids, ranges such as 3-7, or 'latest'")
-    add_db_option(p)
-    p.add_argument("-o", "--output", metavar="FILE", default=None,
-                   help="the HTML file to write (default: rtgauge-report-RUNS.html here); - or /dev/stdout: "
-                   "standard output")
-    add_budget_options(p, "the job's worst-case wake-up latency, µs: the report opens with the verdict against it "
-                       "(default: a rating against 100 µs, no verdict)")
-    p.add_argument("--trend", action="store_true",
-                   help="add the trend: max, p99 and the credible worst case of each system and condition over "
-                   "the runs' start times, significant changes marked")
-    p.set_defaults(func=cmd_report)
 
 
 def cmd_report(args) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from rtgauge.analysis.run.verdict import judge, make_budget
-from rtgauge.cli.common import add_budget_options, add_db_option, add_format_option, tell_abandoned
+from rtgauge.cli.common import tell_abandoned
 from rtgauge.config import budget_table
 from rtgauge.errors import UserError
 from rtgauge.report.document import print_json, rating_json, run_document
@@ -13,21 +13,6 @@ from rtgauge.report.runtext import print_pwcet, print_run, print_run_list, print
 from rtgauge.report.safe import SafeConsole, say
 from rtgauge.report.terminal import print_verdict
 from rtgauge.store.reading import open_for_reading, parse_run_argument
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "show", help="list the stored runs, or show one",
-        description="Without RUN, list the runs in the results database; with RUN (an id or "
-        "'latest'), show that run's system, doctor warnings and measurements.")
-    p.add_argument("run", nargs="?", metavar="RUN", help="a run id, or 'latest'")
-    add_db_option(p)
-    p.add_argument("--json", action="store_true", help="print the data as JSON instead of tables")
-    add_budget_options(p, "with RUN: the job's worst wake-up latency, µs; adds the verdict (yes / no / not enough "
-                       "evidence, under \"verdict\" in --json) and exits with its status (0, 3, 4 or 5); "
-                       "default: the config file's [budget]")
-    add_format_option(p)
-    p.set_defaults(func=show)
 
 
 def show_budget(args):
