@@ -16,8 +16,10 @@ import os
 from dataclasses import dataclass, field
 
 from rtgauge.bounds import check_cpu_list, parse_cpu_list
+from rtgauge.catalogue import catalogue
 from rtgauge.defaults import interval_us
 from rtgauge.profiles import Profile
+from rtgauge.tire.sweep import grid_sizes
 
 
 @dataclass
@@ -73,7 +75,6 @@ def _option(test: str, options: dict, name: str):
     if name in options:
         return options[name]
     try:
-        from rtgauge.catalogue import catalogue
         opt = catalogue().tests.get(test)
         return opt.options[name].default if opt and name in opt.options else None
     except Exception:   # no engine to ask (a profile read without one): no default known
@@ -212,8 +213,7 @@ def sweep_outline(job: SweepJob) -> str:
     has are said instead of a guess."""
     spec = job.spec
     if job.kind == TIRE_SWEEP:
-        from rtgauge.tire.sweep import grid_sizes   # the tire model's grid, decided there once
-        sizes = len(grid_sizes(spec.masses_min, spec.masses_max, spec.grid_ratio))
+        sizes = len(grid_sizes(spec.masses_min, spec.masses_max, spec.grid_ratio))   # the tire model's grid, decided there once
         threads = len(spec.threads) if isinstance(spec.threads, list) else "the published"
         probe_s = spec.steps * spec.period_ms / 1000
         return (f"then the tire sweep: up to {sizes} model sizes x {threads} thread counts x "

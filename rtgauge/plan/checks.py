@@ -7,8 +7,17 @@ privilege (plan/privilege.py)."""
 
 from __future__ import annotations
 
+import subprocess
+
+from rtgauge import safefile
+from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
+from rtgauge.loads import LoadContext, make_load
 from rtgauge.plan import Job, build_plan, drop_cross_check, sweep_jobs
+from rtgauge.plan.execute import apply_overrides
+from rtgauge.plan.optional import resolve_optional
+from rtgauge.plan.privilege import check_realtime
+from rtgauge.remote.loads import tools_for
 from rtgauge.report.safe import markup
 from rtgauge.tools import adapter_of
 
@@ -18,7 +27,6 @@ ENGINE_OUTPUTS = ("samples", "status", "out")
 
 def plan_jobs(profile, request, conditions) -> list[Job]:
     """The profile's jobs with the run's overrides: --rounds, --duration and --rt-cpus."""
-    from rtgauge.plan.execute import apply_overrides
     jobs = build_plan(profile, request.rounds)
     apply_overrides(jobs, conditions.duration_s, conditions.partition.rt_cpus if conditions.partition else None)
     return jobs
@@ -29,7 +37,6 @@ def check_jobs(console, profile, jobs: list[Job], request, conditions, address: 
     (on a target), the cross-checks whose tool is missing here dropped with a note, the
     loads' programs, the engine's optional flags and its --dry-run of every job, then the
     real-time privilege (here; a target's login is checked when connecting)."""
-    from rtgauge.plan.optional import resolve_optional
     if address:     # cross-checks are looked for on the target once connected
         check_target_conditions(jobs, address, conditions.allow_netns)
     else:
@@ -45,7 +52,6 @@ def check_jobs(console, profile, jobs: list[Job], request, conditions, address: 
                      mount_tracefs=request.mount_tracefs)
     validate_engine_jobs(jobs)
     if not address:     # bad input first, then the privilege
-        from rtgauge.plan.privilege import check_realtime
         jobs = check_realtime(jobs, sweep_jobs(profile), bool(request.allow_fallback or profile.allow_fallback),
                               lambda text: console.print(f"[yellow]{markup(text)}[/]"))
     return jobs
@@ -60,8 +66,6 @@ def prepare_jobs(console, profile, request, conditions, address: str | None = No
 def validate_engine_jobs(jobs: list[Job]) -> None:
     """Check every engine job's options with the engine itself (--dry-run) before
     anything is stored, so a bad profile stores nothing."""
-    import subprocess
-    from rtgauge.enginebin import engine_path
     exe = engine_path()
     seen = set()
     for job in jobs:
@@ -82,8 +86,6 @@ def validate_engine_jobs(jobs: list[Job]) -> None:
 def check_loads(jobs: list[Job]) -> None:
     """Each job's load can start here (check_jobs has dropped the cross-checks whose
     tool is missing already)."""
-    from rtgauge.loads import make_load
-
     for job in jobs:
         make_load(job.condition).check()   # raises the missing-package sentence
 
@@ -92,7 +94,6 @@ def check_job_outputs(jobs: list[Job]) -> None:
     """A profile's `samples = PATH` (or another file an engine job writes) by the one
     writer's rule, before anything is measured: the engine would refuse it only when the
     job starts (engine/src/output.c), leaving a failed measurement."""
-    from rtgauge import safefile
     for job in jobs:
         if job.tool != "engine":
             continue
@@ -111,7 +112,7 @@ def target_address(target: str | None, profiles) -> str | None:
     address = target if target is not None else profiles[0].target
     if address in (None, "", "local"):
         return None
-    from rtgauge.remote.ssh import parse
+    from rtgauge.remote.ssh import parse      # asyncssh, the ssh extra: only when a target is named
     return str(parse(address))
 
 
@@ -135,8 +136,6 @@ def check_target_run(address: str, request, profiles) -> None:
 def check_target_conditions(jobs: list[Job], address: str, allow_netns: bool = False) -> None:
     """A condition that can never run on a target (ping-tcp, net with --allow-netns)
     is refused before connecting; the tools the others need are looked for there."""
-    from rtgauge.loads import LoadContext
-    from rtgauge.remote.loads import tools_for
     for job in jobs:
         tools_for(job.condition, LoadContext(allow_netns=allow_netns))
 

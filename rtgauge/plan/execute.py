@@ -29,17 +29,22 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from rtgauge import tools
+from rtgauge.analysis.run.spikes import attribute
+from rtgauge.analysis.samples import read_samples
 from rtgauge.catalogue import LATENCY, catalogue
 from rtgauge.clock import SYSTEM, Clock
 from rtgauge.errors import UserError
+from rtgauge.hil.sustained import sustained_and_store
 from rtgauge.loads import Load, LoadContext, judge_delivery, make_load
 from rtgauge.loads.partition import Partition, apply_cpusets, join_placement
 from rtgauge.loads.supervise import die_with_parent, workdir_prefix
 from rtgauge.plan import HIL_SUSTAINED, TIRE_SWEEP, Job, SweepJob, host_deadline_s
 from rtgauge.records import engine_document
+from rtgauge.remote.loads import target_load
 from rtgauge.store.validate import DOCUMENT_MAX, check_engine_document, parse_document
 from rtgauge.sysinfo.readers import read_bounded
-from rtgauge.trace import ThresholdTrace, Tracefs
+from rtgauge.tire.sweep import sweep_and_store
+from rtgauge.trace import ThresholdTrace, Tracefs, tasks as tasklook
 from rtgauge.trace.counters import counters, others_load, take_snapshot
 from rtgauge.trace.live import LiveView
 from rtgauge.trace.wholerun import WholeRunTrace
@@ -271,7 +276,6 @@ def measure(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> tuple[dic
                 proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                         preexec_fn=die_with_parent(measurement_placement(s.partition)))
                 if whole:      # who the traced threads are: looked at as the job starts and as it ends
-                    from rtgauge.trace import tasks as tasklook
                     own = {proc.pid: tasklook.ENGINE, **({whole.reader.pid: tasklook.READER} if whole.reader else {})}
                     first_look, mid_look = tasklook.look(own), None
                 deadline = s.clock.monotonic() + host_deadline_s(job)
@@ -332,8 +336,6 @@ def attribute_job(trace_path: Path, samples_path: Path, doc: dict, s: RunSetting
     """env.attribution of a latency job from its whole-run trace and raw samples; the
     measuring threads are known by their name (comm: the engine's, at most 15 characters).
     The threshold: --attribute-threshold-us, else the job's budget, else the run's p99.9."""
-    from rtgauge.analysis.samples import read_samples
-    from rtgauge.analysis.run.spikes import attribute
     if not samples_path.exists():
         return {"unavailable": "the engine wrote no samples (it did not start measuring)"}
     env = doc.get("env") or {}
@@ -426,7 +428,6 @@ def run_job_segments(job: Job, s: RunSettings, stop: StopFlag, on_tick=None) -> 
     consumer stops early or anything fails). The load of the last segment is stopped
     before it is yielded, so its full report (bogo-ops, ...) goes with it."""
     if s.target is not None:     # started there, over the run's connection (rtgauge/remote/loads.py)
-        from rtgauge.remote.loads import target_load
         load = target_load(job.condition, s.target, load_context(s))
     else:
         load = make_load(job.condition, replace(load_context(s), measured_cpus=list(job.cpus) or None))
@@ -565,10 +566,8 @@ def execute_sweeps(store, run_id: int, sweeps: list[SweepJob], say: Callable[[st
     docs = []
     for job in sweeps:
         if job.kind == TIRE_SWEEP:
-            from rtgauge.tire.sweep import sweep_and_store
             docs.append(sweep_and_store(store, run_id, job.spec, say, engine, probes))
         elif job.kind == HIL_SUSTAINED:
-            from rtgauge.hil.sustained import sustained_and_store
             docs.append(sustained_and_store(store, run_id, job.spec, say, engine))
         else:
             raise ValueError(f"unknown sweep kind {job.kind!r}")

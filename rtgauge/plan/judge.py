@@ -8,8 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from rtgauge.errors import UserError
-from rtgauge.plan import Job
+from rtgauge import safefile
+from rtgauge.analysis.compare.gate import check_run, incomplete_runs, parse_run_rule
+from rtgauge.analysis.run.verdict import UNDECIDED, judge, make_budget
+from rtgauge.clock import SYSTEM
+from rtgauge.config import budget_table
+from rtgauge.errors import UserError, gate_status
+from rtgauge.plan import Job, plan_seconds
+from rtgauge.plan.execute import execute, parse_duration
+from rtgauge.report.junit import Case, Suite, check_path, fail_closed, verdict_cases, write_junit
+from rtgauge.report.safe import markup as esc
 
 
 @dataclass
@@ -39,8 +47,6 @@ class Judgement:
 def resolve_budget(request, profile):
     """The job's budget: each value from the command line, else the profile's [budget],
     else the config file's; None when no latency is given anywhere."""
-    from rtgauge.analysis.run.verdict import make_budget
-    from rtgauge.config import budget_table
     given = {"latency_us": request.budget_us, "period_us": request.period_us, "miss_rate": request.miss_rate}
     prof = profile.budget.to_json() if profile.budget is not None else {}
     conf = budget_table()
@@ -59,10 +65,6 @@ def resolve_budget(request, profile):
 def prepare_gates(request, profile) -> Gates:
     """Rules, budget, the JUnit path and every file the run writes (by the one writer's
     rule, rtgauge/safefile.py) checked before anything is measured."""
-    from rtgauge import safefile
-    from rtgauge.analysis.compare.gate import parse_run_rule
-    from rtgauge.plan.execute import parse_duration
-    from rtgauge.report.junit import check_path
     rules = [parse_run_rule(r) for r in request.fail_on]
     gates = Gates(resolve_budget(request, profile), rules, request.junit, request.max_time)
     check_path(request.junit)
@@ -83,10 +85,6 @@ def until_verdict(console, store, run_id: int, jobs: list[Job], warmup_s: float,
     ceiling (gates.max_time_s, --max-time) would be passed by one more round. Returns the
     status. The time taken is clock.monotonic() - started (clock: rtgauge/clock.py, the
     system's if None)."""
-    from rtgauge.analysis.run.verdict import UNDECIDED, judge
-    from rtgauge.clock import SYSTEM
-    from rtgauge.plan import plan_seconds
-    from rtgauge.plan.execute import execute
     latency = [j for j in jobs if j.cross_check or j.test == "latency"]
     if not latency:
         return "complete"
@@ -111,9 +109,6 @@ def until_verdict(console, store, run_id: int, jobs: list[Job], warmup_s: float,
 
 def judge_run(run, gates: Gates) -> Judgement:
     """The verdict against the budget and the --fail-on rules on the run."""
-    from rtgauge.analysis.compare.gate import check_run
-    from rtgauge.analysis.run.verdict import judge
-    from rtgauge.errors import gate_status
     verdict = judge(run, gates.budget) if gates.budget is not None else None
     if not gates.any:
         return Judgement(verdict)
@@ -124,9 +119,6 @@ def judge_run(run, gates: Gates) -> Judgement:
 
 def report_gates(console, judgement: Judgement, gates: Gates, run) -> None:
     """The rules' outcomes printed, and the verdict's and theirs written as JUnit."""
-    from rtgauge.analysis.compare.gate import incomplete_runs
-    from rtgauge.report.junit import Case, Suite, fail_closed, verdict_cases, write_junit
-    from rtgauge.report.safe import markup as esc
     cases = verdict_cases(judgement.verdict, run.id) if judgement.verdict is not None else []
     for c in judgement.checks:
         cases.append(Case(f"run {run.id}.{c.job}", c.rule, c.outcome, c.message))

@@ -16,8 +16,29 @@ import sys
 import time
 from contextlib import contextmanager
 
+from rtgauge import safefile
+from rtgauge.config import default_profile
 from rtgauge.errors import EXIT_FAILED, UserError
-from rtgauge.plan.session import RunRequest
+from rtgauge.loads import LoadContext
+from rtgauge.loads.supervise import remove_stale_workdirs
+from rtgauge.plan import plan_seconds, sweep_jobs, sweep_outline
+from rtgauge.plan.checks import check_jobs, check_target_run, fit_cross_checks_to_target, plan_jobs, target_address
+from rtgauge.plan.execute import execute, execute_interleaved, execute_sweeps
+from rtgauge.plan.judge import judge_run, prepare_gates, report_gates, until_verdict
+from rtgauge.plan.progress import ProgressView
+from rtgauge.plan.resume import remaining, resume_point, resumed_profile
+from rtgauge.plan.session import RunConditions, RunRequest
+from rtgauge.printable import printable
+from rtgauge.profiles import MAX_ROUNDS, load_profile, valid_rounds
+from rtgauge.remote.loads import check_on_target
+from rtgauge.report.abandoned import tell_abandoned
+from rtgauge.report.document import print_json, run_document
+from rtgauge.report.output import write_html
+from rtgauge.report.safe import markup
+from rtgauge.report.terminal import print_summary
+from rtgauge.store import open_store
+from rtgauge.store.spool import Spool
+from rtgauge.sysinfo import collect_facts, run_doctor
 
 
 class RunLifecycle:
@@ -54,7 +75,6 @@ class RunLifecycle:
         try:
             self.check()
             started = time.monotonic()
-            from rtgauge.store import open_store
             self.db = open_store(self.request.db)
             try:
                 self.begin()
@@ -85,13 +105,6 @@ class RunLifecycle:
         writes); the target and what a run there cannot do yet; the run conditions
         (durations, CPUs, tracing, tuning: RunConditions); each profile's jobs with the
         run's overrides. Left-over work directories of killed runs are removed first."""
-        from rtgauge.config import default_profile
-        from rtgauge.loads.supervise import remove_stale_workdirs
-        from rtgauge.plan.checks import check_target_run, plan_jobs, target_address
-        from rtgauge.plan.judge import prepare_gates
-        from rtgauge.plan.resume import resumed_profile
-        from rtgauge.plan.session import RunConditions
-        from rtgauge.profiles import MAX_ROUNDS, load_profile, valid_rounds
         r = self.request
         remove_stale_workdirs()
         if r.rounds is not None and not valid_rounds(r.rounds):
@@ -129,8 +142,6 @@ class RunLifecycle:
         privilege (refused, or fallen back with --allow-fallback). Then the machine: the
         target connected to (login, privilege, load tools and cross-check tools checked
         there) and its facts, or this machine's facts and doctor checks."""
-        from rtgauge.plan.checks import check_jobs
-        from rtgauge.sysinfo import collect_facts, run_doctor
         self.plans = [check_jobs(self.console, p, plan, self.request, self.conditions, self.address)
                       for p, plan in zip(self.profiles, self.plans)]
         self.jobs = [j for plan in self.plans for j in plan]
@@ -138,9 +149,7 @@ class RunLifecycle:
             self.facts = collect_facts()
             self.checks = run_doctor(self.facts)
             return
-        from rtgauge.loads import LoadContext
-        from rtgauge.plan.checks import fit_cross_checks_to_target
-        from rtgauge.remote.loads import check_on_target
+        # asyncssh (the ssh extra) is imported only for a run on a target: a core install runs here
         from rtgauge.remote.session import TargetSession
         address = self.address
         self.console.print(f"Connecting to {address} ...", markup=False)
@@ -166,13 +175,9 @@ class RunLifecycle:
         stored whole kept), so that a run exists before anything measured goes into it;
         their ids written (--run-id-file) and said. A single run's store is a spool: what
         is measured survives a store that fails."""
-        from rtgauge.plan import plan_seconds, sweep_jobs, sweep_outline
-        from rtgauge.report.abandoned import tell_abandoned
-        from rtgauge.store.spool import Spool
         r, console, store = self.request, self.console, self.db
         tell_abandoned(store)
         if r.resume is not None:
-            from rtgauge.plan.resume import remaining, resume_point
             self.resume = resume_point(store.get_run(r.resume), r.resume, self.facts,
                                        any(o["id"] == r.resume for o in store.running_elsewhere(-1)))
             left = remaining(self.jobs, self.resume)
@@ -216,7 +221,6 @@ class RunLifecycle:
         """Apply: the progress view and the run conditions applied for the measurement
         (partition, tuning, tracefs, the live view: RunConditions.applied, reverted after,
         also on failure and SIGTERM); yields the RunSettings the jobs run with."""
-        from rtgauge.plan.progress import ProgressView
         warmup_s = self.profiles[0].warmup_s
         with ProgressView(self.console, self.jobs, warmup_s) as view, \
                 self.conditions.applied(self.console, self.request, self.db, self.jobs, warmup_s,
@@ -234,8 +238,6 @@ class RunLifecycle:
         """Measure: the jobs, each stored as it ends (plan/execute.py); several runs
         (--interleave) round by round; with --until-verdict, further rounds of the
         latency jobs while the verdict is undecided (plan/judge.py)."""
-        from rtgauge.plan.execute import execute, execute_interleaved
-        from rtgauge.plan.judge import until_verdict
         warmup_s = self.profiles[0].warmup_s
         run_id = self.run_ids[0]
         if len(self.run_ids) == 1:
@@ -251,8 +253,6 @@ class RunLifecycle:
     def measure_sweeps(self) -> None:
         """Measure, last: the profile's sweeps (tire, HIL sustained) after the jobs, outside
         the applied conditions; --resume's stored probes replayed."""
-        from rtgauge.plan import sweep_jobs
-        from rtgauge.plan.execute import execute_sweeps
         if self.status == "complete":
             execute_sweeps(self.db, self.run_ids[0], sweep_jobs(self.profiles[0]), self.console.print,
                            probes=self.resume.probes if self.resume else None)
@@ -266,7 +266,6 @@ class RunLifecycle:
             self.say_spooled()
 
     def say_spooled(self) -> None:
-        from rtgauge.report.safe import markup
         if getattr(self.db, "spooled", False):
             self.console.print(f"[red]rtgauge: {markup(self.db.message())}[/]", soft_wrap=True)   # a path to paste
 
@@ -294,7 +293,6 @@ class RunLifecycle:
     def judge(self) -> None:
         """Judge: the verdict against the budget and the --fail-on rules on the first run,
         and the exit status they give (plan/judge.py)."""
-        from rtgauge.plan.judge import judge_run
         self.judgement = judge_run(self.runs[0], self.gates)
 
     # -- report ----------------------------------------------------------------------------
@@ -303,7 +301,6 @@ class RunLifecycle:
         """Report: each run's summary (the first with its verdict), the JSON (--json), the
         HTML report, the rules' outcomes and the JUnit file; then the exit status (a lost
         target 1, an interruption 130, a gate its status, a failed measurement 1)."""
-        from rtgauge.report.terminal import print_summary
         console, gates = self.console, self.gates
         for rid, run in zip(self.run_ids, self.runs):
             if gates.budget is not None and rid == self.run_ids[0]:
@@ -311,11 +308,9 @@ class RunLifecycle:
             else:
                 print_summary(console, run)
         if self.request.json:
-            from rtgauge.report.document import print_json, run_document
             docs = [run_document(run) for run in self.runs]
             print_json(docs[0] if len(docs) == 1 else docs)
         if not self.request.no_report:
-            from rtgauge.report.output import write_html
             path = self.request.report or f"rtgauge-run-{self.run_ids[0]}.html"
             ids = ",".join(str(r.id) for r in self.runs)
             write_html(path, self.runs, fix=f"the run is stored; write its report elsewhere with `rtgauge report "
@@ -323,7 +318,6 @@ class RunLifecycle:
                        **({"budget": gates.budget, "budget_us": gates.budget.latency_us} if gates.budget else {}))
             console.print(f"Report: {path}", markup=False)
         if gates.any:
-            from rtgauge.plan.judge import report_gates
             report_gates(console, self.judgement, gates, self.runs[0])
         ids = ", ".join(map(str, self.run_ids))
         if self.status == "interrupted" and getattr(self.settings, "ended_by", None) == "lost":
@@ -342,8 +336,6 @@ class RunLifecycle:
 
 def write_run_ids(path: str, run_ids: list[int]) -> None:
     """--run-id-file: the runs' ids, one a line (rtgauge/lab/runner.py reads them)."""
-    from rtgauge import safefile
-    from rtgauge.printable import printable
     try:
         safefile.write_text(path, "".join(f"{rid}\n" for rid in run_ids))
     except BrokenPipeError:

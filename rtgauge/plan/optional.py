@@ -21,6 +21,7 @@ from typing import Callable
 
 from rtgauge.catalogue import LATENCY, catalogue
 from rtgauge.enginebin import engine_path
+from rtgauge.loads.supervise import die_with_parent
 from rtgauge.plan import Job
 
 # The short run that tries a flag, per kind of test that may take one (the flag decides, not the policy).
@@ -40,8 +41,7 @@ def try_flag(test: str, flag: str, cpus: list[int], mount_tracefs: bool = True) 
     if cpus:
         args += ["--cpus", ",".join(map(str, cpus[:1]))]
     try:
-        from rtgauge.loads.supervise import die_with_parent   # the trial dies with rtgauge
-        p = subprocess.run(args, capture_output=True, text=True, timeout=30, preexec_fn=die_with_parent())
+        p = subprocess.run(args, capture_output=True, text=True, timeout=30, preexec_fn=die_with_parent())   # dies with rtgauge
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"the engine could not be tried with --{flag} ({e})", []
     try:

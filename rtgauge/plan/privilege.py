@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import subprocess
 from typing import Callable
 
 from rtgauge import tools
+from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
+from rtgauge.loads.supervise import die_with_parent
 from rtgauge.plan import Job, drop_cross_check
 
 
@@ -58,8 +61,6 @@ def asked_priority(jobs: list[Job], sweeps: list) -> int | None:
 
 def try_realtime(priority: int, cpu: int | None) -> str | None:
     """None when the engine may run SCHED_FIFO at PRIORITY here, else the engine's reason."""
-    from rtgauge.enginebin import engine_path
-    from rtgauge.loads.supervise import die_with_parent
     args = [engine_path(), "overhead", "--iterations", "1000", "--rounds", "1", "--policy", "fifo",
             "--priority", str(priority), "--no-mlock"]
     if cpu is not None:
@@ -80,8 +81,6 @@ def try_realtime(priority: int, cpu: int | None) -> str | None:
 
 def refusal(why: str) -> str:
     """The one sentence `rtgauge run` ends with when real-time scheduling is refused."""
-    import pwd
-    from rtgauge.enginebin import engine_path
     engine = os.path.realpath(engine_path())
     try:
         user = pwd.getpwuid(os.geteuid()).pw_name

@@ -3,15 +3,16 @@ time within each job, with the live table (`run --live`) under it."""
 
 from __future__ import annotations
 
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
 from rtgauge.plan import Job, plan_seconds
+from rtgauge.report.safe import markup
 
 
 class ProgressView:
     """One bar for the whole plan, advanced by elapsed time within each job."""
 
     def __init__(self, console, jobs: list[Job], warmup_s: float):
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
         class WithLiveTable(Progress):
             below = None           # the live table (run --live), under the bar
 
@@ -35,7 +36,6 @@ class ProgressView:
         return self.progress.__exit__(*exc)
 
     def start_job(self, job: Job) -> None:
-        from rtgauge.report.safe import markup
         self.current = job
         self.progress.update(self.task, description=f"{markup(job.label, 64):<32}", completed=self.done)
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rtgauge.errors import UserError
+from rtgauge.profiles import parse_profile
 from rtgauge.records import Measurement, Run
+from rtgauge.store import open_store
 
 RESUMABLE = ("interrupted", "abandoned", "failed")
 SWEEP_PROBE_PREFIX = "tire-sweep/"
@@ -96,8 +98,6 @@ def remaining(jobs: list, resume: Resume) -> list:
 def resumed_profile(db: str | None, run_id: int, profile: str | None, interleave: str | None):
     """The profile of the run --resume names (its stored TOML text); refusals in one
     sentence (a --profile or --interleave given beside it, no such run, none stored)."""
-    from rtgauge.profiles import parse_profile
-    from rtgauge.store import open_store
     if profile or interleave:
         raise UserError("--resume measures the run's own profile; leave out --profile and --interleave.")
     if run_id < 1:

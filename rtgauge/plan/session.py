@@ -13,7 +13,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rtgauge import tune
 from rtgauge.errors import UserError
+from rtgauge.loads import LoadContext, need_tool
+from rtgauge.loads.partition import plan_partition
+from rtgauge.plan import plan_seconds
+from rtgauge.plan.execute import RunSettings, parse_duration
+from rtgauge.store.urls import sqlite_file
+from rtgauge.trace import Tracefs
+from rtgauge.trace.live import LiveView
+from rtgauge.trace.metrics_file import MetricsFile
 
 
 @dataclass
@@ -68,10 +77,6 @@ class RunConditions:
                  live: bool = False, metrics_file: str | None = None, mount_tracefs: bool = True, profile=None):
         """The options as `rtgauge run` names them (--duration, --segment, --rt-cpus, ...);
         PROFILE's settings.attribute and attribute_threshold_us where the options do not say."""
-        from rtgauge.loads import need_tool
-        from rtgauge.loads.partition import plan_partition
-        from rtgauge.plan.execute import parse_duration
-
         self.warmup_s = warmup_s
         self.duration_s = parse_duration(duration) if duration else None
         self.segment_s = parse_duration(segment or "10m")
@@ -105,7 +110,6 @@ class RunConditions:
         self.live = bool(live)
         self.metrics_file = None
         if metrics_file is not None:
-            from rtgauge.trace.metrics_file import MetricsFile
             self.metrics_file = MetricsFile(metrics_file)
         self.mount_tracefs = bool(mount_tracefs)
         self.target = None      # rtgauge.remote.session.TargetSession: tuning goes there
@@ -114,7 +118,6 @@ class RunConditions:
         """Where the io load writes: --load-dir, else the SQLite database's directory."""
         if self.load_dir:
             return self.load_dir
-        from rtgauge.store.urls import sqlite_file
         url = getattr(store, "_url", None)      # the real path, not the percent-encoded display URL
         path = sqlite_file(url) if url is not None else None
         return str(path.resolve().parent) if path is not None else None
@@ -123,13 +126,6 @@ class RunConditions:
     def applied(self, console, request, store, jobs, warmup_s, view):
         """RunSettings for execute(), with tuning applied for the run and reverted after
         (also on failure and SIGTERM) and tracefs mounted where it is needed and missing (unless the user said not to)."""
-        from rtgauge import tune
-        from rtgauge.loads import LoadContext
-        from rtgauge.plan import plan_seconds
-        from rtgauge.plan.execute import RunSettings
-        from rtgauge.trace import Tracefs
-        from rtgauge.trace.live import LiveView
-
         def say(text: str) -> None:
             console.print(text)
 
@@ -151,7 +147,7 @@ class RunConditions:
                 elif settings.tracefs.mounted_here:
                     say(settings.tracefs.note)
             if self.tuned and self.target is not None:     # there, held and reverted there
-                from rtgauge.remote.tune import TargetTuning
+                from rtgauge.remote.tune import TargetTuning   # asyncssh, the ssh extra: on a target only
                 target_tuning = TargetTuning(self.target, say)
                 settings.record["tuned"] = target_tuning.apply()
                 say(f"tuned {self.target.address}: {len(settings.record['tuned']['changed'])} setting(s) changed "
@@ -192,7 +188,6 @@ class RunConditions:
 def recover_stale_tuning(state_path, say) -> None:
     """A tuning left by a `run --tuned` that was killed before it could revert: revert it
     now, so this run starts from the machine's own settings and owns its tuning."""
-    from rtgauge import tune
     try:
         state = tune.read_state(state_path)
     except FileNotFoundError:
@@ -205,7 +200,6 @@ def recover_stale_tuning(state_path, say) -> None:
 
 def stale_tuning_check() -> dict | None:
     """For doctor: a tuning in place that no running rtgauge owns."""
-    from rtgauge import tune
     path = tune.default_state_path()
     try:
         state = tune.read_state(path)

@@ -50,6 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from rtgauge.store import validate
+
 JSON_START = (b"{", b"[")
 # a load condition's name, as a job and an imported file's measurement name it
 CONDITION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}", re.ASCII)
@@ -99,7 +101,6 @@ class Found:
         """A JSON file of a directory (a regular file, not a symbolic link), read once;
         None when it is not there."""
         if name not in self._read:
-            from rtgauge.store import validate
             path = self.path / name
             self._read[name] = (validate.read_json_file(path) if path.is_file() and not path.is_symlink()
                                 else None)

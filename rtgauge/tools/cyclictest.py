@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
 import re
+import shlex
 import shutil
 import subprocess
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 
 from rtgauge.defaults import interval_us
 from rtgauge.errors import UserError
 from rtgauge.records import engine_document
+from rtgauge.store import validate
 from rtgauge.tools import histogram
 from rtgauge.tools.adapter import Adapter, Found, Imported, always, foreign_job, program_on_target
 
@@ -205,7 +207,6 @@ JSON_SCHEMA = {
 def options_from_cmdline(cmdline: str | None) -> dict:
     """The options a cyclictest command line gave that the document records (interval,
     priority, policy, histogram limit, duration); cyclictest's defaults otherwise."""
-    import shlex
     try:
         words = shlex.split(cmdline or "")
     except ValueError:
@@ -543,7 +544,6 @@ def sniff(found: Found) -> bool:
 def read(found: Found, condition: str) -> Imported:
     """A --json file measured elsewhere: its document, its sysinfo as the facts, its start
     and end times."""
-    from rtgauge.store import validate
     data, where = found.data, str(found.path)
     validate.check_schema(data, JSON_SCHEMA, where, "cyclictest --json file",
                           "give cyclictest's --json output unchanged.")

@@ -8,7 +8,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from rtgauge.catalogue import catalogue
+from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError
+from rtgauge.store import validate
 from rtgauge.tools.adapter import CONDITION, Adapter, Found, Imported
 
 JOB_NAME = re.compile(r"[^\x00-\x1f\x7f-\x9f/]{1,200}")
@@ -25,7 +28,6 @@ def sniff(found: Found) -> bool:
 
 
 def command(job, out_path: str, extra: list[str] = ()) -> list[str]:
-    from rtgauge.enginebin import engine_path
     return [engine_path(), job.test, "--out", out_path, *job.engine_args(), *extra]
 
 
@@ -34,7 +36,6 @@ RT_POLICIES = ("fifo", "rr")
 
 def realtime_priority(job) -> int | None:
     """The job's priority when its policy (given, else the test's default) is real time."""
-    from rtgauge.catalogue import catalogue
     opts = catalogue().test(job.test).options
     policy = job.options.get("policy", opts["policy"].default if "policy" in opts else None)
     prio = job.options.get("priority", opts["priority"].default if "priority" in opts else 1)
@@ -43,7 +44,6 @@ def realtime_priority(job) -> int | None:
 
 def takes_cpus(job) -> bool:
     """Whether the job's test measures on a CPU list (the catalogue says)."""
-    from rtgauge.catalogue import catalogue
     info = catalogue().tests.get(job.test)
     return bool(info and info.takes_cpus)
 
@@ -73,7 +73,6 @@ def facts_from_env(env: dict) -> dict:
 
 
 def documents(paths: list[Path], condition: str) -> tuple[dict, list[tuple[dict, dict]]]:
-    from rtgauge.store import validate
     if len(paths) > DOCUMENTS_MAX:
         raise UserError(f"{paths[0].parent} holds {len(paths):,} documents, more than one import takes "
                         f"({DOCUMENTS_MAX:,}); import them from smaller directories.")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from rtgauge.errors import UserError
+from rtgauge.store import validate
 from rtgauge.tools import cyclictest
 from rtgauge.tools.adapter import CONDITION, Adapter, Found, Imported, foreign_job, no_facts
 
@@ -17,8 +19,6 @@ def sniff(found: Found) -> bool:
 
 
 def read(found: Found, condition: str) -> Imported:
-    from rtgauge.errors import UserError
-    from rtgauge.store import validate
     where = str(found.path)
     text = validate.read_text_file(found.path)
     try:

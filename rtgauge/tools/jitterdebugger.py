@@ -28,6 +28,9 @@ import os
 from pathlib import Path
 
 from rtgauge.errors import UserError
+from rtgauge.store import validate
+from rtgauge.sysinfo.facts import cpu_model, read_preemption
+from rtgauge.sysinfo.readers import kernel_config_of_gz, parse_cmdline, parse_key_value_lines, read_bounded
 from rtgauge.tools import cyclictest
 from rtgauge.tools.adapter import Adapter, Found, Imported, foreign_job
 
@@ -118,7 +121,6 @@ def document(raw: dict) -> dict:
 def read_system_file(directory: Path, name: str) -> bytes | None:
     """One of the system files jitterdebugger copies beside results.json: a regular file,
     not a symbolic link, bounded (sysinfo's reader)."""
-    from rtgauge.sysinfo.readers import read_bounded
     path = directory / name
     if os.path.islink(path):
         return None
@@ -128,8 +130,6 @@ def read_system_file(directory: Path, name: str) -> bytes | None:
 def facts(raw: dict, directory: Path | None) -> dict:
     """System facts from results.json's sysinfo and, when the directory jitterdebugger
     wrote is at hand, its copies of cpuinfo, cmdline and the kernel config."""
-    from rtgauge.sysinfo.facts import cpu_model, read_preemption
-    from rtgauge.sysinfo.readers import kernel_config_of_gz, parse_cmdline, parse_key_value_lines
     info = raw.get("sysinfo") if isinstance(raw.get("sysinfo"), dict) else {}
     out = {"hostname": info.get("nodename"), "machine_id": None, "kernel_release": info.get("release"),
            "kernel_version": info.get("version"), "arch": info.get("machine"), "cpu_model": None,
@@ -176,7 +176,6 @@ def sniff(found: Found) -> bool:
 def read(found: Found, condition: str) -> Imported:
     """results.json; from the directory `jitterdebugger -o DIR` wrote, its copies of the
     system's files give the facts."""
-    from rtgauge.store import validate
     directory = found.path if found.is_dir else None
     source = found.path / RESULTS if found.is_dir else found.path
     data = found.json_in(RESULTS) if found.is_dir else found.data

@@ -34,6 +34,7 @@ from pathlib import Path
 from rtgauge.defaults import interval_us
 from rtgauge.errors import UserError
 from rtgauge.records import engine_document
+from rtgauge.store import validate
 from rtgauge.tools import histogram
 from rtgauge.tools.adapter import Adapter, Found, Imported, always, foreign_job, no_facts, program_on_target
 
@@ -242,7 +243,6 @@ def sniff(found: Found) -> bool:
 
 
 def read(found: Found, condition: str) -> Imported:
-    from rtgauge.store import validate
     where = str(found.path)
     try:
         doc = document(parse(validate.read_text_file(found.path)))

@@ -30,7 +30,9 @@ from __future__ import annotations
 import math
 import re
 
+from rtgauge.errors import UserError
 from rtgauge.records import engine_document
+from rtgauge.store import validate
 from rtgauge.tools.adapter import Adapter, Found, Imported, foreign_job, no_facts
 from rtgauge.tools.histogram import linear_histogram
 
@@ -170,8 +172,6 @@ def sniff(found: Found) -> bool:
 
 def read(found: Found, condition: str) -> Imported:
     """stress-ng's log of a --cyclic run (its --log-file, or its stderr kept)."""
-    from rtgauge.errors import UserError
-    from rtgauge.store import validate
     where = str(found.path)
     try:
         report = parse(validate.read_text_file(found.path))
