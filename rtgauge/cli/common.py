@@ -1,11 +1,12 @@
 """The command line's kit, as rtla composes its option macros into each tool's parser:
 the options several commands share, declared once here and added by each command's
-register() (--db, --format, the job's budget), and the small steps every command takes
-at its edge (opening the database it reads once, saying which runs were found
-abandoned, refusing an output path before any work). A command module imports this
-kit and the registry (rtgauge/cli/__init__.py) and no other command module
-(tests/test_layers.py); what commands share beyond options lives in the layers below
-(rtgauge/store/reading.py, rtgauge/report/)."""
+parser (register() in rtgauge/cli/parsers/NAME.py: --db, --format, the job's budget),
+and the small steps every command takes at its edge (opening the database it reads
+once, saying which runs were found abandoned, refusing an output path before any work).
+Light at import: every command's --help loads it. A command module imports this kit and
+the registry (rtgauge/cli/__init__.py) and no other command module (tests/test_layers.py);
+what commands share beyond options lives in the layers below (rtgauge/store/reading.py,
+rtgauge/report/)."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def budget_options(args) -> dict:
     {"budget_us"} for a latency alone, with "budget" (analysis.run.verdict.Budget) when a
     period or a miss rate was given too."""
     if getattr(args, "period_us", None) is not None or getattr(args, "miss_rate", None) is not None:
-        # the registry loads this kit for `rtgauge --help`: the verdict (scipy) is imported when used
+        # every parser (a command's --help) loads this kit: the verdict (scipy) is imported when used
         from rtgauge.analysis.run.verdict import make_budget
         budget = make_budget(args.budget_us, args.period_us, args.miss_rate)
         return {"budget_us": budget.latency_us, "budget": budget}
@@ -77,7 +78,7 @@ def read_runs(db: str | None, texts: list[str], default_latest: bool = True, doc
     and default_latest), from the database --db names, opened once
     (store/reading.open_for_reading). The RUN arguments are checked before the database
     is looked at."""
-    # the registry loads this kit for `rtgauge --help`: the store (SQLAlchemy) is imported when used
+    # every parser (a command's --help) loads this kit: the store (SQLAlchemy) is imported when used
     from rtgauge.store.reading import load_runs, open_for_reading, parse_run_ids
     wanted = parse_run_ids(texts) or (["latest"] if default_latest else [])
     with open_for_reading(db) as store:
