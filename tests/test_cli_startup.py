@@ -21,10 +21,10 @@ HEAVY = ("numpy", "scipy", "sqlalchemy", "jsonschema", "rich", "asyncssh", "labg
 # `rtgauge engine ...` and `rtgauge hil ...` hand the rest of the line on unparsed (the
 # engine's own help, hil.command's), so their implementation loads at once; `engine
 # --help` execs the engine and is not probed. hil's command (rtgauge/hil/command.py,
-# outside the command line) imports the store at its top: SQLAlchemy, the one heavy load
-# of a --help left. When it is gone, this entry must go (the test says so).
+# outside the command line) parses and loads what a mode does (rtgauge/hil/actions.py)
+# only at dispatch, so its --help loads nothing heavy either.
 PASSTHROUGH = {"engine", "hil"}
-KNOWN_HEAVY = {"hil": {"sqlalchemy"}}
+KNOWN_HEAVY: dict[str, set] = {}
 
 PROBE = """
 import json, os, sys

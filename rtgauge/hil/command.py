@@ -1,42 +1,18 @@
-"""The hil command line, for `rtgauge hil` (cli/hil.py) and its alias `python3 -m rtgauge.hil`.
+"""The hil command line, for `rtgauge hil` (cli/hil.py) and its alias `python3 -m rtgauge.hil`:
+its usage, its parsers and its dispatch. What each mode does is rtgauge/hil/actions.py,
+loaded only when a mode is dispatched, so that `--help` of either loads neither the
+store nor the engine's runners (tests/test_cli_startup.py).
 
 Kept in the hil package so that the alias needs nothing above it (hil must not import cli:
 cli imports hil)."""
 
 from __future__ import annotations
 
-import json
 import sys
 
 from rtgauge.argparsing import Parser, add_db_option, suggestion
-from rtgauge.enginebin import engine_path
 from rtgauge.errors import UserError, run_reporting_errors
-from rtgauge.hil.sustained import SustainedSpec, check_spec, run_sustained, sustained_and_store, sustained_document
-from rtgauge.hil.veth import merge, run_veth
-from rtgauge.store import open_store
-from rtgauge.sysinfo import collect_facts, run_doctor
 from rtgauge.units import time_option
-
-
-def veth_main(options: list[str]) -> int:
-    result = run_veth(options)
-    if result.errors and not (result.sim and result.device):
-        raise UserError("; ".join(result.errors) + ".")
-    doc = merge(result)
-    print(json.dumps(doc))
-    return 0 if doc["ok"] else 1
-
-
-USAGE = """usage: {prog} veth [ENGINE hil OPTIONS]    the loop across a veth pair (root)
-       {prog} sustained [--payload ...]    the sustained-rate sweep
-
-Each prints one JSON document (the engine's contract). `sustained --store` also
-keeps it in the results store as a run of its own (one measurement, hil-sustained).
-docs/hil.md tells both.
-
-examples:
-  {prog} veth --period-us 1000 --duration-s 10 > loop.json      # the loop over veth
-  {prog} sustained --payload tire --sizes 100,1000 --store      # the shortest period held"""
 
 
 def sustained_main(argv: list[str], prog: str = "rtgauge hil") -> int:
@@ -58,28 +34,20 @@ def sustained_main(argv: list[str], prog: str = "rtgauge hil") -> int:
         sizes = [int(s) for s in a.sizes.split(",")]
     except ValueError:
         raise UserError(f"--sizes {a.sizes!r} is not a comma list of whole numbers; give e.g. 100,300.")
-    spec = check_spec(SustainedSpec(payload=a.payload, sizes=sizes, frames=a.frames, start_us=a.start_us,
-                                    min_us=a.min_us, max_us=a.max_us, precision=a.precision,
-                                    retries=a.retries, threads=a.threads), "sustained")
-    say = lambda line: print(line, file=sys.stderr)  # noqa: E731
-    if not a.store:
-        print(json.dumps(sustained_document(run_sustained(engine_path(), spec, say))))
-        return 0
+    from rtgauge.hil import actions     # the implementation, at dispatch (the docstring)
+    return actions.sustained(a, sizes)
 
-    facts = collect_facts()
-    store = open_store(a.db)
-    try:
-        run_id = store.begin_run(facts, run_doctor(facts), "hil-sustained", "", sys.argv)
-        try:
-            doc = sustained_and_store(store, run_id, spec, say)
-        except BaseException as e:
-            store.finish_run(run_id, "failed", f"{type(e).__name__}: {e}")
-            raise
-        store.finish_run(run_id, "complete", "hil sustained-rate sweep")
-    finally:
-        store.close()
-    print(json.dumps(doc))
-    return 0
+
+USAGE = """usage: {prog} veth [ENGINE hil OPTIONS]    the loop across a veth pair (root)
+       {prog} sustained [--payload ...]    the sustained-rate sweep
+
+Each prints one JSON document (the engine's contract). `sustained --store` also
+keeps it in the results store as a run of its own (one measurement, hil-sustained).
+docs/hil.md tells both.
+
+examples:
+  {prog} veth --period-us 1000 --duration-s 10 > loop.json      # the loop over veth
+  {prog} sustained --payload tire --sizes 100,1000 --store      # the shortest period held"""
 
 
 VETH_HELP = """usage: {prog} veth [ENGINE hil OPTIONS]
@@ -103,7 +71,8 @@ def main(argv: list[str], prog: str = "rtgauge hil") -> int:
         print(VETH_HELP.format(prog=prog))
         return 0
     if argv[:1] == ["veth"]:
-        return run_reporting_errors(lambda: veth_main(argv[1:]))
+        from rtgauge.hil import actions     # the implementation, at dispatch (the docstring)
+        return run_reporting_errors(lambda: actions.veth(argv[1:]))
     if argv[:1] == ["sustained"]:
         return run_reporting_errors(lambda: sustained_main(argv[1:], prog))
     if argv[:1] in (["-h"], ["--help"]):
