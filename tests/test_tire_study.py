@@ -379,3 +379,43 @@ def test_bad_study_keys(table, words):
     from rtgauge.errors import UserError
     with pytest.raises(UserError, match=words):
         sweep.spec_from_table(table, "profile x")
+
+
+def test_a_probe_beside_others_load_is_marked_not_idle(monkeypatch):
+    """Every probe is stored as an idle job, so what others ran on its CPUs beside it is
+    measured with it (env.others_load, as the plan's idle jobs have it): a probe beside a
+    spinning process reads "not idle". Ground truth: the spinner is this test's own,
+    started before the probe and reaped after it, so the probe's own time is not it. The
+    broken method (no look beside the probe, as the sweep had) leaves nothing to mark."""
+    import os
+    import time
+    from rtgauge.records import Measurement
+    cpus = sorted(os.sched_getaffinity(0))
+
+    def probe_beside_a_spinner(engine, args):
+        time.sleep(1.0)            # the subject: the probe's length, while the spinner runs
+        a = dict(zip(args[1::2], args[2::2]))
+        return {"ok": True, "params": {"masses": int(a["--masses"]), "threads": 1, "policy": "fifo",
+                                       "mode": a["--mode"], "steps": 10, "stop_on_miss": False},
+                "metrics": {"misses": {"value": 0}, "steps": {"value": 10}, "wall_s": {"value": 0.1}},
+                "verdicts": {"hard_realtime": {"pass": True}, "completed": {"pass": True}}}
+    monkeypatch.setattr(sweep, "run_probe", probe_beside_a_spinner)
+    spec = sweep.SweepSpec(masses_min=1000, masses_max=1000, threads=[1], policies=["fifo"], steps=10,
+                           retries=0, realfast=False, pretest=False)
+    spinners = [subprocess.Popen([sys.executable, "-c", "import time\nt = time.monotonic() + 3\n"
+                                  "while time.monotonic() < t: pass"]) for _ in cpus]
+    try:
+        probes: list = []
+        sweep.run_sweep("engine", spec, on_doc=lambda d, label: probes.append(d))
+    finally:
+        for s in spinners:
+            s.kill()
+            s.wait()
+    load = probes[0]["env"]["others_load"]
+    assert load["cpus"] == cpus and load["idle"] is False and load["share"] >= 0.5, load
+    m = Measurement.from_dict({"name": "tire-sweep/realtime/fifo/1t/1000", "tool": "engine", "test": "tire",
+                               "condition": "idle", "env": probes[0]["env"], "metrics": {}})
+    assert m.not_idle
+    # the broken method: a probe stored without the look is read as idle
+    assert not Measurement.from_dict({"name": "x", "tool": "engine", "test": "tire", "condition": "idle",
+                                      "env": {}, "metrics": {}}).not_idle

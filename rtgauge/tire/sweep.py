@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from rtgauge.analysis.run.tire import pretest_threads_sentence, thread_ceiling
+from rtgauge.bounds import parse_cpu_list
 from rtgauge.catalogue import catalogue, within
 from rtgauge.defaults import TIRE_PERIOD_MS
 from rtgauge.enginebin import engine_path
@@ -45,6 +46,7 @@ from rtgauge.loads.supervise import die_with_parent
 from rtgauge.records import engine_document
 from rtgauge.search import hardest_holding, narrow
 from rtgauge.tire.fit import fit_cost, point_from_doc
+from rtgauge.trace.counters import others_load, take_snapshot
 
 STUDY_STEPS = 6000          # the study's probes: 60 s of simulated time at 10 ms
 PRETEST_PERIOD_MS = TIRE_PERIOD_MS["pretest"]     # the engine's --mode pretest (docs/engine.md)
@@ -239,7 +241,12 @@ class Prober:
         if replay:
             doc = replay.pop(0)           # stored already: not measured, not stored again
         else:
+            # is idle idle? what others ran on the probe's CPUs beside it (docs/loads.md): a
+            # probe is stored as an idle job, and its misses are read as this system's
+            cpus = parse_cpu_list(self.spec.cpus) if self.spec.cpus else sorted(os.sched_getaffinity(0))
+            before = take_snapshot(cpus)
             doc = run_probe(self.engine, probe_args(self.spec, masses, threads, policy, mode, stop_on_miss))
+            doc.setdefault("env", {})["others_load"] = others_load(before, take_snapshot(cpus), cpus)
             if self.on_doc:
                 self.on_doc(doc, label)
         self.docs.append(doc)
