@@ -131,3 +131,44 @@ def test_a_resumed_sweep_replays_its_stored_probes(tmp_path):
     assert sorted(n for n in names if n.startswith("tire-sweep/")) == sorted(n for _, n in probes)
     assert names.count("tire-sweep") == 1
     assert json.loads(again.stdout)["status"] == "complete"
+
+
+def test_a_stop_during_the_sweep_is_an_interrupted_run_that_resumes(tmp_path):
+    """SIGTERM while the tire sweep measures (a user's Ctrl-C or `kill` hours into the
+    full study): the run is interrupted (it read "failed" with a bare KeyboardInterrupt),
+    exit 130, the probes stored so far are kept and the note says how to go on; resuming
+    it replays them and ends complete."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+    from readiness import wait_for
+    root = Path(__file__).resolve().parent.parent
+    profile, db = tmp_path / "sweep.toml", tmp_path / "r.db"
+    profile.write_text(SWEEP.replace("steps = 20\n", "steps = 150\n", 1))     # 1.5 s a real-time probe
+
+    def probes() -> list:
+        try:
+            return [n for _, n, _, _ in stored(db) if n.startswith("tire-sweep/")]
+        except sqlite3.Error:          # not made yet, or being written
+            return []
+    proc = subprocess.Popen([sys.executable, "-m", "rtgauge", "run", "--profile", str(profile), "--db", str(db),
+                             "--no-report"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(root)))
+    wait_for(lambda: len(probes()) >= 1, "the sweep's first probe stored", proc=proc)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err
+    said = " ".join(out.split())
+    assert "Interrupted: 1 of 1 jobs measured, the sweep stopped before its end" in said and "--resume" in said, said
+    kept = probes()
+    with sqlite3.connect(db) as c:
+        (status, note), = c.execute("select status, note from runs").fetchall()
+    assert status == "interrupted" and "sweep stopped" in note and kept and "tire-sweep" not in kept
+    again = cli(["run", "--resume", "1", "--db", str(db), "--no-report", "--json"], timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["status"] == "complete"
+    after = probes()
+    assert after[:len(kept)] == kept and len(after) > len(kept)

@@ -67,6 +67,7 @@ class RunLifecycle:
         self.runs: list = []
         self.note = ""
         self.failed_any = False
+        self.sweep_stopped = False   # a stop came during the sweep (measure_sweeps)
         self.judgement = None
 
     def run(self) -> int:
@@ -253,9 +254,16 @@ class RunLifecycle:
     def measure_sweeps(self) -> None:
         """Measure, last: the profile's sweeps (tire, HIL sustained) after the jobs, outside
         the applied conditions; --resume's stored probes replayed."""
-        if self.status == "complete":
+        if self.status != "complete":
+            return
+        try:
             execute_sweeps(self.db, self.run_ids[0], sweep_jobs(self.profiles[0]), self.console.print,
                            probes=self.resume.probes if self.resume else None)
+        except KeyboardInterrupt:
+            # a stop during the sweep (Ctrl-C, SIGTERM): the probe under way dies with it, the
+            # probes stored so far are kept, and the run is interrupted, as a stop during a job
+            # makes it (and so resumable), not failed
+            self.status, self.sweep_stopped = "interrupted", True
 
     def fail(self, e: BaseException) -> None:
         """A measurement that raised: the runs marked failed, and a spooled store's file said."""
@@ -283,7 +291,9 @@ class RunLifecycle:
         for rid, plan, outcomes in zip(self.run_ids, self.plans, self.per_run):
             failed = self.db.failed_measurements(rid)    # a measurement whose load died is failed there
             self.failed_any = self.failed_any or bool(failed)
-            self.note = f"{len(outcomes)} of {len(plan)} jobs measured" + (f", {failed} failed" if failed else "")
+            self.note = (f"{len(outcomes)} of {len(plan)} jobs measured" + (f", {failed} failed" if failed else "")
+                         + (", the sweep stopped before its end (`rtgauge run --resume RUN` measures the rest)"
+                            if self.sweep_stopped and rid == self.run_ids[0] else ""))
             self.db.finish_run(rid, self.status, self.note)
             self.runs.append(self.db.get_run(rid, documents=bool(self.request.json)))
         return None
