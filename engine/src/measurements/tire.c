@@ -254,8 +254,10 @@ static void paper_cycle(void *arg, rtg_cycle_ctx *c)
     }
 }
 
-/* After the run: the steps every thread computed, the late ones, and the one
- * in-place state put where tire_cur expects it. */
+/* After the run: the steps every thread computed, the late ones among them (a
+ * thread that ran ahead computed parts of later steps, which are not steps of the
+ * model yet: counted, they made more steps late than computed under a time limit),
+ * and the one in-place state put where tire_cur expects it. */
 static void paper_settle(tire_run *r)
 {
     uint64_t steps = r->steps;
@@ -267,7 +269,7 @@ static void paper_settle(tire_run *r)
             end = r->end_ns[t];
     }
     r->late = 0;
-    for (uint64_t k = 0; k < r->steps; k++)
+    for (uint64_t k = 0; k < steps; k++)
         r->late += r->late_flag[k] != 0;
     tire_state *st = &r->st;
     if (steps & 1) {
