@@ -111,6 +111,15 @@ def cli(argv: list, *, env: dict | None = None, cwd: Path | str | None = None, t
     return p
 
 
+def one_sentence(p: subprocess.CompletedProcess, status: int = 2) -> str:
+    """P's stderr, after asserting that bad input was refused as the house wants it: exit
+    STATUS, one line on stderr, no traceback."""
+    assert "Traceback" not in p.stderr, p.stderr
+    assert p.returncode == status, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    return p.stderr
+
+
 @dataclass
 class EngineResult:
     status: int

@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
-from conftest import rtgauge  # noqa: E402
+from conftest import one_sentence, rtgauge  # noqa: E402
 from pgserver import postgres_server  # noqa: E402,F401  (session fixture)
 
 from rtgauge.store import validate  # noqa: E402
@@ -26,13 +26,6 @@ from rtgauge.store import validate  # noqa: E402
 rtgauge = partial(rtgauge, timeout=900)
 MIB = 1024**2
 HOST_RSS_BOUND_MB = 512          # docs/design.md "Bounded reads"
-
-
-def one_sentence(p: subprocess.CompletedProcess, status: int = 2) -> str:
-    assert "Traceback" not in p.stderr, p.stderr
-    assert p.returncode == status, p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
-    return p.stderr
 
 
 @pytest.fixture(scope="module")

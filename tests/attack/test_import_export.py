@@ -23,17 +23,10 @@ from rtgauge.store import open_store
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 from pgserver import postgres_server  # noqa: E402,F401  (session fixture)
-from conftest import rtgauge
+from conftest import one_sentence, rtgauge
 
 
 rtgauge = partial(rtgauge, timeout=900)     # a watchdog: its slowest calls take minutes on a loaded machine
-
-
-def one_sentence(p: subprocess.CompletedProcess, status: int = 2) -> str:
-    assert "Traceback" not in p.stderr, p.stderr
-    assert p.returncode == status, p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
-    return p.stderr
 
 
 @pytest.fixture(scope="module")
