@@ -19,15 +19,21 @@ TRACED_NOTE = f"traced: {TRACED_COST}; measure without --attribute for the machi
 TAIL_SHOWN = 40      # lines of a --trace-threshold-us tail on the terminal (the report has them all)
 
 
-def attributions(runs: list) -> list[tuple[object, str, dict]]:
-    """(run id, measurement name, env.attribution) for every measurement that has one."""
+def _env_entries(runs: list, key: str) -> list[tuple[object, str, dict]]:
+    """(run id, measurement name, env[KEY]) for every measurement whose env holds a dict
+    under KEY, in the runs' and measurements' order."""
     out = []
     for run in runs:
         for m in run.measurements:
-            a = (m.env or {}).get("attribution")
-            if isinstance(a, dict):
-                out.append((run.id, m.label or m.test or "?", a))
+            entry = (m.env or {}).get(key)
+            if isinstance(entry, dict):
+                out.append((run.id, m.label or m.test or "?", entry))
     return out
+
+
+def attributions(runs: list) -> list[tuple[object, str, dict]]:
+    """(run id, measurement name, env.attribution) for every measurement that has one."""
+    return _env_entries(runs, "attribution")
 
 
 def traced(a: dict) -> bool:
@@ -99,13 +105,7 @@ def print_run_attribution(console: Console, run) -> None:
 
 def threshold_traces(runs: list) -> list[tuple[object, str, dict]]:
     """(run id, measurement name, env.trace) for every measurement --trace-threshold-us traced."""
-    out = []
-    for run in runs:
-        for m in run.measurements:
-            t = (m.env or {}).get("trace")
-            if isinstance(t, dict):
-                out.append((run.id, m.label or m.test or "?", t))
-    return out
+    return _env_entries(runs, "trace")
 
 
 def trace_headline(t: dict) -> str:
