@@ -120,6 +120,17 @@ def one_sentence(p: subprocess.CompletedProcess, status: int = 2) -> str:
     return p.stderr
 
 
+def import_engine_latency(engine_bin: str, doc: Path, db: Path) -> Path:
+    """A real engine latency document of 0.3 s (SCHED_OTHER: no privilege needed) written
+    to DOC and imported into DB (created, or one more run); DOC returned. The timeouts
+    are watchdogs for a loaded machine, not speeds."""
+    subprocess.run([engine_bin, "latency", "--duration-s", "0.3", "--policy", "other", "--out", str(doc)],
+                   check=True, capture_output=True, timeout=120)
+    p = rtgauge("import", str(doc), "--db", str(db), timeout=900)
+    assert p.returncode == 0, p.stderr
+    return doc
+
+
 @dataclass
 class EngineResult:
     status: int

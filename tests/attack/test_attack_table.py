@@ -313,12 +313,9 @@ def database_contents(db: Path) -> list:
 def base(tmp_path_factory, engine_bin):
     """One real engine document, imported into a database, and that run's export."""
     d = tmp_path_factory.mktemp("attack-base")
-    doc_path = d / "lat.json"
-    subprocess.run([engine_bin, "latency", "--duration-s", "0.3", "--policy", "other", "--out", str(doc_path)],
-                   check=True, capture_output=True, timeout=60)
+    from conftest import import_engine_latency
     db = d / "base.db"
-    p = rtgauge(["import", str(doc_path), "--db", str(db)])
-    assert p.returncode == 0, p.stderr
+    doc_path = import_engine_latency(engine_bin, d / "lat.json", db)
     p = rtgauge(["export", "1", "--db", str(db), "--format", "json"])
     assert p.returncode == 0, p.stderr
     return {"db": db, "export": json.loads(p.stdout), "document": json.loads(doc_path.read_text())}

@@ -20,7 +20,7 @@ from rtgauge.analysis.samples import BINARY_DTYPE, BINARY_MAGIC, read_samples
 from rtgauge.records import COUNT_MAX, Metric, bounded_count
 from rtgauge.errors import EXIT_INCOMPLETE, UserError
 from rtgauge.remote import ssh as remote
-from conftest import rtgauge
+from conftest import import_engine_latency, rtgauge
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,11 +30,7 @@ def two_runs(tmp_path_factory, engine_bin):
     d = tmp_path_factory.mktemp("gates")
     db = d / "g.db"
     for i in (1, 2):
-        doc = d / f"lat{i}.json"
-        subprocess.run([engine_bin, "latency", "--duration-s", "0.3", "--policy", "other", "--out", str(doc)],
-                       check=True, capture_output=True, timeout=120)
-        p = rtgauge("import", str(doc), "--db", str(db))
-        assert p.returncode == 0, p.stderr
+        import_engine_latency(engine_bin, d / f"lat{i}.json", db)
     return db
 
 

@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
-from conftest import one_sentence, rtgauge  # noqa: E402
+from conftest import import_engine_latency, one_sentence, rtgauge  # noqa: E402
 from pgserver import postgres_server  # noqa: E402,F401  (session fixture)
 
 from rtgauge.store import validate  # noqa: E402
@@ -32,12 +32,8 @@ HOST_RSS_BOUND_MB = 512          # docs/design.md "Bounded reads"
 def real(tmp_path_factory, engine_bin):
     """A real engine latency document and a database holding it as run 1."""
     d = tmp_path_factory.mktemp("real")
-    doc = d / "latency@idle.json"
-    subprocess.run([engine_bin, "latency", "--duration-s", "0.3", "--policy", "other", "--out", str(doc)],
-                   check=True, capture_output=True, timeout=60)
-    db = d / "base.db"
-    assert rtgauge("import", str(doc), "--db", str(db)).returncode == 0
-    return {"doc": doc, "db": db}
+    doc = import_engine_latency(engine_bin, d / "latency@idle.json", d / "base.db")
+    return {"doc": doc, "db": d / "base.db"}
 
 
 def tables(db: Path) -> list[str]:

@@ -12,7 +12,6 @@ import os
 import resource
 import signal
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from rtgauge.store import open_store
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 from pgserver import postgres_server  # noqa: E402,F401  (session fixture)
-from conftest import one_sentence, rtgauge
+from conftest import import_engine_latency, one_sentence, rtgauge
 
 
 rtgauge = partial(rtgauge, timeout=900)     # a watchdog: its slowest calls take minutes on a loaded machine
@@ -33,12 +32,8 @@ rtgauge = partial(rtgauge, timeout=900)     # a watchdog: its slowest calls take
 def one_run(tmp_path_factory, engine_bin):
     """A database with one real run (an engine latency document imported)."""
     d = tmp_path_factory.mktemp("one-run")
-    doc = d / "lat.json"
-    subprocess.run([engine_bin, "latency", "--duration-s", "0.3", "--policy", "other", "--out", str(doc)],
-                   check=True, capture_output=True, timeout=60)
-    db = d / "base.db"
-    assert rtgauge("import", str(doc), "--db", str(db)).returncode == 0
-    return {"db": db, "doc": doc}
+    doc = import_engine_latency(engine_bin, d / "lat.json", d / "base.db")
+    return {"db": d / "base.db", "doc": doc}
 
 
 def contents(db: Path) -> list:
