@@ -14,6 +14,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from rtgauge.hil.veth import socket_inodes
+
 WATCHDOG_S = 60.0
 POLL_S = 0.01
 
@@ -210,22 +212,6 @@ def cpu_ticks(pid: int) -> int:
     except FileNotFoundError:
         return 0
     return int(fields[11]) + int(fields[12])
-
-
-def socket_inodes(pid: int) -> set[int]:
-    out = set()
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except FileNotFoundError:
-        return out
-    for fd in fds:
-        try:
-            link = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if link.startswith("socket:["):
-            out.add(int(link[8:-1]))
-    return out
 
 
 def start_udp_server(argv_for, tries: int = 3, **popen) -> tuple[subprocess.Popen, int]:

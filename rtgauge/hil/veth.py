@@ -163,21 +163,28 @@ def split_options(options: list[str]) -> tuple[list[str], list[str]]:
     return sim, dev
 
 
-def udp_bound_by(pid: int, port: int) -> bool:
-    """Whether one of PID's own sockets is bound to UDP PORT: the sockets in /proc/PID/fd
-    looked up by inode in /proc/PID/net/udp (PID's network namespace's table)."""
-    inodes = set()
+def socket_inodes(pid: int) -> set[int]:
+    """The inodes of PID's own sockets (its /proc/PID/fd links 'socket:[INODE]'); empty
+    when PID is gone or its descriptors cannot be read."""
+    out = set()
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
-        return False
+        return out
     for fd in fds:
         try:
             link = os.readlink(f"/proc/{pid}/fd/{fd}")
         except OSError:
             continue
         if link.startswith("socket:["):
-            inodes.add(link[8:-1])
+            out.add(int(link[8:-1]))
+    return out
+
+
+def udp_bound_by(pid: int, port: int) -> bool:
+    """Whether one of PID's own sockets is bound to UDP PORT: the sockets in /proc/PID/fd
+    looked up by inode in /proc/PID/net/udp (PID's network namespace's table)."""
+    inodes = socket_inodes(pid)
     if not inodes:
         return False
     try:
@@ -185,7 +192,7 @@ def udp_bound_by(pid: int, port: int) -> bool:
             rows = [line.split() for line in f][1:]
     except OSError:
         return False
-    return any(int(r[1].rsplit(":", 1)[1], 16) == port and r[9] in inodes for r in rows if len(r) > 9)
+    return any(int(r[1].rsplit(":", 1)[1], 16) == port and int(r[9]) in inodes for r in rows if len(r) > 9)
 
 
 def _wait_bound(sim: subprocess.Popen, port: int, within_s: float) -> bool:
