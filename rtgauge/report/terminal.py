@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rtgauge.report.safe import markup as escape
-from rtgauge.analysis.run.rows import ROW_METRIC_TEXT, cross_checks, latency_measurements, latency_row, system_label
+from rtgauge.analysis.run.rows import cross_check_text, cross_checks, latency_measurements, latency_row, system_label
 from rtgauge.analysis.studies.micro import micro_rows, rhealstone, verdict_rows
 from rtgauge.analysis.run.tire import held_text, period_text
 from rtgauge.analysis.studies.published import (STUDIES, beside_text, projection_text, published_verdicts, shown, studies,
@@ -120,13 +120,8 @@ def print_latency(console: Console, run: Run) -> None:
     if table.row_count:
         console.print(table)
     for pair in cross_checks(run.measurements):
-        parts = []
-        for k, label in (("avg_us", "avg"), ("p99_us", "p99"), ("max_us", "max")):
-            a, b, ratio = pair[k]
-            parts.append(f"{label} {_f(a)} vs {_f(b)}" + (f" (×{ratio:.2f})" if ratio else ""))
-        theirs = pair.get("reference_metric", "ti")
-        what = f" ({ROW_METRIC_TEXT[theirs]}, {theirs})" if theirs != "ti" else ""
-        console.print(f"  rtgauge vs {pair['reference']}{escape(what)}, {escape(pair['name'])}: " + "; ".join(parts))
+        figures, what = cross_check_text(pair, "-")
+        console.print(f"  rtgauge vs {pair['reference']}{escape(what)}, {escape(pair['name'])}: " + figures)
 
 
 def published_text(row) -> str:

@@ -115,6 +115,21 @@ def cross_checks(measurements, tools=None) -> list[dict]:
     return out
 
 
+def cross_check_text(pair: dict, dash: str, unit: str = "") -> tuple[str, str]:
+    """A pair of cross_checks as text: its figures, 'avg A vs B UNIT (×R); p99 ...; max
+    ...' (µs, one decimal, DASH for a missing one, no ratio where there is none), and
+    what the reference measured, ' (TEXT, metric)', where that is not the wake-up
+    latency ti (else '')."""
+    def fixed(v) -> str:
+        return dash if v is None else f"{v:,.1f}"
+    parts = []
+    for k, label in (("avg_us", "avg"), ("p99_us", "p99"), ("max_us", "max")):
+        a, b, ratio = pair[k]
+        parts.append(f"{label} {fixed(a)} vs {fixed(b)}{unit}" + (f" (×{ratio:.2f})" if ratio else ""))
+    theirs = pair.get("reference_metric", "ti")
+    return "; ".join(parts), (f" ({ROW_METRIC_TEXT[theirs]}, {theirs})" if theirs != "ti" else "")
+
+
 def scalar(m: Measurement, name: str):
     return m.scalar(name)
 

@@ -3,12 +3,12 @@ window, and the cycle equation T = Ti + Ts + Tw as a budget bar."""
 
 from __future__ import annotations
 
-from rtgauge.analysis.run.rows import ROW_METRIC_TEXT, cross_checks, latency_measurements, latency_row, row_metric, system_label
+from rtgauge.analysis.run.rows import ROW_METRIC_TEXT, cross_check_text, cross_checks, latency_measurements, latency_row, row_metric, system_label
 from rtgauge.analysis.run.cycle import equation_parts
 from rtgauge.records import Measurement, Run
 from rtgauge.analysis.run.histograms import PLOT_BUCKETS_PER_DECADE, rebin_log, step_points, thread_distributions, window_series
 from rtgauge.analysis.run.marks import marks, not_idle_text
-from rtgauge.report.html.page import e, figure, flag, num
+from rtgauge.report.html.page import e, figure, flag
 from rtgauge.report.numbers import avg_sigma, latency_figures, misses_text
 from rtgauge.report.svg import Axis, Plot, Series, budget_bar
 
@@ -90,14 +90,9 @@ def latency_table(run: Run, ms: list[Measurement]) -> str:
                    f"<td>{e(misses_text(r['misses'], r['skipped']))}</td></tr>")
     out.append("</table></div>")
     for pair in cross_checks(run.measurements):
-        bits = []
-        for k, label in (("avg_us", "avg"), ("p99_us", "p99"), ("max_us", "max")):
-            a, b, ratio = pair[k]
-            bits.append(f"{label} {num(a)} vs {num(b)} µs" + (f" (×{ratio:.2f})" if ratio else ""))
-        theirs = pair.get("reference_metric", "ti")
-        what = f" ({ROW_METRIC_TEXT[theirs]}, {theirs})" if theirs != "ti" else ""
+        figures, what = cross_check_text(pair, "–", " µs")
         out.append(f"<p class='note'>rtgauge vs {e(pair['reference'])}{e(what)}, {e(pair['name'])}: "
-                   f"{e('; '.join(bits))}</p>")
+                   f"{e(figures)}</p>")
     return "".join(out)
 
 
