@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -95,9 +96,17 @@ def rtgauge(*args: str, timeout: float = 300, env: dict | None = None, cwd: Path
 def rtgauge_popen(*args: str, env_full: dict, cwd: Path | str = ROOT) -> subprocess.Popen:
     """subprocess.Popen([python, "-m", "rtgauge", *args], stdout=PIPE, stderr=PIPE,
     text=True, env=env_full, cwd=cwd): a process of its own (BLACK_BOX), stdin from
-    /dev/null."""
+    /dev/null, with SIGINT and SIGHUP at their defaults as a terminal's command has them
+    (a runner under nohup, or a shell's background job, hands them ignored, and the
+    tests that send them would then see nothing happen)."""
     return subprocess.Popen([sys.executable, "-m", "rtgauge", *args], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_full, cwd=cwd)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_full, cwd=cwd,
+                            preexec_fn=_default_stop_signals)
+
+
+def _default_stop_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def cli(argv: list, *, env: dict | None = None, cwd: Path | str | None = None, timeout: float = 300,
