@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from readiness import wait_for
 from rtgauge.trace import tasks
 from test_attribution import NAME, near_a_burst, tracing_ready
 
@@ -35,7 +36,10 @@ def test_a_look_at_proc_names_threads_and_marks_rtgauge_s_own():
                               "print(p.pid, flush=True); sys.stdin.read(); p.kill()", "rtg-look-marker"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        grandchild = int(child.stdout.readline())        # ready: the sleep has been started
+        grandchild = int(child.stdout.readline())        # the sleep has been started, and once its
+        # command line reads (a vfork'd child lets its parent go on before exec has set its
+        # arguments up: an empty cmdline for a moment) it is ready to be looked at
+        wait_for(lambda: Path(f"/proc/{grandchild}/cmdline").read_bytes() != b"", "the sleep's command line")
         seen = tasks.look({child.pid: tasks.ENGINE})
         assert seen[child.pid]["own"] == tasks.ENGINE and "rtg-look-marker" in seen[child.pid]["cmdline"]
         assert seen[grandchild]["own"] == tasks.ENGINE and seen[grandchild]["cmdline"] == "sleep 60"

@@ -53,11 +53,14 @@ iterations = 2000
 waiters = 8
 """
 
+# five rounds a side: the suite's background pass runs beside this one, and a round it
+# disturbs (an average of 157 µs against 43 and 47) left three rounds a side undecided
+# on the average (Welch, q = 0.28) although the spinner doubled it
 LAT_PROFILE = """
 name = "lat"
 [settings]
 warmup_s = 0.0
-rounds = 3
+rounds = 5
 [[jobs]]
 name = "latency"
 test = "latency"
@@ -118,7 +121,7 @@ def test_a_b_a_fifo_spinner_on_the_measured_cpu_is_called_worse(tmp_path):
     p99 = figs["lat:latency@idle:p99"]
     assert p99["verdict"] == "worse", p99
     assert p99["interval"][0] > 0 and p99["difference"] > 1_000_000     # the spinner's 3 ms bursts
-    assert figs["lat:latency@idle:avg"]["verdict"] == "worse"
+    assert figs["lat:latency@idle:avg"]["verdict"] == "worse", json.dumps(figs["lat:latency@idle:avg"])
     assert figs["lat:latency@idle:misses"]["verdict"] == "worse"
     assert figs["lat:latency@idle:max"]["verdict"] in ("worse", "no significant difference")
     assert status == 3 and any("latency@idle p99 latency" in t for t in doc["tripped"])

@@ -106,7 +106,9 @@ def test_a_whole_process_stop_is_a_host_stall_and_its_sample_is_set_aside(switch
     assert s["count"] >= 1 and 0.9 * STALL_S * 1e9 <= s["longest_ns"] <= 3 * STALL_S * 1e9
     assert any(e - b >= 0.9 * STALL_S * 1e9 for b, e in s["intervals"])
     sw, w = doc["metrics"]["switch"], s["metrics"]["switch"]
-    assert 1 <= w["touched"] <= 3 and w["unknown"] == 0
+    # the stop touches the few samples across it; any other stall the observer saw (the
+    # VM's own, now and then) may touch a few more: at most 3 a stall
+    assert 1 <= w["touched"] <= 3 * s["count"] and w["unknown"] == 0
     assert w["without"]["count"] == sw["count"] - w["touched"]
     # the maximum stays the true maximum: the stall is in it, and "without" has no max
     assert sw["max"] >= 0.8 * STALL_S * 1e9 and "max" not in w["without"]
