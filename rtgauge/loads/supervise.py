@@ -137,10 +137,6 @@ def on_sigterm(signum, frame):
     os._exit(0)
 
 
-AT_ONCE_S = 0.3          # a command that ends this soon after it starts "exited at once"
-STARTED = ".started"     # in the working directory: written once the command outlived AT_ONCE_S
-
-
 def main() -> int:
     argv = sys.argv[1:]
     if argv[:1] == ["--"]:
@@ -162,19 +158,6 @@ def main() -> int:
         except OSError as e:
             print(f"cannot start {argv[0]}: {e.strerror}", file=sys.stderr)
             os._exit(127)
-    # "at once" is measured here, from the command's own start (not from rtgauge's
-    # launch of this script, which a loaded machine delays): a command that ends within
-    # AT_ONCE_S ends the supervisor with its status; one still running says so in
-    # STARTED, the file rtgauge waits on (loads/base.py)
-    deadline = time.monotonic() + AT_ONCE_S
-    while time.monotonic() < deadline:
-        pid, how = os.waitpid(child, os.WNOHANG)
-        if pid == child:
-            code = os.waitstatus_to_exitcode(how)
-            return code if code > 0 else 1
-        time.sleep(0.01)
-    with open(STARTED, "w") as f:
-        f.write(f"{child}\n")
     status = 0
     grace = grace_s()
     while True:
