@@ -146,7 +146,10 @@ def test_a_stop_during_the_sweep_is_an_interrupted_run_that_resumes(tmp_path):
     from readiness import wait_for
     root = Path(__file__).resolve().parent.parent
     profile, db = tmp_path / "sweep.toml", tmp_path / "r.db"
-    profile.write_text(SWEEP.replace("steps = 20\n", "steps = 150\n", 1))     # 1.5 s a real-time probe
+    # 3 s a real-time probe, sizes up to 6,400 masses: the sweep outlasts a stop sent once
+    # its first probe is stored, however late a loaded machine's poll sees it
+    profile.write_text(SWEEP.replace("steps = 20\n", "steps = 300\n", 1).replace("masses_max = 400\n",
+                                                                                "masses_max = 6400\n"))
 
     def probes() -> list:
         try:
