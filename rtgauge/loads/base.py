@@ -20,6 +20,18 @@ from rtgauge.loads.supervise import workdir_prefix
 
 HERE = Path(__file__).resolve().parent
 SUPERVISOR = HERE / "supervise.py"
+START_DEADLINE_S = 60.0    # the supervisor starts its command (or ends) within this
+AT_ONCE_S = 0.3            # a command that ends this soon after it starts "exited at once"
+
+
+def _children(pid: int) -> bool:
+    """Whether PID has a child now (/proc/PID/task/PID/children; True where the kernel
+    does not say, so the wait never hangs on a missing file)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return bool(f.read().split())
+    except OSError:
+        return True
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PACKAGES = {"stress-ng": "stress-ng", "hackbench": "rt-tests", "ip": "iproute2",
             "unshare": "util-linux", "nsenter": "util-linux", "sh": "dash",
@@ -152,7 +164,13 @@ class ProcessLoad(Load):
                                          start_new_session=True, env=env, cwd=self.workdir,
                                          preexec_fn=join_placement(self.ctx.cpus, self.ctx.cgroup_procs))
         self.started = time.monotonic()
-        time.sleep(0.3)
+        # "at once" counts from the command's own start, not from the supervisor's launch,
+        # which a loaded machine delays by more than the window: first the supervisor's
+        # child (the command) exists or the supervisor ended, a bounded wait on that signal
+        deadline = self.started + START_DEADLINE_S
+        while self.proc.poll() is None and not _children(self.proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)      # a poll inside the bounded wait
+        time.sleep(AT_ONCE_S)     # the window itself: a command that ends within it exited at once
         if self.proc.poll() is not None:
             lines = log.read_text(errors="replace").strip().splitlines()
             self._cleanup()
