@@ -354,12 +354,19 @@ void rtg_series_free(rtg_series *s)
     s->n = s->cap = 0;
 }
 
+/* The window T_NS falls in, for windows of WINDOW_NS from START_NS (before the start: 0);
+ * the maxima's series and the window counts share it, so their windows are the same. */
+static uint64_t window_of(int64_t start_ns, int64_t window_ns, int64_t t_ns)
+{
+    int64_t since = t_ns - start_ns;
+    return since <= 0 ? 0 : (uint64_t)(since / window_ns);
+}
+
 void rtg_series_add(rtg_series *s, int64_t t_ns, int64_t v)
 {
     if (!s->max)
         return;
-    int64_t since = t_ns - s->start_ns;
-    uint64_t w = since <= 0 ? 0 : (uint64_t)(since / s->window_ns);
+    uint64_t w = window_of(s->start_ns, s->window_ns, t_ns);
     if (w >= s->cap)
         return;
     if (v > s->max[w])
@@ -408,24 +415,18 @@ void rtg_wcounts_free(rtg_window_counts *c)
     memset(c, 0, sizeof *c);
 }
 
-static int64_t wcounts_window(const rtg_window_counts *c, int64_t t_ns)
-{
-    int64_t since = t_ns - c->start_ns;
-    return since <= 0 ? 0 : since / c->window_ns;
-}
-
 void rtg_wcounts_cycle(rtg_window_counts *c, int64_t t_ns, int64_t ti, bool miss)
 {
     if (!c->cycles)
         return;
-    int64_t w = wcounts_window(c, t_ns);
-    if ((uint64_t)w >= c->cap)
+    uint64_t w = window_of(c->start_ns, c->window_ns, t_ns);
+    if (w >= c->cap)
         return;
     c->cycles[w]++;
     c->ti_sum[w] += ti;
     if (miss)
         c->misses[w]++;
-    if ((size_t)w + 1 > c->n)
+    if (w + 1 > c->n)
         c->n = (size_t)w + 1;
 }
 
