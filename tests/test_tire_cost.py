@@ -60,18 +60,30 @@ def test_single_thread_phases_account_for_the_step(run_engine):
     during the run (a co-runner, the host) moves both alike. With every 4th
     step, a CI run under load saw 0.89 of the step; with every step, 0.94-0.99
     idle and under `stress-ng --cpu 2`. A count that lost its largest phase
-    (the deliberately broken one) accounts for about half and must fail."""
+    (the deliberately broken one) accounts for about half and must fail.
+    Noise on a loaded machine only lengthens steps: spread over the phases it raises the
+    step's median more than the phases' (a CI run beside the background pass saw 0.80),
+    never the other way. So a size is measured up to three times and passes on the first
+    attempt that accounts for the step; the broken count must fail on every attempt, and
+    the phases must never exceed the step."""
     for n in (3200, 12800):
-        doc = tire_doc(run_engine, n, 1, "fifo", "--cost-every", "1")
-        p = tirecost.cost_point(doc)
-        assert 0.85 * p.ts_median_ns <= p.share_ns <= 1.03 * p.ts_median_ns, (n, p.share_ns, p.ts_median_ns)
-        t = doc["cost"]["threads"][0]
-        phases = [t[k] for k in ("read_ns_median", "spring_ns_median", "mass_ns_median", "write_ns_median")]
-        assert sum(phases) == pytest.approx(p.share_ns)
-        broken = sum(phases) - max(phases)
-        assert not 0.85 * p.ts_median_ns <= broken, (n, broken, p.ts_median_ns)
-        pred = tirecost.predict(p, tirecost.constants([p]), None)
-        assert pred == pytest.approx(p.share_ns, rel=1e-9)
+        seen = []
+        for _ in range(3):
+            doc = tire_doc(run_engine, n, 1, "fifo", "--cost-every", "1")
+            p = tirecost.cost_point(doc)
+            assert p.share_ns <= 1.03 * p.ts_median_ns, (n, p.share_ns, p.ts_median_ns)
+            t = doc["cost"]["threads"][0]
+            phases = [t[k] for k in ("read_ns_median", "spring_ns_median", "mass_ns_median", "write_ns_median")]
+            assert sum(phases) == pytest.approx(p.share_ns)
+            broken = sum(phases) - max(phases)
+            assert not 0.85 * p.ts_median_ns <= broken, (n, broken, p.ts_median_ns)
+            pred = tirecost.predict(p, tirecost.constants([p]), None)
+            assert pred == pytest.approx(p.share_ns, rel=1e-9)
+            seen.append(round(p.share_ns / p.ts_median_ns, 3))
+            if 0.85 * p.ts_median_ns <= p.share_ns:
+                break
+        else:
+            raise AssertionError(f"{n} masses: the phases accounted for {seen} of the step in 3 attempts")
 
 
 @needs_root

@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from rtgauge import __version__
+from rtgauge import __version__, stops
 from rtgauge.argparsing import Parser
 from rtgauge.cli.common import subcommand_parsers
 from rtgauge.cli.examples import add_examples
@@ -153,11 +153,9 @@ def terminate_like_interrupt() -> None:
     groups are removed, runs marked. A run installs its own handler for the time it
     measures (rtgauge/plan/execute.py). A signal the caller ignores (`nohup`) stays
     ignored."""
-    def stop(signum, frame):
-        raise KeyboardInterrupt
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) == signal.SIG_DFL:
-            signal.signal(sig, stop)
+            signal.signal(sig, stops.interrupt)
 
 
 def remove_abandoned_cpusets() -> None:

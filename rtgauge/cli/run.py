@@ -8,14 +8,11 @@ import signal
 import sys
 from dataclasses import fields
 
+from rtgauge import stops
 from rtgauge.cli.common import check_report_path
 from rtgauge.plan.lifecycle import RunLifecycle
 from rtgauge.plan.session import RunRequest
 from rtgauge.report.safe import table_console
-
-
-def _sigterm_as_interrupt(signum, frame):
-    raise KeyboardInterrupt
 
 
 def cmd_run(args) -> int:
@@ -23,7 +20,7 @@ def cmd_run(args) -> int:
     # with --json, standard output carries the run's document only: the rest goes to stderr
     console = table_console(args.format, stderr=args.json)
     # SIGTERM before the measurement's own handling starts ends the command as Ctrl-C does
-    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    signal.signal(signal.SIGTERM, stops.interrupt)
     check_report_path(args)
     return RunLifecycle(run_request(args), console).run()
 

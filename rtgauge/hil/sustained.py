@@ -25,6 +25,7 @@ from rtgauge.errors import UserError
 from rtgauge.loads.supervise import die_with_parent
 from rtgauge.records import engine_document
 from rtgauge.search import hardest_holding
+from rtgauge.stops import run_child
 
 
 @dataclass
@@ -55,8 +56,8 @@ def probe_args(spec: SustainedSpec, size: int, period_us: int) -> list[str]:
 
 def run_probe(engine: str, args: list[str], timeout: float) -> dict:
     try:
-        p = subprocess.run([engine, *args], capture_output=True, text=True, timeout=timeout,
-                           preexec_fn=die_with_parent())   # dies with rtgauge, even by SIGKILL
+        p = run_child([engine, *args], timeout=timeout,
+                      preexec_fn=die_with_parent())   # dies with rtgauge, even by SIGKILL; ends on a stop
     except subprocess.TimeoutExpired:
         raise UserError(f"a hil probe ran past {timeout:.0f} s: {' '.join(args)}")
     try:

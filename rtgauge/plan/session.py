@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rtgauge import tune
+from rtgauge import stops, tune
 from rtgauge.errors import UserError
 from rtgauge.loads import LoadContext, need_tool
 from rtgauge.loads.partition import plan_partition
@@ -135,10 +135,10 @@ class RunConditions:
                                load_ctx=LoadContext(data_dir=self.data_dir(store), allow_netns=self.allow_netns))
         state_path, tuned_here, target_tuning = tune.default_state_path(), False, None
         # until execute() takes SIGTERM over, it must unwind through the finally below
-        old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+        old_term = signal.signal(signal.SIGTERM, stops.interrupt)
         old_hup = signal.getsignal(signal.SIGHUP)
         if old_hup != signal.SIG_IGN:          # SIGHUP as SIGTERM; ignored under nohup
-            signal.signal(signal.SIGHUP, _raise_interrupt)
+            signal.signal(signal.SIGHUP, stops.interrupt)
         try:
             if self.trace_threshold_us or self.attribute:
                 settings.tracefs = Tracefs.open(self.mount_tracefs)
@@ -220,7 +220,3 @@ def stale_tuning_check() -> dict | None:
                 "advice": "`rtgauge tune --revert` restores them"}
     return {"name": "tuning", "status": "info", "value": f"{n} setting(s) tuned by a running `rtgauge run --tuned`",
             "advice": "reverted when that run ends"}
-
-
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt

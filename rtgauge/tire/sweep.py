@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -45,6 +44,7 @@ from rtgauge.errors import UserError
 from rtgauge.loads.supervise import die_with_parent
 from rtgauge.records import engine_document
 from rtgauge.search import hardest_holding, narrow
+from rtgauge.stops import run_child
 from rtgauge.tire.fit import fit_cost, point_from_doc
 from rtgauge.trace.counters import others_load, take_snapshot
 
@@ -197,7 +197,8 @@ def probe_args(spec: SweepSpec, masses: int, threads: int, policy: str, mode: st
 
 def run_probe(engine: str, args: list[str]) -> dict:
     # the probe dies with rtgauge, even by SIGKILL
-    p = subprocess.run([engine, *args], capture_output=True, text=True, timeout=86400, preexec_fn=die_with_parent())
+    # a stop (Ctrl-C, SIGTERM) ends it too, even one whose KeyboardInterrupt was lost
+    p = run_child([engine, *args], timeout=86400, preexec_fn=die_with_parent())
     try:
         doc = json.loads(p.stdout)
     except json.JSONDecodeError:
