@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import needs_mount_namespace, needs_root, without_tracefs
+from readiness import most, wait_for
 from rtgauge.errors import UserError
 from rtgauge.loads import LoadContext, make_load
 
@@ -183,6 +185,39 @@ def test_timer_sustain_finds_a_loss_free_period_and_a_starved_thread_loses(engin
     assert doc["metrics"]["first_lossy_period"]["value"] == 1_000_000
     assert doc["sweep"]["limit"] == "lost at the longest period probed"
     assert all(p["lost"] >= BURST_US // 1000 - 2 for p in doc["sweep"]["probes"])
+    # the spinner is interference on the measured CPU, not a host stall: the observer, on
+    # the other CPU, saw none of it (a real host stall of the VM may still fall in a probe)
+    lost, in_stalls = doc["metrics"]["lost"]["value"], doc["metrics"]["lost_in_stalls"]["value"]
+    assert in_stalls < lost / 2, (lost, in_stalls)
+
+
+STOP_S = 0.08      # the whole process stopped this long: a host stall as seen from inside
+
+
+@needs_root
+def test_timer_sustain_counts_what_a_host_stall_lost(engine_bin):
+    """Ground truth: the whole engine stopped 80 ms (SIGSTOP, every thread at once, as a
+    VM's host stall looks from inside) during a 1 ms probe loses about 80 expirations, and
+    the observer saw the stop, so they count in lost_in_stalls; the spinner above (on the
+    measured CPU only) loses as many and few of them count there."""
+    p = subprocess.Popen(sustain(engine_bin, "--max-period-us", "1000", "--min-period-us", "1000",
+                                 "--probe-s", "3", "--retries", "0"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # the probe serves expirations (its FIFO 80 thread sleeps and wakes each one)
+        wait_for(lambda: most(p.pid, "switches", rt_above=1) >= 300, "300 expirations served", proc=p)
+        os.kill(p.pid, signal.SIGSTOP)
+        time.sleep(STOP_S)            # the stall's length: the test's subject, not a wait
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    doc = json.loads(out)
+    (probe,) = doc["sweep"]["probes"]
+    assert doc["env"]["stalls"]["observed"] is True
+    assert probe["lost"] >= 0.8 * STOP_S * 1000, probe
+    assert probe["lost_in_stalls"] >= 0.8 * STOP_S * 1000, probe
+    assert doc["metrics"]["lost_in_stalls"]["value"] == probe["lost_in_stalls"] <= probe["lost"]
 
 
 def test_the_ipi_load_is_refused_where_perf_events_are_not_allowed():

@@ -14,7 +14,12 @@
  * the rule of the tire sweep's late probes).  Bounded: every
  * probe ends by its own clock at twice its planned length plus 0.5 s, and there
  * are at most --max-probes of them. POSIX interfaces only (timer_create,
- * sigtimedwait, timer_getoverrun), so the POSIX-only build has it too. */
+ * sigtimedwait, timer_getoverrun), so the POSIX-only build has it too.
+ * The host-stall observer (stall.h) runs beside it: an expiration lost while the
+ * observer saw the whole machine stopped (a VM's host stall) is counted as such in
+ * its probe (lost_in_stalls), so a reader can tell a period the system could not
+ * serve from one a stall of the host broke. The search itself stays strict: any
+ * lost expiration makes an attempt lossy. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +29,7 @@
 
 #include "clock.h"
 #include "rt.h"
+#include "stall.h"
 #include "test.h"
 
 static const rtg_opt sustain_opts[] = {
@@ -40,12 +46,20 @@ static const rtg_opt sustain_opts[] = {
 
 #define MAX_PROBES 100
 #define MIN_EXPIRATIONS 100
+#define MAX_LOSSES 64        /* losses per probe judged against the stalls; more count as outside */
 
 typedef struct {
-    int64_t period_ns, expirations, lost, max_late_ns;
+    int64_t period_ns, expirations, lost, max_late_ns, lost_in_stalls;
     int attempt;
     bool completed;
 } probe;
+
+/* Where a probe lost expirations: between the expiration served before (from) and the
+ * one whose overrun count said so (to). Judged against the observer's stalls once the
+ * probe is over and the observer has caught up (rtg_stall_sync). */
+typedef struct {
+    int64_t from, to, lost;
+} loss;
 
 static int run_probe(int signo, int64_t period_ns, double probe_s, probe *p, char *err, size_t errlen)
 {
@@ -75,6 +89,9 @@ static int run_probe(int signo, int64_t period_ns, double probe_s, probe *p, cha
         return -1;
     }
     struct timespec poll = {0, 100000000};
+    static loss losses[MAX_LOSSES];
+    int nl = 0;
+    int64_t served = first - period_ns;     /* when the expiration before was taken */
     while (p->expirations < want && !rtg_stop) {
         siginfo_t si;
         int got = sigtimedwait(&set, &si, &poll);
@@ -85,6 +102,9 @@ static int run_probe(int signo, int64_t period_ns, double probe_s, probe *p, cha
                 ov = 0;
             p->expirations += 1 + ov;
             p->lost += ov;
+            if (ov > 0 && nl < MAX_LOSSES)
+                losses[nl++] = (loss){served, now, ov};
+            served = now;
             int64_t late = now - (first + (p->expirations - 1) * period_ns);
             if (late > p->max_late_ns)
                 p->max_late_ns = late;
@@ -99,6 +119,12 @@ static int run_probe(int signo, int64_t period_ns, double probe_s, probe *p, cha
     /* a signal of the last expiration may still be pending: take it */
     struct timespec zero = {0, 0};
     while (sigtimedwait(&set, NULL, &zero) == signo) {
+    }
+    if (nl > 0) {
+        rtg_stall_sync();   /* a stall that ended with the probe is recorded */
+        for (int i = 0; i < nl; i++)
+            if (rtg_stall_touches(losses[i].from, losses[i].to))
+                p->lost_in_stalls += losses[i].lost;
     }
     return 0;
 }
@@ -120,17 +146,26 @@ static int sustain_run(const rtg_opts *o, rtg_result *res)
         return rtg_fail(res, RTG_EXIT_FAIL, "no CPU to run on.");
     int cpu = rtg_opt_given(o, "cpus") ? cpus[0] : cpus[n - 1];
     char err[300];
+    /* the timer's signal is process-directed: blocked before any thread is started (the
+     * observer inherits the mask), or it would be delivered to that thread and kill it */
+    int signo = SIGRTMIN + 2;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, signo);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    rtg_policy policy = RTG_POL_FIFO;
+    const char *pol = rtg_opt_str(o, "policy");
+    if (pol)
+        rtg_policy_parse(pol, &policy);
+    /* host stalls beside the sweep (stall.h), its observer placed off the measured CPU
+     * before this thread is pinned there (a pinned thread's threads see one CPU) */
+    rtg_stall_start(res, &cpu, 1, policy);
 #ifndef RTG_POSIX_ONLY
     if (rtg_pin_cpu(cpu, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
 #else
     cpu = -1;
 #endif
-    int signo = SIGRTMIN + 2;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, signo);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
     rtg_prefault_stack(16 * 1024);
 
     static probe probes[MAX_PROBES];
@@ -178,11 +213,13 @@ static int sustain_run(const rtg_opts *o, rtg_result *res)
     }
     if (bad)
         rtg_j_set(m, "first_lossy_period", rtg_j_scalar_int(bad, "ns"));
-    int64_t lost = 0;
+    int64_t lost = 0, in_stalls = 0;
     for (int i = 0; i < np; i++)
-        lost += probes[i].lost;
+        lost += probes[i].lost, in_stalls += probes[i].lost_in_stalls;
     rtg_j_set(m, "probes", rtg_j_scalar_int(np, "count"));
     rtg_j_set(m, "lost", rtg_j_scalar_int(lost, "count"));
+    if (rtg_stall_observing())
+        rtg_j_set(m, "lost_in_stalls", rtg_j_scalar_int(in_stalls, "count"));
     /* what the shortest period means: a bound where the sweep stopped at its floor */
     const char *limit = !good ? "lost at the longest period probed"
                         : !bad ? "nothing lost down to --min-period-us: the shortest period is at or below it"
@@ -198,6 +235,8 @@ static int sustain_run(const rtg_opts *o, rtg_result *res)
         rtg_j_set(x, "period_ns", rtg_j_int(probes[i].period_ns));
         rtg_j_set(x, "expirations", rtg_j_int(probes[i].expirations));
         rtg_j_set(x, "lost", rtg_j_int(probes[i].lost));
+        if (rtg_stall_observing())
+            rtg_j_set(x, "lost_in_stalls", rtg_j_int(probes[i].lost_in_stalls));
         rtg_j_set(x, "max_late_ns", rtg_j_int(probes[i].max_late_ns));
         rtg_j_set(x, "completed", rtg_j_bool(probes[i].completed));
         rtg_j_set(x, "attempt", rtg_j_int(probes[i].attempt));
@@ -215,6 +254,8 @@ static const rtg_metric sustain_metrics[] = {
      "expirations served without a loss at the shortest period"},
     {"probes", RTG_METRIC_SCALAR, "count", 0, "probes run"},
     {"lost", RTG_METRIC_SCALAR, "count", 0, "expirations lost over every probe"},
+    {"lost_in_stalls", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL,
+     "of those, lost while the host-stall observer saw the machine stopped (absent where no observer ran)"},
     {0},
 };
 
