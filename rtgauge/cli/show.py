@@ -9,7 +9,8 @@ from rtgauge.cli.common import tell_abandoned
 from rtgauge.config import budget_table
 from rtgauge.errors import UserError
 from rtgauge.report.document import print_json, rating_json, run_document
-from rtgauge.report.runtext import print_pwcet, print_run, print_run_list, print_tire_cost, print_tire_pretest
+from rtgauge.report.runtext import (print_micro_figures, print_pwcet, print_run, print_run_list, print_tire_cost,
+                                    print_tire_limits, print_tire_pretest)
 from rtgauge.report.safe import SafeConsole, say
 from rtgauge.report.terminal import print_verdict
 from rtgauge.store.reading import open_for_reading, parse_run_argument
@@ -66,6 +67,8 @@ def show(args: argparse.Namespace) -> int:
                 print_verdict(SafeConsole(highlight=False), verdict)
             print_run(run, fmt)
             print_pwcet(run, fmt)
+            print_micro_figures(run, fmt)
+            print_tire_limits(run, fmt)
             print_tire_pretest(run, fmt)
             print_tire_cost(run, fmt)
         return verdict.exit_status if verdict is not None else 0

@@ -11,8 +11,11 @@ from datetime import datetime
 from rich.table import Table
 
 from rtgauge.analysis.run.marks import marks
-from rtgauge.analysis.run.rows import late_periods, row_metric
-from rtgauge.analysis.run.tire import period_text, pretest_threads, pretest_threads_sentence
+from rtgauge.analysis.run.rows import is_latency_measurement, late_periods, latency_row, row_metric
+from rtgauge.analysis.run.tire import (headline_limits, period_text, pretest_threads, pretest_threads_sentence,
+                                       published_hard_limits, published_limit_kind, published_limit_threads,
+                                       realfast_curves, same_period, thread_label, tire_points)
+from rtgauge.analysis.studies.micro import micro_scalars
 from rtgauge.analysis.studies.tirecost import run_cost_model
 from rtgauge.records import Measurement, Run
 from rtgauge.report.document import pwcet_results
@@ -21,7 +24,7 @@ from rtgauge.report import safe
 from rtgauge.report.safe import markup as escape, printable
 from rtgauge.report.spikes import print_attribution
 from rtgauge.report.stalls import print_stalls
-from rtgauge.report.terminal import print_conclusions
+from rtgauge.report.terminal import print_conclusions, print_micro
 
 PERIODIC_STATS = ("min", "avg", "p99", "max")
 
@@ -140,6 +143,12 @@ def origin_text(origin: dict) -> str:
     return text + f"; identity {origin.get('identity')}"
 
 
+def is_sweep_probe(m: Measurement) -> bool:
+    """One probe of the tire sweep (tire-sweep/MODE/POLICY/Kt/N), stored as its own
+    measurement; the sweep's result is the measurement named tire-sweep."""
+    return m.name.startswith("tire-sweep/")
+
+
 def print_run(run: Run, fmt: str | None = None) -> None:
     out = console(fmt)
     duration = elapsed(run.started_at, run.finished_at)
@@ -160,22 +169,47 @@ def print_run(run: Run, fmt: str | None = None) -> None:
     if not run.measurements:
         out.print("No measurements were stored in this run.")
         return
-    table = Table(title="Measurements (wake-up latency ti in µs)", title_justify="left")
-    for column in ("name", "tool", "condition", "result"):
-        table.add_column(column)
-    for stat in PERIODIC_STATS:
-        table.add_column(f"ti {stat}", justify="right")
-    table.add_column("misses", justify="right")
-    table.add_column("steal ms", justify="right")
-    table.add_column("verdicts")
-    for m in run.measurements:
-        metric = row_metric(m)     # rtla's columns are not ti: the tool cell names the one shown
-        ti = m.metric(metric)
-        tool = (f"{m.tool} (x-check)" if m.cross_check else m.tool) + (f", {metric}" if metric != "ti" else "")
-        table.add_row(escape(m.label), escape(tool), escape(condition_cell(m)), outcome(m),
-                      *(microseconds(getattr(ti, stat)) for stat in PERIODIC_STATS),
-                      misses_cell(m), steal_text(m), verdict_summary(m.verdicts))
-    out.print(table)
+    # wake-up latency jobs (ours, and the tools' cross-checks) in the latency table; the
+    # rest (microbenchmarks, behaviour tests, tire runs) in their own, without empty
+    # latency columns; a sweep's probes (hundreds in a full study) counted, not listed
+    probes = [m for m in run.measurements if is_sweep_probe(m)]
+    latency = [m for m in run.measurements if not is_sweep_probe(m)
+               and (is_latency_measurement(m) or latency_row(m) is not None)]
+    others = [m for m in run.measurements if not is_sweep_probe(m) and m not in latency]
+    if latency:
+        table = Table(title="Measurements (wake-up latency ti in µs)", title_justify="left")
+        for column in ("name", "tool", "condition", "result"):
+            table.add_column(column)
+        for stat in PERIODIC_STATS:
+            table.add_column(f"ti {stat}", justify="right")
+        table.add_column("misses", justify="right")
+        table.add_column("steal ms", justify="right")
+        table.add_column("verdicts")
+        for m in latency:
+            metric = row_metric(m)     # rtla's columns are not ti: the tool cell names the one shown
+            ti = m.metric(metric)
+            tool = (f"{m.tool} (x-check)" if m.cross_check else m.tool) + (f", {metric}" if metric != "ti" else "")
+            table.add_row(escape(m.label), escape(tool), escape(condition_cell(m)), outcome(m),
+                          *(microseconds(getattr(ti, stat)) for stat in PERIODIC_STATS),
+                          misses_cell(m), steal_text(m), verdict_summary(m.verdicts))
+        out.print(table)
+    if others:
+        table = Table(title="Other measurements", title_justify="left")
+        for column in ("name", "tool", "condition", "result", "steal ms", "verdicts"):
+            table.add_column(column, justify="right" if column == "steal ms" else "left")
+        for m in others:
+            table.add_row(escape(m.label), escape(m.tool), escape(condition_cell(m)), outcome(m), steal_text(m),
+                          verdict_summary(m.verdicts))
+        out.print(table)
+    if probes:
+        modes: dict[str, int] = {}
+        for m in probes:
+            mode = m.name.split("/")[1]
+            modes[mode] = modes.get(mode, 0) + 1
+        failed = sum(not m.ok for m in probes)
+        out.print(f"Sweep probes: {len(probes):,} stored (" + ", ".join(f"{k} {v:,}" for k, v in sorted(modes.items()))
+                  + ")" + (f", {failed:,} failed" if failed else "")
+                  + "; the limits and curves below, each probe in `rtgauge report` and `show --json`", markup=False)
     print_stalls(out, [run])
     print_attribution(out, [run])
     for m in run.measurements:
@@ -193,6 +227,82 @@ def print_pwcet(run: Run, fmt: str | None = None) -> None:
     for m, rs in results:
         for r in rs:
             out.print(f"  {m.label}: {r.summary()}", markup=False)
+
+
+def print_micro_figures(run: Run, fmt: str | None = None) -> None:
+    """The microbenchmarks (avg / max beside the published figures), the behaviour
+    verdicts and the other figures they measured (a sweep's shortest period, counts), each
+    with the unit it was stored in."""
+    out = console(fmt)
+    print_micro(out, [run])
+    scalars = micro_scalars(run)
+    if not scalars:
+        return
+    table = Table(title="Other figures of the microbenchmarks", title_justify="left")
+    table.add_column("measurement")
+    table.add_column("figure")
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column("unit")
+    for label, name, value, unit in scalars:
+        if unit == "ns" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            value, unit = value / 1000.0, "µs"     # the unit of every other time shown here
+            text = f"{value:,.1f}" if abs(value) >= 1 else f"{value:.3g}"
+        elif isinstance(value, int) and not isinstance(value, bool):
+            text = f"{value:,}"
+        else:
+            text = f"{value:,.4g}" if isinstance(value, float) else str(value)
+        table.add_row(escape(label), escape(name), escape(text), escape(unit))
+    out.print(table)
+
+
+def print_tire_limits(run: Run, fmt: str | None = None) -> None:
+    """The tire sweep's hard real-time limits per period, policy and thread count (held
+    up to / lost at, apart; the bisection's where the sweep stored one), the published
+    limits beside those at 10 ms; then the real-fast wall times."""
+    limits = headline_limits(run)
+    out = console(fmt)
+    for period in sorted({lim["period_ms"] for lim in limits}, key=lambda p: (not same_period(p, 10.0), p)):
+        rows = [lim for lim in limits if lim["period_ms"] == period]
+        refs = published_hard_limits() if same_period(period, 10.0) else []
+        again = any(lim.get("held_above_lost") for lim in rows)
+        table = Table(title=f"Tire model: hard real-time limits at {period_text(period)}, in masses",
+                      title_justify="left")
+        table.add_column("system: policy, solver")
+        table.add_column("threads")
+        table.add_column("held up to", justify="right", no_wrap=True)
+        table.add_column("lost at", justify="right", no_wrap=True)
+        if again:
+            table.add_column("held again above", justify="right")
+        for lim in rows:
+            table.add_row(escape(f"this run: {lim['policy']}, {lim['solver']}"),
+                          escape(thread_label(lim["threads"], run.system)),
+                          f"{lim['max_masses']:,}" if lim["max_masses"] else "none",
+                          f"{lim['lost_at']:,}" if lim.get("lost_at") else "not lost",
+                          *([", ".join(f"{n:,}" for n in lim.get("held_above_lost") or []) or "-"] if again else []))
+        for ref in refs:
+            value = f"{float(ref.value):,.0f}"
+            held = published_limit_kind(ref) == "held up to"
+            table.add_row(escape(f"published: {ref.system}"), escape(published_limit_threads(ref)),
+                          value if held else "-", "-" if held else value, *(["-"] if again else []))
+        out.print(table)
+        if refs:
+            machines = sorted({ref.platform for ref in refs})
+            out.print(f"  published on {', '.join(machines)}: the study gives the real-time system's limits as "
+                      "sizes held, the general-purpose one's as sizes where hard real time was lost", markup=False)
+    for (solver, policy), curves in sorted(realfast_curves(tire_points(run)).items()):
+        threads = sorted(curves)
+        sizes = sorted({n for pts in curves.values() for n, _ in pts})
+        table = Table(title=f"Tire model: real-fast wall time (s), {policy}, {solver}", title_justify="left")
+        table.add_column("masses", justify="right")
+        for t in threads:
+            table.add_column(f"{t} thr", justify="right", no_wrap=True)
+        for n in sizes:
+            cells = []
+            for t in threads:
+                wall = dict(curves[t]).get(n)
+                cells.append("-" if wall is None else f"{wall:,.3g}")
+            table.add_row(f"{n:,}", *cells)
+        out.print(table)
 
 
 def print_tire_pretest(run: Run, fmt: str | None = None) -> None:
