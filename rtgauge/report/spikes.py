@@ -76,33 +76,6 @@ def top_causes(a: dict, n: int = 3) -> list[str]:
     return [f"{r['source']} ×{r['caused']:,}" for r in (a.get("sources") or []) if r.get("caused")][:n]
 
 
-def print_run_attribution(console: Console, run) -> None:
-    """The end of `run --attribute`: per traced job, its spikes, top causes and the
-    worst wake-up's cause, one short line each (the whole table: `rtgauge show`)."""
-    for _, name, a in attributions([run]):
-        if a.get("unavailable"):
-            console.print(f"Why it spiked ({escape(name)}): not traced: {escape(str(a['unavailable']))}")
-            continue
-        console.print(f"[bold]Why it spiked[/] ({escape(name)}): {escape(headline(a))}")
-        causes = top_causes(a)
-        if causes:
-            console.print(f"  top causes: {escape('; '.join(causes))}")
-        w = a.get("worst")
-        if w:
-            console.print(f"  worst wake-up: {w['latency_us']:,.1f} µs on CPU {w['cpu']} (cycle {w['cycle']}), "
-                          f"cause {escape(w['cause'])}")
-        if a.get("spikes"):
-            console.print(f"  rate: {escape(rate_text(a))}")
-        if a.get("lost_events"):
-            console.print(f"  [yellow]the trace lost {a['lost_events']:,} events: some windows are incomplete[/]")
-        console.print(f"  [yellow]{escape(TRACED_NOTE)}[/]")
-    for _, name, t in threshold_traces([run]):
-        if t.get("unavailable"):
-            continue        # said once as the run began; there is no tail to show
-        console.print(f"Trace (--trace-threshold-us, {escape(name)}): {escape(trace_headline(t))}; "
-                      "`rtgauge show` prints its tail")
-
-
 def threshold_traces(runs: list) -> list[tuple[object, str, dict]]:
     """(run id, measurement name, env.trace) for every measurement --trace-threshold-us traced."""
     return _env_entries(runs, "trace")
@@ -136,18 +109,24 @@ def print_threshold_traces(console: Console, runs: list) -> None:
             console.print(str(line), markup=False, highlight=False, soft_wrap=True)
 
 
-def print_attribution(console: Console, runs: list) -> None:
-    for run_id, name, a in attributions(runs):
+def print_attribution(console: Console, runs: list, brief: bool = False) -> None:
+    """Per traced job: its spikes, rate, causes and the worst wake-up's cause. brief (the
+    end of `run --attribute`): the top causes on one line, and the trace's tail only
+    pointed to; else (`rtgauge show`) the causes' table, the periodicity, the
+    interrupts on the measured CPUs and the tail itself."""
+    for _, name, a in attributions(runs):
         if a.get("unavailable"):
             console.print(f"Why it spiked ({escape(name)}): not traced: {escape(str(a['unavailable']))}")
             continue
         console.print(f"[bold]Why it spiked[/] ({escape(name)}): {escape(headline(a))}")
-        console.print(f"  [yellow]{escape(TRACED_NOTE)}[/]")
+        causes = top_causes(a)
+        if brief and causes:
+            console.print(f"  top causes: {escape('; '.join(causes))}")
         if a.get("spikes"):
-            console.print(f"  rate: {escape(rate_text(a))}; {escape(periodic_text(a))}")
+            console.print(f"  rate: {escape(rate_text(a))}" + ("" if brief else f"; {escape(periodic_text(a))}"))
         if a.get("lost_events"):
             console.print(f"  [yellow]the trace lost {a['lost_events']:,} events: some windows are incomplete[/]")
-        if a.get("sources"):
+        if not brief and a.get("sources"):
             table = Table(title="Causes of the wake-ups above the threshold (what held the CPU between the "
                                 "deadline and the wake-up)", title_justify="left")
             for col in ("source", "kind", "caused", "seen in", "total µs", "worst µs"):
@@ -158,13 +137,20 @@ def print_attribution(console: Console, runs: list) -> None:
             console.print(table)
         w = a.get("worst")
         if w:
-            console.print(f"  worst: {w['latency_us']:,.1f} µs on CPU {w['cpu']} (cycle {w['cycle']}), "
+            console.print(f"  worst wake-up: {w['latency_us']:,.1f} µs on CPU {w['cpu']} (cycle {w['cycle']}), "
                           f"cause {escape(w['cause'])}")
-        if a.get("irq_sources"):
+        if not brief and a.get("irq_sources"):
             console.print("  interrupts on the measured CPUs: " + escape(", ".join(
                 f"{r['source']} ×{r['count']:,} ({r['total_us']:,.1f} µs in all, worst {r['worst_us']:,.1f} µs)"
                 for r in a["irq_sources"][:5])))
-    print_threshold_traces(console, runs)
+        console.print(f"  [yellow]{escape(TRACED_NOTE)}[/]")
+    if not brief:
+        print_threshold_traces(console, runs)
+        return
+    for _, name, t in threshold_traces(runs):
+        if not t.get("unavailable"):        # said once as the run began; there is no tail to show
+            console.print(f"Trace (--trace-threshold-us, {escape(name)}): {escape(trace_headline(t))}; "
+                          "`rtgauge show` prints its tail")
 
 
 def render_spikes_html(runs: list) -> str:

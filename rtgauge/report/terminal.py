@@ -21,7 +21,7 @@ from rtgauge.analysis.studies.conclusions import FAILS, HOLDS, check_conclusions
 from rtgauge.records import Run
 from rtgauge.report.stalls import print_stalls
 from rtgauge.report.numbers import avg_sigma, fmt_group, latency_figures, misses_text, us_group
-from rtgauge.report.spikes import print_run_attribution
+from rtgauge.report.spikes import print_attribution
 
 
 def _f(v, digits=1) -> str:
@@ -48,7 +48,7 @@ def print_summary(console: Console, run: Run, budget_us: float = DEFAULT_BUDGET_
                 console.print(f"[yellow]{escape(hint)}[/]")
     print_micro(console, [run])
     print_stalls(console, [run])
-    print_run_attribution(console, run)
+    print_attribution(console, [run], brief=True)
     for m in run.measurements:
         if not m.ok:
             console.print(f"[red]{escape(m.label)}: failed: {escape(str(m.error))}[/]")
