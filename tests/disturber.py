@@ -29,6 +29,27 @@ def stop(signum, frame):
     raise Stop
 
 
+def beside(run, cpu: int, priority: int, burst_us: int, period_ms: int, count: int,
+           timeout: float = 300) -> tuple[str, str, list]:
+    """Bursts from now until `run` (a started Popen with text pipes) has ended: its
+    (stdout, stderr) and the bursts that ran. The disturber is bounded by its count and
+    terminated when the run ends; a run past timeout is killed."""
+    import subprocess
+    dist = subprocess.Popen([sys.executable, os.path.abspath(__file__), str(cpu), str(priority), str(burst_us),
+                             str(period_ms), str(count), "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        out, err = run.communicate(timeout=timeout)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        dist.terminate()
+        dout, derr = dist.communicate(timeout=60)
+    assert dist.returncode == 0, derr
+    return out, err, json.loads(dout)["bursts"]
+
+
 def main() -> int:
     cpu, prio, burst_us, period_ms, count, delay_ms = (int(a) for a in sys.argv[1:7])
     with open("/proc/self/comm", "w") as f:

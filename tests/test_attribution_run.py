@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import disturber
 from readiness import wait_for
 from rtgauge.trace import tasks
 from test_attribution import NAME, near_a_burst, tracing_ready
@@ -68,18 +69,7 @@ def test_run_attribute_with_a_budget_says_why_at_the_end(tmp_path):
     db = tmp_path / "r.db"
     run = rtgauge_popen("run", "--profile", str(prof), "--db", str(db), "--no-report", "--budget-us", str(BUDGET_US))
     # bursts from now until the run has ended (40 at most, 20 s: bounded; terminated at the end)
-    dist = subprocess.Popen([sys.executable, str(HERE / "disturber.py"), str(measured), "90", str(BURST_US),
-                             "500", "40", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        out, err = run.communicate(timeout=300)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
-        dist.terminate()
-        dout, derr = dist.communicate(timeout=60)
-    assert dist.returncode == 0, derr
-    bursts = json.loads(dout)["bursts"]
+    out, err, bursts = disturber.beside(run, measured, 90, BURST_US, 500, 40)
     assert run.returncode == 3, err          # the verdict: no (a hard budget, exceeded); not a failure
     print(out)
     # the run's own summary, at its end: the attribution with the budget as its threshold

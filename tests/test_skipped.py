@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import disturber
 from conftest import is_root, rtgauge, rtgauge_popen
 
 HERE = Path(__file__).resolve().parent
@@ -46,25 +45,14 @@ def skipped_run(tmp_path_factory):
                         "--budget-us", "100", "--miss-rate", "1e-3", "--junit", str(junit),
                         "--fail-on", "misses>0", env_full=dict(os.environ, PYTHONPATH=str(HERE.parent)))
     # the hog from now until the run has ended (stopped then; bounded by its count)
-    hog = subprocess.Popen([sys.executable, str(HERE / "disturber.py"), str(cpu), "90", str(BURST_US),
-                            str(PERIOD_MS), str(BURSTS), "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True)
-    try:
-        out, err = run.communicate(timeout=300)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
-        hog.terminate()
-        hog_out, hog_err = hog.communicate(timeout=60)
-    assert hog.returncode == 0, hog_err
+    out, err, bursts = disturber.beside(run, cpu, 90, BURST_US, PERIOD_MS, BURSTS)
     doc = json.loads(rtgauge("show", "latest", "--db", str(db), "--json", "--budget-us", "100",
                              "--miss-rate", "1e-3").stdout)
     m = doc["measurements"][0]
     return {"tmp": tmp, "db": db, "status": run.returncode, "out": out, "err": err, "doc": doc,
             "skipped": m["metrics"]["skipped"]["value"], "misses": m["metrics"]["misses"]["value"],
             "cycles": m["metrics"]["cycles"]["value"], "junit": junit.read_text(),
-            "bursts": json.loads(hog_out)["bursts"]}
+            "bursts": bursts}
 
 
 def test_the_hog_made_the_engine_skip(skipped_run):
