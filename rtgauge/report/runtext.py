@@ -292,7 +292,7 @@ def print_tire_limits(run: Run, fmt: str | None = None) -> None:
     for (solver, policy), curves in sorted(realfast_curves(tire_points(run)).items()):
         threads = sorted(curves)
         sizes = sorted({n for pts in curves.values() for n, _ in pts})
-        table = Table(title=f"Tire model: real-fast wall time (s), {policy}, {solver}", title_justify="left")
+        table = Table(title=escape(f"Tire model: real-fast wall time (s), {policy}, {solver}"), title_justify="left")
         table.add_column("masses", justify="right")
         for t in threads:
             table.add_column(f"{t} thr", justify="right", no_wrap=True)
@@ -328,7 +328,7 @@ def print_tire_cost(run: Run, fmt: str | None = None) -> None:
                   f"Tswitch {'–' if tsw is None else f'{tsw / 1e3:.1f} µs'} in the runs"
                   + (f" ({micro / 1e3:.2f} µs switch microbenchmark)" if micro is not None else "")
                   + f"; median prediction error {m['median_error']:.0%}", markup=False)
-        table = Table(title=f"Ts predicted against measured ({policy})", title_justify="left")
+        table = Table(title=escape(f"Ts predicted against measured ({policy})"), title_justify="left")
         for col in ("masses", "threads", "Nswitch (unplanned)", "Nwait", "measured µs", "predicted µs", "error"):
             table.add_column(col, justify="right")
         for r in m["predictions"]:
