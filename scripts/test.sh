@@ -64,7 +64,9 @@ start() {
     pid=$!
     pids="$pids $pid"
 }
-PYTEST=".venv/bin/python -m pytest -q"
+# Each pass ends with its ten slowest tests (setup and call): where the suite's time
+# goes, in every run and in CI's log, against the 10-minute target (docs/performance.md).
+PYTEST=".venv/bin/python -m pytest -q --durations=10 --durations-min=2"
 # Without CAP_SYS_NICE (and with an rtprio limit of 0, which only it could pass) no
 # process of the background pass can start real-time work. Where the capability cannot
 # be dropped (setpriv missing, or no CAP_SETPCAP), the pass runs as it is, unenforced.
