@@ -3,9 +3,16 @@ solvers, and real-time misses judged against a measured step time."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import time
+
 import pytest
 
 from conftest import needs_root
+from readiness import most, wait_for
 
 pytestmark = pytest.mark.alone
 
@@ -171,3 +178,45 @@ def test_stop_on_miss_stops_computing(run_engine):
     assert r.status == 0, r.stderr
     assert r.doc["physics"]["steps_done"] < 5
     assert r.doc["verdicts"]["completed"]["pass"] is False
+
+
+STOP_S = 0.08      # the whole engine stopped this long: a host stall as seen from inside
+
+
+@needs_root
+def test_late_steps_of_a_host_stall_are_told_from_the_systems_own(engine_bin):
+    """Ground truth, the study's solver at 10 ms on one CPU (FIFO). The whole engine
+    stopped 80 ms (SIGSTOP: every thread at once, the observer too, as a VM's host stall
+    looks from inside) makes about 8 steps late, and the observer saw the stop: they
+    count in late_in_stalls. A FIFO spinner on the measured CPU alone (12 ms bursts)
+    makes steps late as well; the observer, on the other CPU, saw no stall in them."""
+    cpu = max(os.sched_getaffinity(0))
+    cmd = [engine_bin, "tire", "--mode", "realtime", "--masses", "1000", "--threads", "1", "--solver", "paper",
+           "--lock", "sem", "--steps", "300", "--period-ms", "10", "--cpus", str(cpu), "--policy", "fifo",
+           "--priority", "80"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: most(p.pid, "switches", rt_above=1) >= 50, "50 steps taken", proc=p)
+        os.kill(p.pid, signal.SIGSTOP)
+        time.sleep(STOP_S)            # the stall's length: the test's subject, not a wait
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode in (0, 3), err
+    doc = json.loads(out)
+    m = doc["metrics"]
+    assert doc["env"]["stalls"]["observed"] is True
+    assert m["late_steps"]["value"] >= 0.6 * STOP_S / 0.010, m["late_steps"]
+    assert 0.6 * STOP_S / 0.010 <= m["late_in_stalls"]["value"] <= m["late_steps"]["value"]
+    # the broken setup: a spinner at FIFO 90 on the measured CPU only, 12 ms every 98 ms
+    start = time.monotonic_ns() + 300_000_000
+    spin = subprocess.Popen([engine_bin, "spin", "--cpu", str(cpu), "--priority", "90", "--busy-us", "12000",
+                             "--period-us", "98000", "--duration-s", "3", "--start-at-ns", str(start)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    finally:
+        spin.communicate(timeout=60)
+    doc = json.loads(r.stdout)
+    late, in_stalls = doc["metrics"]["late_steps"]["value"], doc["metrics"]["late_in_stalls"]["value"]
+    assert late >= 10 and in_stalls < late / 2, (late, in_stalls)

@@ -219,6 +219,12 @@ def misses_of(doc: dict) -> int:
     return int(((doc.get("metrics") or {}).get("misses") or {}).get("value") or 0)
 
 
+def in_stalls_text(doc: dict) -> str:
+    """' (N of them in host stalls)' where late steps overlapped a stall the observer saw."""
+    n = ((doc.get("metrics") or {}).get("late_in_stalls") or {}).get("value")
+    return f" ({n:,} of them in host stalls)" if isinstance(n, int) and n > 0 and misses_of(doc) else ""
+
+
 def steps_of(doc: dict) -> int:
     return int(((doc.get("metrics") or {}).get("steps") or {}).get("value") or 0)
 
@@ -253,7 +259,7 @@ class Prober:
         self.docs.append(doc)
         if self.progress:
             what = (f"{doc['metrics']['wall_s']['value']:.3g} s" if mode == "realfast"
-                    else f"{misses_of(doc)} of {steps_of(doc)} steps late")
+                    else f"{misses_of(doc)} of {steps_of(doc)} steps late" + in_stalls_text(doc))
             self.progress(f"tire {mode} {policy} {threads} threads, {masses:,} masses: {what}"
                           + (f" (attempt {attempt + 1})" if attempt else ""))
         return doc

@@ -6,7 +6,11 @@
  *             parallel step; a late step is a miss, and runs late (catch-up:
  *             no step is ever dropped).
  *   realfast: --steps as fast as possible; wall time and the Ts distribution.
- *   pretest:  realtime at 0.5 ms. */
+ *   pretest:  realtime at 0.5 ms.
+ * In the real-time modes the host-stall observer (stall.h) runs beside the steps: a
+ * late step whose span (its release to its end) overlapped a stall of the whole
+ * machine is counted in late_in_stalls, so a miss of the host (a VM's vCPU stopped)
+ * is told from the system's own. Every late step still counts as late. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -21,9 +25,11 @@
 #include "periodic/periodic.h"
 #include "rt.h"
 #include "samples.h"
+#include "stall.h"
 #include "test.h"
 
 #define PRETEST_PERIOD_MS 0.5
+#define MAX_LATE_SPANS 65536    /* late steps judged against the stalls; past it, no figure */
 #define DEFAULT_PERIOD_MS 10.0
 
 static const rtg_opt tire_opts[] = {
@@ -58,6 +64,12 @@ static const rtg_opt tire_opts[] = {
     {0},
 };
 
+/* A late step's span: from its release to when a thread finished its share. */
+typedef struct {
+    uint64_t step;
+    int64_t from, to;
+} late_span;
+
 typedef struct {
     tire_state st;
     tire_solver *solver;
@@ -87,7 +99,51 @@ typedef struct {
     unsigned char *late_flag;        /* per step: some thread finished it after its deadline */
     uint64_t *done;                  /* per thread: steps computed */
     int64_t *end_ns;                 /* per thread: when its last step ended */
+    late_span *spans;                /* real-time: the late steps' spans (MAX_LATE_SPANS) */
+    atomic_ullong nspans;            /* spans noted, also past MAX_LATE_SPANS */
 } tire_run;
+
+/* Note a late step's span, judged after the run (judge_late_spans). Any thread. */
+static void note_late(tire_run *r, uint64_t step, int64_t now)
+{
+    if (!r->spans)
+        return;
+    unsigned long long i = atomic_fetch_add_explicit(&r->nspans, 1, memory_order_relaxed);
+    if (i < MAX_LATE_SPANS)
+        r->spans[i] = (late_span){step, r->start_ns + (int64_t)step * r->period_ns, now};
+}
+
+/* After a real-time run: late_in_stalls, the late steps (of those computed) every
+ * late share of which overlapped an observed host stall. Absent where no observer
+ * ran or more late shares were noted than kept. */
+static void judge_late_spans(tire_run *r, rtg_result *res)
+{
+    unsigned long long n = atomic_load(&r->nspans);
+    if (!r->spans || !rtg_stall_observing() || n > MAX_LATE_SPANS)
+        return;
+    rtg_stall_sync();   /* a stall that ended with the last steps is recorded */
+    uint64_t steps = r->st.step, in = 0;
+    unsigned char *seen = calloc(steps ? steps : 1, 1);
+    if (!seen)
+        return;
+    for (unsigned long long i = 0; i < n; i++)
+        if (r->spans[i].step < steps)
+            seen[r->spans[i].step] |= rtg_stall_touches(r->spans[i].from, r->spans[i].to) ? 2 : 1;
+    for (uint64_t k = 0; k < steps; k++)
+        in += seen[k] == 2;
+    free(seen);
+    rtg_j_set(res->metrics, "late_in_stalls", rtg_j_scalar_int((int64_t)in, "count"));
+}
+
+/* The observer of a real-time run, started before its first deadline is set (it
+ * may take a moment to look at the clock): measured CPUs = the pinned ones, or any
+ * (cpus[0] < 0: the threads run free on the allowed CPUs). */
+static void start_observer(const int *cpus, int nthreads, const rtg_opts *o, rtg_result *res)
+{
+    rtg_policy policy = RTG_POL_FIFO;
+    rtg_policy_parse(rtg_opt_str(o, "policy"), &policy);
+    rtg_stall_start(res, cpus[0] >= 0 ? cpus : NULL, cpus[0] >= 0 ? nthreads : 0, policy);
+}
 
 /* One step with its bookkeeping; the clock is read only for the limits. */
 static void do_step(tire_run *r)
@@ -116,6 +172,7 @@ static void payload(void *arg, rtg_cycle_ctx *c)
     int64_t deadline_end = r->start_ns + (int64_t)(cycle + 1) * r->period_ns;
     if (now > deadline_end) {
         r->late++;
+        note_late(r, cycle, now);
         if (r->stop_on_miss)
             r->halted = true;
     }
@@ -185,6 +242,7 @@ static int run_realtime(tire_run *r, const rtg_opts *o, const int *cpus, rtg_res
 {
     static rtg_periodic_cfg cfg;
     char err[512];
+    start_observer(cpus, r->nthreads, o, res);
     if (paced_cfg(&cfg, r, 1, cpus, o, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     rtg_trigger stepper = {.kind = RTG_TRIGGER_TIMER, .cycle = payload, .arg = r};
@@ -195,6 +253,7 @@ static int run_realtime(tire_run *r, const rtg_opts *o, const int *cpus, rtg_res
     rtg_periodic_report(&run, res);
     r->ts_avg = rtg_dist_avg(&run.all.ts);
     rtg_periodic_free(&run);
+    judge_late_spans(r, res);
     return RTG_EXIT_OK;
 }
 
@@ -241,6 +300,7 @@ static void paper_cycle(void *arg, rtg_cycle_ctx *c)
     r->end_ns[a->t] = now;
     if (now > r->start_ns + (int64_t)(c->cycle + 1) * r->period_ns) {
         r->late_flag[c->cycle] = 1;
+        note_late(r, c->cycle, now);
         if (r->stop_on_miss) {
             r->halted = true;
             atomic_store(&r->stop_all, true);
@@ -305,6 +365,7 @@ static int run_paper_realtime(tire_run *r, const rtg_opts *o, const int *cpus, r
         paper_args[t] = (paper_arg){.r = r, .t = t};
         paper_triggers[t] = (rtg_trigger){.kind = RTG_TRIGGER_TIMER, .cycle = paper_cycle, .arg = &paper_args[t]};
     }
+    start_observer(cpus, r->nthreads, o, res);
     if (paced_cfg(&cfg, r, r->nthreads, cpus, o, err, sizeof err) != 0)
         return rtg_fail(res, RTG_EXIT_FAIL, "%s", err);
     cfg.triggers = paper_triggers;
@@ -324,6 +385,7 @@ static int run_paper_realtime(tire_run *r, const rtg_opts *o, const int *cpus, r
     r->nivcsw = r->wnivcsw[0];
     rtg_periodic_free(&run);
     paper_settle(r);
+    judge_late_spans(r, res);
     /* the run's misses are its late steps (a step is late when any thread's share was) */
     rtg_j_set(res->metrics, "misses", rtg_j_scalar_int((int64_t)r->late, "count"));
     return RTG_EXIT_OK;
@@ -627,6 +689,7 @@ static void free_run(tire_run *r)
     free(r->wnvcsw);
     free(r->wnivcsw);
     free(r->late_flag);
+    free(r->spans);
     free(r->done);
     free(r->end_ns);
 }
@@ -669,6 +732,7 @@ static int tire_main(const rtg_opts *o, rtg_result *res)
     char err[512] = "";
     if (tire_state_init(&r.st, &p) != 0 || plan_samples(&r, (int)rtg_opt_int(o, "centroid-samples")) != 0 ||
         (!realtime && !(r.ts = calloc(r.steps, sizeof *r.ts))) ||
+        (realtime && !(r.spans = calloc(MAX_LATE_SPANS, sizeof *r.spans))) ||
         !(r.wnvcsw = calloc((size_t)k, sizeof *r.wnvcsw)) || !(r.wnivcsw = calloc((size_t)k, sizeof *r.wnivcsw))) {
         free_run(&r);
         return rtg_fail(res, RTG_EXIT_FAIL, "out of memory for %lld masses and %llu steps; use fewer.",
@@ -768,6 +832,9 @@ static const rtg_metric tire_metrics[] = {
     {"t_share", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "cost equation: the slowest thread's four phases in one timed step (sum of its medians; locked solver)"},
     {"nswitch_per_step", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "cost equation's Nswitch: unplanned (involuntary) context switches per solver thread and step; sleeps, barrier and lock waits are not counted (locked and paper solvers)"},
     {"late_steps", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "steps the payload saw finish late (realtime and pretest)"},
+    {"late_in_stalls", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL,
+     "of the late steps, those whose every late share overlapped an observed host stall (realtime and pretest; "
+     "absent where no observer ran)"},
     {0},
 };
 

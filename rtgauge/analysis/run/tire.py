@@ -40,6 +40,8 @@ class TirePoint:
     measurement: Measurement
     steps_asked: int | None = None
     stopped_on_miss: bool = False
+    late_in_stalls: int | None = None   # late steps a host stall the observer saw overlapped
+
 
     @property
     def complete(self) -> bool:
@@ -63,7 +65,8 @@ def tire_points(run: Run) -> list[TirePoint]:
             str(m.param("solver") or "locked"), mode, None if m.period_ns is None else m.period_ns / 1e6,
             late_periods(m)["misses"], m.scalar("steps"), m.scalar("wall_s"),
             ts.avg, ts.max, m.fallback, m,
-            None if m.param("steps") is None else int(p["steps"]), bool(m.param("stop_on_miss"))))
+            None if m.param("steps") is None else int(p["steps"]), bool(m.param("stop_on_miss")),
+            m.scalar("late_in_stalls")))
     return out
 
 

@@ -155,7 +155,8 @@ def tire_maps(points, mode: str, period: float, facts: dict) -> list[str]:
                             f"in any run of the point (the sweep repeats a late probe to show whether its misses "
                             f"recur; a repeat that held does not undo the miss). {how}.")
                           + (flag("fallback: not real-time") if fb else "") + repeats_note(points, mode, period,
-                                                                                          solver, policy)))
+                                                                                          solver, policy)
+                          + stalls_note(mine)))
         out.append(figure(heatmap(f"{name}, soft, at {at}: missed steps ({solver}, {policy})", rows,
                                   [f"{n:,}" for n in soft_masses], soft_grid, "threads", "masses n"),
                           e(f"Missed deadlines per point (darker = more), its first run's count, from the runs "
@@ -165,6 +166,16 @@ def tire_maps(points, mode: str, period: float, facts: dict) -> list[str]:
                             f"{how}.")))
         out.append("</div>")
     return out
+
+
+def stalls_note(points) -> str:
+    """The late points whose late steps a host stall overlapped (the observer saw the
+    whole machine stopped): how many of each point's late steps, every run listed."""
+    hit = [f"{p.threads} threads × {p.masses:,}: {p.late_in_stalls:,} of {p.misses:,}"
+           for p in sorted(points, key=lambda p: (p.threads, p.masses))
+           if p.misses and isinstance(p.late_in_stalls, int) and p.late_in_stalls > 0]
+    return (f"<br><small>Late steps in host stalls (the observer saw the whole machine stopped while they ran; "
+            f"still misses): {e('; '.join(hit))}.</small>") if hit else ""
 
 
 def repeats_note(points, mode: str, period: float, solver: str, policy: str) -> str:
