@@ -344,6 +344,13 @@ class Measurement:
         return self.condition == "idle" and self.others_load.get("idle") is False
 
     @property
+    def is_sweep_probe(self) -> bool:
+        """One probe of the tire sweep (tire-sweep/MODE/POLICY/Kt/N, hundreds in a full
+        study), stored as its own measurement; the sweep's result is named tire-sweep.
+        Tables that list measurements count the probes rather than list them."""
+        return self.name.startswith("tire-sweep/")
+
+    @property
     def label(self) -> str:
         """The name with its round and segment, where a table lists measurements:
         `latency@idle`, `latency@idle (round 2)`, `latency@cpu (segment 3)`."""

@@ -143,12 +143,6 @@ def origin_text(origin: dict) -> str:
     return text + f"; identity {origin.get('identity')}"
 
 
-def is_sweep_probe(m: Measurement) -> bool:
-    """One probe of the tire sweep (tire-sweep/MODE/POLICY/Kt/N), stored as its own
-    measurement; the sweep's result is the measurement named tire-sweep."""
-    return m.name.startswith("tire-sweep/")
-
-
 def print_run(run: Run, fmt: str | None = None) -> None:
     out = console(fmt)
     duration = elapsed(run.started_at, run.finished_at)
@@ -172,10 +166,10 @@ def print_run(run: Run, fmt: str | None = None) -> None:
     # wake-up latency jobs (ours, and the tools' cross-checks) in the latency table; the
     # rest (microbenchmarks, behaviour tests, tire runs) in their own, without empty
     # latency columns; a sweep's probes (hundreds in a full study) counted, not listed
-    probes = [m for m in run.measurements if is_sweep_probe(m)]
-    latency = [m for m in run.measurements if not is_sweep_probe(m)
+    probes = [m for m in run.measurements if m.is_sweep_probe]
+    latency = [m for m in run.measurements if not m.is_sweep_probe
                and (is_latency_measurement(m) or latency_row(m) is not None)]
-    others = [m for m in run.measurements if not is_sweep_probe(m) and m not in latency]
+    others = [m for m in run.measurements if not m.is_sweep_probe and m not in latency]
     if latency:
         table = Table(title="Measurements (wake-up latency ti in µs)", title_justify="left")
         for column in ("name", "tool", "condition", "result"):

@@ -27,21 +27,43 @@ NOTE = ("A host stall is a gap the engine's non-measuring observer thread saw on
 
 
 def stall_rows(runs: list[Run]) -> list[dict]:
-    """One row per measurement with observer data: the summary and its touched figures."""
+    """One row per measurement with observer data: the summary and its touched figures.
+    The tire sweep's probes (hundreds in a full study) are summed up instead
+    (probe_stalls)."""
     rows = []
     for run in runs:
         for m in run.measurements:
             s = stall_summary(m)
-            if s is None:
+            if s is None or m.is_sweep_probe:
                 continue
             rows.append({"run": run.id, "measurement": m.label or m.test or "?",
                          "summary": s, "figures": stall_figures(m, touched_only=True)})
     return rows
 
 
+def probe_stalls(run: Run) -> str | None:
+    """The host stalls the observer saw during the tire sweep's probes, in one sentence
+    (None when no probe recorded the observer)."""
+    sums = [s for s in (stall_summary(m) for m in run.measurements if m.is_sweep_probe) if s is not None]
+    if not sums:
+        return None
+    observed = [s for s in sums if s["observed"]]
+    hit = [s for s in observed if s["count"]]
+    text = (f"Host stalls in the tire sweep's probes: seen in {len(hit):,} of {len(observed):,} observed probes"
+            + (f", {sum(s['total_ms'] for s in hit):,.6g} ms in all, longest {max(s['longest_ms'] for s in hit):g} ms"
+               if hit else ""))
+    if len(observed) < len(sums):
+        text += f"; not observed in {len(sums) - len(observed):,}"
+    return text + " (each probe's in `show --json`)"
+
+
 def print_stalls(console: Console, runs: list[Run]) -> None:
     """Nothing when no measurement recorded the observer; otherwise the stalls seen and,
-    for the touched figures, both averages."""
+    for the touched figures, both averages; the sweep's probes in one line a run."""
+    for run in runs:
+        line = probe_stalls(run)
+        if line:
+            console.print(escape(line))
     rows = stall_rows(runs)
     if not rows:
         return
@@ -78,9 +100,10 @@ def print_stalls(console: Console, runs: list[Run]) -> None:
 def render_stalls_html(runs: list[Run]) -> str:
     """The body of the report's host-stalls section."""
     rows = stall_rows(runs)
+    probes = "".join(f"<p>{h(line)}</p>" for line in (probe_stalls(r) for r in runs) if line)
     if not rows:
-        return "<p>No measurement recorded host stalls (the engine's observer is newer than these runs).</p>"
-    out = [f"<p class='note'>{h(NOTE)}</p><table><tr><th>run</th><th>measurement</th><th>host stalls</th>"
+        return probes or "<p>No measurement recorded host stalls (the engine's observer is newer than these runs).</p>"
+    out = [probes + f"<p class='note'>{h(NOTE)}</p><table><tr><th>run</th><th>measurement</th><th>host stalls</th>"
            f"<th>figure</th><th>samples</th><th>stall-touched</th><th>{h(ALL)} (µs)</th>"
            f"<th>{h(WITHOUT)} (µs)</th><th>max, all samples (µs)</th></tr>"]
     for r in rows:
