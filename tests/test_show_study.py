@@ -66,6 +66,10 @@ def test_the_probes_are_counted_not_listed(study):
     if any(((m.get("env") or {}).get("stalls") or {}).get("count") for m in probes):
         assert "Host stalls in the tire sweep's probes: seen in " in out
     assert "preemption@idle" in out                 # the microbenchmark keeps its row
+    # a probe's verdicts are its map cell: a verdict row would show whichever came last
+    assert not [line for line in out.splitlines() if line.startswith("tire [")]
+    md = cli(["export", "1", "--db", str(db), "--format", "md"], check=True).stdout
+    assert "| tire [" not in md
 
 
 @needs_root

@@ -116,8 +116,9 @@ def export_md(run: Run) -> str:
              f"{md_cell(_f(h['worst_idle_us']))} µs, loaded {md_cell(_f(h['worst_loaded_us']))} µs; "
              f"{md_cell(misses_text(h['misses'], h['skipped'], '-'))} missed deadlines.", ""]
     for t in h["tire"]:
+        best = f"{t['max_masses']:,}" if t["max_masses"] else "none"     # as the terminal prints it
         lines.append(f"- tire at {period_text(t['period_ms'])}, {t['policy']}, {t['threads_label']} threads, "
-                     f"{t['solver']}: largest n with zero misses {t['max_masses'] or 'none'}"
+                     f"{t['solver']}: largest n with zero misses {best}"
                      + (f" ({held_text(t)})" if held_text(t) else ""))
     lines.append("")
     rows = []

@@ -93,10 +93,14 @@ def micro_scalars(run: Run) -> list[tuple[str, str, object, str]]:
 
 
 def verdict_rows(runs: list[Run]) -> list[dict]:
-    """Behaviour verdicts: one row per (test, verdict, variant), a cell per run."""
+    """Behaviour verdicts: one row per (test, verdict, variant), a cell per run. The tire
+    sweep's probes are left out: their verdicts are the maps' cells, and a row would
+    show whichever probe came last."""
     rows: dict[tuple, dict] = {}
     for run in runs:
         for m in run.measurements:
+            if m.is_sweep_probe:
+                continue
             for name, v in m.verdicts.items():
                 key = (m.test or m.name, name, variant_of(m.params), m.condition or "")
                 row = rows.setdefault(key, {"test": key[0], "verdict": name, "variant": key[2],
