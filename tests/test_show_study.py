@@ -70,6 +70,11 @@ def test_the_probes_are_counted_not_listed(study):
     assert not [line for line in out.splitlines() if line.startswith("tire [")]
     md = cli(["export", "1", "--db", str(db), "--format", "md"], check=True).stdout
     assert "| tire [" not in md
+    # the report: the sweep's one fit, not a fit table for every probe
+    html = db.parent / "r.html"
+    cli(["report", "1", "--db", str(db), "-o", str(html)], check=True)
+    page = html.read_text()
+    assert "Cost equation fit (tire-sweep/" not in page and page.count("Cost equation fit (") <= 1
 
 
 @needs_root

@@ -230,9 +230,14 @@ def realfast_curves(points: list[TirePoint]) -> dict:
 def cost_fits(run: Run) -> list[dict]:
     """Fitted cost-equation terms stored by the orchestrator: every measurement whose
     metrics name the terms of Ts = Nswitch·Tswitch + 4·e·Nipc·Tipc + (2e+1)·Tspring + e·Tmass.
-    {"measurement": Measurement, "terms": {name: Metric}}."""
+    {"measurement": Measurement, "terms": {name: Metric}}. Not the engine's own tire
+    runs: their t_spring, t_mass and t_ipc are measured constants of one run (the cost
+    model reads them, rtgauge/analysis/studies/tirecost.py), not a fit; taken as fits,
+    the full study's report drew a fit table for every probe, hundreds of them."""
     out = []
     for m in run.measurements:
+        if m.test == "tire":
+            continue
         terms = {}
         for name, metric in m.metrics.items():
             key = name.lower().replace("_", "").replace("-", "")
