@@ -590,7 +590,29 @@ def check_values(doc: dict, where: str) -> None:
                             "do not hold min <= avg <= max; give the tool's output unchanged.")
 
 
+# Metrics an older engine labelled "count" though they are means (engines before
+# 2026-12-02: the tire solvers' nswitch_per_step, unplanned switches per thread and step).
+# Their stored documents carry fractional values under "count", which the counter rule
+# refuses; read as the engine labels them now.
+RELABELLED = {"nswitch_per_step": "count/step"}
+
+
+def relabel_legacy(metrics) -> None:
+    """In place: a RELABELLED metric stored under unit "count" gets its unit now."""
+    if not isinstance(metrics, dict):
+        return
+    for name, unit in RELABELLED.items():
+        m = metrics.get(name)
+        if isinstance(m, dict) and m.get("unit") == "count":
+            m["unit"] = unit
+
+
 def check_export(data, where: str) -> dict:
+    run = data.get("run") if isinstance(data, dict) else None
+    for m in (run.get("measurements") if isinstance(run, dict) else None) or []:
+        if isinstance(m, dict):
+            relabel_legacy(m.get("metrics"))
+            relabel_legacy((m.get("document") or {}).get("metrics") if isinstance(m.get("document"), dict) else None)
     check_clean(data, where)
     check_schema(data, EXPORT_SCHEMA, where, "rtgauge export",
                  "make it with `rtgauge export RUN --format json`.")
@@ -600,6 +622,8 @@ def check_export(data, where: str) -> dict:
 
 
 def check_engine_document(doc, where: str) -> dict:
+    if isinstance(doc, dict):
+        relabel_legacy(doc.get("metrics"))
     check_clean(doc, where)
     check_schema(doc, ENGINE_DOCUMENT_SCHEMA, where, "engine document",
                  "give the engine's --out file unchanged.")

@@ -608,7 +608,7 @@ static void put_cost(tire_run *r, int every, rtg_result *res)
         timed++;
     }
     rtg_json *mt = res->metrics;
-    rtg_j_set(mt, "nswitch_per_step", rtg_j_scalar_num(sum_nsw / r->nthreads, "count"));
+    rtg_j_set(mt, "nswitch_per_step", rtg_j_scalar_num(sum_nsw / r->nthreads, "count/step"));
     if (timed > 0) {
         rtg_j_set(mt, "t_spring", rtg_j_scalar_num(sum_spring / timed, "ns"));
         rtg_j_set(mt, "t_mass", rtg_j_scalar_num(sum_mass / timed, "ns"));
@@ -830,7 +830,7 @@ static const rtg_metric tire_metrics[] = {
     {"t_mass", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "cost equation: time of one mass integration, per thread (locked solver, sampled steps)"},
     {"t_ipc", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "cost equation: time of one lock operation with the copy it guards, per thread (locked solver, sampled steps)"},
     {"t_share", RTG_METRIC_SCALAR, "ns", RTG_METRIC_CONDITIONAL, "cost equation: the slowest thread's four phases in one timed step (sum of its medians; locked solver)"},
-    {"nswitch_per_step", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "cost equation's Nswitch: unplanned (involuntary) context switches per solver thread and step; sleeps, barrier and lock waits are not counted (locked and paper solvers)"},
+    {"nswitch_per_step", RTG_METRIC_SCALAR, "count/step", RTG_METRIC_CONDITIONAL, "cost equation's Nswitch: unplanned (involuntary) context switches per solver thread and step; sleeps, barrier and lock waits are not counted (locked and paper solvers)"},
     {"late_steps", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL, "steps the payload saw finish late (realtime and pretest)"},
     {"late_in_stalls", RTG_METRIC_SCALAR, "count", RTG_METRIC_CONDITIONAL,
      "of the late steps, those whose every late share overlapped an observed host stall (realtime and pretest; "
