@@ -19,8 +19,12 @@ def cmd_run(args) -> int:
     """The options as a RunRequest, run by the lifecycle (rtgauge/plan/lifecycle.py)."""
     # with --json, standard output carries the run's document only: the rest goes to stderr
     console = table_console(args.format, stderr=args.json)
-    # SIGTERM before the measurement's own handling starts ends the command as Ctrl-C does
+    # SIGTERM before the measurement's own handling starts ends the command as Ctrl-C does,
+    # and both are recorded as well as raised (rtgauge/stops.py: a raise can be lost); a
+    # SIGINT the caller ignores (a background job without job control) stays ignored
     signal.signal(signal.SIGTERM, stops.interrupt)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, stops.interrupt)
     check_report_path(args)
     return RunLifecycle(run_request(args), console).run()
 
