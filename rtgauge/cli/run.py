@@ -22,6 +22,7 @@ def cmd_run(args) -> int:
     # SIGTERM before the measurement's own handling starts ends the command as Ctrl-C does,
     # and both are recorded as well as raised (rtgauge/stops.py: a raise can be lost); a
     # SIGINT the caller ignores (a background job without job control) stays ignored
+    stops.clear()              # a command starts with no stop asked (tests run several in one process)
     signal.signal(signal.SIGTERM, stops.interrupt)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, stops.interrupt)
