@@ -73,7 +73,9 @@ def print_headline(console: Console, run: Run, h: dict) -> None:
         for text in r.flags:
             console.print(f"  [yellow]• {escape(text)}[/]")
     else:
-        console.print(f"Rating: [{colour}]{r.glyphs} {escape(r.klass)}[/]"
+        # "not rated — no wake-up latency measured"; a rating reads "★★★☆☆ class"
+        head = f"{r.glyphs} — {r.klass}" if r.stars is None else f"{r.glyphs} {r.klass}"
+        console.print(f"Rating: [{colour}]{escape(head)}[/]"
                       + (f" — {escape('; '.join(r.reasons))}" if r.reasons else ""))
     if h["worst_idle_us"] is not None or h["worst_loaded_us"] is not None:
         console.print(f"  worst-case wake-up latency: idle {_f(h['worst_idle_us'])} µs, loaded "
