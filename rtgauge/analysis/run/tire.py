@@ -56,17 +56,18 @@ def tire_points(run: Run) -> list[TirePoint]:
         if m.test != "tire" or not m.ok:
             continue
         p = m.params
-        if p.get("masses") is None or p.get("threads") is None:
+        masses, threads = masses_value(p.get("masses")), masses_value(p.get("threads"))
+        if not masses or not threads:      # none, or not a size (a crafted import)
             continue
         ts = m.metric("ts")
         mode = str(m.param("mode") or "realtime")
         out.append(TirePoint(
-            int(p["masses"]), int(p["threads"]), str(m.param("policy") or m.policy or "?"),
+            masses, threads, str(m.param("policy") or m.policy or "?"),
             str(m.param("solver") or "locked"), mode, None if m.period_ns is None else m.period_ns / 1e6,
             late_periods(m)["misses"], m.scalar("steps"), m.scalar("wall_s"),
             ts.avg, ts.max, m.fallback, m,
-            None if m.param("steps") is None else int(p["steps"]), bool(m.param("stop_on_miss")),
-            m.scalar("late_in_stalls")))
+            masses_value(p.get("steps")), bool(m.param("stop_on_miss")),
+            late if isinstance(late := m.scalar("late_in_stalls"), int) else None))
     return out
 
 
@@ -126,6 +127,14 @@ def hard_rt_limits(points: list[TirePoint], period_ms: float | None = None) -> l
     return out
 
 
+def masses_value(v) -> int | None:
+    """A stored size as a whole number of masses; None for anything else (a crafted
+    import's string or negative value is no size, and would break the tables' format)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
+        return None
+    return int(v) if v >= 0 else None
+
+
 def sweep_limits(run: Run) -> list[dict]:
     """The orchestrator's bisection results (a tire-sweep measurement with metrics
     largest_masses#threads=T,policy=P), in the shape of hard_rt_limits."""
@@ -143,8 +152,8 @@ def sweep_limits(run: Run) -> list[dict]:
                 threads = int(fields.get("threads", 0))
             except ValueError:
                 continue
-            value = metric.value
-            lost = m.scalar("lost_at_masses#" + name.split("#", 1)[1])
+            value = masses_value(metric.value)
+            lost = masses_value(m.scalar("lost_at_masses#" + name.split("#", 1)[1]))
             out.append({"solver": solver, "policy": fields.get("policy", "?"), "threads": threads,
                         "period_ms": period, "max_masses": value or None, "lost_at": lost or None,
                         "points": None, "source": "sweep",
