@@ -6,8 +6,9 @@ printed and dropped (the `os.register_at_fork` hooks that run around every
 subprocess start, `__del__`, a weakref callback), the KeyboardInterrupt is printed as
 "Exception ignored" and the command goes on. One CI run saw exactly that: a SIGTERM
 during the tire sweep landed in logging's after-fork hook, the probe ran on and the run
-ended "complete", exit 0. So `interrupt` records the signal before raising, and the
-long waits (`run_child`, `check`) raise again when a recorded stop is still pending.
+ended "complete", exit 0. So `interrupt` records the signal before raising, the long
+waits (`run_child`, `check`) raise again when a recorded stop is still pending, and
+`run_child` blocks the stop signals while it forks, so none lands in such a hook.
 """
 
 from __future__ import annotations
@@ -41,15 +42,37 @@ def check() -> None:
         raise KeyboardInterrupt
 
 
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
+def _unblocking(then=None):
+    """A preexec_fn: the child starts with the stop signals unblocked (they are blocked in
+    the parent while it forks), then runs THEN."""
+    def preexec():
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        if then is not None:
+            then()
+    return preexec
+
+
 def run_child(argv: list[str], timeout: float, preexec_fn=None, poll_s: float = 0.2) -> subprocess.CompletedProcess:
     """subprocess.run(argv, capture_output=True, text=True, timeout=...) that also ends
-    when a stop is asked, lost or not: the child is killed and waited for, then
-    KeyboardInterrupt. On the timeout the child is killed and TimeoutExpired raised."""
+    when a stop is asked: the child is killed and waited for, then KeyboardInterrupt. On
+    the timeout the child is killed and TimeoutExpired raised. The stop signals are
+    blocked while the child is forked, so that none lands in an after-fork hook (where
+    Python drops the KeyboardInterrupt and prints "Exception ignored … Traceback"): one
+    that came meanwhile is raised once the child exists, and it is killed."""
     check()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=preexec_fn)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, preexec_fn=_unblocking(preexec_fn))
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        raise
     waited = 0.0
     try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)    # a stop that came meanwhile is raised here
         while True:
             try:
                 out, err = proc.communicate(timeout=poll_s)

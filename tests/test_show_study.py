@@ -74,7 +74,7 @@ def test_the_probes_are_counted_not_listed(study):
     html = db.parent / "r.html"
     cli(["report", "1", "--db", str(db), "-o", str(html)], check=True)
     page = html.read_text()
-    assert "Cost equation fit (tire-sweep/" not in page and page.count("Cost equation fit (") <= 1
+    assert "Cost equation fit (tire-sweep/" not in page and page.count("<h4>Cost equation fit (") <= 1
 
 
 @needs_root
