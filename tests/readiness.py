@@ -269,3 +269,21 @@ def engine_measuring(ppid: int, test: str = "latency", cycles: int = 100) -> int
     if len(argv) < 2 or argv[1].decode(errors="replace") != test:
         return None
     return pid if measured(pid, cycles) else None
+
+
+def stopped_once(p: subprocess.Popen, ready, what: str, stop_s: float) -> tuple[str, str]:
+    """A host stall as seen from inside: once READY() holds (WHAT, waited for as wait_for
+    does), the whole process P is stopped for STOP_S (SIGSTOP: every thread at once) and
+    continued; then P's (stdout, stderr) when it has ended. A P that ended meanwhile is
+    no error here (its exit status is the caller's to judge)."""
+    import signal
+    try:
+        wait_for(ready, what, proc=p)
+        os.kill(p.pid, signal.SIGSTOP)
+        time.sleep(stop_s)            # the stall's length: the test's subject, not a wait
+    finally:
+        try:
+            os.kill(p.pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    return p.communicate(timeout=60)

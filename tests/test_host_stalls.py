@@ -24,7 +24,7 @@ import pytest
 from rich.console import Console
 
 from conftest import needs_root
-from readiness import most, threads_at, threads_of, wait_for
+from readiness import most, stopped_once, threads_at, threads_of, wait_for
 from rtgauge.cli import main
 from rtgauge.records import Run
 from rtgauge.report.html import render
@@ -50,18 +50,11 @@ def run_stopped(engine_bin: str, args: list[str], measured: int | None, stop_s: 
     measures), stop the whole process for stop_s. None: no stop."""
     p = subprocess.Popen([engine_bin, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          preexec_fn=preexec)
-    try:
-        if measured is not None:
-            wait_for(lambda: most(p.pid, "switches", rt_above=1) >= measured,
-                     f"{measured} switches of the engine's measuring threads", proc=p)
-            os.kill(p.pid, signal.SIGSTOP)
-            time.sleep(stop_s)        # the stall's length: the test's subject, not a wait
-    finally:
-        try:
-            os.kill(p.pid, signal.SIGCONT)
-        except ProcessLookupError:
-            pass
-    out, err = p.communicate(timeout=60)
+    if measured is None:
+        out, err = p.communicate(timeout=60)
+    else:
+        out, err = stopped_once(p, lambda: most(p.pid, "switches", rt_above=1) >= measured,
+                                f"{measured} switches of the engine's measuring threads", stop_s)
     assert p.returncode == 0, err
     return json.loads(out)
 

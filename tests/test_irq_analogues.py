@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import needs_mount_namespace, needs_root, without_tracefs
-from readiness import wait_for
+from readiness import stopped_once
 from rtgauge.errors import UserError
 from rtgauge.loads import LoadContext, make_load
 
@@ -214,17 +213,8 @@ def test_timer_sustain_counts_what_a_host_stall_lost(engine_bin):
     cmd = [engine_bin, "timer-sustain", "--cpus", str(measured_cpu()), "--policy", "fifo", "--priority", "80",
            "--probe-s", "3", "--max-period-us", "1000", "--min-period-us", "1000", "--retries", "0"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        # the probe serves expirations: its main thread (FIFO 80) sleeps and wakes each one
-        wait_for(lambda: main_thread_switches(p.pid) >= 300, "300 expirations served", proc=p)
-        os.kill(p.pid, signal.SIGSTOP)
-        time.sleep(STOP_S)            # the stall's length: the test's subject, not a wait
-    finally:
-        try:
-            os.kill(p.pid, signal.SIGCONT)
-        except ProcessLookupError:
-            pass
-    out, err = p.communicate(timeout=60)
+    # the probe serves expirations: its main thread (FIFO 80) sleeps and wakes each one
+    out, err = stopped_once(p, lambda: main_thread_switches(p.pid) >= 300, "300 expirations served", STOP_S)
     assert p.returncode == 0, err
     doc = json.loads(out)
     (probe,) = doc["sweep"]["probes"]

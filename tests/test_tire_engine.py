@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import time
 
 import pytest
 
 from conftest import needs_root
-from readiness import most, wait_for
+from readiness import most, stopped_once
 
 pytestmark = pytest.mark.alone
 
@@ -195,16 +194,7 @@ def test_late_steps_of_a_host_stall_are_told_from_the_systems_own(engine_bin):
            "--lock", "sem", "--steps", "300", "--period-ms", "10", "--cpus", str(cpu), "--policy", "fifo",
            "--priority", "80"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for(lambda: most(p.pid, "switches", rt_above=1) >= 50, "50 steps taken", proc=p)
-        os.kill(p.pid, signal.SIGSTOP)
-        time.sleep(STOP_S)            # the stall's length: the test's subject, not a wait
-    finally:
-        try:
-            os.kill(p.pid, signal.SIGCONT)
-        except ProcessLookupError:
-            pass
-    out, err = p.communicate(timeout=60)
+    out, err = stopped_once(p, lambda: most(p.pid, "switches", rt_above=1) >= 50, "50 steps taken", STOP_S)
     assert p.returncode in (0, 3), err
     doc = json.loads(out)
     m = doc["metrics"]
