@@ -173,5 +173,8 @@ def test_a_stop_during_the_sweep_is_an_interrupted_run_that_resumes(tmp_path):
     again = cli(["run", "--resume", "1", "--db", str(db), "--no-report", "--json"], timeout=300)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["status"] == "complete"
+    with sqlite3.connect(db) as c:
+        (note,), = c.execute("select note from runs").fetchall()
+    assert note.startswith("1 of 1 jobs measured (1 in earlier sittings)"), note     # the run's, not "0 of 0"
     after = probes()
     assert after[:len(kept)] == kept and len(after) > len(kept)

@@ -284,19 +284,26 @@ class RunLifecycle:
         as records (for the summary, the JSON and the report). A store that failed during
         the run has spooled it: the spool file is said and the exit status is 1."""
         if getattr(self.db, "spooled", False):
-            self.db.finish_run(self.run_ids[0], self.status, f"{len(self.per_run[0])} of {len(self.jobs)} "
-                                  "jobs measured")
+            self.db.finish_run(self.run_ids[0], self.status, self.jobs_measured(self.run_ids[0], self.per_run[0],
+                                                                                self.jobs))
             self.say_spooled()
             return 1
         for rid, plan, outcomes in zip(self.run_ids, self.plans, self.per_run):
             failed = self.db.failed_measurements(rid)    # a measurement whose load died is failed there
             self.failed_any = self.failed_any or bool(failed)
-            self.note = (f"{len(outcomes)} of {len(plan)} jobs measured" + (f", {failed} failed" if failed else "")
+            self.note = (self.jobs_measured(rid, outcomes, plan) + (f", {failed} failed" if failed else "")
                          + (", the sweep stopped before its end (`rtgauge run --resume RUN` measures the rest)"
                             if self.sweep_stopped and rid == self.run_ids[0] else ""))
             self.db.finish_run(rid, self.status, self.note)
             self.runs.append(self.db.get_run(rid, documents=bool(self.request.json)))
         return None
+
+    def jobs_measured(self, rid: int, outcomes: list, plan: list) -> str:
+        """'N of M jobs measured', over the whole run: a resumed run's jobs kept whole from
+        its earlier sittings count as measured (they are the run's, not this sitting's)."""
+        kept = len(self.resume.done) if self.resume is not None and rid == self.run_ids[0] else 0
+        return (f"{len(outcomes) + kept} of {len(plan) + kept} jobs measured"
+                + (f" ({kept} in earlier sittings)" if kept else ""))
 
     # -- judge -----------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ printing before it stores it (cli/importing.py dry_read)."""
 
 from __future__ import annotations
 
+import statistics
 from datetime import datetime
 
 from rich.table import Table
@@ -322,10 +323,35 @@ def print_tire_cost(run: Run, fmt: str | None = None) -> None:
                   f"Tswitch {'–' if tsw is None else f'{tsw / 1e3:.1f} µs'} in the runs"
                   + (f" ({micro / 1e3:.2f} µs switch microbenchmark)" if micro is not None else "")
                   + f"; median prediction error {m['median_error']:.0%}", markup=False)
+        rows = m["predictions"]
+        if len(rows) > PREDICTIONS_LISTED:
+            print_cost_errors(out, policy, rows)
+            continue
         table = Table(title=escape(f"Ts predicted against measured ({policy})"), title_justify="left")
         for col in ("masses", "threads", "Nswitch (unplanned)", "Nwait", "measured µs", "predicted µs", "error"):
             table.add_column(col, justify="right")
-        for r in m["predictions"]:
+        for r in rows:
             table.add_row(f"{r['masses']:,}", str(r["threads"]), f"{r['nswitch']:.2f}", f"{r.get('nwait', 0):.2f}",
                           f"{r['measured_ns'] / 1e3:.1f}", f"{r['predicted_ns'] / 1e3:.1f}", f"{r['error']:.0%}")
         out.print(table)
+
+
+# A study's sweep predicts hundreds of probes (449 in the full tire study): beyond this
+# many, the terminal gives each thread count's errors in one row, and the report and
+# `show --json` keep every probe's prediction.
+PREDICTIONS_LISTED = 30
+
+
+def print_cost_errors(out, policy: str, rows: list[dict]) -> None:
+    """The cost equation's prediction errors, one row a thread count: how many probes,
+    their sizes, the median and the largest error."""
+    table = Table(title=escape(f"Ts predicted against measured ({policy}): {len(rows):,} probes, each in "
+                               "`rtgauge report` and `show --json`"), title_justify="left")
+    for col in ("threads", "probes", "masses", "median error", "largest error"):
+        table.add_column(col, justify="right")
+    for t in sorted({r["threads"] for r in rows}):
+        errs = sorted(r["error"] for r in rows if r["threads"] == t)
+        sizes = [r["masses"] for r in rows if r["threads"] == t]
+        table.add_row(str(t), f"{len(errs):,}", f"{min(sizes):,}–{max(sizes):,}",
+                      f"{statistics.median(errs):.0%}", f"{errs[-1]:.0%}")
+    out.print(table)
