@@ -87,7 +87,7 @@ echo "background pass: running beside the others (its output comes at the end)"
 start $PYTEST --pass alone "$@"
 alone=0; wait "$pid" || alone=$?
 # shellcheck disable=SC2086
-start $PYTEST -n 3 --dist loadfile --pass shared "$@"
+start $PYTEST -n 4 --dist loadfile --pass shared "$@"
 shared=0; wait "$pid" || shared=$?
 bg=0; wait "$background" || bg=$?
 echo "background pass:"

@@ -231,8 +231,9 @@ def without_tracefs(cmd: list[str]) -> list[str]:
 #   last.
 # The SSH target tests test_run_target and test_target_loads tell their board's
 # processes and directories by its UTS namespace (tests/sshlab.py), never by a glob of
-# the /tmp they share with the other workers. test_target_tune stays alone (it tunes
-# this machine, which is its board), and so does test_target_ssh. Plain `pytest` runs
+# the /tmp they share with the other workers, and so does test_target_ssh (its Ctrl-C of
+# `rtgauge engine --target` aside, alone). test_target_tune stays alone (it tunes this
+# machine, which is its board). Plain `pytest` runs
 # everything in one pass (--pass all).
 PASSES = ("alone", "shared", "background", "lab")
 

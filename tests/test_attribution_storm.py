@@ -242,6 +242,9 @@ def test_run_show_and_report_name_the_storm(tmp_path):
     named, injected = named_over_bursts(a, bursts, CAUSE, near_a_burst)
     print(f"end to end: {named} of {injected} spikes over the bursts named {CAUSE!r}")
     assert injected >= 10 and named >= 0.9 * injected, a["spike_list"]
-    machine = [r for r in a["sources"] if r["kind"] != "host stall"]   # the host's are not ours to control
-    assert machine[0]["source"].startswith(CAUSE) and machine[0]["caused"] >= 9, a["sources"][:3]
-    assert machine[0]["kind"] == "interrupt"
+    # the first interrupt among the sources is the storm's. A thread may rank above it:
+    # on a kernel that does not preempt in kernel mode (this VM boots preempt=none), the
+    # suite's background pass, in a system call on the measured CPU, delays wake-ups
+    # outside the bursts too, and that is a finding, not a mistake (35 once, .ci/run)
+    interrupts = [r for r in a["sources"] if r["kind"] == "interrupt"]
+    assert interrupts and interrupts[0]["source"].startswith(CAUSE) and interrupts[0]["caused"] >= 9, a["sources"][:3]

@@ -128,7 +128,7 @@ def test_condition_loads_the_machine_and_leaves_nothing(condition, tmp_path):
     ctx = LoadContext(data_dir=str(tmp_path), allow_netns=condition == "netns")
     namespaces_before = net_namespaces()
     load = make_load(name, ctx)
-    seconds = 2.5
+    seconds = 1.5
     load.start()
     try:
         sid = load.proc.pid

@@ -96,3 +96,34 @@ def test_the_limits_curves_and_figures_are_shown(study):
     assert "# Other figures of the microbenchmarks" in lines
     low = next(line.split("\t") for line in lines if line.startswith("preemption@idle\tlow_not_running"))
     assert low[3] == "count"
+
+
+@needs_root
+def test_hundreds_of_predictions_are_summed_up_per_thread_count(study, monkeypatch):
+    """The cost equation predicts every probe (449 in the full tire study: 900 lines of
+    `show` before). Up to PREDICTIONS_LISTED each probe has its row; beyond it, one row a
+    thread count with the same probes: their number, sizes, median and largest error."""
+    from rtgauge.report import runtext
+    db, _ = study
+
+    def tables() -> dict[str, list[list[str]]]:
+        out = cli(["show", "1", "--db", str(db), "--format", "tsv"], check=True).stdout
+        found, rows = {}, None
+        for line in out.splitlines():
+            if line.startswith("# "):
+                rows = found.setdefault(line[2:], []) if line.startswith("# Ts predicted") else None
+            elif rows is not None and line:
+                rows.append(line.split("\t"))
+        return found
+    [(title, listed)] = tables().items()
+    assert listed[0][:2] == ["masses", "threads"] and len(listed) > 2, listed
+    probes = listed[1:]
+    monkeypatch.setattr(runtext, "PREDICTIONS_LISTED", len(probes) - 1)
+    [(summed_title, summed)] = tables().items()
+    assert summed_title == f"{title}: {len(probes)} probes, each in `rtgauge report` and `show --json`"
+    assert summed[0] == ["threads", "probes", "masses", "median error", "largest error"]
+    errors = sorted(int(p[6].rstrip("%")) for p in probes)
+    sizes = [int(p[0].replace(",", "")) for p in probes]
+    [row] = summed[1:]
+    assert row[:3] == ["1", str(len(probes)), f"{min(sizes):,}–{max(sizes):,}"], row
+    assert row[4] == f"{errors[-1]}%"

@@ -24,7 +24,7 @@ from rtgauge.errors import RunFailed, UserError
 from rtgauge.remote import ssh as remote
 
 REPO = Path(__file__).resolve().parent.parent
-pytestmark = [pytest.mark.alone, pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or "")]
+pytestmark = [pytest.mark.shared, pytest.mark.skipif(sshlab.available() is not None, reason=sshlab.available() or "")]
 
 
 @pytest.fixture(scope="module")
@@ -261,6 +261,9 @@ def test_rtgauge_engine_on_a_target(client):
     assert p.returncode == 2 and "--out is not available with --target" in p.stderr
 
 
+# alone: in the shared pass this SIGINT went unanswered twice (e88bdc5), before the
+# command was started with SIGINT at its default; not seen since, not risked again here
+@pytest.mark.alone
 def test_ctrl_c_on_rtgauge_engine_with_a_target(client):
     """A real SIGINT to the command: exit 130, the partial document, no engine left there."""
     # as from a terminal: SIGINT at its default (a job started in the background by a
