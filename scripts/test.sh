@@ -8,7 +8,7 @@
 #   alone       the tests that need the machine's real-time side to themselves, one
 #               after another;
 #   shared      then the tests that start real-time work but hold on a loaded machine, on
-#               three workers;
+#               four workers;
 #   lab         last, alone: the emulated lab (tests/test_emulab.py, marker emulab: four
 #               Debian systems booted under qemu-system; under 5 min on a 2-vCPU machine
 #               with the image cache warm, the first run also builds the images as root,
