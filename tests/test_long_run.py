@@ -102,3 +102,20 @@ def test_live_run_and_duration_option(tmp_path):
         (m,) = store.get_run(store.latest_run_id()).to_dict()["measurements"]
     assert m["name"] == "latency@idle" and m["params"]["duration_s"] == 3
     assert "segment" not in m["load"]
+
+
+@needs_root
+def test_a_job_in_segments_counts_once_in_the_runs_note(tmp_path):
+    """A job stored in two segments is one job measured: the note reads "1 of 1 jobs
+    measured" (it counted segments: the full cyclictest study's two latency jobs, two
+    segments each, read "7 of 5 jobs measured")."""
+    prof = tmp_path / "p.toml"
+    prof.write_text(PROFILE.format(condition="idle"))
+    db = tmp_path / "r.db"
+    p = rtgauge("run", "--profile", str(prof), "--db", str(db), "--no-report", "--duration", "2s",
+                "--segment", "1s")
+    assert p.returncode == 0, p.stdout + p.stderr
+    with open_store(str(db)) as store:
+        run = store.get_run(store.latest_run_id()).to_dict()
+    assert len(run["measurements"]) == 2 and run["status"] == "complete"
+    assert run["note"] == "1 of 1 jobs measured", run["note"]

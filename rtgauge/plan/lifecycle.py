@@ -299,10 +299,12 @@ class RunLifecycle:
         return None
 
     def jobs_measured(self, rid: int, outcomes: list, plan: list) -> str:
-        """'N of M jobs measured', over the whole run: a resumed run's jobs kept whole from
-        its earlier sittings count as measured (they are the run's, not this sitting's)."""
+        """'N of M jobs measured', over the whole run: a job stored in segments is one job,
+        and a resumed run's jobs kept whole from its earlier sittings count as measured
+        (they are the run's, not this sitting's)."""
         kept = len(self.resume.done) if self.resume is not None and rid == self.run_ids[0] else 0
-        return (f"{len(outcomes) + kept} of {len(plan) + kept} jobs measured"
+        measured = len({(o.job.name, o.job.round) for o in outcomes})     # a long job's segments are one job
+        return (f"{measured + kept} of {len(plan) + kept} jobs measured"
                 + (f" ({kept} in earlier sittings)" if kept else ""))
 
     # -- judge -----------------------------------------------------------------------------
