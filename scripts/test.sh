@@ -8,7 +8,7 @@
 #   alone       the tests that need the machine's real-time side to themselves, one
 #               after another;
 #   shared      then the tests that start real-time work but hold on a loaded machine, on
-#               four workers;
+#               three workers;
 #   lab         last, alone: the emulated lab (tests/test_emulab.py, marker emulab: four
 #               Debian systems booted under qemu-system; under 5 min on a 2-vCPU machine
 #               with the image cache warm, the first run also builds the images as root,
@@ -87,7 +87,7 @@ echo "background pass: running beside the others (its output comes at the end)"
 start $PYTEST --pass alone "$@"
 alone=0; wait "$pid" || alone=$?
 # shellcheck disable=SC2086
-start $PYTEST -n 4 --dist loadfile --pass shared "$@"
+start $PYTEST -n 3 --dist loadfile --pass shared "$@"
 shared=0; wait "$pid" || shared=$?
 bg=0; wait "$background" || bg=$?
 echo "background pass:"

@@ -214,7 +214,7 @@ def without_tracefs(cmd: list[str]) -> list[str]:
 #   cross-checks), or they start such work themselves, or they change machine-wide state
 #   (tuning, cpusets, RT throttling, the tune state file). The loads' tests are here too:
 #   they ask each load for a floor of CPU time, which another test's load takes from them.
-# - shared: the tests marked `shared`, on four pytest-xdist
+# - shared: the tests marked `shared`, on three pytest-xdist
 #   workers, after the alone pass. They start real-time work (an engine at SCHED_FIFO, a
 #   run, a board's run) but assert only what holds on a loaded machine: counts,
 #   structure, ground truth with margins. Or they read machine state the alone tests
