@@ -349,9 +349,12 @@ def print_cost_errors(out, policy: str, rows: list[dict]) -> None:
                                "`rtgauge report` and `show --json`"), title_justify="left")
     for col in ("threads", "probes", "masses", "median error", "largest error"):
         table.add_column(col, justify="right")
-    for t in sorted({r["threads"] for r in rows}):
-        errs = sorted(r["error"] for r in rows if r["threads"] == t)
-        sizes = [r["masses"] for r in rows if r["threads"] == t]
+    by_threads: dict[int, list[dict]] = {}
+    for r in rows:
+        by_threads.setdefault(r["threads"], []).append(r)
+    for t, group in sorted(by_threads.items()):
+        errs = sorted(r["error"] for r in group)
+        sizes = [r["masses"] for r in group]
         table.add_row(str(t), f"{len(errs):,}", f"{min(sizes):,}–{max(sizes):,}",
                       f"{statistics.median(errs):.0%}", f"{errs[-1]:.0%}")
     out.print(table)
