@@ -72,13 +72,21 @@ def last_run_id(db: Path) -> int | None:
     return row[0] if row else None
 
 
-def measure(db: Path, journal: Path, profile: str, arm: str, extra: tuple[str, ...] = ()) -> None:
+def measure(db: Path, journal: Path, profile: str, arm: str, extra: tuple[str, ...] = ()) -> dict:
+    """One run of PROFILE stored in DB (with the spinner beside it for a spinner arm),
+    listed in the journal; returns the journal's row (its "run" is None when nothing
+    was stored, with the run's last line of error as "error")."""
     from rtgauge.enginebin import engine_path
+    from rtgauge.errors import UserError
     before = last_run_id(db)
     spinner = None
     cpu = max(os.sched_getaffinity(0))
     if arm.startswith("spinner"):
-        spinner = subprocess.Popen([engine_path(), "spin", "--cpu", str(cpu), *SPIN, "--duration-s", "900"],
+        try:
+            engine = engine_path()
+        except UserError as e:
+            return {"run": None, "profile": profile, "arm": arm, "status": 2, "error": str(e)}
+        spinner = subprocess.Popen([engine, "spin", "--cpu", str(cpu), *SPIN, "--duration-s", "900"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     start = time.time()
     try:
@@ -95,6 +103,10 @@ def measure(db: Path, journal: Path, profile: str, arm: str, extra: tuple[str, .
     with journal.open("a") as f:
         f.write(json.dumps(row) + "\n")
     print(json.dumps(row), flush=True)
+    if row["run"] is None:
+        lines = (p.stderr or p.stdout).strip().splitlines()
+        row["error"] = lines[-1] if lines else None
+    return row
 
 
 def where(args) -> tuple[Path, Path]:
@@ -123,7 +135,13 @@ def collect(args) -> int:
         for profile, arm in plan:
             if deadline is not None and time.time() > deadline:
                 break
-            measure(db, journal, profile, arm)
+            row = measure(db, journal, profile, arm)
+            if row["run"] is None:
+                # nothing stored (an engine or a profile missing, no privilege): every
+                # later run would fail the same way, in seconds, as the first did
+                print(f"compare_aa: the {arm} run of {profile} stored nothing (exit status {row['status']}): "
+                      f"{row.get('error') or 'see rtgauge run'}; collection stopped", file=sys.stderr)
+                return 2
     return 0
 
 

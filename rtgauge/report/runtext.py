@@ -25,7 +25,7 @@ from rtgauge.report import safe
 from rtgauge.report.safe import markup as escape, printable
 from rtgauge.report.spikes import print_attribution
 from rtgauge.report.stalls import print_stalls
-from rtgauge.report.terminal import print_conclusions, print_micro
+from rtgauge.report.terminal import print_conclusions, print_micro, print_split
 
 PERIODIC_STATS = ("min", "avg", "p99", "max")
 
@@ -188,6 +188,7 @@ def print_run(run: Run, fmt: str | None = None) -> None:
                           *(microseconds(getattr(ti, stat)) for stat in PERIODIC_STATS),
                           misses_cell(m), steal_text(m), verdict_summary(m.verdicts))
         out.print(table)
+        print_split(out, latency)
     if others:
         table = Table(title="Other measurements", title_justify="left")
         for column in ("name", "tool", "condition", "result", "steal ms", "verdicts"):

@@ -41,6 +41,7 @@ def print_summary(console: Console, run: Run, budget_us: float = DEFAULT_BUDGET_
         print_verdict(console, verdict)
     print_headline(console, run, h)
     print_latency(console, run)
+    print_split(console, latency_measurements(run))
     if verdict is None:      # the verdict carries them when there is one
         for m in latency_measurements(run):
             hint = starved_hint(m, run.system)
@@ -124,6 +125,37 @@ def print_latency(console: Console, run: Run) -> None:
     for pair in cross_checks(run.measurements):
         figures, what = cross_check_text(pair, "-")
         console.print(f"  rtgauge vs {pair['reference']}{escape(what)}, {escape(pair['name'])}: " + figures)
+
+
+SPLIT_PARTS = (("ti_irq", "deadline → timer interrupt"), ("ti_sched", "interrupt → thread running"),
+               ("ti", "deadline → thread back in user space"))
+
+
+def print_split(console: Console, measurements) -> None:
+    """The wake-up latency split by the kernel's trace events (latency --split,
+    docs/engine.md "The split of Ti"): ti_irq and ti_sched beside ti, as the interrupt
+    study reports its interrupt latency and context switch, max (avg ± σ), with the
+    trace's own counts (each part counts what the trace paired, not the wake-ups)."""
+    split = [m for m in measurements if m.metric("ti_irq").count is not None]
+    if not split:
+        return
+    table = Table(title="Wake-up latency split by trace events (µs)", title_justify="left")
+    for col in ("job", "part", "from → to", "samples", "min", "avg ± σ", "p99", "max"):
+        table.add_column(col, justify="left" if col in ("job", "part", "from → to") else "right", no_wrap=True)
+    for m in split:
+        for name, what in SPLIT_PARTS:
+            mt = m.metric(name)
+            if mt.count is None:
+                continue
+            lo, avg, p99, hi, sd = fmt_group([mt.min, mt.avg, mt.p99, mt.max, mt.stddev], 1000.0, dash="-", max_decimals=1)
+            table.add_row(escape(m.label), name, what, f"{mt.count:,}", lo,
+                          avg if mt.stddev is None else f"{avg} ± {sd}", p99, hi)
+    console.print(table)
+    for m in split:
+        lost, unmatched = m.scalar("split_lost"), m.scalar("split_unmatched")
+        if lost or unmatched:
+            console.print(f"[yellow]  {escape(m.label)}: the split is incomplete: {lost or 0:,} trace events lost, "
+                          f"{unmatched or 0:,} wake-ups without their timer's expiry[/]")
 
 
 def published_text(row) -> str:
