@@ -311,6 +311,8 @@ def analyse(args) -> int:
     for profile in ("quick", "micro"):
         pairs = plain_pairs(rows, profile)
         counts[profile] = len(pairs)
+        if not pairs:           # not collected (collect --micro-profile ''): no row for it
+            continue
         detail: dict = {}
         results = aa_calls(db, pairs, detail)
         with_call = sum(bool(c) for *_, c in results)
@@ -396,10 +398,8 @@ def analyse(args) -> int:
         date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
         span = [r["started"][:16].replace("T", " ") for r in rows]
         body = (f"Measured {date} ({span[0]} to {span[-1]} UTC) on this 2-vCPU VM ({args.machine}), default "
-                f"settings (one round, alpha 0.05). Command: `sudo .venv/bin/python bench/compare_aa.py collect "
-                f"--until HH:MM`, then `sudo .venv/bin/python bench/compare_aa.py ab-rounds` (the A/B again with "
-                f"`--rounds 3` a side, as compare advises), then `.venv/bin/python bench/compare_aa.py analyse "
-                f"--write` (and `... drift` for the fitted drift). A/A pairs are consecutive runs of the same "
+                f"settings (one round, alpha 0.05). Commands: {args.collected}, then `.venv/bin/python "
+                f"bench/compare_aa.py analyse --write` (and `... drift` for the fitted drift). A/A pairs are consecutive runs of the same "
                 f"shipped profile (neighbouring pairs share a run, so they are not independent repetitions). "
                 f"Done: {counts['quick']} A/A pairs of quick, {counts['micro']} of micro, {counts['ab']} A/B pairs "
                 f"with one round a side and {counts['ab_rounds']} with rounds. {args.shipped}\n\n"
@@ -438,6 +438,8 @@ def main() -> int:
     a.add_argument("--write", action="store_true", help="replace the section of docs/performance.md")
     a.add_argument("--machine", default="shared with other engineers' jobs",
                    help="what else ran on the machine meanwhile, for the written section")
+    a.add_argument("--collected", default="`sudo .venv/bin/python bench/compare_aa.py collect --until HH:MM`",
+                   help="how the runs were collected (the commands), for the written section")
     a.add_argument("--shipped", default="",
                    help="a sentence on where the shipped drift model (rtgauge/analysis/compare/noise.py) came from")
     a.add_argument("--fit-before", type=int, default=None, metavar="RUN",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import resource
 import struct
+import time
 from dataclasses import dataclass
 
 MSR_SMI_COUNT = 0x34
@@ -89,6 +90,7 @@ class Snapshot:
     smi_note: str
     stat: str = ""
     own_s: float | None = None     # CPU time of this process and its reaped children so far (own_cpu_s)
+    mono_s: float | None = None    # CLOCK_MONOTONIC when /proc/stat was read (others_load's span)
 
 
 def own_cpu_s() -> float:
@@ -101,7 +103,7 @@ def own_cpu_s() -> float:
 def take_snapshot(cpus: list[int]) -> Snapshot:
     smi, note = read_smi_counts(cpus)
     return Snapshot(read_file("/proc/interrupts"), read_file("/proc/softirqs"), smi, note, read_file("/proc/stat"),
-                    own_cpu_s())
+                    own_cpu_s(), time.monotonic())
 
 
 def cpu_times(stat: str) -> dict[int, list[int]]:
@@ -142,34 +144,49 @@ def steal_between(before: str, after: str, cpus: list[int]) -> dict:
 # ten CPUs (docs/loads.md, "Is idle idle?").
 NOT_IDLE_SHARE = 0.10
 BUSY_COLUMNS = (0, 1, 2, 5, 6)      # user, nice, system, irq, softirq (/proc/stat; guest is in user)
+NOT_BUSY_COLUMNS = (3, 4, 7)        # idle, iowait, steal
 
 
 def others_load(before: Snapshot, after: Snapshot, cpus: list[int]) -> dict:
     """What processes other than this run's own ran on the measured CPUs during the job:
     {"cpus", "busy_s" (the CPUs' busy time), "own_s" (rtgauge's and the job's tool's CPU
     time), "others_s" (busy_s - own_s, at least 0), "capacity_s" (the CPUs' time),
-    "share" (others_s / capacity_s), "threshold_share", "resolution_s", "idle"}; or
-    {"unavailable": why}. Own time spent on other CPUs is subtracted too, so others_s
-    is never more than what others ran."""
+    "share" (others_s / capacity_s), "threshold_share", "resolution_s", "busy_from",
+    "idle"}; or {"unavailable": why}. Own time spent on other CPUs is subtracted too, so
+    others_s is never more than what others ran.
+
+    The busy time is the span's wall time on each CPU less its idle, iowait and steal
+    time ("busy_from": "idle time"), not the sum of /proc/stat's user, system, irq and
+    softirq columns: those are sampled at the clock tick, charged whole to whatever runs
+    at the tick, while the idle time of a tickless kernel is measured, as own_s is. A job
+    whose work is periodic and in step with the tick (the timer preemption at 250 µs:
+    16 periods a 4 ms tick, its low thread busy at every tick) read about twice its busy
+    time by the columns and was marked not idle with nothing else running. Snapshots
+    without their clock reading (mono_s) fall back to the columns ("busy columns")."""
     tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
     b, a = cpu_times(before.stat), cpu_times(after.stat)
-    busy = total = 0
+    busy = total = not_busy = 0
     seen = []
     for cpu in cpus:
         if cpu not in a or cpu not in b or len(a[cpu]) < 8 or len(b[cpu]) < 8:
             continue
         seen.append(cpu)
         busy += sum(a[cpu][i] - b[cpu][i] for i in BUSY_COLUMNS)
+        not_busy += sum(a[cpu][i] - b[cpu][i] for i in NOT_BUSY_COLUMNS)
         total += sum(a[cpu][:8]) - sum(b[cpu][:8])
     if not seen or total <= 0 or before.own_s is None or after.own_s is None:
         return {"unavailable": "/proc/stat gave no per-CPU times for the measured CPUs"}
-    busy_s, capacity_s = busy / tick, total / tick
+    if before.mono_s is not None and after.mono_s is not None and after.mono_s > before.mono_s:
+        capacity_s = (after.mono_s - before.mono_s) * len(seen)
+        busy_s, busy_from = max(0.0, capacity_s - not_busy / tick), "idle time"
+    else:
+        busy_s, capacity_s, busy_from = busy / tick, total / tick, "busy columns"
     own_s = max(0.0, after.own_s - before.own_s)
     others_s = max(0.0, busy_s - own_s)
     share = others_s / capacity_s
     return {"cpus": seen, "busy_s": round(busy_s, 3), "own_s": round(own_s, 3), "others_s": round(others_s, 3),
             "capacity_s": round(capacity_s, 3), "share": round(share, 4), "threshold_share": NOT_IDLE_SHARE,
-            "resolution_s": round(1 / tick, 3), "idle": share < NOT_IDLE_SHARE}
+            "resolution_s": round(1 / tick, 3), "busy_from": busy_from, "idle": share < NOT_IDLE_SHARE}
 
 
 def per_cpu_deltas(before: str, after: str, cpus: list[int]) -> dict[str, dict[str, int]]:
