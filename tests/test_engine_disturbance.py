@@ -255,7 +255,12 @@ def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tm
     touched_windows = {(d - start) // window for d, _ in touched}
     quiet = [m for w, m in enumerate(series["max"])
              if w not in held_windows and w not in touched_windows and m is not None]
-    assert sum(1 for m in quiet if m >= THRESHOLD_NS) <= 1
+    # the same allowance as the wake-ups above (a late window's maximum is one of them):
+    # one the observer missed, or as many as the steal counted on the measured CPU covers
+    late_quiet = sum(1 for m in quiet if m >= THRESHOLD_NS)
+    assert late_quiet <= 1 or steal.covers(stolen, tick, late_ms), \
+        (f"{late_quiet} windows outside the bursts and the stalls with a wake-up at least "
+         f"{THRESHOLD_NS / 1e6:g} ms late, {stolen} ms stolen from the measured CPU")
     assert 0 < len(event_windows) < len([m for m in series["max"] if m is not None])
 
     # the broken case of the quiet claim below: a real disturbance, the spinner on the
