@@ -139,14 +139,23 @@ def quiet_claim(doc, rows, seen) -> tuple[bool, str]:
     always had, not raised)."""
     touched = stall_touched(doc, rows, seen)
     untouched = sorted(ti for d, ti in rows if (d, ti) not in touched)
-    late = [ti for ti in untouched if ti >= THRESHOLD_NS]
+    late = [(d, ti) for d, ti in rows if (d, ti) not in touched and ti >= THRESHOLD_NS]
     why = (f"{len(late)} wake-ups at least {THRESHOLD_NS / 1e6:g} ms late outside the host stalls either observer "
            f"recorded ({len(doc['env']['stalls'].get('intervals') or [])} and {len(seen.get('intervals') or [])}; "
            f"the witness counted {seen.get('local_delays')} local delays), {len(rows) - len(untouched)} of "
            f"{len(rows)} cycles touched by host stalls")
-    ok = (len(untouched) >= 0.9 * len(rows) and len(late) <= 1
+    ok = (len(untouched) >= 0.9 * len(rows) and episodes(late) <= 1
           and untouched[int(0.99 * (len(untouched) - 1))] < THRESHOLD_NS)
     return ok, why
+
+
+def episodes(late_rows) -> int:
+    """How many separate delays made these late cycles: cycles released together (their
+    wake-ups, deadline + ti, within 1 ms of one another, as --overrun catch-up runs the
+    deadlines a 30 ms delay held back one after the other) are one. The allowance for a
+    stall both observers missed is one such delay, however many deadlines it held."""
+    wakes = sorted(d + ti for d, ti in late_rows)
+    return sum(1 for i, w in enumerate(wakes) if i == 0 or w - wakes[i - 1] > 1_000_000)
 
 
 def late_windows_of(rows, start, window):
@@ -226,14 +235,15 @@ def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tm
     # a recorded host stall touched, and allowing one the observer missed) ...
     touched = stall_touched(doc, rows, seen)
     outside = [ti for d, ti in rows if (d, ti) not in held_back]
-    unexplained = [ti for d, ti in rows if (d, ti) not in held_back and (d, ti) not in touched
-                   and ti >= THRESHOLD_NS]
+    unexplained_rows = [(d, ti) for d, ti in rows if (d, ti) not in held_back and (d, ti) not in touched
+                        and ti >= THRESHOLD_NS]
+    unexplained = [ti for _, ti in unexplained_rows]
     # ... unless the host took the measured vCPU alone (the observer, on the other vCPU,
     # sees only a stall of the whole VM): then the hypervisor counted at least half that
     # lateness as steal there (one tick of slack: /proc/stat counts in ticks). Seen with a
     # CPU hog beside the suite: 6 such wake-ups. A late wake-up the engine made up has no steal.
     late_ms = sum(unexplained) / 1e6
-    assert len(unexplained) <= 1 or steal.covers(stolen, tick, late_ms), \
+    assert episodes(unexplained_rows) <= 1 or steal.covers(stolen, tick, late_ms), \
         (f"{len(unexplained)} wake-ups at least {THRESHOLD_NS / 1e6:g} ms late outside the bursts "
          f"({late_ms:.1f} ms in all), {stolen} ms stolen from the measured CPU")
     assert len(outside) >= len(rows) - 4 * len(events)
@@ -258,7 +268,7 @@ def test_each_disturbance_is_one_late_wakeup_placed_in_its_window(engine_bin, tm
     # the same allowance as the wake-ups above (a late window's maximum is one of them):
     # one the observer missed, or as many as the steal counted on the measured CPU covers
     late_quiet = sum(1 for m in quiet if m >= THRESHOLD_NS)
-    assert late_quiet <= 1 or steal.covers(stolen, tick, late_ms), \
+    assert late_quiet <= 1 or episodes(unexplained_rows) <= 1 or steal.covers(stolen, tick, late_ms), \
         (f"{late_quiet} windows outside the bursts and the stalls with a wake-up at least "
          f"{THRESHOLD_NS / 1e6:g} ms late, {stolen} ms stolen from the measured CPU")
     assert 0 < len(event_windows) < len([m for m in series["max"] if m is not None])
