@@ -294,7 +294,8 @@ def test_real_engine_runs_place_the_interrupt_rows_beside_ti_irq(tmp_path, run_e
     clk = row([run], "qnx65-vs-linux-rt-2012", "CLK-P-DUR clock tick duration").placed[run_id]
     if t.doc["periodicity"]["config_hz"]:
         assert clk["status"] == "compared" and clk["metric"] == "tick_gap"
-        assert clk["stats"]["max"] * 1000 <= t.doc["metrics"]["gap"]["max"]
+        # the tick duration's max is a gap of the recorded ones (µs from ns: compare in µs)
+        assert clk["stats"]["max"] <= t.doc["metrics"]["gap"]["max"] / 1000 + 1e-9
     html = section(render([run]), "published")
     assert "latency-split@idle ti_irq" in html
     # avg ± σ of the interrupt study, from the engine's stddev
