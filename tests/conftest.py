@@ -214,7 +214,7 @@ def without_tracefs(cmd: list[str]) -> list[str]:
 #   cross-checks), or they start such work themselves, or they change machine-wide state
 #   (tuning, cpusets, RT throttling, the tune state file). The loads' tests are here too:
 #   they ask each load for a floor of CPU time, which another test's load takes from them.
-# - shared: the tests marked `shared`, on three pytest-xdist
+# - shared: the tests marked `shared`, on four pytest-xdist
 #   workers, after the alone pass. They start real-time work (an engine at SCHED_FIFO, a
 #   run, a board's run) but assert only what holds on a loaded machine: counts,
 #   structure, ground truth with margins. Or they read machine state the alone tests
@@ -227,8 +227,11 @@ def without_tracefs(cmd: list[str]) -> list[str]:
 #   `stress-ng --cpu 2` too). scripts/test.sh runs this pass without CAP_SYS_NICE, so a
 #   test here that tries to start real-time work fails ("SCHED_FIFO priority 80 was
 #   refused") rather than disturbing a measurement: mark it `shared`.
-# - lab: the emulated lab (marker emulab: Debian systems booted under qemu-system), alone,
-#   last.
+# - lab: last, with nothing beside it: the emulated lab (marker emulab: Debian systems
+#   booted under qemu-system), and the tests marked `sole`, whose claim needs no other
+#   rtgauge command on the machine (every command's first step removes the cpuset groups
+#   a killed rtgauge left: beside the background pass, another test's command removed
+#   the group before the command under test could).
 # The SSH target tests test_run_target and test_target_loads tell their board's
 # processes and directories by its UTS namespace (tests/sshlab.py), never by a glob of
 # the /tmp they share with the other workers, and so does test_target_ssh (its Ctrl-C of
@@ -249,6 +252,8 @@ def pytest_configure(config):
                                        "pass; a file's pytestmark puts all its tests there)")
     config.addinivalue_line("markers", "shared: this test starts real-time work, or reads machine state the "
                                        "alone tests change: never beside the alone pass (tests/conftest.py)")
+    config.addinivalue_line("markers", "sole: this test needs no other rtgauge command running beside it (runs "
+                                       "in the lab pass, last, with nothing beside it: tests/conftest.py)")
     wanted = config.getoption("test_pass")
     if wanted != "all" and not set(wanted.split(",")) <= set(PASSES):
         raise pytest.UsageError(f"--pass takes all, or one or more of {', '.join(PASSES)} joined by commas, "
@@ -257,7 +262,7 @@ def pytest_configure(config):
 
 def pass_of(item) -> str:
     """The pass of scripts/test.sh that runs ITEM (see PASSES above)."""
-    if item.get_closest_marker("emulab") is not None:
+    if item.get_closest_marker("emulab") is not None or item.get_closest_marker("sole") is not None:
         return "lab"
     if item.get_closest_marker("alone") is not None:
         return "alone"

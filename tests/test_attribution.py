@@ -25,7 +25,7 @@ from rtgauge.trace import find_tracefs
 from rtgauge.trace.wholerun import WholeRunTrace
 
 HERE = Path(__file__).resolve().parent
-BURSTS, BURST_US, PERIOD_MS, DELAY_MS = 10, 3000, 500, 1000
+BURSTS, BURST_US, PERIOD_MS, DELAY_MS = 10, 3000, 300, 1000
 NAME = "rtg-disturb"
 
 
@@ -156,7 +156,7 @@ def test_run_show_and_report_name_the_disturber(tmp_path):
     dist = {}
 
     def started():
-        # bursts from now until the run has ended (80 at most, 20 s: bounded)
+        # bursts from now until the run has ended (80 at most, 20 s: bounded; about 20 in the run)
         dist["p"] = subprocess.Popen([sys.executable, str(HERE / "disturber.py"), str(measured), "90", "4000",
                                       "250", "80", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -166,7 +166,7 @@ def test_run_show_and_report_name_the_disturber(tmp_path):
         out, err = p.communicate(timeout=60)
         assert p.returncode == 0, err
         return json.loads(out)["bursts"]
-    a, bursts = attributed_run(tmp_path, measured, 8, 1500, started, ended)
+    a, bursts = attributed_run(tmp_path, measured, 5, 1500, started, ended)
     assert NAME in a["_shown"] and NAME in a["_html"]
     # the injected spikes (those over a burst) are named for it; host stalls of this VM may
     # be larger than the bursts, so "the largest" is taken among the injected ones

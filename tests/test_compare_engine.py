@@ -67,7 +67,7 @@ test = "latency"
 [jobs.options]
 cpus = "{cpu}"
 interval-us = 1000
-duration-s = 1.5
+duration-s = 0.8
 policy = "fifo"
 # above most other real-time work here; the spinner (FIFO 99) above this
 priority = 98

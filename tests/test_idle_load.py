@@ -123,6 +123,9 @@ def machine_not_busy_s() -> tuple[float, float]:
     return not_busy, kids.ru_utime + kids.ru_stime
 
 
+# the claim needs a quiet machine: in the last pass, with nothing beside it (beside the
+# other shared tests it was never quiet and was skipped after three runs)
+@pytest.mark.sole
 def test_a_quiet_idle_job_stays_idle(tmp_path):
     """The test reads the machine itself around the run (every CPU's busy time minus the
     run's own, the rtgauge process it waited for); only when that says the machine was

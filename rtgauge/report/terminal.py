@@ -41,9 +41,10 @@ def print_summary(console: Console, run: Run, budget_us: float = DEFAULT_BUDGET_
         print_verdict(console, verdict)
     print_headline(console, run, h)
     print_latency(console, run)
-    print_split(console, latency_measurements(run))
+    latency = latency_measurements(run)
+    print_split(console, latency)
     if verdict is None:      # the verdict carries them when there is one
-        for m in latency_measurements(run):
+        for m in latency:
             hint = starved_hint(m, run.system)
             if hint:
                 console.print(f"[yellow]{escape(hint)}[/]")

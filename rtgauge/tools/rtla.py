@@ -49,9 +49,14 @@ FOOTER = ("over", "count", "min", "avg", "max")
 # CPUs, period, priority and duration, its text written to the result file. rtla prints
 # its histogram when it ends by itself or on SIGINT, and dies silently on SIGTERM, which
 # is how rtgauge (and the board's guard) stop a job: the wrapper turns a SIGTERM into
-# a SIGINT, so a stopped job keeps what it measured.
-WRAPPER = ('out=$1; shift; "$@" >"$out" & p=$!; trap \'kill -INT $p 2>/dev/null\' TERM INT; '
-           'wait $p; s=$?; while kill -0 $p 2>/dev/null; do wait $p; s=$?; done; exit $s')
+# a SIGINT, so a stopped job keeps what it measured. A `wait` the signal interrupted
+# returns 143 and is asked again for the tool's own status, whether or not the tool is
+# still running by then (the shell may have collected it already: asking `kill -0`
+# first lost that status once, beside the suite's load); a `wait` for a tool it already
+# reported answers the same status (dash) or 127 (a shell that forgot it: the status
+# reported stands).
+WRAPPER = ('out=$1; shift; "$@" >"$out" & p=$!; t=; trap \'t=1; kill -INT $p 2>/dev/null\' TERM INT; '
+           'wait $p; s=$?; while [ -n "$t" ]; do t=; wait $p; r=$?; [ $r -eq 127 ] && break; s=$r; done; exit $s')
 TRACERS = ("/sys/kernel/tracing/available_tracers", "/sys/kernel/debug/tracing/available_tracers")
 # the shell line that prints a system's tracers (a board's, over its connection)
 TRACERS_SH = "; ".join(f"cat {p} 2>/dev/null" for p in TRACERS) + "; true"

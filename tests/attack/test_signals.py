@@ -114,7 +114,9 @@ def test_hangup_of_the_run_s_process_group_keeps_what_was_measured(tmp_path):
 
 @needs_root
 @pytest.mark.skipif(len(CPUS) < 2, reason="partitioning needs at least two CPUs")
-@pytest.mark.alone
+# any other rtgauge command removes the dead run's group first: beside the background
+# pass one did (tests/conftest.py, the lab pass)
+@pytest.mark.sole
 def test_sigkill_of_a_partitioned_run_leaves_its_cpuset_group_to_the_next_command(tmp_path):
     """The group of a run killed by SIGKILL is removed by the next command of any kind
     (here `show`, which also marks the run abandoned), not kept until the next partitioned run; the
