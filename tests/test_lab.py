@@ -320,7 +320,9 @@ def both_measured(boards, p: subprocess.Popen) -> None:
 
 
 def test_labgrid_places_are_held_for_the_run_and_released_after(boards, labgrid, env, db, tmp_path):
-    lab = lab_file(tmp_path, ["labgrid:place-a", "labgrid:place-b"], db, labgrid.address, duration=8)
+    # 15 s: beside `stress-ng --cpu 2` and the background pass, labgrid-client's answer
+    # once came after both 8 s runs had ended
+    lab = lab_file(tmp_path, ["labgrid:place-a", "labgrid:place-b"], db, labgrid.address, duration=15)
     p = rtgauge_popen("lab", "run", str(lab), "--no-report", env_full=env, cwd=tmp_path)
     try:
         wait_until(lambda: len(engine_dirs(boards)) == 2, 120, "both engines to run")
