@@ -73,13 +73,25 @@ def test_a_higher_priority_spinner_raises_ti_sched_not_ti_irq(engine_bin):
         assert m["ti_sched"]["max"] <= m["ti"]["max"] + 50_000
         assert m["ti_irq"]["min"] <= m["ti"]["min"]
     burst_late_ns = (X_US - I_US) * 1000          # the first cycle due in a burst waits this long at least
-    # about one cycle in 24 falls into a burst: the spinner shows in ti_sched's p99 ...
-    assert spun["metrics"]["ti_sched"]["p99"] > 0.8 * burst_late_ns, spun["metrics"]["ti_sched"]
-    assert quiet["metrics"]["ti_sched"]["p99"] < 0.2 * burst_late_ns, quiet["metrics"]["ti_sched"]
+    bursts = int((SECONDS - 0.2) * 1e6 // Y_US)    # 28: each holds back the cycle due in it
+    # the spinner shows in ti_sched: a cycle that late for most bursts, against a few
+    # in the run without it (the machine's own stalls: beside `stress-ng --cpu 2` and the
+    # background pass, 1 % of that run's wake-ups waited over 3 ms, so its p99 cannot be
+    # the yardstick) ...
+    spun_late, quiet_late = at_least(spun, "ti_sched", 0.8 * burst_late_ns), \
+        at_least(quiet, "ti_sched", 0.8 * burst_late_ns)
+    assert spun_late >= bursts // 2, (spun_late, bursts, spun["metrics"]["ti_sched"])
+    assert quiet_late <= spun_late // 4, (quiet_late, spun_late, quiet["metrics"]["ti_sched"])
     # ... and not in ti_irq: the interrupt is not held back by a thread, so no cycle in
     # ten (the spinner reaches one in 24) shows anything near the burst there
     for doc in (quiet, spun):
         assert doc["metrics"]["ti_irq"]["p90"] < 0.2 * burst_late_ns, doc["metrics"]["ti_irq"]
+        assert at_least(doc, "ti_irq", 0.8 * burst_late_ns) <= spun_late // 4, doc["metrics"]["ti_irq"]
+
+
+def at_least(doc: dict, metric: str, ns: float) -> int:
+    """How many of the metric's samples are at least NS (its histogram's bins from there)."""
+    return sum(n for lo, _, n in doc["metrics"][metric]["histogram"]["bins"] if lo >= ns)
 
 
 def test_split_per_thread_and_env(engine_bin):
