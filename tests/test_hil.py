@@ -34,8 +34,13 @@ def assert_accounted(doc):
     assert doc["metrics"]["round_trip"]["count"] == received
 
 
+# at SCHED_FIFO, in the shared pass: at SCHED_OTHER in the background pass, beside
+# `stress-ng --cpu 2`, the simulation's thread received 1 of the 200 frames before the
+# device's linger ended (its counts are the contract asked here, not a fair share)
+@needs_root
+@pytest.mark.shared
 def test_contract_shape(run_engine):
-    r = hil(run_engine, "--frames", "200", "--period-us", "2000", *QUIET)
+    r = hil(run_engine, "--frames", "200", "--period-us", "2000")
     assert r.status == 0, r.stderr
     d = r.doc
     assert d["test"] == "hil" and d["ok"] is True and d["interrupted"] is False
