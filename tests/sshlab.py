@@ -131,11 +131,9 @@ Host board-user
     {proxy}
 """)
         Path("/run/sshd").mkdir(exist_ok=True)   # sshd's privilege separation directory
-        weigh = same_weight(srv)
         lab.sshd = subprocess.Popen(
-            ["ip", "netns", "exec", lab.ns_board, "unshare", "--uts", *(["--mount"] if prelude or weigh else []),
-             "sh", "-c",
-             f"{weigh + ' && ' if weigh else ''}hostname {lab.hostname} && {prelude + ' && ' if prelude else ''}"
+            ["ip", "netns", "exec", lab.ns_board, "unshare", "--uts", *(["--mount"] if prelude else []), "sh", "-c",
+             f"hostname {lab.hostname} && {prelude + ' && ' if prelude else ''}"
              f"exec {SSHD} -D -e -f {srv / 'sshd_config'}"],
             stdout=subprocess.DEVNULL, stderr=open(srv / "sshd.log", "w"), start_new_session=True)
         deadline = time.monotonic() + 10
@@ -148,32 +146,6 @@ Host board-user
     except BaseException:
         stop(lab)
         raise
-
-
-def same_weight(srv: Path) -> str:
-    """The board is this machine, and sshd and every session it opens are sessions of their
-    own: where the kernel groups the fair scheduler by session (autogroup), each at the
-    default weight, whatever the test's own group weighs (scripts/test.sh lowers its
-    passes' nice). Beside `stress-ng --cpu 2` the alone pass's SSH tests then took 57 s
-    more than quiet. The shell line (run first in the board's own mount namespace) that
-    gives sshd's group, and through /etc/ssh/sshrc (a copy of /etc/ssh there) each
-    session's, the test's group's nice, as a board of its own would not share the CPU at
-    all; "" where the test's group is at the default weight or there is no autogroup.
-    Where the nice may not be lowered (no CAP_SYS_NICE) the writes fail and change nothing."""
-    try:
-        nice = int(Path("/proc/self/autogroup").read_text().split()[-1])
-    except (OSError, ValueError, IndexError):
-        return ""
-    if nice == 0:
-        return ""
-    etc = srv / "etc-ssh"
-    shutil.copytree("/etc/ssh", etc, symlinks=True, ignore=shutil.ignore_patterns("ssh_host_*"))
-    # sshd runs it with /bin/sh in every session (a command's, a shell's, sftp's) before
-    # the session's program, as the user who logged in; it prints nothing
-    (etc / "sshrc").write_text(f"echo {nice} 2>/dev/null >/proc/self/autogroup || true\n")
-    os.chmod(etc / "sshrc", 0o644)
-    return (f"{{ echo {nice} 2>/dev/null >/proc/self/autogroup || true; }} && "
-            f"mount --bind {etc} /etc/ssh")
 
 
 def stop(lab: Lab) -> None:
