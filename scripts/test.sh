@@ -60,10 +60,13 @@ trap 'rm -rf "$out"' EXIT
 # default (a shell without job control starts background commands with it ignored, and
 # pytest would then never stop on it). setsid does not fork here: a background command
 # of a shell without job control is never a process group leader, so $! is pytest.
-# start NICE CMD...: NICE, when not empty, is the nice of CMD's autogroup (below).
+# start NICE CMD...: NICE, when not empty, is CMD's nice and its autogroup's (below); the
+# process's nice is given relative to the script's, as `nice` takes it, for a kernel
+# without autogroup.
 start() {
     n=$1
     shift
+    [ -z "$n" ] || set -- nice -n "$((n - $(nice)))" "$@"
     # shellcheck disable=SC2016
     env --default-signal=INT setsid sh -c '[ -z "$1" ] || echo "$1" 2>/dev/null >/proc/self/autogroup || true
         shift; exec "$@"' sh "$n" "$@" &
@@ -104,28 +107,23 @@ fi
 # load runs in a session (an autogroup) of its own at the script's nice, which a pass
 # 10 below left under the tenth of a CPU a worker its tests ask of it. rtgauge's own
 # loads take rtgauge's group's nice (rtgauge/loads/base.py, keep_group_weight).
-alone_nice="" background_nice="" shared_nice=""
-if [ "$(nice -n -1 nice 2>/dev/null)" = "$(($(nice) - 1))" ]; then
-    alone_nice=$(($(nice) - 15))
-    background_nice=$(($(nice) - 10))
-    shared_nice=$(($(nice) - 5))
-    [ "$alone_nice" -ge -20 ] || alone_nice=-20
-    [ "$background_nice" -ge -20 ] || background_nice=-20
-    [ "$shared_nice" -ge -20 ] || shared_nice=-20
-fi
-# start's NICE sets the autogroup's nice; the process's nice (for a kernel without
-# autogroup) is set by `nice`, which takes the same figure relative to the script's
-niced() { [ -z "$1" ] || echo "nice -n $(($1 - $(nice)))"; }
+# below N: the nice N below the script's (at least -20), or nothing where it may not lower it
+below() {
+    [ "$(nice -n -1 nice 2>/dev/null)" = "$(($(nice) - 1))" ] || return 0
+    b=$(($(nice) - $1))
+    [ "$b" -ge -20 ] || b=-20
+    echo "$b"
+}
 
 # shellcheck disable=SC2086
-start "$background_nice" $(niced "$background_nice") $no_rt $PYTEST -n 2 --dist loadfile --pass background "$@" >"$out/background" 2>&1
+start "$(below 10)" $no_rt $PYTEST -n 2 --dist loadfile --pass background "$@" >"$out/background" 2>&1
 background=$pid
 echo "background pass: running beside the others (its output comes at the end)"
 # shellcheck disable=SC2086
-start "$alone_nice" $(niced "$alone_nice") $PYTEST --pass alone "$@"
+start "$(below 15)" $PYTEST --pass alone "$@"
 alone=0; wait "$pid" || alone=$?
 # shellcheck disable=SC2086
-start "$shared_nice" $(niced "$shared_nice") $PYTEST -n 4 --dist loadfile --pass shared "$@"
+start "$(below 5)" $PYTEST -n 4 --dist loadfile --pass shared "$@"
 shared=0; wait "$pid" || shared=$?
 bg=0; wait "$background" || bg=$?
 echo "background pass:"
