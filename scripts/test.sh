@@ -35,6 +35,11 @@ export RTGAUGE_ENGINE="$PWD/build/engine/src/rtgauge-engine"
 # once here, its modules are not compiled again by every one of them (where
 # PYTHONDONTWRITEBYTECODE is set, as in CI containers, Python never caches them itself).
 .venv/bin/python -m compileall -q rtgauge >/dev/null
+# Nor, where it is set, would pytest cache the test modules it rewrites (its assert
+# rewriting, about 5 CPU seconds for the suite's 220 modules): every pytest process,
+# seven of them, each xdist worker, would do it again. Unset for the passes, the first to
+# import a module caches it (in tests/__pycache__, which git ignores) for the others.
+unset PYTHONDONTWRITEBYTECODE
 
 out=$(mktemp -d)
 pids=""

@@ -53,9 +53,10 @@ class Lab:
         sh("ip", "netns", "exec", self.ns_board, "ip", "link", "set", self.board_if, "up" if up else "down")
 
 
-def start(prelude: str = "") -> Lab:
+def start(prelude: str = "", weighed: bool = False) -> Lab:
     """prelude: shell commands run on the board before sshd starts, in a mount
-    namespace of its own (private: a bind mount there changes the board only)."""
+    namespace of its own (private: a bind mount there changes the board only).
+    weighed: the board's sshd and sessions take the test's CPU weight (same_weight)."""
     tag = secrets.token_hex(3)
     net = 10 + int(tag, 16) % 240
     client_ip, board_ip = f"10.201.{net}.1", f"10.201.{net}.2"
@@ -131,10 +132,11 @@ Host board-user
     {proxy}
 """)
         Path("/run/sshd").mkdir(exist_ok=True)   # sshd's privilege separation directory
+        weigh = same_weight(srv) if weighed else ""
+        first = " && ".join(x for x in (weigh, f"hostname {lab.hostname}", prelude) if x)
         lab.sshd = subprocess.Popen(
-            ["ip", "netns", "exec", lab.ns_board, "unshare", "--uts", *(["--mount"] if prelude else []), "sh", "-c",
-             f"hostname {lab.hostname} && {prelude + ' && ' if prelude else ''}"
-             f"exec {SSHD} -D -e -f {srv / 'sshd_config'}"],
+            ["ip", "netns", "exec", lab.ns_board, "unshare", "--uts", *(["--mount"] if prelude or weigh else []),
+             "sh", "-c", f"{first} && exec {SSHD} -D -e -f {srv / 'sshd_config'}"],
             stdout=subprocess.DEVNULL, stderr=open(srv / "sshd.log", "w"), start_new_session=True)
         deadline = time.monotonic() + 10
         while sh("ip", "netns", "exec", lab.ns_client, "nc", "-z", "-w", "1", board_ip, "22",
@@ -146,6 +148,36 @@ Host board-user
     except BaseException:
         stop(lab)
         raise
+
+
+def same_weight(srv: Path) -> str:
+    """The board is this machine, and sshd and every session it opens are sessions of their
+    own: where the kernel groups the fair scheduler by session (autogroup), each weighs as
+    a program at the default nice, whatever the test's own group weighs (scripts/test.sh
+    lowers its passes' nice). A board of its own would not share the CPU at all. The shell
+    line (run first in the board's own mount namespace) that gives sshd's group, and
+    through /etc/ssh/sshrc (in a copy of /etc/ssh mounted there) each session's, the test's
+    group's nice; "" where that is the default or there is no autogroup. Where the nice may
+    not be lowered (no CAP_SYS_NICE) the writes fail and change nothing.
+
+    For a board that runs no load: beside `stress-ng --cpu 2` the alone pass's tuning
+    tests took twice their quiet time, their runs' bookkeeping there (facts, the tuning
+    and its keeper) outweighed. A board that runs loads would, weighed, take the pass's CPU
+    for them (tried for every board: the shared pass took 271 s instead of 224)."""
+    try:
+        nice = int(Path("/proc/self/autogroup").read_text().split()[-1])
+    except (OSError, ValueError, IndexError):
+        return ""
+    if nice == 0:
+        return ""
+    etc = srv / "etc-ssh"
+    shutil.copytree("/etc/ssh", etc, symlinks=True, ignore=shutil.ignore_patterns("ssh_host_*"))
+    # sshd runs it with /bin/sh in every session (a command's, a shell's, sftp's) before
+    # the session's program, as the user who logged in; it prints nothing
+    (etc / "sshrc").write_text(f"echo {nice} 2>/dev/null >/proc/self/autogroup || true\n")
+    os.chmod(etc / "sshrc", 0o644)
+    return (f"{{ echo {nice} 2>/dev/null >/proc/self/autogroup || true; }} && "
+            f"mount --bind {etc} /etc/ssh")
 
 
 def stop(lab: Lab) -> None:

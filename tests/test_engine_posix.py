@@ -10,7 +10,6 @@ the deliberately wrong mutex still showing its inversions."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -87,16 +86,10 @@ LINUX_ONLY = {"syscall", "sem_clockwait", "pthread_clockjoin_np", "pthread_setaf
 
 
 def build_dir() -> Path:
-    """A build directory per checkout and state of the engine's sources, kept between runs.
-
-    The checkout is in the key: a meson build regenerates from the source tree it was set
-    up from, and another clone's tree may be gone (it was, between two CI clones)."""
-    h = hashlib.sha256(str(ROOT.resolve()).encode())   # meson's build names its source tree
-    for p in sorted((ROOT / "engine").rglob("*")):
-        if p.is_file() and p.suffix in {".c", ".h", ".build", ".txt"}:
-            h.update(str(p.relative_to(ROOT)).encode())
-            h.update(p.read_bytes())
-    return Path(tempfile.gettempdir()) / f"rtgauge-posix-{h.hexdigest()[:16]}"
+    """The checkout's own build directory for it, beside build/engine: kept between runs
+    (ninja rebuilds what changed) and gone with the clone. It was a directory in /tmp
+    keyed by the checkout, which every fresh clone (every CI run) left behind there."""
+    return ROOT / "build" / "engine-posix"
 
 
 @pytest.fixture(scope="module")

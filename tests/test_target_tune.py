@@ -73,7 +73,7 @@ def lab():
         pytest.skip("no transparent hugepages here: nothing the test can see tuned")
     if STATE.exists():
         pytest.skip(f"{STATE} is there: a tuning of this machine as a target is in place")
-    lab = sshlab.start()
+    lab = sshlab.start(weighed=True)      # its board runs no load: a board of its own, as far as it can
     yield lab
     sshlab.stop(lab)
 

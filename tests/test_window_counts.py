@@ -70,8 +70,8 @@ def check_counts_add_up(metrics: dict) -> None:
 def test_the_counts_add_up_and_equal_the_status_windows_across_a_stop(engine_bin, tmp_path):
     status, out = tmp_path / "status.jsonl", tmp_path / "doc.json"
     p = subprocess.Popen([engine_bin, "latency", *QUIET, "--threads", "2", "--interval-us", "1000",
-                          "--duration-s", "2", "--window-s", "0.1", "--status", str(status), "--out", str(out)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=nice)
+                          "--duration-s", "3", "--window-s", "0.1", "--status", str(status), "--out", str(out)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: status_cycles(status) >= 300, "300 wake-ups in the engine's status", proc=p)
         p.send_signal(signal.SIGSTOP)
