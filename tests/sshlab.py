@@ -53,10 +53,11 @@ class Lab:
         sh("ip", "netns", "exec", self.ns_board, "ip", "link", "set", self.board_if, "up" if up else "down")
 
 
-def start(prelude: str = "", weighed: bool = False) -> Lab:
+def start(prelude: str = "", weighed: bool = True) -> Lab:
     """prelude: shell commands run on the board before sshd starts, in a mount
     namespace of its own (private: a bind mount there changes the board only).
-    weighed: the board's sshd and sessions take the test's CPU weight (same_weight)."""
+    weighed: the board's sshd and sessions take the test's CPU weight (same_weight); False
+    for a board that runs loads."""
     tag = secrets.token_hex(3)
     net = 10 + int(tag, 16) % 240
     client_ip, board_ip = f"10.201.{net}.1", f"10.201.{net}.2"
@@ -160,10 +161,11 @@ def same_weight(srv: Path) -> str:
     group's nice; "" where that is the default or there is no autogroup. Where the nice may
     not be lowered (no CAP_SYS_NICE) the writes fail and change nothing.
 
-    For a board that runs no load: beside `stress-ng --cpu 2` the alone pass's tuning
-    tests took twice their quiet time, their runs' bookkeeping there (facts, the tuning
-    and its keeper) outweighed. A board that runs loads would, weighed, take the pass's CPU
-    for them (tried for every board: the shared pass took 271 s instead of 224)."""
+    Beside `stress-ng --cpu 2` and the background pass the tuning tests took twice their
+    quiet time unweighed (89.9 s for the file, 47.6 s weighed), the bookkeeping of their
+    runs there (facts, the tuning and its keeper) outweighed. A board that runs loads
+    (stress-ng, hackbench) would, weighed, take the pass's CPU for them: tried for every
+    board, the shared pass took 271 s instead of 224; those boards are not weighed."""
     try:
         nice = int(Path("/proc/self/autogroup").read_text().split()[-1])
     except (OSError, ValueError, IndexError):

@@ -51,7 +51,7 @@ threads = 1
 
 @pytest.fixture(scope="module")
 def lab():
-    lab = sshlab.start()
+    lab = sshlab.start(weighed=False)     # its board runs the loads: at the default weight, as a program
     yield lab
     sshlab.stop(lab)
 
@@ -60,7 +60,8 @@ def lab():
 def bare(tmp_path_factory):
     d = tmp_path_factory.mktemp("bare")
     (d / "machine-id").write_text(BARE_ID + "\n")
-    lab = sshlab.start(prelude=f"mount --bind {d / 'machine-id'} /etc/machine-id && "
+    lab = sshlab.start(weighed=False,     # its board runs loads too
+                       prelude=f"mount --bind {d / 'machine-id'} /etc/machine-id && "
                                "mount --bind /dev/null /usr/bin/hackbench && "
                                "mount --bind /dev/null /usr/bin/cyclictest")
     yield lab

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -73,9 +74,19 @@ def lab():
         pytest.skip("no transparent hugepages here: nothing the test can see tuned")
     if STATE.exists():
         pytest.skip(f"{STATE} is there: a tuning of this machine as a target is in place")
-    lab = sshlab.start(weighed=True)      # its board runs no load: a board of its own, as far as it can
-    yield lab
-    sshlab.stop(lab)
+    lab = sshlab.start()
+    try:
+        yield lab
+    finally:
+        try:
+            # a test that failed half-way may leave its keeper there reverting (the board is
+            # this machine): let it end before stopping the board kills it, then revert
+            # what is left, so that no failure leaves this machine tuned
+            wait_for(lambda: not STATE.exists(), "the tuning there reverted", timeout=20)
+        except AssertionError:
+            subprocess.run(["sh", str(STATE / "revert.sh")], capture_output=True, timeout=60)
+        finally:
+            sshlab.stop(lab)
 
 
 @pytest.fixture
@@ -168,7 +179,14 @@ def test_a_tuning_left_there_is_reverted_by_the_next_run(lab, tmp_path, thp_not_
         wait_for(lambda: board_processes(lab, "rtgauge-engine"), "the engine running there", timeout=120, proc=p)
         # the keeper there dies without a word (as with its session killed), then rtgauge
         def named(name: str, word: bytes) -> list[int]:
-            return [pid for pid in board_processes(lab, name) if word in Path(f"/proc/{pid}/cmdline").read_bytes()]
+            found = []
+            for pid in board_processes(lab, name):
+                try:
+                    if word in Path(f"/proc/{pid}/cmdline").read_bytes():
+                        found.append(pid)
+                except OSError:        # another process of that name there, ended since it was listed
+                    pass
+            return found
         keepers, holders = named("sh", b"keep.sh"), named("sleep", b"86400000")
         dirs = board_dirs(lab)
         assert keepers and holders
