@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from rtgauge.loads.base import keep_group_weight
+
 SUPERUSER = "postgres"
 
 
@@ -85,6 +87,12 @@ class PgServer:
                    "-c fsync=off -c synchronous_commit=off -c full_page_writes=off")
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-o", options,
                   "-w", "-t", "30", "start")
+        # pg_ctl starts the server in a session of its own: where the scheduler groups by
+        # session (autogroup) it would weigh as any program at the default nice, whatever
+        # the test's pass weighs (scripts/test.sh); its backends are forked from it
+        postmaster = self._postmaster()
+        if postmaster:
+            keep_group_weight(postmaster)
 
     def stop(self) -> None:
         """pg_ctl's immediate stop; then whatever of the server is still there is killed
