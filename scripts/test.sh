@@ -123,6 +123,13 @@ below() {
 # shellcheck disable=SC2086
 start "$(below 10)" $no_rt $PYTEST -n 2 --dist loadfile --pass background "$@" >"$out/background" 2>&1
 background=$pid
+# The engine built without the futex (tests/test_engine_builds.py), beside the alone pass at
+# the background pass's weight: the shared pass, whose tests run its primitives at
+# real-time priority, then finds it built instead of compiling it (30 s of a worker beside
+# `stress-ng --cpu 2`). The test takes the same lock, and builds it where this has not.
+start "$(below 10)" flock build/engine-nofutex.lock sh -c '[ -f build/engine-nofutex/build.ninja ] ||
+    meson setup build/engine-nofutex engine -Dfutex=disabled >/dev/null
+    ninja -C build/engine-nofutex src/rtgauge-engine >/dev/null' >"$out/nofutex" 2>&1
 echo "background pass: running beside the others (its output comes at the end)"
 # shellcheck disable=SC2086
 start "$(below 15)" $PYTEST --pass alone "$@"
