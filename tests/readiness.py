@@ -23,24 +23,32 @@ POLL_S = 0.01
 def wait_for(condition, what: str, timeout: float = WATCHDOG_S, proc: subprocess.Popen | None = None,
              poll: float = POLL_S):
     """condition() until it returns something true (returned); AssertionError saying WHAT
-    after TIMEOUT seconds, or as soon as PROC has exited. POLL: seconds between looks (a
-    finer one for a thing that lasts only milliseconds once ready)."""
+    after TIMEOUT seconds, or as soon as PROC has exited, with the last lines PROC said (at
+    a timeout it is killed first, to read them). POLL: seconds between looks (a finer one
+    for a thing that lasts only milliseconds once ready)."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
         if value:
             return value
         if proc is not None and proc.poll() is not None:
-            said = ""
-            try:
-                out, err = proc.communicate(timeout=10)
-                said = ": " + " | ".join(str(err or out or "").strip().splitlines()[-3:])
-            except (ValueError, OSError):        # its pipes were read already, or none
-                pass
-            raise AssertionError(f"the process ended (status {proc.returncode}) before {what}{said}")
+            raise AssertionError(f"the process ended (status {proc.returncode}) before {what}{_said(proc)}")
         if time.monotonic() > deadline:
+            if proc is not None:
+                proc.kill()
+                raise AssertionError(f"no {what} within {timeout:.0f} s; the process, killed then, had said{_said(proc)}")
             raise AssertionError(f"no {what} within {timeout:.0f} s")
         time.sleep(poll)
+
+
+def _said(proc: subprocess.Popen) -> str:
+    """A colon and the last three lines PROC (ended) wrote, or the word nothing."""
+    try:
+        out, err = proc.communicate(timeout=10)
+    except (ValueError, OSError, subprocess.TimeoutExpired):     # its pipes were read already, or none
+        return ""
+    lines = str(err or out or "").strip().splitlines()[-3:]
+    return ": " + " | ".join(lines) if lines else " nothing"
 
 
 def status_cycles(path: Path | str, thread: int = 0) -> int:
@@ -229,11 +237,11 @@ def start_udp_server(argv_for, tries: int = 3, **popen) -> tuple[subprocess.Pope
             wait_for(lambda: udp_bound(port, proc.pid), f"UDP port {port} bound by the process", proc=proc)
             return proc, port
         except AssertionError:
-            if proc.poll() is None:
+            if proc.poll() is None or proc.returncode == -9:    # the wait timed out: wait_for killed it
                 proc.kill()
                 proc.communicate()
                 raise
-            proc.communicate()
+            proc.communicate()                                  # it ended (the port taken meanwhile)
     raise AssertionError(f"the process ended before binding its port, {tries} times")
 
 

@@ -330,7 +330,7 @@ def test_labgrid_places_are_held_for_the_run_and_released_after(boards, labgrid,
     lab = lab_file(tmp_path, ["labgrid:place-a", "labgrid:place-b"], db, labgrid.address, duration=15)
     p = rtgauge_popen("lab", "run", str(lab), "--no-report", env_full=env, cwd=tmp_path)
     try:
-        wait_until(lambda: len(engine_dirs(boards)) == 2, 120, "both engines to run")
+        wait_for(lambda: len(engine_dirs(boards)) == 2, "both engines running", timeout=120, proc=p)
         held = labgrid.holders()
         # the look fell inside the run: both engines still run after it (a loaded
         # machine can make labgrid-client's start outlast a short run)
@@ -358,8 +358,8 @@ def test_ctrl_c_stops_every_target_keeps_what_was_measured_and_releases_the_plac
     p = rtgauge_popen("lab", "run", str(lab), "--report", str(tmp_path / "lab.html"), env_full=env,
                       cwd=tmp_path)
     try:
-        dirs = wait_until(lambda: (lambda d: d if len(d) == 2 else None)(engine_dirs(boards)), 120,
-                          "both engines to run")
+        dirs = wait_for(lambda: (lambda d: d if len(d) == 2 else None)(engine_dirs(boards)), "both engines running",
+                        timeout=120, proc=p)
         both_measured(boards, p)
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=120)
@@ -451,8 +451,8 @@ def test_a_killed_lab_process_stops_every_board_run(boards, env, db, tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "rtgauge", "lab", "run", str(lab), "--no-report"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)
     try:
-        dirs = wait_until(lambda: (lambda d: d if len(d) == 2 else None)(engine_dirs(boards)), 120,
-                          "both engines to run")
+        dirs = wait_for(lambda: (lambda d: d if len(d) == 2 else None)(engine_dirs(boards)), "both engines running",
+                        timeout=120, proc=p)
         both_measured(boards, p)
         p.kill()
         p.wait(10)
