@@ -18,18 +18,27 @@ def long_counts(dist: dict, at_least_ns: float) -> int:
     return sum(c for lo, hi, c in (dist.get("histogram") or {}).get("bins") or [] if lo >= at_least_ns)
 
 
-def run_with_spin(engine_bin, busy_us: int, period_us: int):
+def run_with_spin(engine_bin, busy_us: int, period_us: int, need: int = 0):
+    """The tick run and the spin bursts that fell inside it. The spin starts at a set time
+    and the tick run as soon as the spin is at its priority: a start held back on a loaded
+    machine (beside `stress-ng --cpu 2`, both tests once saw no burst inside) can put the
+    two apart, and such a run proves nothing: it is repeated, up to three times, until NEED
+    bursts fell inside."""
     cpu = max(os.sched_getaffinity(0))
-    doc, bursts = tick_with_spin(engine_bin, cpu, busy_us, period_us)
-    if doc["periodicity"]["config_hz"] is None:
-        pytest.skip("CONFIG_HZ unknown here: no tick period to split the gaps by")
-    t0, t1 = doc["env"]["run_start_ns"], doc["env"]["run_end_ns"]
-    return doc, [b for b in bursts if b[0] > t0 and b[1] < t1]
+    for _attempt in range(3):
+        doc, bursts = tick_with_spin(engine_bin, cpu, busy_us, period_us)
+        if doc["periodicity"]["config_hz"] is None:
+            pytest.skip("CONFIG_HZ unknown here: no tick period to split the gaps by")
+        t0, t1 = doc["env"]["run_start_ns"], doc["env"]["run_end_ns"]
+        inside = [b for b in bursts if b[0] > t0 and b[1] < t1]
+        if len(inside) >= need:
+            break
+    return doc, inside
 
 
 def test_bursts_off_the_tick_are_not_tick_gaps(engine_bin):
     busy_us, period_us = 500, 7300          # 7.3 ms: the bursts' phase wanders over the tick period
-    doc, inside = run_with_spin(engine_bin, busy_us, period_us)
+    doc, inside = run_with_spin(engine_bin, busy_us, period_us, need=20)
     m = doc["metrics"]
     tick = doc["periodicity"]["tick_period_ns"]
     assert busy_us * 1000 < tick / 2, "the burst must be shorter than half a tick for this test"
@@ -50,7 +59,7 @@ def test_stalls_are_never_tick_gaps(engine_bin):
     doc0, _ = run_with_spin(engine_bin, 100, 50_000)
     tick = doc0["periodicity"]["tick_period_ns"]
     busy_us = int(tick * 0.6 / 1000)        # longer than half a tick: swallows the next tick
-    doc, inside = run_with_spin(engine_bin, busy_us, max(50_000, 4 * busy_us))
+    doc, inside = run_with_spin(engine_bin, busy_us, max(50_000, 4 * busy_us), need=5)
     m = doc["metrics"]
     assert len(inside) >= 5
     assert m["stalls"]["value"] >= len(inside)
