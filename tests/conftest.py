@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -168,6 +169,25 @@ def run_engine(engine_bin):
         return EngineResult(p.returncode, doc, p.stdout, p.stderr)
 
     return run
+
+
+def engine_variant(name: str, *options: str, target: str | None = None) -> Path:
+    """An engine built with meson OPTIONS in the checkout's own build/engine-NAME, beside
+    build/engine: kept between runs (ninja rebuilds what changed) and gone with the clone.
+    A lock keeps two passes from setting it up at once (scripts/test.sh builds the no-futex
+    one beside the alone pass). TARGET: one ninja target, or everything."""
+    build = ROOT / "build" / f"engine-{name}"
+    build.parent.mkdir(parents=True, exist_ok=True)
+    with open(build.with_name(build.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)          # another pass building it: wait for it
+        if not (build / "build.ninja").exists():
+            shutil.rmtree(build, ignore_errors=True)
+            p = subprocess.run(["meson", "setup", str(build), str(ROOT / "engine"), *options],
+                               capture_output=True, text=True)
+            assert p.returncode == 0, p.stdout + p.stderr
+        p = subprocess.run(["ninja", "-C", str(build), *([target] if target else [])], capture_output=True, text=True)
+        assert p.returncode == 0, p.stdout + p.stderr
+    return build
 
 
 def is_root() -> bool:

@@ -10,7 +10,6 @@ suite waits for that pass. A lock keeps two passes from setting it up at once.""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import shutil
 import subprocess
@@ -18,31 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_root
+from conftest import engine_variant, needs_root
 
-ROOT = Path(__file__).resolve().parent.parent
 
 needs_meson = pytest.mark.skipif(not (shutil.which("meson") and shutil.which("ninja")),
                                  reason="needs meson and ninja to build the engine")
 
 
-def build_engine(build: Path, *options: str) -> Path:
-    build.parent.mkdir(parents=True, exist_ok=True)
-    with open(build.with_name(build.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)          # another pass building it: wait for it
-        if not (build / "build.ninja").exists():
-            shutil.rmtree(build, ignore_errors=True)
-            subprocess.run(["meson", "setup", str(build), str(ROOT / "engine"), *options],
-                           check=True, capture_output=True, text=True)
-        # the engine alone: its C unit tests are built and run by scripts/test.sh
-        subprocess.run(["ninja", "-C", str(build), "src/rtgauge-engine"], check=True, capture_output=True,
-                       text=True)
-    return build
-
-
 @pytest.fixture(scope="module")
 def no_futex_build() -> Path:
-    return build_engine(ROOT / "build" / "engine-nofutex", "-Dfutex=disabled")
+    # the engine alone: its C unit tests are built and run by scripts/test.sh
+    return engine_variant("nofutex", "-Dfutex=disabled", target="src/rtgauge-engine")
 
 
 def run(engine: Path, *args: str) -> tuple[int, dict, str]:

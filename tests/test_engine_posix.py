@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_root
+from conftest import engine_variant, needs_root
 
-ROOT = Path(__file__).resolve().parent.parent
 
 needs_meson = pytest.mark.skipif(not (shutil.which("meson") and shutil.which("ninja")),
                                  reason="needs meson and ninja to build the engine")
@@ -85,26 +84,11 @@ LINUX_ONLY = {"syscall", "sem_clockwait", "pthread_clockjoin_np", "pthread_setaf
               "sched_getcpu", "prctl", "ppoll", "sincos"}
 
 
-def build_dir() -> Path:
-    """The checkout's own build directory for it, beside build/engine: kept between runs
-    (ninja rebuilds what changed) and gone with the clone. It was a directory in /tmp
-    keyed by the checkout, which every fresh clone (every CI run) left behind there."""
-    return ROOT / "build" / "engine-posix"
-
-
 @pytest.fixture(scope="module")
 def posix_build() -> Path:
     if not (shutil.which("meson") and shutil.which("ninja")):
         pytest.skip("needs meson and ninja to build the engine")
-    build = build_dir()
-    if not (build / "build.ninja").exists():
-        shutil.rmtree(build, ignore_errors=True)
-        p = subprocess.run(["meson", "setup", str(build), str(ROOT / "engine"), "-Dposix_only=true"],
-                           capture_output=True, text=True)
-        assert p.returncode == 0, p.stdout + p.stderr
-    p = subprocess.run(["ninja", "-C", str(build)], capture_output=True, text=True)
-    assert p.returncode == 0, p.stdout + p.stderr
-    return build
+    return engine_variant("posix", "-Dposix_only=true")
 
 
 @pytest.fixture(scope="module")

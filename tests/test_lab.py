@@ -276,16 +276,6 @@ def nothing_left_on(boards, timeout: float = 10) -> bool:
     return True
 
 
-def wait_until(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def engine_dirs(boards) -> list[Path]:
     """The directories of the engines running on the boards (one a board when both run)."""
     found = set()
@@ -456,8 +446,8 @@ def test_a_killed_lab_process_stops_every_board_run(boards, env, db, tmp_path):
         both_measured(boards, p)
         p.kill()
         p.wait(10)
-        runs = wait_until(lambda: (lambda rs: rs if len(rs) == 2 and all(r["status"] != "running" for r in rs)
-                                   else None)(stored_runs(db)), 60, "both runs to end")
+        runs = wait_for(lambda: (lambda rs: rs if len(rs) == 2 and all(r["status"] != "running" for r in rs)
+                                 else None)(stored_runs(db)), "both runs ended", timeout=60)
     finally:
         if p.poll() is None:
             p.kill()
